@@ -1,0 +1,98 @@
+# cellar -- one non-recursive Makefile.
+#
+#   make            build everything into build/
+#   make run        build and start cellard on 127.0.0.1:11211
+#   make test       install test packages (apt-get), build, run every test
+#   make asan       the same tests with ASan + UBSan, into build-asan/
+#
+# Each layer under src/ becomes one archive; a test or program links only
+# the archives its layer may use, so a call that points up fails to link.
+
+CC      ?= cc
+B       ?= build
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
+           -Isrc -Iinclude -MMD -MP $(SAN) $(EXTRA_CFLAGS)
+LDFLAGS := -pthread $(SAN)
+LDLIBS  := -lm
+
+LAYERS  := core storage protocol server
+src_of   = $(wildcard src/$(1)/*.c)
+obj_of   = $(patsubst src/%.c,$(B)/obj/%.o,$(call src_of,$(1)))
+
+CORE_A     := $(B)/libcore.a
+STORAGE_A  := $(B)/libstorage.a
+PROTOCOL_A := $(B)/libprotocol.a
+SERVER_A   := $(B)/libserver.a
+
+.PHONY: all run test check unit integration asan clean deps
+all: $(B)/cellard unit-bins
+
+$(CORE_A): $(call obj_of,core)
+$(STORAGE_A): $(call obj_of,storage)
+$(PROTOCOL_A): $(call obj_of,protocol)
+$(SERVER_A): $(filter-out $(B)/obj/server/main.o,$(call obj_of,server))
+$(B)/lib%.a:
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests: tests/unit/<layer>/test_<module>.c links its layer and those below.
+deps_core     := $(CORE_A)
+deps_storage  := $(STORAGE_A) $(CORE_A)
+deps_protocol := $(PROTOCOL_A) $(CORE_A)
+deps_server   := $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
+unit-bins: $(UNIT_BINS)
+.SECONDEXPANSION:
+$(B)/tests/%: tests/unit/%.c $$(deps_$$(firstword $$(subst /, ,$$*)))
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(deps_$(firstword $(subst /, ,$*))) $(LDFLAGS) $(LDLIBS)
+
+# Fuzz drivers build as plain programs that replay a bounded random stream.
+FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+$(B)/fuzz/%: tests/fuzz/%.c $(PROTOCOL_A) $(CORE_A)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(PROTOCOL_A) $(CORE_A) $(LDFLAGS) $(LDLIBS)
+
+run: $(B)/cellard
+	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
+
+# Packages the tests need, from Debian.
+TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools
+deps:
+	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+unit: $(UNIT_BINS) $(FUZZ_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
+
+integration: $(B)/cellard
+	CELLARD=$(abspath $(B)/cellard) /usr/bin/python3 tests/integration/run.py
+
+check: unit integration
+
+test: deps
+	$(MAKE) all
+	$(MAKE) check
+
+asan: deps
+	$(MAKE) B=build-asan OPT=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" all check
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,51 @@
+/*
+ * item.h -- one cached key/value pair, as it lies in a slab chunk.
+ *
+ * An item is a fixed header followed by the key and then the value.  A
+ * value too large for one chunk (larger than slab_chunk_max) is "chained":
+ * the header chunk holds the key and the start of the value, and further
+ * chunks of the largest class hold the rest (see engine_item_iov()).
+ *
+ * Invariants: nkey <= 250; refcount counts the hash table's link (1 while
+ * ITEM_LINKED) plus one per caller holding the item; the memory is reused
+ * only when refcount reaches 0.  Fields other than refcount and atime are
+ * written only while the item is unlinked or under its item lock.
+ *
+ * Callers outside storage/ use only the accessors below.
+ */
+#ifndef CELLAR_STORAGE_ITEM_H
+#define CELLAR_STORAGE_ITEM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum item_flag {
+    ITEM_LINKED = 1,    /* in the hash table and the eviction queue */
+    ITEM_FETCHED = 2,   /* read at least once since stored */
+    ITEM_CHAINED = 4,   /* value continues in further chunks */
+    ITEM_ACTIVE = 8,    /* read again since last queue move (policy hint) */
+};
+
+struct item {
+    struct item *hnext;             /* hash bucket chain */
+    struct item *prev, *next;       /* eviction queue links */
+    uint64_t cas;
+    uint32_t atime;                 /* last access, engine seconds */
+    uint32_t exptime;               /* engine seconds; 0 = never */
+    uint32_t nbytes;                /* value length */
+    uint32_t flags;                 /* client flags */
+    _Atomic uint16_t refcount;
+    uint8_t iflags;                 /* enum item_flag */
+    uint8_t clsid;                  /* slab class id */
+    uint8_t nkey;
+    char data[];                    /* key, then value (or value head) */
+};
+
+static inline const char *item_key(const struct item *it) { return it->data; }
+static inline unsigned item_nkey(const struct item *it) { return it->nkey; }
+static inline uint32_t item_nbytes(const struct item *it) { return it->nbytes; }
+static inline uint32_t item_flags(const struct item *it) { return it->flags; }
+static inline uint64_t item_cas(const struct item *it) { return it->cas; }
+static inline unsigned item_clsid(const struct item *it) { return it->clsid; }
+
+#endif
