@@ -1,0 +1,317 @@
+/*
+ * dispatch.c -- the only file that knows both the engine and the codec.
+ *
+ * A parsed text request becomes engine calls, and engine results become
+ * memcached's words.  Replies are appended to the connection's pending
+ * output (server/out.h); values go out by reference, never copied.
+ * Counters follow memcached's per-thread stats.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+#define S(x) x, sizeof(x) - 1
+
+static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
+    if (!noreply)
+        out_add(&c->out, s, len);
+}
+
+/* Appends "VALUE ..." and the item's value, holding a reference until written. */
+static void add_value(struct conn *c, struct item *it, bool with_cas) {
+    char *line = out_reserve(&c->out, MC_VALUE_LINE_MAX);
+    if (line == NULL) {
+        engine_item_unref(c->w->srv->engine, it);
+        return;
+    }
+    size_t n = mc_text_fmt_value(line, item_key(it), item_nkey(it), item_flags(it),
+                                 item_nbytes(it), with_cas, item_cas(it));
+    out_commit(&c->out, line, n);
+    struct iovec iov[64];
+    int k = engine_item_iov(it, iov, 64);
+    for (int i = 0; i < k; i++)
+        out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
+    out_add(&c->out, S("\r\n"));
+    out_hold(&c->out, it);
+}
+
+static void do_get(struct conn *c, struct mc_req *req) {
+    struct engine *e = c->w->srv->engine;
+    struct worker_counters *st = &c->w->st;
+    bool with_cas = req->cmd == MC_CMD_GETS || req->cmd == MC_CMD_GATS;
+    bool touch = req->cmd == MC_CMD_GAT || req->cmd == MC_CMD_GATS;
+    struct mc_span rest = req->keys, key;
+    while (mc_text_next_key(&rest, &key)) {
+        enum engine_miss why = ENGINE_MISS_NONE;
+        struct item *it = touch ? engine_get_touch(e, key.p, key.len, req->exptime, &why)
+                                : engine_get(e, key.p, key.len, &why);
+        if (touch)
+            STAT_INC(st->touch_cmds);
+        STAT_INC(st->get_cmds);
+        if (it != NULL) {
+            unsigned cls = item_clsid(it);
+            if (touch)
+                STAT_INC(st->slab[cls].touch_hits);
+            STAT_INC(st->slab[cls].get_hits);
+            add_value(c, it, with_cas);
+        } else {
+            if (touch)
+                STAT_INC(st->touch_misses);
+            STAT_INC(st->get_misses);
+            if (why == ENGINE_MISS_EXPIRED)
+                STAT_INC(st->get_expired);
+            else if (why == ENGINE_MISS_FLUSHED)
+                STAT_INC(st->get_flushed);
+        }
+    }
+    out_add(&c->out, S("END\r\n"));
+}
+
+static enum engine_store_op store_op(enum mc_cmd cmd) {
+    switch (cmd) {
+    case MC_CMD_ADD: return ENGINE_ADD;
+    case MC_CMD_REPLACE: return ENGINE_REPLACE;
+    case MC_CMD_APPEND: return ENGINE_APPEND;
+    case MC_CMD_PREPEND: return ENGINE_PREPEND;
+    case MC_CMD_CAS: return ENGINE_CAS;
+    default: return ENGINE_SET;
+    }
+}
+
+/*
+ * Storage commands allocate the item first and read the value straight
+ * into it.  When the item cannot be had, the value is swallowed, and a
+ * set also removes the old value, so a failed set never leaves stale data
+ * behind (memcached does the same).
+ */
+static void do_store(struct conn *c, struct mc_req *req) {
+    struct engine *e = c->w->srv->engine;
+    enum engine_alloc_err err = ENGINE_ALLOC_OK;
+    struct item *it = engine_item_alloc(e, req->key.p, req->key.len, req->flags,
+                                        req->exptime, req->vlen, &err);
+    if (it == NULL) {
+        if (err == ENGINE_ALLOC_TOO_LARGE) {
+            STAT_INC(c->w->st.store_too_large);
+            reply(c, req->noreply, S("SERVER_ERROR object too large for cache\r\n"));
+        } else {
+            STAT_INC(c->w->st.store_no_memory);
+            reply(c, req->noreply, S("SERVER_ERROR out of memory storing object\r\n"));
+        }
+        if (req->cmd == MC_CMD_SET)
+            engine_delete(e, req->key.p, req->key.len, 0);
+        c->swallow = (uint64_t)req->vlen + 2;
+        atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
+        return;
+    }
+    c->nitem = it;
+    c->nop = store_op(req->cmd);
+    c->ncas = req->cas;
+    c->nnoreply = req->noreply;
+    c->ndone = 0;
+    c->nlen = req->vlen;
+    c->ncrlf_done = 0;
+    atomic_store_explicit(&c->state, CONN_NREAD, memory_order_relaxed);
+}
+
+void dispatch_nread_done(struct conn *c) {
+    struct engine *e = c->w->srv->engine;
+    struct worker_counters *st = &c->w->st;
+    struct item *it = c->nitem;
+    bool nr = c->nnoreply;
+    c->nitem = NULL;
+    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+    unsigned cls = item_clsid(it);
+    STAT_INC(st->slab[cls].set_cmds);
+    if (c->ncrlf[0] != '\r' || c->ncrlf[1] != '\n') {
+        reply(c, nr, S("CLIENT_ERROR bad data chunk\r\n"));
+        engine_item_unref(e, it);
+        return;
+    }
+    enum engine_store_result r = engine_store(e, it, c->nop, c->ncas, NULL);
+    engine_item_unref(e, it);
+    switch (r) {
+    case ENGINE_STORED:
+        if (c->nop == ENGINE_CAS)
+            STAT_INC(st->slab[cls].cas_hits);
+        reply(c, nr, S("STORED\r\n"));
+        break;
+    case ENGINE_NOT_STORED:
+        reply(c, nr, S("NOT_STORED\r\n"));
+        break;
+    case ENGINE_EXISTS:
+        STAT_INC(st->slab[cls].cas_badval);
+        reply(c, nr, S("EXISTS\r\n"));
+        break;
+    case ENGINE_NOT_FOUND:
+        STAT_INC(st->cas_misses);
+        reply(c, nr, S("NOT_FOUND\r\n"));
+        break;
+    case ENGINE_STORE_NO_MEMORY:
+        STAT_INC(st->store_no_memory);
+        reply(c, nr, S("SERVER_ERROR out of memory storing object\r\n"));
+        break;
+    }
+}
+
+static void do_delete(struct conn *c, struct mc_req *req) {
+    struct engine *e = c->w->srv->engine;
+    enum engine_delete_result r = engine_delete(e, req->key.p, req->key.len, 0);
+    if (r == ENGINE_DELETED) {
+        STAT_INC(c->w->st.slab[0].delete_hits);
+        reply(c, req->noreply, S("DELETED\r\n"));
+    } else {
+        STAT_INC(c->w->st.delete_misses);
+        reply(c, req->noreply, S("NOT_FOUND\r\n"));
+    }
+}
+
+static void do_arith(struct conn *c, struct mc_req *req) {
+    struct engine *e = c->w->srv->engine;
+    struct worker_counters *st = &c->w->st;
+    bool incr = req->cmd == MC_CMD_INCR;
+    uint64_t v = 0;
+    enum engine_arith_result r = engine_arith(e, req->key.p, req->key.len, incr, req->delta,
+                                              &v, NULL);
+    switch (r) {
+    case ENGINE_ARITH_OK: {
+        if (incr)
+            STAT_INC(st->slab[0].incr_hits);
+        else
+            STAT_INC(st->slab[0].decr_hits);
+        if (req->noreply)
+            break;
+        char *p = out_reserve(&c->out, 24);
+        if (p != NULL)
+            out_commit(&c->out, p, mc_text_fmt_u64_line(p, v));
+        break;
+    }
+    case ENGINE_ARITH_NOT_FOUND:
+        if (incr)
+            STAT_INC(st->incr_misses);
+        else
+            STAT_INC(st->decr_misses);
+        reply(c, req->noreply, S("NOT_FOUND\r\n"));
+        break;
+    case ENGINE_ARITH_NON_NUMERIC:
+        reply(c, req->noreply, S("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"));
+        break;
+    case ENGINE_ARITH_NO_MEMORY:
+        reply(c, req->noreply, S("SERVER_ERROR out of memory\r\n"));
+        break;
+    }
+}
+
+static void do_touch(struct conn *c, struct mc_req *req) {
+    struct engine *e = c->w->srv->engine;
+    STAT_INC(c->w->st.touch_cmds);
+    if (engine_touch(e, req->key.p, req->key.len, req->exptime)) {
+        STAT_INC(c->w->st.slab[0].touch_hits);
+        reply(c, req->noreply, S("TOUCHED\r\n"));
+    } else {
+        STAT_INC(c->w->st.touch_misses);
+        reply(c, req->noreply, S("NOT_FOUND\r\n"));
+    }
+}
+
+static bool tok_is(const struct mc_req *req, int i, const char *s) {
+    size_t n = strlen(s);
+    return i < req->ntokens && req->tok[i].len == n && memcmp(req->tok[i].p, s, n) == 0;
+}
+
+static void do_shutdown(struct conn *c, struct mc_req *req) {
+    struct server *s = c->w->srv;
+    if (!s->cfg->shutdown_command) {
+        out_add(&c->out, S("ERROR: shutdown not enabled\r\n"));
+        return;
+    }
+    if (req->ntokens <= 1 || tok_is(req, 1, "graceful")) {
+        atomic_store(&s->stop, true);
+        kill(getpid(), SIGUSR2);    /* wakes the acceptor */
+        atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
+        return;
+    }
+    out_add(&c->out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
+}
+
+/*
+ * Administrative commands that tune memcached's background machinery.
+ * cellard has no separate LRU maintainer, crawler or slab mover threads
+ * to steer yet, so these answer as memcached does for valid input and do
+ * nothing more; the README lists them.
+ */
+static void do_admin(struct conn *c, struct mc_req *req) {
+    switch (req->cmd) {
+    case MC_CMD_CACHE_MEMLIMIT:
+        reply(c, req->noreply, S("OK\r\n"));
+        break;
+    case MC_CMD_LRU:
+    case MC_CMD_SLABS:
+    case MC_CMD_LRU_CRAWLER:
+        out_add(&c->out, S("OK\r\n"));
+        break;
+    default:
+        out_add(&c->out, S("ERROR\r\n"));
+        break;
+    }
+}
+
+void dispatch_text(struct conn *c, struct mc_req *req) {
+    struct server *s = c->w->srv;
+    switch (req->cmd) {
+    case MC_CMD_GET:
+    case MC_CMD_GETS:
+    case MC_CMD_GAT:
+    case MC_CMD_GATS:
+        do_get(c, req);
+        break;
+    case MC_CMD_SET:
+    case MC_CMD_ADD:
+    case MC_CMD_REPLACE:
+    case MC_CMD_APPEND:
+    case MC_CMD_PREPEND:
+    case MC_CMD_CAS:
+        do_store(c, req);
+        break;
+    case MC_CMD_DELETE:
+        do_delete(c, req);
+        break;
+    case MC_CMD_INCR:
+    case MC_CMD_DECR:
+        do_arith(c, req);
+        break;
+    case MC_CMD_TOUCH:
+        do_touch(c, req);
+        break;
+    case MC_CMD_FLUSH_ALL:
+        STAT_INC(c->w->st.flush_cmds);
+        if (!s->cfg->flush_enabled) {
+            reply(c, req->noreply, S("CLIENT_ERROR flush_all not allowed\r\n"));
+            break;
+        }
+        engine_flush(s->engine, req->exptime);
+        reply(c, req->noreply, S("OK\r\n"));
+        break;
+    case MC_CMD_VERSION:
+        out_add(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
+        break;
+    case MC_CMD_VERBOSITY:
+        atomic_store(&s->verbose, (int)req->delta);
+        reply(c, req->noreply, S("OK\r\n"));
+        break;
+    case MC_CMD_QUIT:
+        atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
+        break;
+    case MC_CMD_SHUTDOWN:
+        do_shutdown(c, req);
+        break;
+    case MC_CMD_STATS:
+        stats_text(c, req);
+        break;
+    default:
+        do_admin(c, req);
+        break;
+    }
+}

@@ -1,0 +1,397 @@
+/*
+ * main.c -- cellard: settings, listeners, the acceptor, maintenance, signals.
+ *
+ *   main thread                     maintenance thread
+ *   -----------                     ------------------
+ *   parse settings, create engine   every ~10 ms: set the engine clock,
+ *   open listeners, start workers   engine_step() (hash growth, expiry
+ *   loop: accept -> hand fd to a    crawl), sleep longer when idle
+ *         worker, round robin
+ *         signalfd: TERM/INT -> stop
+ *
+ * The only mutable globals of the program live here (none at the moment:
+ * the server struct is on main's stack and passed to everyone).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+static uint32_t unix_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint32_t)ts.tv_sec;
+}
+
+static int set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static int add_listener(struct server *s, int fd, bool is_unix, const char *name) {
+    struct listener *n = realloc(s->listeners, sizeof(*n) * (size_t)(s->nlisteners + 1));
+    if (n == NULL)
+        return -1;
+    s->listeners = n;
+    n[s->nlisteners].fd = fd;
+    n[s->nlisteners].is_unix = is_unix;
+    snprintf(n[s->nlisteners].name, sizeof(n[0].name), "%s", name);
+    s->nlisteners++;
+    return 0;
+}
+
+/* Opens TCP listeners for one "host[:port]" entry of -l. */
+static int listen_tcp(struct server *s, const char *entry, int port) {
+    char host[256];
+    snprintf(host, sizeof(host), "%s", entry);
+    char *colon = strrchr(host, ':');
+    char *h = host;
+    if (host[0] == '[') {                       /* [v6]:port */
+        char *end = strchr(host, ']');
+        if (end == NULL)
+            return -1;
+        *end = '\0';
+        h = host + 1;
+        if (end[1] == ':')
+            port = atoi(end + 2);
+    } else if (colon != NULL && strchr(host, ':') == colon) {   /* v4:port */
+        *colon = '\0';
+        port = atoi(colon + 1);
+    }
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", port < 0 ? 0 : port);
+    struct addrinfo hints = {.ai_flags = AI_PASSIVE, .ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(strcmp(h, "*") == 0 || h[0] == '\0' ? NULL : h, portstr, &hints, &ai);
+    if (rc != 0) {
+        fprintf(stderr, "getaddrinfo(): %s\n", gai_strerror(rc));
+        return -1;
+    }
+    int opened = 0;
+    for (struct addrinfo *p = ai; p != NULL; p = p->ai_next) {
+        int fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (p->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, p->ai_addr, p->ai_addrlen) < 0 || listen(fd, s->cfg->backlog) < 0) {
+            if (errno == EADDRINUSE)
+                fprintf(stderr, "failed to listen on TCP port %d: Address already in use\n", port);
+            else
+                perror("bind()");
+            close(fd);
+            freeaddrinfo(ai);
+            return -1;
+        }
+        set_nonblock(fd);
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        getsockname(fd, (struct sockaddr *)&ss, &len);
+        char ip[INET6_ADDRSTRLEN] = "?", name[128];
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *a = (void *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+            snprintf(name, sizeof(name), "tcp:%s:%u", ip, ntohs(a->sin_port));
+        } else {
+            struct sockaddr_in6 *a = (void *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+            snprintf(name, sizeof(name), "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
+        }
+        add_listener(s, fd, false, name);
+        opened++;
+    }
+    freeaddrinfo(ai);
+    return opened > 0 ? 0 : -1;
+}
+
+static int listen_unix(struct server *s, const char *path, int mask) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        close(fd);
+        return -1;
+    }
+    strcpy(a.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(path);
+    mode_t old = umask((mode_t)(~mask & 0777));
+    int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+    umask(old);
+    if (rc < 0 || listen(fd, s->cfg->backlog) < 0) {
+        perror("bind()");
+        close(fd);
+        return -1;
+    }
+    set_nonblock(fd);
+    char name[128];
+    snprintf(name, sizeof(name), "unix:%s", path);
+    return add_listener(s, fd, true, name);
+}
+
+static int open_listeners(struct server *s) {
+    const struct settings *cfg = s->cfg;
+    if (cfg->socketpath != NULL)
+        return listen_unix(s, cfg->socketpath, cfg->access);
+    if (cfg->port == 0)
+        return 0;
+    char list[1024];
+    snprintf(list, sizeof(list), "%s", cfg->inter ? cfg->inter : "127.0.0.1");
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+        if (listen_tcp(s, tok, cfg->port) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/*
+ * Background work: keeps the engine clock within a few milliseconds of
+ * the wall clock and gives the engine bounded slices of hash-table growth
+ * and expiry crawling, sleeping longer when there was nothing to do.
+ */
+static void *maint_main(void *arg) {
+    struct server *s = arg;
+    unsigned idle = 0;
+    while (!atomic_load(&s->stop)) {
+        uint32_t now = unix_now();
+        if (now != engine_clock(s->engine))
+            engine_clock_set(s->engine, now);
+        unsigned done = engine_step(s->engine, 1000);
+        idle = done ? 0 : (idle < 10 ? idle + 1 : idle);
+        struct timespec ts = {0, (long)(done ? 1 : 5 * (idle + 1)) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void reject(struct server *s, int fd) {
+    static const char msg[] = "ERROR Too many open connections\r\n";
+    ssize_t r = write(fd, msg, sizeof(msg) - 1);
+    (void)r;
+    close(fd);
+    atomic_fetch_add(&s->rejected_conns, 1);
+}
+
+/* Accepts every pending connection of one listener and hands each to a worker. */
+static void accept_all(struct server *s, struct listener *l) {
+    for (;;) {
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof(peer);
+        int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                /* Out of descriptors: nothing to do but wait for some to close. */
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            return;
+        }
+        if (atomic_load(&s->curr_conns) >= (uint64_t)s->cfg->maxconns) {
+            reject(s, fd);
+            continue;
+        }
+        if (!l->is_unix) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        }
+        atomic_fetch_add(&s->curr_conns, 1);
+        atomic_fetch_add(&s->total_conns, 1);
+        struct worker *w = &s->workers[s->next_worker];
+        s->next_worker = (s->next_worker + 1) % s->nworkers;
+        worker_hand_fd(w, fd, l->fd, &peer, plen);
+    }
+}
+
+static int drop_privileges(const struct settings *cfg) {
+    if (getuid() != 0 && geteuid() != 0)
+        return 0;
+    if (cfg->username == NULL || strcmp(cfg->username, "root") == 0)
+        return 0;
+    struct passwd *pw = getpwnam(cfg->username);
+    if (pw == NULL) {
+        fprintf(stderr, "can't find the user %s to switch to\n", cfg->username);
+        return -1;
+    }
+    if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0) {
+        fprintf(stderr, "failed to assume identity of user %s\n", cfg->username);
+        return -1;
+    }
+    return 0;
+}
+
+static int daemonize(void) {
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return -1;
+    if (chdir("/") != 0)
+        return -1;
+    int fd = open("/dev/null", O_RDWR);
+    if (fd >= 0) {
+        dup2(fd, 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        if (fd > 2)
+            close(fd);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static struct settings cfg;
+    int rc = settings_parse(&cfg, argc, argv, stderr);
+    if (rc == SETTINGS_EXIT_OK)
+        return 0;
+    if (rc != 0)
+        return rc;
+    rc = settings_check_user(&cfg, stderr);
+    if (rc != 0)
+        return rc;
+
+    /* Enough descriptors for -c connections plus our own. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)cfg.maxconns + 64) {
+        rl.rlim_cur = (rlim_t)cfg.maxconns + 64;
+        if (rl.rlim_max < rl.rlim_cur)
+            rl.rlim_max = rl.rlim_cur;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "failed to set rlimit for open files. Try starting as root or "
+                            "requesting smaller maxconns value.\n");
+            return 71;  /* EX_OSERR, as memcached */
+        }
+    }
+
+    struct engine_config ec;
+    engine_config_defaults(&ec);
+    ec.mem_limit = cfg.maxbytes;
+    ec.growth_factor = cfg.factor;
+    ec.chunk_min = (uint32_t)cfg.chunk_size;
+    ec.item_size_max = (uint32_t)cfg.item_size_max;
+    ec.slab_chunk_max = (uint32_t)cfg.slab_chunk_size_max;
+    ec.evict = cfg.evict_to_free;
+    ec.use_cas = cfg.use_cas;
+    if (cfg.hashpower_init > 0)
+        ec.hashpower_init = (uint32_t)cfg.hashpower_init;
+    ec.policy = cfg.evict_policy;
+    char err[256] = "";
+    struct engine *engine = engine_create(&ec, err, sizeof(err));
+    if (engine == NULL) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    engine_clock_set(engine, unix_now());
+
+    struct server srv;
+    memset(&srv, 0, sizeof(srv));
+    srv.cfg = &cfg;
+    srv.engine = engine;
+    srv.nworkers = cfg.num_threads;
+    srv.started = engine_clock(engine);
+    atomic_store(&srv.verbose, cfg.verbose);
+    atomic_store(&srv.accepting, true);
+    pthread_mutex_init(&srv.stats_lock, NULL);
+
+    if (open_listeners(&srv) < 0) {
+        fprintf(stderr, "failed to listen\n");
+        return 71;
+    }
+    if (drop_privileges(&cfg) < 0)
+        return 71;
+    if (cfg.daemonize && daemonize() < 0) {
+        fprintf(stderr, "failed to daemon() in order to daemonize\n");
+        return 1;
+    }
+    if (cfg.pid_file != NULL) {
+        FILE *f = fopen(cfg.pid_file, "w");
+        if (f == NULL) {
+            fprintf(stderr, "Could not open the pid file %s for writing: %s\n", cfg.pid_file,
+                    strerror(errno));
+        } else {
+            fprintf(f, "%ld\n", (long)getpid());
+            fclose(f);
+        }
+    }
+
+    /* Signals are taken synchronously by the main loop; threads inherit the mask. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGUSR1);
+    sigaddset(&mask, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    if (worker_start_all(&srv) < 0) {
+        fprintf(stderr, "failed to start worker threads\n");
+        return 1;
+    }
+    pthread_t maint;
+    pthread_create(&maint, NULL, maint_main, &srv);
+
+    struct evloop *loop = evloop_create();
+    evloop_add(loop, sfd, EV_READ, &sfd);
+    for (int i = 0; i < srv.nlisteners; i++)
+        evloop_add(loop, srv.listeners[i].fd, EV_READ, &srv.listeners[i]);
+    struct ev_fired ev[64];
+    while (!atomic_load(&srv.stop)) {
+        int n = evloop_wait(loop, ev, 64, 500);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].ptr == &sfd) {
+                struct signalfd_siginfo si;
+                while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                    if (cfg.verbose)
+                        fprintf(stderr, "Signal handled: %s.\n", strsignal((int)si.ssi_signo));
+                    atomic_store(&srv.stop, true);
+                }
+            } else if (ev[i].ptr != NULL) {
+                accept_all(&srv, ev[i].ptr);
+            }
+        }
+    }
+
+    for (int i = 0; i < srv.nlisteners; i++) {
+        close(srv.listeners[i].fd);
+        if (srv.listeners[i].is_unix && cfg.socketpath != NULL)
+            unlink(cfg.socketpath);
+    }
+    worker_stop_all(&srv);
+    pthread_join(maint, NULL);
+    evloop_destroy(&loop);
+    close(sfd);
+    free(srv.listeners);
+    engine_destroy(&srv.engine);
+    pthread_mutex_destroy(&srv.stats_lock);
+    if (cfg.pid_file != NULL)
+        unlink(cfg.pid_file);
+    settings_deinit(&cfg);
+    return 0;
+}

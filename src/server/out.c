@@ -1,0 +1,171 @@
+#include "server/out.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/engine.h"
+
+void out_init(struct out *o) {
+    memset(o, 0, sizeof(*o));
+}
+
+void out_deinit(struct out *o, struct engine *e) {
+    out_reset(o, e);
+    struct out_block *b = o->head;
+    while (b != NULL) {
+        struct out_block *n = b->next;
+        free(b);
+        b = n;
+    }
+    free(o->iov);
+    free(o->items);
+    memset(o, 0, sizeof(*o));
+}
+
+static bool grow(void **arr, int *cap, size_t elem) {
+    int ncap = *cap ? *cap * 2 : 16;
+    void *n = realloc(*arr, (size_t)ncap * elem);
+    if (n == NULL)
+        return false;
+    *arr = n;
+    *cap = ncap;
+    return true;
+}
+
+bool out_add(struct out *o, const void *p, size_t len) {
+    if (len == 0)
+        return true;
+    if (o->niov > o->sent) {
+        struct iovec *last = &o->iov[o->niov - 1];
+        if ((const char *)last->iov_base + last->iov_len == (const char *)p) {
+            last->iov_len += len;
+            o->bytes += len;
+            return true;
+        }
+    }
+    if (o->niov == o->iov_cap && !grow((void **)&o->iov, &o->iov_cap, sizeof(struct iovec)))
+        return false;
+    o->iov[o->niov++] = (struct iovec){(void *)p, len};
+    o->bytes += len;
+    return true;
+}
+
+/*
+ * Scratch space comes from blocks that are never moved or freed before
+ * out_reset(), so an iovec may point into them.  A request larger than a
+ * block gets a block of its own size.
+ */
+char *out_reserve(struct out *o, size_t n) {
+    struct out_block *b = o->cur;
+    if (b != NULL && b->size - b->used >= n)
+        return b->data + b->used;
+    if (b != NULL && b->next != NULL && b->next->size >= n) {
+        o->cur = b->next;
+        o->cur->used = 0;
+        return o->cur->data;
+    }
+    size_t size = n > OUT_BLOCK ? n : OUT_BLOCK;
+    struct out_block *nb = malloc(sizeof(*nb) + size);
+    if (nb == NULL)
+        return NULL;
+    nb->used = 0;
+    nb->size = size;
+    if (b == NULL) {
+        nb->next = o->head;
+        o->head = nb;
+    } else {
+        nb->next = b->next;
+        b->next = nb;
+    }
+    o->cur = nb;
+    return nb->data;
+}
+
+bool out_commit(struct out *o, char *p, size_t used) {
+    o->cur->used = (size_t)(p - o->cur->data) + used;
+    return out_add(o, p, used);
+}
+
+bool out_copy(struct out *o, const void *p, size_t len) {
+    char *d = out_reserve(o, len);
+    if (d == NULL)
+        return false;
+    memcpy(d, p, len);
+    return out_commit(o, d, len);
+}
+
+bool out_printf(struct out *o, const char *fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return false;
+    if ((size_t)n >= sizeof(buf))
+        n = sizeof(buf) - 1;
+    return out_copy(o, buf, (size_t)n);
+}
+
+bool out_hold(struct out *o, struct item *it) {
+    if (o->nitems == o->items_cap && !grow((void **)&o->items, &o->items_cap, sizeof(*o->items)))
+        return false;
+    o->items[o->nitems++] = it;
+    return true;
+}
+
+void out_reset(struct out *o, struct engine *e) {
+    for (int i = 0; i < o->nitems; i++)
+        engine_item_unref(e, o->items[i]);
+    o->nitems = 0;
+    o->niov = o->sent = 0;
+    o->bytes = 0;
+    /* Keep the first scratch block; later ones are freed so a burst does not pin memory. */
+    if (o->head != NULL) {
+        struct out_block *b = o->head->next;
+        while (b != NULL) {
+            struct out_block *n = b->next;
+            free(b);
+            b = n;
+        }
+        o->head->next = NULL;
+        o->head->used = 0;
+    }
+    o->cur = o->head;
+}
+
+int out_flush(struct out *o, int fd, struct engine *e, size_t *written) {
+    *written = 0;
+    while (o->sent < o->niov) {
+        int cnt = o->niov - o->sent;
+        if (cnt > IOV_MAX)
+            cnt = IOV_MAX;
+        ssize_t n = writev(fd, &o->iov[o->sent], cnt);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return -1;
+        }
+        *written += (size_t)n;
+        o->bytes -= (size_t)n;
+        while (n > 0) {
+            struct iovec *v = &o->iov[o->sent];
+            if ((size_t)n >= v->iov_len) {
+                n -= (ssize_t)v->iov_len;
+                o->sent++;
+            } else {
+                v->iov_base = (char *)v->iov_base + n;
+                v->iov_len -= (size_t)n;
+                n = 0;
+            }
+        }
+    }
+    out_reset(o, e);
+    return 1;
+}

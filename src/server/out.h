@@ -1,0 +1,75 @@
+/*
+ * out.h -- a connection's pending response: iovecs, scratch, references.
+ *
+ * Responses of a whole batch of pipelined requests are gathered here and
+ * sent with as few writev() calls as the kernel allows.  Three kinds of
+ * bytes end up in the iovec list:
+ *   - constant strings ("STORED\r\n"), pointed at where they lie;
+ *   - formatted lines (VALUE headers, numbers, stats), written into
+ *     scratch blocks that never move, so iovecs into them stay valid;
+ *   - item values, pointed at inside the item, with a reference held in
+ *     the item list and dropped only once the bytes have left.
+ * Adjacent pieces that touch in memory are merged into one iovec.
+ *
+ *   [VALUE k 0 5\r\n][hello][\r\nEND\r\n]    <- 3 iovecs, 1 item ref
+ *      scratch        item    constant/scratch
+ *
+ * Used by one thread (the connection's worker); allocates as it grows and
+ * keeps its first scratch block between batches.
+ */
+#ifndef CELLAR_SERVER_OUT_H
+#define CELLAR_SERVER_OUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+struct engine;
+struct item;
+
+#define OUT_BLOCK 16384
+
+struct out_block {
+    struct out_block *next;
+    size_t used, size;
+    char data[];
+};
+
+struct out {
+    struct iovec *iov;
+    int niov, iov_cap, sent;        /* iov[sent..niov) still to write */
+    struct item **items;
+    int nitems, items_cap;
+    struct out_block *head, *cur;   /* scratch blocks */
+    size_t bytes;                   /* bytes not yet written */
+};
+
+void out_init(struct out *o);
+/* Drops item references and frees everything. */
+void out_deinit(struct out *o, struct engine *e);
+
+/* Appends bytes that stay valid until out_reset() (constants, items). */
+bool out_add(struct out *o, const void *p, size_t len);
+/* Reserves n contiguous scratch bytes; commit what was used with out_commit(). */
+char *out_reserve(struct out *o, size_t n);
+bool out_commit(struct out *o, char *p, size_t used);
+/* Copies bytes into scratch and appends them. */
+bool out_copy(struct out *o, const void *p, size_t len);
+/* Formats into scratch (for stats). */
+bool out_printf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Keeps a reference on it until out_reset(). */
+bool out_hold(struct out *o, struct item *it);
+
+/*
+ * Writes as much as the socket takes.  Returns 1 when everything has been
+ * written (and resets), 0 when the socket is full, -1 on error.
+ * *written gets the bytes written.
+ */
+int out_flush(struct out *o, int fd, struct engine *e, size_t *written);
+
+/* Forgets all pending bytes and drops held references. */
+void out_reset(struct out *o, struct engine *e);
+
+static inline bool out_empty(const struct out *o) { return o->bytes == 0; }
+
+#endif

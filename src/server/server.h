@@ -1,0 +1,165 @@
+/*
+ * server.h -- the server's shared state: workers, connections, statistics.
+ *
+ *   acceptor (main thread)          workers (-t, one epoll loop each)
+ *   listen fds --accept--> fd --queue+wake--> worker: conn for life
+ *                                              read -> parse -> dispatch
+ *   maintenance thread: clock, engine_step()      -> one writev per batch
+ *
+ * A connection belongs to one worker for its whole life; nothing about it
+ * is touched by another thread except the fields `stats conns` reads under
+ * the worker's conns_lock.  Statistics are per worker, written only by
+ * that worker with relaxed atomics, and summed when somebody asks.
+ */
+#ifndef CELLAR_SERVER_SERVER_H
+#define CELLAR_SERVER_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "core/evloop.h"
+#include "protocol/mc_text.h"
+#include "server/out.h"
+#include "server/settings.h"
+#include "storage/engine.h"
+
+#define CELLAR_MC_VERSION "1.6.18"   /* the memcached release we answer as */
+#define CELLAR_VERSION "0.1.0"
+
+/* Per-worker counters, as memcached's per-thread stats name them. */
+#define WORKER_STATS(X)                                                    \
+    X(get_cmds) X(get_misses) X(get_expired) X(get_flushed)                \
+    X(touch_cmds) X(touch_misses) X(delete_misses) X(incr_misses)          \
+    X(decr_misses) X(cas_misses) X(set_cmds) X(flush_cmds) X(meta_cmds)    \
+    X(bytes_read) X(bytes_written) X(conn_yields) X(store_too_large)       \
+    X(store_no_memory) X(auth_cmds) X(auth_errors)
+
+/* Per-worker, per-slab-class counters (`stats slabs`). */
+#define SLAB_STATS(X)                                                      \
+    X(get_hits) X(set_cmds) X(delete_hits) X(incr_hits) X(decr_hits)       \
+    X(cas_hits) X(cas_badval) X(touch_hits)
+
+struct slab_counters {
+#define X(n) _Atomic uint64_t n;
+    SLAB_STATS(X)
+#undef X
+};
+
+struct worker_counters {
+#define X(n) _Atomic uint64_t n;
+    WORKER_STATS(X)
+#undef X
+    struct slab_counters slab[ENGINE_MAX_CLASSES];
+};
+
+/* One writer per counter: a plain load and store, no locked instruction. */
+#define STAT_ADD(var, v) \
+    atomic_store_explicit(&(var), atomic_load_explicit(&(var), memory_order_relaxed) + (v), \
+                          memory_order_relaxed)
+#define STAT_INC(var) STAT_ADD(var, 1)
+#define STAT_GET(var) atomic_load_explicit(&(var), memory_order_relaxed)
+
+struct server;
+struct worker;
+
+enum conn_state {
+    CONN_PARSE,         /* parsing requests from rbuf */
+    CONN_NREAD,         /* reading a value into an item */
+    CONN_SWALLOW,       /* discarding a value we will not store */
+    CONN_CLOSING,
+};
+
+struct conn {
+    int fd;
+    struct worker *w;
+    struct conn *prev, *next;       /* worker's list (under conns_lock) */
+    _Atomic int state;              /* enum conn_state, read by `stats conns` */
+    _Atomic uint32_t last_cmd;      /* unix time of the last command */
+    bool want_write;                /* registered for EV_WRITE */
+    bool close_after_write;
+    bool yielded;                   /* on the worker's ready list */
+    struct conn *ready_next;
+    int listen_fd;
+    struct sockaddr_storage peer;
+    socklen_t peerlen;
+
+    char *rbuf;
+    size_t rsize, rstart, rend;     /* unparsed bytes are rbuf[rstart..rend) */
+
+    /* CONN_NREAD: the value being read */
+    struct item *nitem;
+    enum engine_store_op nop;
+    uint64_t ncas;
+    bool nnoreply;
+    size_t ndone, nlen;             /* value bytes read so far / total */
+    char ncrlf[2];
+    size_t ncrlf_done;
+    /* CONN_SWALLOW */
+    uint64_t swallow;
+
+    struct out out;
+};
+
+struct worker {
+    struct server *srv;
+    int id;
+    pthread_t thread;
+    struct evloop *loop;
+    pthread_mutex_t queue_lock;     /* new fds handed over by the acceptor */
+    struct pending_fd *queue;
+    pthread_mutex_t conns_lock;     /* the list below, for `stats conns` */
+    struct conn *conns;
+    struct conn *ready;             /* connections that yielded with work left */
+    struct worker_counters st;
+    struct worker_counters base;    /* snapshot at `stats reset` */
+};
+
+struct pending_fd {
+    struct pending_fd *next;
+    int fd, listen_fd;
+    struct sockaddr_storage peer;
+    socklen_t peerlen;
+};
+
+struct listener {
+    int fd;
+    bool is_unix;
+    char name[128];                 /* for `stats conns`: tcp:127.0.0.1:11211 */
+};
+
+struct server {
+    struct settings *cfg;
+    struct engine *engine;
+    struct worker *workers;
+    int nworkers;
+    struct listener *listeners;
+    int nlisteners;
+    int next_worker;
+    atomic_bool stop;
+    _Atomic int verbose;
+    uint32_t started;               /* unix time */
+    _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
+    atomic_bool accepting;
+    _Atomic uint64_t reset_time;
+    pthread_mutex_t stats_lock;     /* stats reset vs. readers */
+};
+
+/* worker.c */
+int worker_start_all(struct server *s);
+void worker_stop_all(struct server *s);
+void worker_hand_fd(struct worker *w, int fd, int listen_fd,
+                    const struct sockaddr_storage *peer, socklen_t peerlen);
+
+/* dispatch.c: runs one parsed text request; may change c->state. */
+void dispatch_text(struct conn *c, struct mc_req *req);
+/* dispatch.c: a value has been read completely (CONN_NREAD done). */
+void dispatch_nread_done(struct conn *c);
+
+/* stats.c */
+void stats_text(struct conn *c, struct mc_req *req);
+void stats_sum(struct server *s, struct worker_counters *out);
+
+#endif

@@ -1,0 +1,365 @@
+/*
+ * stats.c -- the `stats` family, with memcached's names, order and meaning.
+ *
+ * Counters live per worker (server.h) and in the engine; this file sums
+ * them when asked and prints "STAT <name> <value>" lines into the asking
+ * connection's output.  `stats reset` does not write into other workers'
+ * counters (that would race their single-writer updates): it records a
+ * baseline that later reports subtract.
+ */
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+#define S(x) x, sizeof(x) - 1
+
+static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
+    memset(out, 0, sizeof(*out));
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker_counters *w = base ? &s->workers[i].base : &s->workers[i].st;
+#define X(n) out->n += STAT_GET(w->n);
+        WORKER_STATS(X)
+#undef X
+        for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
+#define X(n) out->slab[k].n += STAT_GET(w->slab[k].n);
+            SLAB_STATS(X)
+#undef X
+        }
+    }
+}
+
+/* Sums every worker's counters since the last `stats reset`. */
+void stats_sum(struct server *s, struct worker_counters *out) {
+    struct worker_counters base;
+    pthread_mutex_lock(&s->stats_lock);
+    raw_sum(s, out, false);
+    raw_sum(s, &base, true);
+    pthread_mutex_unlock(&s->stats_lock);
+#define X(n) out->n -= base.n;
+    WORKER_STATS(X)
+#undef X
+    for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
+#define X(n) out->slab[k].n -= base.slab[k].n;
+        SLAB_STATS(X)
+#undef X
+    }
+}
+
+static void stats_reset(struct server *s) {
+    pthread_mutex_lock(&s->stats_lock);
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+#define X(n) atomic_store_explicit(&w->base.n, STAT_GET(w->st.n), memory_order_relaxed);
+        WORKER_STATS(X)
+#undef X
+        for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
+#define X(n) atomic_store_explicit(&w->base.slab[k].n, STAT_GET(w->st.slab[k].n), \
+                                   memory_order_relaxed);
+            SLAB_STATS(X)
+#undef X
+        }
+    }
+    atomic_store(&s->total_conns, 0);
+    atomic_store(&s->rejected_conns, 0);
+    pthread_mutex_unlock(&s->stats_lock);
+}
+
+#define STAT_U(name, v) out_printf(o, "STAT " name " %llu\r\n", (unsigned long long)(v))
+
+static void stats_general(struct conn *c) {
+    struct server *s = c->w->srv;
+    struct out *o = &c->out;
+    struct worker_counters t;
+    struct engine_stats es;
+    stats_sum(s, &t);
+    engine_stats(s->engine, &es);
+    uint64_t get_hits = 0, set_cmds = 0, delete_hits = 0, incr_hits = 0, decr_hits = 0;
+    uint64_t cas_hits = 0, cas_badval = 0, touch_hits = 0;
+    for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
+        get_hits += t.slab[k].get_hits;
+        set_cmds += t.slab[k].set_cmds;
+        delete_hits += t.slab[k].delete_hits;
+        incr_hits += t.slab[k].incr_hits;
+        decr_hits += t.slab[k].decr_hits;
+        cas_hits += t.slab[k].cas_hits;
+        cas_badval += t.slab[k].cas_badval;
+        touch_hits += t.slab[k].touch_hits;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    uint32_t now = engine_clock(s->engine);
+
+    out_printf(o, "STAT pid %ld\r\n", (long)getpid());
+    STAT_U("uptime", now - s->started);
+    STAT_U("time", now);
+    out_add(o, S("STAT version " CELLAR_MC_VERSION "\r\n"));
+    out_add(o, S("STAT libevent none\r\n"));
+    out_printf(o, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
+    out_printf(o, "STAT rusage_user %ld.%06ld\r\n", (long)ru.ru_utime.tv_sec,
+               (long)ru.ru_utime.tv_usec);
+    out_printf(o, "STAT rusage_system %ld.%06ld\r\n", (long)ru.ru_stime.tv_sec,
+               (long)ru.ru_stime.tv_usec);
+    STAT_U("max_connections", s->cfg->maxconns);
+    STAT_U("curr_connections", atomic_load(&s->curr_conns));
+    STAT_U("total_connections", atomic_load(&s->total_conns));
+    STAT_U("rejected_connections", atomic_load(&s->rejected_conns));
+    STAT_U("connection_structures", atomic_load(&s->conn_structs));
+    STAT_U("response_obj_oom", 0);
+    STAT_U("response_obj_count", 0);
+    STAT_U("response_obj_bytes", 0);
+    STAT_U("read_buf_count", atomic_load(&s->conn_structs));
+    STAT_U("read_buf_bytes", 0);
+    STAT_U("read_buf_bytes_free", 0);
+    STAT_U("read_buf_oom", 0);
+    STAT_U("reserved_fds", 20);
+    STAT_U("cmd_get", t.get_cmds);
+    STAT_U("cmd_set", set_cmds);
+    STAT_U("cmd_flush", t.flush_cmds);
+    STAT_U("cmd_touch", t.touch_cmds);
+    STAT_U("cmd_meta", t.meta_cmds);
+    STAT_U("get_hits", get_hits);
+    STAT_U("get_misses", t.get_misses);
+    STAT_U("get_expired", t.get_expired);
+    STAT_U("get_flushed", t.get_flushed);
+    STAT_U("delete_misses", t.delete_misses);
+    STAT_U("delete_hits", delete_hits);
+    STAT_U("incr_misses", t.incr_misses);
+    STAT_U("incr_hits", incr_hits);
+    STAT_U("decr_misses", t.decr_misses);
+    STAT_U("decr_hits", decr_hits);
+    STAT_U("cas_misses", t.cas_misses);
+    STAT_U("cas_hits", cas_hits);
+    STAT_U("cas_badval", cas_badval);
+    STAT_U("touch_hits", touch_hits);
+    STAT_U("touch_misses", t.touch_misses);
+    STAT_U("store_too_large", t.store_too_large);
+    STAT_U("store_no_memory", t.store_no_memory);
+    STAT_U("auth_cmds", t.auth_cmds);
+    STAT_U("auth_errors", t.auth_errors);
+    STAT_U("bytes_read", t.bytes_read);
+    STAT_U("bytes_written", t.bytes_written);
+    STAT_U("limit_maxbytes", es.limit_maxbytes);
+    STAT_U("accepting_conns", atomic_load(&s->accepting) ? 1 : 0);
+    STAT_U("listen_disabled_num", 0);
+    STAT_U("time_in_listen_disabled_us", 0);
+    STAT_U("threads", s->nworkers);
+    STAT_U("conn_yields", t.conn_yields);
+    STAT_U("hash_power_level", es.hash_power_level);
+    STAT_U("hash_bytes", es.hash_bytes);
+    STAT_U("hash_is_expanding", es.hash_is_expanding ? 1 : 0);
+    STAT_U("slab_reassign_rescues", 0);
+    STAT_U("slab_reassign_chunk_rescues", 0);
+    STAT_U("slab_reassign_evictions_nomem", 0);
+    STAT_U("slab_reassign_inline_reclaim", 0);
+    STAT_U("slab_reassign_busy_items", 0);
+    STAT_U("slab_reassign_busy_deletes", 0);
+    STAT_U("slab_reassign_running", 0);
+    STAT_U("slabs_moved", 0);
+    STAT_U("lru_crawler_running", 0);
+    STAT_U("lru_crawler_starts", 0);
+    STAT_U("lru_maintainer_juggles", 0);
+    STAT_U("malloc_fails", 0);
+    STAT_U("log_worker_dropped", 0);
+    STAT_U("log_worker_written", 0);
+    STAT_U("log_watcher_skipped", 0);
+    STAT_U("log_watcher_sent", 0);
+    STAT_U("log_watchers", 0);
+    STAT_U("unexpected_napi_ids", 0);
+    STAT_U("round_robin_fallback", 0);
+    STAT_U("bytes", es.bytes);
+    STAT_U("curr_items", es.curr_items);
+    STAT_U("total_items", es.total_items);
+    STAT_U("slab_global_page_pool", 0);
+    STAT_U("expired_unfetched", es.expired_unfetched);
+    STAT_U("evicted_unfetched", es.evicted_unfetched);
+    STAT_U("evicted_active", es.evicted_active);
+    STAT_U("evictions", es.evictions);
+    STAT_U("reclaimed", es.reclaimed);
+    STAT_U("crawler_reclaimed", es.crawler_reclaimed);
+    STAT_U("crawler_items_checked", es.crawler_items_checked);
+    STAT_U("lrutail_reflocked", 0);
+    STAT_U("moves_to_cold", 0);
+    STAT_U("moves_to_warm", 0);
+    STAT_U("moves_within_lru", 0);
+    STAT_U("direct_reclaims", 0);
+    STAT_U("lru_bumps_dropped", 0);
+    out_add(o, S("END\r\n"));
+}
+
+static void emit_setting(void *ctx, const char *name, const char *value) {
+    out_printf(ctx, "STAT %s %s\r\n", name, value);
+}
+
+static void stats_items(struct conn *c) {
+    struct out *o = &c->out;
+    struct engine *e = c->w->srv->engine;
+    unsigned n = engine_nclasses(e);
+    for (unsigned id = 1; id <= n; id++) {
+        struct engine_class_stats cs;
+        if (!engine_class_stats(e, id, &cs) || cs.number == 0)
+            continue;
+#define I(name, v) out_printf(o, "STAT items:%u:" name " %llu\r\n", id, (unsigned long long)(v))
+        I("number", cs.number);
+        I("number_hot", 0);
+        I("number_warm", 0);
+        I("number_cold", cs.number);
+        I("age_hot", 0);
+        I("age_warm", 0);
+        I("age", cs.age);
+        I("mem_requested", cs.mem_requested);
+        I("evicted", cs.evicted);
+        I("evicted_nonzero", cs.evicted_nonzero);
+        I("evicted_time", cs.evicted_time);
+        I("outofmemory", cs.outofmemory);
+        I("tailrepairs", 0);
+        I("reclaimed", cs.reclaimed);
+        I("expired_unfetched", cs.expired_unfetched);
+        I("evicted_unfetched", cs.evicted_unfetched);
+        I("evicted_active", cs.evicted_active);
+        I("crawler_reclaimed", cs.crawler_reclaimed);
+        I("crawler_items_checked", cs.crawler_items_checked);
+        I("lrutail_reflocked", 0);
+        I("moves_to_cold", 0);
+        I("moves_to_warm", 0);
+        I("moves_within_lru", 0);
+        I("direct_reclaims", 0);
+        I("hits_to_hot", 0);
+        I("hits_to_warm", 0);
+        I("hits_to_cold", 0);
+        I("hits_to_temp", 0);
+#undef I
+    }
+    out_add(o, S("END\r\n"));
+}
+
+static void stats_slabs(struct conn *c) {
+    struct out *o = &c->out;
+    struct server *s = c->w->srv;
+    struct engine *e = s->engine;
+    struct worker_counters t;
+    stats_sum(s, &t);
+    unsigned n = engine_nclasses(e);
+    for (unsigned id = 1; id <= n; id++) {
+        struct engine_class_stats cs;
+        if (!engine_class_stats(e, id, &cs) || cs.total_pages == 0)
+            continue;
+        const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
+#define L(name, v) out_printf(o, "STAT %u:" name " %llu\r\n", id, (unsigned long long)(v))
+        L("chunk_size", cs.chunk_size);
+        L("chunks_per_page", cs.chunks_per_page);
+        L("total_pages", cs.total_pages);
+        L("total_chunks", cs.total_chunks);
+        L("used_chunks", cs.used_chunks);
+        L("free_chunks", cs.free_chunks);
+        L("free_chunks_end", cs.free_chunks_end);
+        L("get_hits", STAT_GET(sc->get_hits));
+        L("cmd_set", STAT_GET(sc->set_cmds));
+        L("delete_hits", STAT_GET(sc->delete_hits));
+        L("incr_hits", STAT_GET(sc->incr_hits));
+        L("decr_hits", STAT_GET(sc->decr_hits));
+        L("cas_hits", STAT_GET(sc->cas_hits));
+        L("cas_badval", STAT_GET(sc->cas_badval));
+        L("touch_hits", STAT_GET(sc->touch_hits));
+#undef L
+    }
+    struct engine_stats es;
+    engine_stats(e, &es);
+    STAT_U("active_slabs", es.active_slabs);
+    STAT_U("total_malloced", es.total_malloced);
+    out_add(o, S("END\r\n"));
+}
+
+static void addr_name(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t n) {
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+        snprintf(buf, n, "tcp:%s:%u", ip, ntohs(a->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const void *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+        snprintf(buf, n, "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
+    } else if (ss->ss_family == AF_UNIX && len > sizeof(sa_family_t)) {
+        const struct sockaddr_un *a = (const void *)ss;
+        snprintf(buf, n, "unix:%s", a->sun_path);
+    } else {
+        snprintf(buf, n, "?:<AF %d>", (int)ss->ss_family);
+    }
+}
+
+static const char *state_name(int st) {
+    switch (st) {
+    case CONN_NREAD: return "conn_nread";
+    case CONN_SWALLOW: return "conn_swallow";
+    case CONN_CLOSING: return "conn_closing";
+    default: return "conn_parse_cmd";
+    }
+}
+
+static void stats_conns(struct conn *c) {
+    struct server *s = c->w->srv;
+    struct out *o = &c->out;
+    uint32_t now = engine_clock(s->engine);
+    for (int i = 0; i < s->nlisteners; i++) {
+        out_printf(o, "STAT %d:addr %s\r\n", s->listeners[i].fd, s->listeners[i].name);
+        out_printf(o, "STAT %d:state conn_listening\r\n", s->listeners[i].fd);
+    }
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        pthread_mutex_lock(&w->conns_lock);
+        for (struct conn *k = w->conns; k != NULL; k = k->next) {
+            char name[160];
+            addr_name(&k->peer, k->peerlen, name, sizeof(name));
+            out_printf(o, "STAT %d:addr %s\r\n", k->fd, name);
+            for (int j = 0; j < s->nlisteners; j++) {
+                if (s->listeners[j].fd == k->listen_fd)
+                    out_printf(o, "STAT %d:listen_addr %s\r\n", k->fd, s->listeners[j].name);
+            }
+            out_printf(o, "STAT %d:state %s\r\n", k->fd,
+                       state_name(atomic_load_explicit(&k->state, memory_order_relaxed)));
+            out_printf(o, "STAT %d:secs_since_last_cmd %u\r\n", k->fd,
+                       now - atomic_load_explicit(&k->last_cmd, memory_order_relaxed));
+        }
+        pthread_mutex_unlock(&w->conns_lock);
+    }
+    out_add(o, S("END\r\n"));
+}
+
+static bool arg_is(const struct mc_span *t, const char *s) {
+    size_t n = strlen(s);
+    return t->len == n && memcmp(t->p, s, n) == 0;
+}
+
+void stats_text(struct conn *c, struct mc_req *req) {
+    struct server *s = c->w->srv;
+    if (req->ntokens <= 1) {
+        stats_general(c);
+        return;
+    }
+    const struct mc_span *a = &req->tok[1];
+    if (arg_is(a, "reset")) {
+        stats_reset(s);
+        out_add(&c->out, S("RESET\r\n"));
+    } else if (arg_is(a, "settings")) {
+        settings_each_stat(s->cfg, emit_setting, &c->out);
+        out_add(&c->out, S("END\r\n"));
+    } else if (arg_is(a, "items")) {
+        stats_items(c);
+    } else if (arg_is(a, "slabs")) {
+        stats_slabs(c);
+    } else if (arg_is(a, "conns")) {
+        stats_conns(c);
+    } else if (arg_is(a, "sizes")) {
+        out_add(&c->out, S("STAT sizes_status disabled\r\nEND\r\n"));
+    } else if (arg_is(a, "detail")) {
+        out_add(&c->out, S("OK\r\n"));
+    } else {
+        out_add(&c->out, S("ERROR\r\n"));
+    }
+}

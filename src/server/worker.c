@@ -1,0 +1,438 @@
+/*
+ * worker.c -- worker threads and the life of a connection.
+ *
+ * Each worker runs one event loop.  A connection is driven like this:
+ *
+ *   readable --> read() once into rbuf --> parse/dispatch every complete
+ *   request (up to reqs_per_event) --> one writev() of all their replies
+ *        ^                                     |
+ *        |   socket full: stop reading, wait   v
+ *        +---- for EV_WRITE, then go on <--- partial write
+ *
+ * The loop is level-triggered, so one read per wake-up is enough and no
+ * read is wasted on EAGAIN.  A connection that still has parsed-but-not-
+ * run requests after reqs_per_event goes on the worker's ready list and is
+ * resumed after the other connections had their turn (conn_yields).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server/server.h"
+
+#define RBUF_INIT 16384
+#define RBUF_MAX (64u << 20)    /* a get line with very many keys may grow this far */
+#define OUT_HIGH_WATER (1u << 20)
+
+static void conn_close(struct conn *c);
+static void conn_run(struct conn *c);
+
+static struct conn *conn_new(struct worker *w, struct pending_fd *p) {
+    struct conn *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->rbuf = malloc(RBUF_INIT);
+    if (c->rbuf == NULL) {
+        free(c);
+        return NULL;
+    }
+    c->rsize = RBUF_INIT;
+    c->fd = p->fd;
+    c->w = w;
+    c->listen_fd = p->listen_fd;
+    c->peer = p->peer;
+    c->peerlen = p->peerlen;
+    atomic_store(&c->last_cmd, engine_clock(w->srv->engine));
+    out_init(&c->out);
+    if (evloop_add(w->loop, c->fd, EV_READ, c) < 0) {
+        free(c->rbuf);
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_lock(&w->conns_lock);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    pthread_mutex_unlock(&w->conns_lock);
+    atomic_fetch_add(&w->srv->conn_structs, 1);
+    return c;
+}
+
+static void conn_free(struct conn *c) {
+    struct worker *w = c->w;
+    struct engine *e = w->srv->engine;
+    pthread_mutex_lock(&w->conns_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&w->conns_lock);
+    if (c->nitem != NULL)
+        engine_item_unref(e, c->nitem);
+    out_deinit(&c->out, e);
+    free(c->rbuf);
+    free(c);
+    atomic_fetch_sub(&w->srv->conn_structs, 1);
+}
+
+static void conn_close(struct conn *c) {
+    struct worker *w = c->w;
+    evloop_del(w->loop, c->fd);
+    close(c->fd);
+    atomic_fetch_sub(&w->srv->curr_conns, 1);
+    /* Unlink from the ready list if it is there. */
+    if (c->yielded) {
+        struct conn **pp = &w->ready;
+        while (*pp && *pp != c)
+            pp = &(*pp)->ready_next;
+        if (*pp)
+            *pp = c->ready_next;
+    }
+    conn_free(c);
+}
+
+static void conn_want(struct conn *c, bool write) {
+    if (c->want_write == write)
+        return;
+    c->want_write = write;
+    evloop_mod(c->w->loop, c->fd, write ? EV_WRITE : EV_READ, c);
+}
+
+/* Writes pending output.  Returns false if the connection was closed. */
+static bool conn_flush(struct conn *c) {
+    size_t n = 0;
+    int r = out_flush(&c->out, c->fd, c->w->srv->engine, &n);
+    STAT_ADD(c->w->st.bytes_written, n);
+    if (r < 0) {
+        conn_close(c);
+        return false;
+    }
+    if (r == 0) {
+        conn_want(c, true);
+        return true;
+    }
+    if (c->close_after_write) {
+        conn_close(c);
+        return false;
+    }
+    conn_want(c, false);
+    return true;
+}
+
+/*
+ * Copies value bytes from rbuf into the item being read, then the two
+ * bytes that must be "\r\n".  Returns true once the value is complete.
+ */
+static bool nread_from_rbuf(struct conn *c) {
+    struct iovec iov[64];
+    int n = engine_item_iov(c->nitem, iov, 64);
+    size_t off = 0;
+    for (int i = 0; i < n && c->ndone < c->nlen && c->rstart < c->rend; i++) {
+        size_t len = iov[i].iov_len;
+        if (c->ndone >= off + len) {
+            off += len;
+            continue;
+        }
+        size_t at = c->ndone - off;
+        size_t take = len - at;
+        size_t avail = c->rend - c->rstart;
+        if (take > avail)
+            take = avail;
+        memcpy((char *)iov[i].iov_base + at, c->rbuf + c->rstart, take);
+        c->rstart += take;
+        c->ndone += take;
+        off += len;
+    }
+    while (c->ndone == c->nlen && c->ncrlf_done < 2 && c->rstart < c->rend)
+        c->ncrlf[c->ncrlf_done++] = c->rbuf[c->rstart++];
+    return c->ndone == c->nlen && c->ncrlf_done == 2;
+}
+
+/*
+ * Reads the rest of a large value straight into the item (and its
+ * terminator into ncrlf), skipping rbuf, so a megabyte value is not
+ * copied twice.  Returns bytes read, 0 on EOF, -1 on error/EAGAIN.
+ */
+static ssize_t nread_direct(struct conn *c) {
+    struct iovec iov[66];
+    int n = engine_item_iov(c->nitem, iov, 64);
+    int k = 0;
+    size_t off = 0;
+    struct iovec rv[66];
+    for (int i = 0; i < n; i++) {
+        size_t len = iov[i].iov_len;
+        if (c->ndone < off + len) {
+            size_t at = c->ndone > off ? c->ndone - off : 0;
+            rv[k++] = (struct iovec){(char *)iov[i].iov_base + at, len - at};
+        }
+        off += len;
+    }
+    rv[k++] = (struct iovec){c->ncrlf + c->ncrlf_done, 2 - c->ncrlf_done};
+    ssize_t r = readv(c->fd, rv, k);
+    if (r <= 0)
+        return r == 0 ? 0 : -1;
+    size_t got = (size_t)r;
+    size_t v = c->nlen - c->ndone;
+    if (got <= v) {
+        c->ndone += got;
+    } else {
+        c->ndone = c->nlen;
+        c->ncrlf_done += got - v;
+    }
+    return r;
+}
+
+/*
+ * Runs every complete request in rbuf, within the per-event budget.
+ * Leaves the connection waiting for input, for the socket to drain, or on
+ * the ready list.  Returns false if the connection was closed.
+ */
+static bool conn_process(struct conn *c) {
+    struct server *s = c->w->srv;
+    int budget = s->cfg->reqs_per_event;
+    for (;;) {
+        if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_CLOSING) {
+            conn_close(c);
+            return false;
+        }
+        if (c->out.bytes > OUT_HIGH_WATER || c->out.niov > 4096) {
+            if (!conn_flush(c))
+                return false;
+            if (c->want_write)
+                return true;
+        }
+        int st = atomic_load_explicit(&c->state, memory_order_relaxed);
+        if (st == CONN_NREAD) {
+            if (!nread_from_rbuf(c))
+                break;
+            dispatch_nread_done(c);
+            continue;
+        }
+        if (st == CONN_SWALLOW) {
+            size_t avail = c->rend - c->rstart;
+            size_t take = avail < c->swallow ? avail : (size_t)c->swallow;
+            c->rstart += take;
+            c->swallow -= take;
+            if (c->swallow > 0)
+                break;
+            atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+            continue;
+        }
+        if (c->rstart == c->rend)
+            break;
+        if (budget-- <= 0) {
+            STAT_INC(c->w->st.conn_yields);
+            if (!c->yielded) {
+                c->yielded = true;
+                c->ready_next = c->w->ready;
+                c->w->ready = c;
+            }
+            break;
+        }
+        struct mc_req req;
+        size_t used = 0;
+        enum mc_parse r = mc_text_parse(&req, c->rbuf + c->rstart, c->rend - c->rstart, &used);
+        if (r == MC_PARSE_NEED_MORE)
+            break;
+        if (r == MC_PARSE_CLOSE) {
+            atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
+            continue;
+        }
+        c->rstart += used;
+        atomic_store_explicit(&c->last_cmd, engine_clock(s->engine), memory_order_relaxed);
+        if (r == MC_PARSE_ERROR) {
+            if (!req.noreply)
+                out_add(&c->out, mc_text_err_str(req.err), mc_text_err_len(req.err));
+            continue;
+        }
+        dispatch_text(c, &req);
+    }
+    if (!out_empty(&c->out))
+        return conn_flush(c);
+    return true;
+}
+
+/* Makes room in rbuf for more input: compacts, and grows a buffer holding one long line. */
+static bool rbuf_make_room(struct conn *c) {
+    if (c->rstart == c->rend) {
+        c->rstart = c->rend = 0;
+    } else if (c->rstart > 0) {
+        memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
+        c->rend -= c->rstart;
+        c->rstart = 0;
+    }
+    if (c->rend < c->rsize)
+        return true;
+    if (c->rsize >= RBUF_MAX)
+        return false;
+    char *n = realloc(c->rbuf, c->rsize * 2);
+    if (n == NULL)
+        return false;
+    c->rbuf = n;
+    c->rsize *= 2;
+    return true;
+}
+
+/* Shrinks an oversized read buffer back once it is empty. */
+static void rbuf_shrink(struct conn *c) {
+    if (c->rsize > RBUF_INIT && c->rstart == c->rend) {
+        char *n = realloc(c->rbuf, RBUF_INIT);
+        if (n != NULL) {
+            c->rbuf = n;
+            c->rsize = RBUF_INIT;
+            c->rstart = c->rend = 0;
+        }
+    }
+}
+
+static void conn_on_readable(struct conn *c) {
+    ssize_t r;
+    int st = atomic_load_explicit(&c->state, memory_order_relaxed);
+    if (st == CONN_NREAD && c->rstart == c->rend && c->nlen - c->ndone >= 4096) {
+        r = nread_direct(c);
+    } else {
+        if (!rbuf_make_room(c)) {
+            conn_close(c);
+            return;
+        }
+        r = read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
+        if (r > 0)
+            c->rend += (size_t)r;
+    }
+    if (r == 0) {
+        conn_close(c);
+        return;
+    }
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            conn_close(c);
+        return;
+    }
+    STAT_ADD(c->w->st.bytes_read, (uint64_t)r);
+    if (conn_process(c))
+        rbuf_shrink(c);
+}
+
+static void conn_run(struct conn *c) {
+    if (c->want_write) {
+        if (!conn_flush(c))
+            return;
+        if (c->want_write)
+            return;
+        /* Drained: go on with what was parsed while we waited. */
+        conn_process(c);
+        return;
+    }
+    conn_on_readable(c);
+}
+
+static void worker_accept_pending(struct worker *w) {
+    pthread_mutex_lock(&w->queue_lock);
+    struct pending_fd *p = w->queue;
+    w->queue = NULL;
+    pthread_mutex_unlock(&w->queue_lock);
+    while (p != NULL) {
+        struct pending_fd *next = p->next;
+        if (conn_new(w, p) == NULL) {
+            close(p->fd);
+            atomic_fetch_sub(&w->srv->curr_conns, 1);
+        }
+        free(p);
+        p = next;
+    }
+}
+
+static void *worker_main(void *arg) {
+    struct worker *w = arg;
+    struct ev_fired ev[256];
+    while (!atomic_load(&w->srv->stop)) {
+        int n = evloop_wait(w->loop, ev, 256, w->ready ? 0 : 1000);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].ptr == NULL)
+                worker_accept_pending(w);
+            else
+                conn_run(ev[i].ptr);
+        }
+        /* Resume connections that yielded; they go to the back of the line. */
+        struct conn *r = w->ready;
+        w->ready = NULL;
+        while (r != NULL) {
+            struct conn *next = r->ready_next;
+            r->yielded = false;
+            if (!r->want_write)
+                conn_process(r);
+            r = next;
+        }
+    }
+    return NULL;
+}
+
+void worker_hand_fd(struct worker *w, int fd, int listen_fd,
+                    const struct sockaddr_storage *peer, socklen_t peerlen) {
+    struct pending_fd *p = malloc(sizeof(*p));
+    if (p == NULL) {
+        close(fd);
+        atomic_fetch_sub(&w->srv->curr_conns, 1);
+        return;
+    }
+    p->fd = fd;
+    p->listen_fd = listen_fd;
+    p->peer = *peer;
+    p->peerlen = peerlen;
+    pthread_mutex_lock(&w->queue_lock);
+    p->next = w->queue;
+    w->queue = p;
+    pthread_mutex_unlock(&w->queue_lock);
+    evloop_wake(w->loop);
+}
+
+int worker_start_all(struct server *s) {
+    s->workers = calloc((size_t)s->nworkers, sizeof(struct worker));
+    if (s->workers == NULL)
+        return -1;
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        w->srv = s;
+        w->id = i;
+        w->loop = evloop_create();
+        if (w->loop == NULL)
+            return -1;
+        pthread_mutex_init(&w->queue_lock, NULL);
+        pthread_mutex_init(&w->conns_lock, NULL);
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+void worker_stop_all(struct server *s) {
+    for (int i = 0; i < s->nworkers; i++)
+        evloop_wake(s->workers[i].loop);
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        pthread_join(w->thread, NULL);
+        while (w->conns != NULL) {
+            struct conn *c = w->conns;
+            close(c->fd);
+            conn_free(c);
+        }
+        struct pending_fd *p = w->queue;
+        while (p != NULL) {
+            struct pending_fd *n = p->next;
+            close(p->fd);
+            free(p);
+            p = n;
+        }
+        evloop_destroy(&w->loop);
+        pthread_mutex_destroy(&w->queue_lock);
+        pthread_mutex_destroy(&w->conns_lock);
+    }
+    free(s->workers);
+    s->workers = NULL;
+}

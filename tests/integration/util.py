@@ -1,0 +1,333 @@
+"""Shared helpers for the integration tests.
+
+A test starts its own servers with `Server(...)` (a context manager), talks to
+them over raw sockets with `Conn`, or through pymemcache.  Every wait in here
+is a poll with a deadline, never a fixed sleep.
+
+Environment:
+  CELLARD    the server under test (default /usr/bin/memcached, so the tests
+             can be developed and checked against the real memcached).
+  MEMCACHED  the oracle used by the differential test is always
+             /usr/bin/memcached (Debian's 1.6.18).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+CELLARD = os.environ.get("CELLARD", "/usr/bin/memcached")
+MEMCACHED = "/usr/bin/memcached"
+HOST = "127.0.0.1"
+
+
+def free_port():
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout, interval=0.01, what="condition"):
+    """Poll pred() until it returns a true value; return that value.
+    Raises AssertionError naming `what` when the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def rss_kb(pid):
+    """Resident set size of a process in KiB, from /proc/<pid>/status."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+def root_args():
+    return ["-u", "root"] if os.geteuid() == 0 else []
+
+
+class ServerCrashed(AssertionError):
+    pass
+
+
+class Server:
+    """Start `binary` listening on 127.0.0.1:<free port> (TCP only) with extra
+    args; poll until it accepts; stop it by pid on exit.
+
+    On exit it is a failure (ServerCrashed) if the server died before we
+    stopped it, if it exited non-zero or by a signal after SIGTERM, or if it
+    had to be SIGKILLed.  stderr goes to a temp file (`stderr_text()`)."""
+
+    def __init__(self, binary=None, args=(), name=None, start_timeout=10.0):
+        self.binary = binary or CELLARD
+        self.args = [str(a) for a in args]
+        self.name = name or os.path.basename(self.binary)
+        self.start_timeout = start_timeout
+        self.proc = None
+        self.port = None
+        self.returncode = None
+        self._errf = None
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self):
+        last = ""
+        for _attempt in range(5):
+            self.port = free_port()
+            argv = ([self.binary, "-l", HOST, "-p", str(self.port), "-U", "0"]
+                    + root_args() + self.args)
+            self._errf = tempfile.NamedTemporaryFile(
+                prefix="cellar-it-%s-" % self.name, suffix=".stderr", delete=False)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=self._errf, stderr=self._errf)
+            deadline = time.monotonic() + self.start_timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    break
+                try:
+                    socket.create_connection((HOST, self.port), timeout=1).close()
+                    self.argv = argv
+                    return self
+                except OSError:
+                    time.sleep(0.01)
+            if self.proc.poll() is None:
+                self._kill()
+                raise AssertionError("%s did not accept on port %d within %.0fs: %s"
+                                     % (self.name, self.port, self.start_timeout, argv))
+            last = self.stderr_text()
+            self._cleanup_file()
+            # Exited early: most likely the port was taken meanwhile; retry.
+        raise AssertionError("%s failed to start (%s): %s" % (self.name, argv, last[-2000:]))
+
+    def _kill(self):
+        try:
+            self.proc.kill()
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, wait, SIGKILL after the deadline. Returns a problem
+        string, or None when the server stopped cleanly."""
+        if self.proc is None:
+            return None
+        problem = None
+        rc = self.proc.poll()
+        if rc is not None:
+            problem = "died before it was stopped (exit status %d)" % rc
+        else:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout)
+                if rc != 0:
+                    problem = "exit status %d after SIGTERM" % rc
+            except subprocess.TimeoutExpired:
+                self._kill()
+                rc = self.proc.returncode
+                problem = "did not exit within %.0fs of SIGTERM (SIGKILLed)" % timeout
+        self.returncode = rc
+        return problem
+
+    def _cleanup_file(self):
+        if self._errf is not None:
+            self._errf.close()
+            try:
+                os.unlink(self._errf.name)
+            except OSError:
+                pass
+            self._errf = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        problem = self.stop()
+        err = self.stderr_text()
+        self._cleanup_file()
+        if problem and exc_type is None:
+            raise ServerCrashed("%s %s; stderr tail: %r" % (self.name, problem, err[-2000:]))
+        return False
+
+    # -- inspection ------------------------------------------------------
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def rss_kb(self):
+        return rss_kb(self.proc.pid)
+
+    def stderr_text(self):
+        if self._errf is None:
+            return ""
+        try:
+            with open(self._errf.name, "rb") as f:
+                return f.read().decode("latin-1")
+        except OSError:
+            return ""
+
+    def conn(self, timeout=10.0):
+        return Conn(self.port, timeout=timeout)
+
+    def client(self, **kw):
+        """A pymemcache client for this server (replies awaited by default)."""
+        from pymemcache.client.base import Client
+        kw.setdefault("default_noreply", False)
+        kw.setdefault("connect_timeout", 5)
+        kw.setdefault("timeout", 10)
+        return Client((HOST, self.port), **kw)
+
+    def stats(self, sub=""):
+        """`stats [sub]` over a fresh raw connection, as a dict of str -> str."""
+        with self.conn() as c:
+            return c.stats(sub)
+
+
+class Conn:
+    """A raw text-protocol connection with an input buffer and deadlines."""
+
+    def __init__(self, port, host=HOST, timeout=10.0):
+        self.timeout = timeout
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.eof = False
+
+    def close(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.close()
+        return False
+
+    def send(self, data):
+        if isinstance(data, str):
+            data = data.encode()
+        self.sock.sendall(data)
+
+    def _fill(self, deadline):
+        """Read once more into the buffer; False at EOF. Raises on timeout."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("deadline passed")
+        self.sock.settimeout(left)
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            self.eof = True
+            return False
+        self.buf += chunk
+        return True
+
+    def read_until(self, pred, timeout=None, what="reply"):
+        """Read until pred(buffer) returns an end offset (int > 0); return
+        and consume buffer[:end]. Raises AssertionError on timeout or EOF."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            end = pred(self.buf)
+            if end:
+                out, self.buf = self.buf[:end], self.buf[end:]
+                return out
+            try:
+                if not self._fill(deadline):
+                    raise AssertionError("connection closed while waiting for %s; got %r"
+                                         % (what, self.buf[:300]))
+            except socket.timeout:
+                raise AssertionError("timed out waiting for %s; got %r"
+                                     % (what, self.buf[:300]))
+
+    def read_to(self, terminator, timeout=None):
+        """Return everything up to and including the first `terminator`."""
+        if isinstance(terminator, str):
+            terminator = terminator.encode()
+
+        def pred(b):
+            i = b.find(terminator)
+            return i + len(terminator) if i >= 0 else 0
+        return self.read_until(pred, timeout, what=repr(terminator))
+
+    def read_exact(self, n, timeout=None):
+        return self.read_until(lambda b: n if len(b) >= n else 0, timeout,
+                               what="%d bytes" % n)
+
+    def readline(self, timeout=None):
+        return self.read_to(b"\r\n", timeout)
+
+    def call(self, data, terminator=b"\r\n", timeout=None):
+        """Send data, return the reply up to and including terminator."""
+        self.send(data)
+        return self.read_to(terminator, timeout)
+
+    def expect(self, data, reply, timeout=None):
+        """Send data and assert the reply is exactly `reply` (bytes)."""
+        if isinstance(reply, str):
+            reply = reply.encode()
+        self.send(data)
+        got = self.read_exact(len(reply), timeout)
+        assert got == reply, "sent %r: expected %r, got %r" % (
+            data[:200], reply, got + self.buf[:200])
+        return got
+
+    def read_get_reply(self, timeout=None):
+        """Read one get/gets/gat reply; return [(key, flags, value, cas|None)].
+        Parses VALUE headers and skips data blocks by their length, so values
+        containing b'END\\r\\n' are handled."""
+        items = []
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        while True:
+            line = self.read_to(b"\r\n", max(0.001, deadline - time.monotonic()))
+            if line == b"END\r\n":
+                return items
+            parts = line[:-2].split(b" ")
+            assert parts[0] == b"VALUE", "unexpected get reply line %r" % line
+            n = int(parts[3])
+            data = self.read_exact(n + 2, max(0.001, deadline - time.monotonic()))
+            assert data[-2:] == b"\r\n", "data block not terminated: %r" % data[-10:]
+            cas = int(parts[4]) if len(parts) > 4 else None
+            items.append((parts[1], int(parts[2]), data[:-2], cas))
+
+    def get(self, key):
+        """Raw single get; returns the value bytes or None."""
+        if isinstance(key, str):
+            key = key.encode()
+        self.send(b"get " + key + b"\r\n")
+        items = self.read_get_reply()
+        return items[0][2] if items else None
+
+    def stats(self, sub=""):
+        self.send(("stats %s\r\n" % sub if sub else "stats\r\n").encode())
+        raw = self.read_to(b"END\r\n")
+        out = {}
+        for line in raw.split(b"\r\n"):
+            if line.startswith(b"STAT "):
+                parts = line.decode("latin-1").split(" ", 2)
+                out[parts[1]] = parts[2] if len(parts) > 2 else ""
+        return out
+
+    def wait_closed(self, timeout=5.0):
+        """True if the server closes the connection (EOF or reset) before the
+        deadline. Data received meanwhile is kept in self.buf."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if not self._fill(deadline):
+                    return True
+            except socket.timeout:
+                return False
+            except ConnectionResetError:
+                return True
