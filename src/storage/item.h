@@ -35,9 +35,10 @@ struct item {
     uint32_t nbytes;                /* value length */
     uint32_t flags;                 /* client flags */
     _Atomic uint16_t refcount;
-    uint8_t iflags;                 /* enum item_flag */
+    _Atomic uint8_t iflags;         /* enum item_flag; atomic: holders read it unlocked */
     uint8_t clsid;                  /* slab class id */
     uint8_t nkey;
+    _Atomic uint8_t pbits;          /* eviction policy's own bits (evict.h) */
     char data[];                    /* key, then value (or value head) */
 };
 

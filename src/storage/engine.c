@@ -1,0 +1,508 @@
+/*
+ * engine.c -- the engine API: create/destroy, lookups, memcached's store,
+ * delete and incr/decr semantics, the maintenance step and stats.
+ *
+ * Every key operation has the same shape: hash the key, take its item
+ * stripe, find the live item (unlinking a dead one found on the way), act,
+ * release the stripe.  Item memory, linking and eviction live in item.c;
+ * time, expiry and flush in expire.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "storage/engine_int.h"
+
+#define KiB 1024u
+#define MiB (1024u * 1024u)
+
+void engine_config_defaults(struct engine_config *cfg) {
+    *cfg = (struct engine_config){
+        .mem_limit = 64 * (size_t)MiB,
+        .growth_factor = 1.25,
+        .chunk_min = 48,
+        .item_size_max = MiB,
+        .page_size = MiB,
+        .slab_chunk_max = MiB / 2,
+        .evict = true,
+        .use_cas = true,
+        .hashpower_init = 16,
+        .lock_power = 12,
+        .policy = "lru",
+    };
+}
+
+/* Checks a config as memcached checks its options (same messages). */
+static bool config_check(const struct engine_config *c, char *err, size_t errlen) {
+    uint32_t cmax = c->slab_chunk_max, imax = c->item_size_max;
+    if (evict_policy_find(c->policy) == NULL)
+        snprintf(err, errlen, "unknown eviction policy \"%s\"", c->policy ? c->policy : "");
+    else if (!(c->growth_factor > 1.0))
+        snprintf(err, errlen, "Factor must be greater than 1");
+    else if (c->chunk_min == 0)
+        snprintf(err, errlen, "Chunk size must be greater than 0");
+    else if (imax < KiB)
+        snprintf(err, errlen, "Item max size cannot be less than 1024 bytes.");
+    else if (c->mem_limit != 0 && imax > c->mem_limit / 2)
+        snprintf(err, errlen, "Cannot set item size limit higher than 1/2 of memory max.");
+    else if (imax > 1024 * MiB)
+        snprintf(err, errlen, "Cannot set item size limit higher than a gigabyte.");
+    else if (cmax < 512 || cmax % 8 != 0 || c->page_size < cmax)
+        snprintf(err, errlen, "slab_chunk_max (bytes: %u) must be a multiple of 8, at least "
+                 "512 and at most the page size %u", cmax, c->page_size);
+    else if (cmax > imax)
+        snprintf(err, errlen, "slab_chunk_max (bytes: %u) cannot be larger than -I "
+                 "(item_size_max %u)", cmax, imax);
+    else if (imax % cmax != 0)
+        snprintf(err, errlen, "-I (item_size_max: %u) must be evenly divisible by "
+                 "slab_chunk_max (bytes: %u)", imax, cmax);
+    else if (c->page_size % cmax != 0)
+        snprintf(err, errlen, "slab_chunk_max (bytes: %u) must divide evenly into %u "
+                 "(slab_page_size)", cmax, c->page_size);
+    else if (c->hashpower_init > HT_POWER_MAX)
+        snprintf(err, errlen, "hashpower %u is too high", c->hashpower_init);
+    else
+        return true;
+    return false;
+}
+
+struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen) {
+    char dummy[8];
+    if (err == NULL)
+        err = dummy, errlen = sizeof(dummy);
+    if (!config_check(cfg, err, errlen))
+        return NULL;
+    struct engine *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        goto oom;
+    e->cfg = *cfg;
+    e->policy = evict_policy_find(cfg->policy);
+    e->cfg.policy = e->policy->name;            /* the caller's string need not live on */
+    if (e->cfg.hashpower_init == 0)
+        e->cfg.hashpower_init = 16;
+    if (e->cfg.lock_power > e->cfg.hashpower_init)
+        e->cfg.lock_power = e->cfg.hashpower_init;
+    pthread_mutex_init(&e->step_lock, NULL);
+    expire_init(e, (uint32_t)time(NULL));
+    atomic_init(&e->cas, 0);
+
+    struct slab_config sc = {
+        .mem_limit = cfg->mem_limit,
+        .growth_factor = cfg->growth_factor,
+        .min_chunk = sizeof(struct item) + cfg->chunk_min,
+        .page_size = cfg->page_size,
+        .chunk_max = cfg->slab_chunk_max,
+    };
+    e->slab = slab_create(&sc);
+    e->locks = e->slab ? lock_create(e->cfg.lock_power) : NULL;
+    e->ht = e->locks ? ht_create(e->cfg.hashpower_init, e->locks) : NULL;
+    if (e->ht == NULL)
+        goto fail;
+    e->nclasses = slab_nclasses(e->slab);
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        pthread_mutex_init(&e->cls[i].lock, NULL);
+        atomic_init(&e->cls[i].crawler_checked, 0);
+        if ((e->cls[i].q = e->policy->create()) == NULL)
+            goto fail;
+    }
+    return e;
+fail:
+    engine_destroy(&e);
+oom:
+    snprintf(err, errlen, "out of memory creating the engine");
+    return NULL;
+}
+
+/* Items need no walk: they live in slab pages, which go with the slab. */
+void engine_destroy(struct engine **ep) {
+    struct engine *e = *ep;
+    if (e == NULL)
+        return;
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        if (e->cls[i].q != NULL)
+            e->policy->destroy(e->cls[i].q);
+        pthread_mutex_destroy(&e->cls[i].lock);
+    }
+    ht_destroy(&e->ht);
+    lock_destroy(&e->locks);
+    slab_destroy(&e->slab);
+    pthread_mutex_destroy(&e->step_lock);
+    free(e);
+    *ep = NULL;
+}
+
+/*
+ * The live item under key (stripe held), or NULL.  A dead one is unlinked
+ * on the way and *why says whether it had expired or was flushed.
+ */
+static struct item *find_live_locked(struct engine *e, const char *key, size_t nkey,
+                                     uint64_t hv, enum engine_miss *why) {
+    struct item *it = ht_find_locked(e->ht, hv, key, nkey);
+    if (it == NULL)
+        return NULL;
+    enum engine_miss dead = expire_dead(e, it, expire_now(e));
+    if (dead == ENGINE_MISS_NONE)
+        return it;
+    item_unlink_locked(e, it, hv, UNLINK_DELETE);
+    if (why != NULL)
+        *why = dead;
+    return NULL;
+}
+
+/*
+ * get, gat and touch in one: a hit is marked fetched and reported to the
+ * policy, optionally gets a new exptime, and optionally a reference.
+ */
+static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool touch,
+                           int64_t exptime, bool ref, enum engine_miss *why) {
+    uint64_t hv = ht_hash(key, nkey);
+    pthread_mutex_t *m = lock_of(e->locks, hv);
+    if (why != NULL)
+        *why = ENGINE_MISS_NONE;
+    pthread_mutex_lock(m);
+    struct item *it = find_live_locked(e, key, nkey, hv, why);
+    if (it != NULL) {
+        if (touch)
+            it->exptime = expire_realtime(e, exptime);
+        item_flag_set(it, ITEM_FETCHED);
+        item_hit_locked(e, it);
+        if (ref)
+            atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(m);
+    return it;
+}
+
+struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {
+    return lookup(e, key, nkey, false, 0, true, why);
+}
+
+struct item *engine_get_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime,
+                              enum engine_miss *why) {
+    return lookup(e, key, nkey, true, exptime, true, why);
+}
+
+bool engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime) {
+    return lookup(e, key, nkey, true, exptime, false, NULL) != NULL;
+}
+
+/* Puts it in old's place (stripe held). */
+static void replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv) {
+    item_unlink_locked(e, old, hv, UNLINK_DELETE);
+    item_link_locked(e, it, hv);
+}
+
+/*
+ * append/prepend: a new item of the combined size with old's flags and
+ * exptime, old's value and it's in the right order (stripe held).
+ */
+static enum engine_store_result concat_locked(struct engine *e, struct item *old,
+                                              struct item *it, bool append, uint64_t hv,
+                                              uint64_t *cas_out) {
+    enum engine_alloc_err err;
+    uint64_t n = (uint64_t)old->nbytes + it->nbytes;
+    if (n > UINT32_MAX)
+        return ENGINE_STORE_NO_MEMORY;
+    struct item *nit = item_alloc(e, item_key(old), old->nkey, old->flags, old->exptime,
+                                  (uint32_t)n, &err);
+    if (nit == NULL)
+        return ENGINE_STORE_NO_MEMORY;
+    item_copy_value(nit, 0, append ? old : it);
+    item_copy_value(nit, append ? old->nbytes : it->nbytes, append ? it : old);
+    replace_locked(e, old, nit, hv);
+    if (cas_out != NULL)
+        *cas_out = nit->cas;
+    item_unref(e, nit);
+    return ENGINE_STORED;
+}
+
+/*
+ * memcached's do_store_item().  add on a live key fails but bumps the old
+ * item; replace/append/prepend need a live key; cas needs a live key with
+ * the same CAS (under -C every item's CAS is 0); append/prepend also check
+ * a non-zero CAS.
+ */
+enum engine_store_result engine_store(struct engine *e, struct item *it,
+                                      enum engine_store_op op, uint64_t cas,
+                                      uint64_t *cas_out) {
+    if (item_has(it, ITEM_LINKED))
+        return ENGINE_NOT_STORED;
+    uint64_t hv = ht_hash(item_key(it), it->nkey);
+    pthread_mutex_t *m = lock_of(e->locks, hv);
+    enum engine_store_result r = ENGINE_NOT_STORED;
+    pthread_mutex_lock(m);
+    struct item *old = find_live_locked(e, item_key(it), it->nkey, hv, NULL);
+    switch (op) {
+    case ENGINE_ADD:
+        if (old != NULL) {
+            item_hit_locked(e, old);
+            break;
+        }
+        /* fall through */
+    case ENGINE_SET:
+        if (old != NULL)
+            replace_locked(e, old, it, hv);
+        else
+            item_link_locked(e, it, hv);
+        r = ENGINE_STORED;
+        break;
+    case ENGINE_REPLACE:
+        if (old != NULL) {
+            replace_locked(e, old, it, hv);
+            r = ENGINE_STORED;
+        }
+        break;
+    case ENGINE_CAS:
+        if (old == NULL) {
+            r = ENGINE_NOT_FOUND;
+        } else if (old->cas != cas) {
+            r = ENGINE_EXISTS;
+        } else {
+            replace_locked(e, old, it, hv);
+            r = ENGINE_STORED;
+        }
+        break;
+    case ENGINE_APPEND:
+    case ENGINE_PREPEND:
+        if (old == NULL)
+            break;
+        if (cas != 0 && cas != old->cas) {
+            r = ENGINE_EXISTS;
+            break;
+        }
+        r = concat_locked(e, old, it, op == ENGINE_APPEND, hv, cas_out);
+        pthread_mutex_unlock(m);
+        return r;
+    }
+    if (r == ENGINE_STORED && cas_out != NULL)
+        *cas_out = it->cas;
+    pthread_mutex_unlock(m);
+    return r;
+}
+
+enum engine_delete_result engine_delete(struct engine *e, const char *key, size_t nkey,
+                                        uint64_t cas) {
+    uint64_t hv = ht_hash(key, nkey);
+    pthread_mutex_t *m = lock_of(e->locks, hv);
+    enum engine_delete_result r = ENGINE_DELETE_NOT_FOUND;
+    pthread_mutex_lock(m);
+    struct item *it = find_live_locked(e, key, nkey, hv, NULL);
+    if (it != NULL && cas != 0 && cas != it->cas) {
+        r = ENGINE_DELETE_EXISTS;
+    } else if (it != NULL) {
+        item_unlink_locked(e, it, hv, UNLINK_DELETE);
+        r = ENGINE_DELETED;
+    }
+    pthread_mutex_unlock(m);
+    return r;
+}
+
+static bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/*
+ * memcached's safe_strtoull() on a value that is not NUL-terminated: what
+ * strtoull(s, &end, 10) accepts (leading white space, a sign, digits, no
+ * overflow), followed by white space, a NUL or the end of the value; and a
+ * '-' is refused when the result would be negative as a signed number.
+ */
+static bool parse_u64(const char *s, size_t n, uint64_t *out) {
+    size_t i = 0;
+    while (i < n && is_space(s[i]))
+        i++;
+    bool neg = false;
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        neg = s[i++] == '-';
+    size_t first = i;
+    uint64_t v = 0;
+    bool range = false;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            range = true;
+        v = v * 10 + d;
+    }
+    if (i == first || range)
+        return false;
+    if (i < n && !is_space(s[i]) && s[i] != '\0')
+        return false;
+    if (neg)
+        v = -v;
+    if (neg && (int64_t)v < 0)
+        return false;
+    *out = v;
+    return true;
+}
+
+/*
+ * memcached's do_add_delta().  In place when the new number is no longer
+ * than the stored bytes and only the table holds the item (we hold its
+ * stripe, so nobody can take a reference meanwhile): digits, then spaces
+ * up to the old length, and a new CAS.  Otherwise a new item of exactly
+ * the digits replaces it.
+ */
+enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t nkey,
+                                      bool incr, uint64_t delta, uint64_t *value,
+                                      uint64_t *cas_out) {
+    uint64_t hv = ht_hash(key, nkey);
+    pthread_mutex_t *m = lock_of(e->locks, hv);
+    enum engine_arith_result r = ENGINE_ARITH_OK;
+    uint64_t v = 0, cas = 0;
+    pthread_mutex_lock(m);
+    struct item *it = find_live_locked(e, key, nkey, hv, NULL);
+    if (it == NULL) {
+        r = ENGINE_ARITH_NOT_FOUND;
+        goto out;
+    }
+    if (it->nbytes == 0 || item_has(it, ITEM_CHAINED) ||
+        !parse_u64(item_value(it), it->nbytes, &v)) {
+        r = ENGINE_ARITH_NON_NUMERIC;
+        goto out;
+    }
+    if (incr)
+        v += delta;
+    else
+        v = delta > v ? 0 : v - delta;
+    char buf[24];
+    int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+    if ((uint32_t)len <= it->nbytes &&
+        atomic_load_explicit(&it->refcount, memory_order_acquire) == 1) {
+        char *p = item_value(it);
+        memcpy(p, buf, (size_t)len);
+        memset(p + len, ' ', it->nbytes - (size_t)len);
+        it->cas = e->cfg.use_cas
+                      ? atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1
+                      : 0;
+        item_hit_locked(e, it);
+        cas = it->cas;
+    } else {
+        enum engine_alloc_err err;
+        struct item *nit = item_alloc(e, key, nkey, it->flags, it->exptime, (uint32_t)len, &err);
+        if (nit == NULL) {
+            r = ENGINE_ARITH_NO_MEMORY;
+            goto out;
+        }
+        memcpy(item_value(nit), buf, (size_t)len);
+        replace_locked(e, it, nit, hv);
+        cas = nit->cas;
+        item_unref(e, nit);
+    }
+out:
+    pthread_mutex_unlock(m);
+    if (r == ENGINE_ARITH_OK) {
+        if (value != NULL)
+            *value = v;
+        if (cas_out != NULL)
+            *cas_out = cas;
+    }
+    return r;
+}
+
+/* Sums the class counters that say how many items are linked. */
+static uint64_t curr_items(struct engine *e) {
+    uint64_t n = 0;
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        pthread_mutex_lock(&e->cls[i].lock);
+        n += e->cls[i].number;
+        pthread_mutex_unlock(&e->cls[i].lock);
+    }
+    return n;
+}
+
+/*
+ * The maintenance slice.  Table growth first: start doubling once there
+ * are more than 1.5 items per bucket, then move up to `budget` buckets per
+ * call; while it moves, the crawler waits.  Whatever budget is left goes to
+ * the expiry crawler.
+ */
+unsigned engine_step(struct engine *e, unsigned budget) {
+    unsigned work = 0;
+    if (budget == 0)
+        return 0;
+    pthread_mutex_lock(&e->step_lock);
+    uint32_t now = expire_now(e);
+    if (!ht_expanding(e->ht) && now >= e->expand_next) {
+        uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
+        if (curr_items(e) > buckets + buckets / 2 && !ht_expand_start(e->ht))
+            e->expand_next = now + ENGINE_EXPAND_RETRY;
+    }
+    if (ht_expanding(e->ht))
+        work += ht_expand_step(e->ht, budget);
+    if (work < budget)
+        work += expire_crawl_step(e, budget - work);
+    pthread_mutex_unlock(&e->step_lock);
+    return work;
+}
+
+unsigned engine_nclasses(const struct engine *e) { return e->nclasses; }
+
+unsigned engine_class_for(const struct engine *e, size_t ntotal) {
+    if (ntotal > e->cfg.item_size_max)
+        return 0;
+    if (ntotal > e->cfg.slab_chunk_max)
+        return e->nclasses;
+    return slab_class_for(e->slab, ntotal);
+}
+
+bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out) {
+    if (id < 1 || id > e->nclasses)
+        return false;
+    struct slab_class_stats ss;
+    slab_class_stats(e->slab, id, &ss);
+    struct eclass *c = &e->cls[id];
+    uint32_t now = expire_now(e);
+    *out = (struct engine_class_stats){
+        .chunk_size = ss.chunk_size,
+        .chunks_per_page = ss.chunks_per_page,
+        .total_pages = ss.total_pages,
+        .total_chunks = ss.total_chunks,
+        .used_chunks = ss.used_chunks,
+        .free_chunks = ss.free_chunks,
+        .free_chunks_end = ss.free_chunks_end,
+    };
+    pthread_mutex_lock(&c->lock);
+    struct item *old = e->policy->oldest(c->q);
+    out->age = old != NULL && now > old->atime ? now - old->atime : 0;
+    out->number = c->number;
+    out->mem_requested = c->bytes;
+    out->evicted = c->evicted;
+    out->evicted_nonzero = c->evicted_nonzero;
+    out->evicted_time = c->evicted_time;
+    out->outofmemory = c->outofmemory;
+    out->reclaimed = c->reclaimed;
+    out->expired_unfetched = c->expired_unfetched;
+    out->evicted_unfetched = c->evicted_unfetched;
+    out->evicted_active = c->evicted_active;
+    out->crawler_reclaimed = c->crawler_reclaimed;
+    pthread_mutex_unlock(&c->lock);
+    out->crawler_items_checked = atomic_load_explicit(&c->crawler_checked, memory_order_relaxed);
+    return true;
+}
+
+void engine_stats(struct engine *e, struct engine_stats *out) {
+    *out = (struct engine_stats){0};
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        struct engine_class_stats c;
+        engine_class_stats(e, i, &c);
+        out->curr_items += c.number;
+        out->bytes += c.mem_requested;
+        out->evictions += c.evicted;
+        out->reclaimed += c.reclaimed;
+        out->expired_unfetched += c.expired_unfetched;
+        out->evicted_unfetched += c.evicted_unfetched;
+        out->evicted_active += c.evicted_active;
+        out->crawler_reclaimed += c.crawler_reclaimed;
+        out->crawler_items_checked += c.crawler_items_checked;
+        out->active_slabs += c.total_pages > 0;
+        pthread_mutex_lock(&e->cls[i].lock);
+        out->total_items += e->cls[i].total_items;
+        pthread_mutex_unlock(&e->cls[i].lock);
+    }
+    out->total_malloced = slab_total_malloced(e->slab);
+    out->limit_maxbytes = e->cfg.mem_limit;
+    out->hash_power_level = ht_power(e->ht);
+    out->hash_bytes = ht_bytes(e->ht);
+    out->hash_is_expanding = ht_expanding(e->ht);
+}

@@ -1,0 +1,146 @@
+/*
+ * engine_int.h -- the engine's insides, shared by engine.c (the API and
+ * store semantics), item.c (item memory, linking, eviction) and expire.c
+ * (clock, expiry, flush, crawler).  Nothing outside storage/ includes it.
+ *
+ * Locks, in the only order they may be taken blocking:
+ *
+ *     item stripe (lock.h)  ->  class lock (struct eclass)  ->  slab class lock
+ *
+ * The evictor holds a class lock and needs item locks: it uses lock_try()
+ * and skips what it cannot get.  The maintenance step holds step_lock while
+ * it runs (it is the only place that starts or advances table growth).
+ *
+ * What guards what:
+ *   - an item's hnext, flags, exptime, cas, value: its item stripe (or
+ *     nothing while the item is unlinked and private to one thread);
+ *   - iflags: changed only under the item stripe, but atomic because
+ *     reference holders read ITEM_CHAINED without it (item_has());
+ *   - an item's prev/next and the class queue and counters: the class lock;
+ *   - atime: written only with both the item stripe and the class lock held
+ *     (or while unlinked), so either lock suffices to read it;
+ *   - refcount: atomic.  It is raised only under the item stripe while the
+ *     item is linked, so once an unlinked item's count reaches 0 nobody can
+ *     find it again and its memory may be reused.
+ *
+ * Layout of a chained item (total size > slab_chunk_max):
+ *
+ *   header chunk (largest class)              chain chunks
+ *   +------+-----+------------+--------+     +-----+---------+     +-----+------+
+ *   | item | key | item_chain | value  | --> | hdr | value   | --> | hdr | tail |
+ *   |      |     | first,head | head   |     |     |         |     |     |      |
+ *   +------+-----+------------+--------+     +-----+---------+     +-----+------+
+ *
+ * Every chain chunk but the last comes from the largest class; the last
+ * one from the smallest class that fits what is left (or the largest if
+ * that class cannot give one).  item_chain sits right after the key and is
+ * read and written with memcpy since the key length makes it unaligned.
+ */
+#ifndef CELLAR_STORAGE_ENGINE_INT_H
+#define CELLAR_STORAGE_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "storage/engine.h"
+#include "storage/evict.h"
+#include "storage/ht.h"
+#include "storage/lock.h"
+#include "storage/slab.h"
+
+#define ENGINE_EVICT_TRIES 5            /* candidates looked at per eviction */
+#define ENGINE_ALLOC_TRIES 10           /* evictions tried per chunk */
+#define ENGINE_CLOCK_OFFSET 62          /* engine seconds at start, like memcached */
+#define ENGINE_CRAWL_REST 60            /* seconds between crawler passes */
+#define ENGINE_EXPAND_RETRY 60          /* seconds before retrying a failed growth */
+
+struct item_chain {
+    struct item_chunk *first;
+    uint32_t head;                      /* value bytes in the header chunk */
+    uint32_t unused;
+};
+
+struct item_chunk {
+    struct item_chunk *next;
+    uint32_t size;                      /* value bytes held in this chunk */
+    uint8_t clsid;
+    /* value bytes follow at offset sizeof(struct item_chunk) */
+};
+
+/* One size class as the engine sees it: its eviction queue and counters. */
+struct eclass {
+    pthread_mutex_t lock;
+    struct evict_queue *q;
+    uint64_t number, bytes, total_items;
+    uint64_t evicted, evicted_nonzero, evicted_time, evicted_unfetched, evicted_active;
+    uint64_t outofmemory, reclaimed, expired_unfetched, crawler_reclaimed;
+    _Atomic uint64_t crawler_checked;   /* written by the crawler without the lock */
+};
+
+struct engine {
+    struct engine_config cfg;
+    const struct evict_policy *policy;
+    struct slab *slab;
+    struct lock_stripes *locks;
+    struct ht *ht;
+    unsigned nclasses;
+    struct eclass cls[ENGINE_MAX_CLASSES];
+
+    /* Time (memcached's current_time and process_started). */
+    _Atomic uint32_t now;               /* engine seconds, >= 1 */
+    _Atomic int64_t started;            /* unix time of engine second 0 */
+    _Atomic bool clock_seen;
+
+    _Atomic uint64_t cas;               /* last CAS handed out */
+    _Atomic uint32_t oldest_live;       /* flush_all point, engine seconds; 0 none */
+    _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
+
+    /* Maintenance (engine_step), under step_lock. */
+    pthread_mutex_t step_lock;
+    uint64_t crawl_cursor;
+    bool crawl_resting;
+    uint32_t crawl_next;                /* engine second the next pass may start */
+    uint32_t expand_next;               /* engine second growth may be retried */
+};
+
+/* Why an item leaves the table; decides which counter it lands in. */
+enum unlink_why {
+    UNLINK_DELETE,      /* delete, replace, or found dead on access */
+    UNLINK_RECLAIM,     /* dead item taken from a queue tail for memory */
+    UNLINK_CRAWL,       /* dead item found by the crawler */
+    UNLINK_EVICT,       /* live item evicted for memory */
+};
+
+static inline bool item_has(const struct item *it, uint8_t flag) {
+    return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & flag) != 0;
+}
+/* Writers hold the item stripe, so a plain load and store cannot lose bits. */
+static inline void item_flag_set(struct item *it, uint8_t flag) {
+    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
+    if (!(f & flag))
+        atomic_store_explicit(&it->iflags, f | flag, memory_order_relaxed);
+}
+static inline void item_flag_clear(struct item *it, uint8_t flag) {
+    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
+    atomic_store_explicit(&it->iflags, f & ~flag, memory_order_relaxed);
+}
+
+/* item.c */
+size_t item_ntotal(const struct item *it);
+struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
+                        uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
+void item_unref(struct engine *e, struct item *it);
+void item_link_locked(struct engine *e, struct item *it, uint64_t hv);
+void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why);
+void item_hit_locked(struct engine *e, struct item *it);
+void item_copy_value(struct item *dst, size_t off, const struct item *src);
+char *item_value(const struct item *it);
+
+/* expire.c */
+uint32_t expire_now(const struct engine *e);
+uint32_t expire_realtime(const struct engine *e, int64_t exptime);
+enum engine_miss expire_dead(const struct engine *e, const struct item *it, uint32_t now);
+void expire_init(struct engine *e, uint32_t unix_now);
+unsigned expire_crawl_step(struct engine *e, unsigned budget);
+
+#endif

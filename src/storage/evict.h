@@ -1,0 +1,78 @@
+/*
+ * evict.h -- the eviction policy seam.
+ *
+ * A policy decides the order in which a size class gives up its items when
+ * memory is full.  Each class has one queue (struct evict_queue, owned by
+ * the policy); the engine tells the policy when an item enters or leaves
+ * the class and when it is read, and asks it for eviction candidates.  The
+ * engine keeps everything else: hashing, locking, refcounts, expiry, stats,
+ * and the decision whether a candidate can actually be taken (it may be
+ * referenced or its lock busy, and then the engine asks for the next one).
+ * The same policy code runs in cellard and in cellar-sim.
+ *
+ * What a policy may use in struct item: prev/next (its queue links, free
+ * for it while the item is linked), atime (read only: the engine sets it at
+ * link and after each bump), pbits (its own bits; relaxed atomics, because
+ * hit() runs without the class lock) and the ITEM_ACTIVE/ITEM_FETCHED flags
+ * (read only).
+ *
+ * Threading contract, per call:
+ *   create/destroy     once per class, single-threaded
+ *   link/unlink/bump/
+ *   victim/oldest      class lock held (and for link/unlink/bump the item
+ *                      lock too); must not block or allocate
+ *   hit                item lock held, class lock NOT held: must be cheap
+ *                      and touch only the item
+ *
+ * Adding a policy: write evict_<name>.c defining a const struct
+ * evict_policy, and list it in evict.c.
+ */
+#ifndef CELLAR_STORAGE_EVICT_H
+#define CELLAR_STORAGE_EVICT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storage/item.h"
+
+struct evict_queue;
+
+struct evict_policy {
+    const char *name;
+
+    /* A queue for one class, or NULL when memory is short. */
+    struct evict_queue *(*create)(void);
+    void (*destroy)(struct evict_queue *q);
+
+    /* it enters the class (a store); now is engine seconds. */
+    void (*link)(struct evict_queue *q, struct item *it, uint32_t now);
+    /* it leaves the class (delete, replace, expiry or eviction). */
+    void (*unlink)(struct evict_queue *q, struct item *it);
+
+    /*
+     * it was read (or re-added).  Record the hit in the item and return true
+     * when the queue itself must change, in which case the engine takes the
+     * class lock and calls bump().  Keep hits cheap: most should return false.
+     */
+    bool (*hit)(struct item *it, uint32_t now);
+    void (*bump)(struct evict_queue *q, struct item *it, uint32_t now);
+
+    /*
+     * The next eviction candidate: the policy's first choice when prev is
+     * NULL, else the one after prev (which the engine could not take and
+     * which is still linked).  NULL when there are no more.  May update
+     * policy state on the way (a clock hand, cleared reference bits).
+     */
+    struct item *(*victim)(struct evict_queue *q, struct item *prev);
+
+    /* The item the policy regards as oldest, without changing anything
+     * (for the `age` stat); NULL when empty. */
+    struct item *(*oldest)(struct evict_queue *q);
+};
+
+/* The policy of that name, or NULL. */
+const struct evict_policy *evict_policy_find(const char *name);
+
+extern const struct evict_policy evict_lru;
+
+#endif

@@ -1,0 +1,186 @@
+#include "storage/ht.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+
+#define HT_SEED 0x63656c6c6172ULL   /* "cellar" */
+
+struct ht {
+    struct lock_stripes *locks;
+    struct item **primary;          /* the current (new, while expanding) table */
+    struct item **old;              /* the table being emptied, or NULL */
+    _Atomic unsigned power;         /* log2 buckets of primary */
+    _Atomic bool expanding;
+    _Atomic uint64_t cursor;        /* old buckets below this have moved */
+};
+
+static uint64_t mask(unsigned power) { return ((uint64_t)1 << power) - 1; }
+
+struct ht *ht_create(unsigned hashpower, struct lock_stripes *locks) {
+    struct ht *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return NULL;
+    h->primary = calloc((size_t)1 << hashpower, sizeof(struct item *));
+    if (h->primary == NULL) {
+        free(h);
+        return NULL;
+    }
+    h->locks = locks;
+    atomic_init(&h->power, hashpower);
+    atomic_init(&h->expanding, false);
+    atomic_init(&h->cursor, 0);
+    return h;
+}
+
+void ht_destroy(struct ht **hp) {
+    struct ht *h = *hp;
+    if (h == NULL)
+        return;
+    free(h->primary);
+    free(h->old);
+    free(h);
+    *hp = NULL;
+}
+
+uint64_t ht_hash(const char *key, size_t nkey) { return hash_bytes(key, nkey, HT_SEED); }
+
+/*
+ * The bucket a hash lives in right now.  The caller holds the hash's
+ * stripe, which is also the stripe of its old bucket, so the cursor cannot
+ * cross that bucket while we look.
+ */
+static struct item **bucket_of(struct ht *h, uint64_t hv) {
+    unsigned power = atomic_load_explicit(&h->power, memory_order_relaxed);
+    if (atomic_load_explicit(&h->expanding, memory_order_relaxed)) {
+        uint64_t ob = hv & mask(power - 1);
+        if (ob >= atomic_load_explicit(&h->cursor, memory_order_acquire))
+            return &h->old[ob];
+    }
+    return &h->primary[hv & mask(power)];
+}
+
+struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t nkey) {
+    for (struct item *it = *bucket_of(h, hv); it != NULL; it = it->hnext)
+        if (it->nkey == nkey && memcmp(it->data, key, nkey) == 0)
+            return it;
+    return NULL;
+}
+
+void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv) {
+    struct item **b = bucket_of(h, hv);
+    it->hnext = *b;
+    *b = it;
+}
+
+void ht_delete_locked(struct ht *h, struct item *it, uint64_t hv) {
+    for (struct item **p = bucket_of(h, hv); *p != NULL; p = &(*p)->hnext) {
+        if (*p == it) {
+            *p = it->hnext;
+            it->hnext = NULL;
+            return;
+        }
+    }
+}
+
+bool ht_expand_start(struct ht *h) {
+    unsigned power = atomic_load_explicit(&h->power, memory_order_relaxed);
+    if (atomic_load_explicit(&h->expanding, memory_order_relaxed) || power >= HT_POWER_MAX)
+        return false;
+    struct item **bigger = calloc((size_t)1 << (power + 1), sizeof(struct item *));
+    if (bigger == NULL)
+        return false;
+    lock_all(h->locks);
+    h->old = h->primary;
+    h->primary = bigger;
+    atomic_store_explicit(&h->cursor, 0, memory_order_relaxed);
+    atomic_store_explicit(&h->power, power + 1, memory_order_relaxed);
+    atomic_store_explicit(&h->expanding, true, memory_order_relaxed);
+    lock_all_release(h->locks);
+    return true;
+}
+
+/* Switches back to one table once every old bucket is empty. */
+static void expand_finish(struct ht *h) {
+    lock_all(h->locks);
+    struct item **old = h->old;
+    h->old = NULL;
+    atomic_store_explicit(&h->expanding, false, memory_order_relaxed);
+    lock_all_release(h->locks);
+    free(old);
+}
+
+unsigned ht_expand_step(struct ht *h, unsigned nbuckets) {
+    if (!atomic_load_explicit(&h->expanding, memory_order_relaxed))
+        return 0;
+    unsigned power = atomic_load_explicit(&h->power, memory_order_relaxed);
+    uint64_t nold = (uint64_t)1 << (power - 1);
+    unsigned done = 0;
+    uint64_t b = atomic_load_explicit(&h->cursor, memory_order_relaxed);
+    while (done < nbuckets && b < nold) {
+        pthread_mutex_t *m = lock_of(h->locks, b);
+        pthread_mutex_lock(m);
+        struct item *it = h->old[b];
+        while (it != NULL) {
+            struct item *next = it->hnext;
+            struct item **nb = &h->primary[ht_hash(it->data, it->nkey) & mask(power)];
+            it->hnext = *nb;
+            *nb = it;
+            it = next;
+        }
+        h->old[b] = NULL;
+        atomic_store_explicit(&h->cursor, ++b, memory_order_release);
+        pthread_mutex_unlock(m);
+        done++;
+    }
+    if (b == nold)
+        expand_finish(h);
+    return done;
+}
+
+bool ht_expanding(const struct ht *h) {
+    return atomic_load_explicit(&h->expanding, memory_order_relaxed);
+}
+
+unsigned ht_power(const struct ht *h) {
+    return atomic_load_explicit(&h->power, memory_order_relaxed);
+}
+
+uint64_t ht_bytes(const struct ht *h) {
+    unsigned power = ht_power(h);
+    uint64_t n = (uint64_t)1 << power;
+    if (ht_expanding(h))
+        n += n / 2;
+    return n * sizeof(struct item *);
+}
+
+unsigned ht_visit(struct ht *h, uint64_t *cursor, unsigned budget, bool *wrapped,
+                  ht_visit_fn fn, void *arg) {
+    *wrapped = false;
+    if (atomic_load_explicit(&h->expanding, memory_order_relaxed))
+        return 0;
+    uint64_t n = (uint64_t)1 << ht_power(h);
+    unsigned work = 0;
+    uint64_t b = *cursor < n ? *cursor : 0;
+    while (work < budget) {
+        pthread_mutex_t *m = lock_of(h->locks, b);
+        pthread_mutex_lock(m);
+        for (struct item *it = h->primary[b], *next; it != NULL; it = next) {
+            next = it->hnext;
+            fn(it, ht_hash(it->data, it->nkey), arg);
+            work++;
+        }
+        pthread_mutex_unlock(m);
+        work++;
+        if (++b == n) {
+            b = 0;
+            *wrapped = true;
+            break;
+        }
+    }
+    *cursor = b;
+    return work;
+}

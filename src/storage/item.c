@@ -1,0 +1,357 @@
+/*
+ * item.c -- item memory: allocation (evicting when memory is full),
+ * chained large items, linking into the table and the class queue, and
+ * freeing on the last reference.
+ *
+ *   engine_item_alloc
+ *        |
+ *   item_alloc --> chunk_get(class) --> slab_alloc ... NULL?
+ *                       ^                                |
+ *                       +------ evict_pull(class) <------+  (up to 10 times)
+ *                                 tail candidates: trylock, refcount == 1,
+ *                                 dead -> reclaim, live -> evict (unless -M)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/engine_int.h"
+
+size_t item_ntotal(const struct item *it) {
+    return sizeof(struct item) + it->nkey + (size_t)it->nbytes;
+}
+
+static struct item_chain chain_get(const struct item *it) {
+    struct item_chain ch;
+    memcpy(&ch, it->data + it->nkey, sizeof(ch));
+    return ch;
+}
+
+static char *chunk_data(struct item_chunk *ch) { return (char *)ch + sizeof(*ch); }
+
+char *item_value(const struct item *it) {
+    char *p = (char *)it->data + it->nkey;
+    return item_has(it, ITEM_CHAINED) ? p + sizeof(struct item_chain) : p;
+}
+
+/* A walk over the pieces of an item's value, in order. */
+struct piece {
+    char *p;
+    size_t n;
+    struct item_chunk *next;
+};
+
+static void piece_first(const struct item *it, struct piece *pc) {
+    pc->p = item_value(it);
+    if (item_has(it, ITEM_CHAINED)) {
+        struct item_chain ch = chain_get(it);
+        pc->n = ch.head;
+        pc->next = ch.first;
+    } else {
+        pc->n = it->nbytes;
+        pc->next = NULL;
+    }
+}
+
+static bool piece_next(struct piece *pc) {
+    if (pc->next == NULL)
+        return false;
+    pc->p = chunk_data(pc->next);
+    pc->n = pc->next->size;
+    pc->next = pc->next->next;
+    return true;
+}
+
+int engine_item_iov(const struct item *it, struct iovec *iov, int max) {
+    struct piece pc;
+    int n = 0;
+    if (max <= 0)
+        return 0;
+    piece_first(it, &pc);
+    do {
+        iov[n].iov_base = pc.p;
+        iov[n].iov_len = pc.n;
+        n++;
+    } while (n < max && piece_next(&pc));
+    return n;
+}
+
+/*
+ * The worst case is a chained item of item_size_max.  Its header chunk
+ * holds chunk_max bytes less the header, key and chain header, and the key
+ * counts against item_size_max too, so what goes to the chain is
+ * item_size_max - chunk_max + sizeof(struct item_chain) whatever the key;
+ * each chain chunk holds chunk_max - sizeof(struct item_chunk) of it.
+ */
+int engine_item_iov_max(const struct engine *e) {
+    uint32_t cmax = e->cfg.slab_chunk_max, imax = e->cfg.item_size_max;
+    if (imax <= cmax)
+        return 1;
+    size_t rest = imax - cmax + sizeof(struct item_chain);
+    size_t per = cmax - sizeof(struct item_chunk);
+    return 1 + (int)((rest + per - 1) / per);
+}
+
+/*
+ * Copies src's whole value into dst's value at byte offset off, piece by
+ * piece on both sides (either may be chained).
+ */
+void item_copy_value(struct item *dst, size_t off, const struct item *src) {
+    struct piece d, s;
+    piece_first(dst, &d);
+    piece_first(src, &s);
+    while (off > d.n) {
+        off -= d.n;
+        piece_next(&d);
+    }
+    d.p += off;
+    d.n -= off;
+    size_t left = src->nbytes;
+    while (left > 0) {
+        while (s.n == 0)
+            piece_next(&s);
+        while (d.n == 0)
+            piece_next(&d);
+        size_t k = s.n < d.n ? s.n : d.n;
+        memcpy(d.p, s.p, k);
+        d.p += k, d.n -= k;
+        s.p += k, s.n -= k;
+        left -= k;
+    }
+}
+
+/* Takes it out of its class queue and counts why (class lock held). */
+static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
+                            enum unlink_why why, uint32_t now) {
+    e->policy->unlink(c->q, it);
+    c->number--;
+    c->bytes -= item_ntotal(it);
+    bool fetched = item_has(it, ITEM_FETCHED);
+    switch (why) {
+    case UNLINK_RECLAIM:
+        c->reclaimed++;
+        c->expired_unfetched += !fetched;
+        break;
+    case UNLINK_CRAWL:
+        c->crawler_reclaimed++;
+        c->expired_unfetched += !fetched;
+        break;
+    case UNLINK_EVICT:
+        c->evicted++;
+        c->evicted_time = now > it->atime ? now - it->atime : 0;
+        c->evicted_nonzero += it->exptime != 0;
+        c->evicted_unfetched += !fetched;
+        c->evicted_active += item_has(it, ITEM_ACTIVE);
+        break;
+    case UNLINK_DELETE:
+        break;
+    }
+}
+
+static void item_free(struct engine *e, struct item *it) {
+    if (item_has(it, ITEM_CHAINED)) {
+        struct item_chunk *ch = chain_get(it).first;
+        while (ch != NULL) {
+            struct item_chunk *next = ch->next;
+            slab_free(e->slab, ch->clsid, ch);
+            ch = next;
+        }
+    }
+    slab_free(e->slab, it->clsid, it);
+}
+
+void item_unref(struct engine *e, struct item *it) {
+    if (atomic_fetch_sub_explicit(&it->refcount, 1, memory_order_acq_rel) == 1)
+        item_free(e, it);
+}
+
+void engine_item_unref(struct engine *e, struct item *it) {
+    if (it != NULL)
+        item_unref(e, it);
+}
+
+/*
+ * Frees one item from the tail end of class id to make room.  Looks at up
+ * to ENGINE_EVICT_TRIES candidates the policy offers, skipping those whose
+ * item lock is busy (we hold the class lock, so we may only try-lock) or
+ * that someone holds a reference on.  A dead (expired or flushed) candidate
+ * is reclaimed; a live one is evicted, unless evictions are off (-M).
+ * Returns true when an item went.
+ */
+static bool evict_pull(struct engine *e, unsigned id) {
+    struct eclass *c = &e->cls[id];
+    uint32_t now = expire_now(e);
+    struct item *gone = NULL, *it = NULL;
+    pthread_mutex_lock(&c->lock);
+    for (int n = 0; n < ENGINE_EVICT_TRIES; n++) {
+        it = e->policy->victim(c->q, it);
+        if (it == NULL)
+            break;
+        uint64_t hv = ht_hash(it->data, it->nkey);
+        if (!lock_try(e->locks, hv))
+            continue;
+        bool dead = expire_dead(e, it, now) != ENGINE_MISS_NONE;
+        if (atomic_load_explicit(&it->refcount, memory_order_acquire) != 1 ||
+            (!dead && !e->cfg.evict)) {
+            pthread_mutex_unlock(lock_of(e->locks, hv));
+            continue;
+        }
+        ht_delete_locked(e->ht, it, hv);
+        unlink_q_locked(e, c, it, dead ? UNLINK_RECLAIM : UNLINK_EVICT, now);
+        item_flag_clear(it, ITEM_LINKED);
+        pthread_mutex_unlock(lock_of(e->locks, hv));
+        gone = it;
+        break;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (gone != NULL)
+        item_unref(e, gone);        /* the table's reference, the last one */
+    return gone != NULL;
+}
+
+/* One chunk of class id, evicting from that class while memory is full. */
+static void *chunk_get(struct engine *e, unsigned id) {
+    for (int i = 0; i < ENGINE_ALLOC_TRIES; i++) {
+        void *p = slab_alloc(e->slab, id);
+        if (p != NULL)
+            return p;
+        if (!evict_pull(e, id))
+            break;
+    }
+    return NULL;
+}
+
+/*
+ * Allocates the chain chunks of a large item whose header chunk (of the
+ * largest class) is it, and writes the chain header after the key.  On
+ * failure gives back what it took and returns false.
+ */
+static bool chain_alloc(struct engine *e, struct item *it, size_t nkey, uint32_t nbytes) {
+    unsigned top = e->nclasses;
+    uint32_t cmax = e->cfg.slab_chunk_max;
+    struct item_chain ch = {
+        .head = cmax - sizeof(struct item) - nkey - sizeof(struct item_chain),
+    };
+    struct item_chunk **tail = &ch.first;
+    size_t left = nbytes - ch.head;
+    while (left > 0) {
+        size_t want = left + sizeof(struct item_chunk);
+        unsigned id = want <= cmax ? slab_class_for(e->slab, want) : top;
+        struct item_chunk *k = chunk_get(e, id);
+        if (k == NULL && id != top)
+            k = chunk_get(e, id = top);
+        if (k == NULL) {
+            for (struct item_chunk *f = ch.first, *next; f != NULL; f = next) {
+                next = f->next;
+                slab_free(e->slab, f->clsid, f);
+            }
+            return false;
+        }
+        size_t cap = slab_chunk_size(e->slab, id) - sizeof(struct item_chunk);
+        k->size = left < cap ? left : cap;
+        k->clsid = id;
+        k->next = NULL;
+        *tail = k;
+        tail = &k->next;
+        left -= k->size;
+    }
+    memcpy(it->data + nkey, &ch, sizeof(ch));
+    return true;
+}
+
+struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
+                        uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err) {
+    size_t total = sizeof(struct item) + nkey + (size_t)nbytes;
+    *err = ENGINE_ALLOC_OK;
+    if (nkey > ENGINE_KEY_MAX || total > e->cfg.item_size_max) {
+        *err = ENGINE_ALLOC_TOO_LARGE;
+        return NULL;
+    }
+    bool chained = total > e->cfg.slab_chunk_max;
+    unsigned id = chained ? e->nclasses : slab_class_for(e->slab, total);
+    struct item *it = chunk_get(e, id);
+    if (it != NULL && chained && !chain_alloc(e, it, nkey, nbytes)) {
+        slab_free(e->slab, id, it);
+        it = NULL;
+    }
+    if (it == NULL) {
+        pthread_mutex_lock(&e->cls[id].lock);
+        e->cls[id].outofmemory++;
+        pthread_mutex_unlock(&e->cls[id].lock);
+        *err = ENGINE_ALLOC_NO_MEMORY;
+        return NULL;
+    }
+    it->hnext = it->prev = it->next = NULL;
+    it->cas = 0;
+    it->atime = expire_now(e);
+    it->exptime = exptime;
+    it->nbytes = nbytes;
+    it->flags = flags;
+    atomic_init(&it->refcount, 1);
+    atomic_init(&it->iflags, chained ? ITEM_CHAINED : 0);
+    it->clsid = (uint8_t)id;
+    it->nkey = (uint8_t)nkey;
+    atomic_init(&it->pbits, 0);
+    memcpy(it->data, key, nkey);
+    return it;
+}
+
+struct item *engine_item_alloc(struct engine *e, const char *key, size_t nkey,
+                               uint32_t flags, int64_t exptime, uint32_t nbytes,
+                               enum engine_alloc_err *err) {
+    enum engine_alloc_err dummy;
+    return item_alloc(e, key, nkey, flags, expire_realtime(e, exptime), nbytes,
+                      err != NULL ? err : &dummy);
+}
+
+/*
+ * Links it under its key (item stripe held, key not present): a new CAS,
+ * access time now, into the table and the class queue, plus the table's
+ * reference.
+ */
+void item_link_locked(struct engine *e, struct item *it, uint64_t hv) {
+    uint32_t now = expire_now(e);
+    struct eclass *c = &e->cls[it->clsid];
+    it->cas = e->cfg.use_cas
+                  ? atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1
+                  : 0;
+    it->atime = now;
+    item_flag_set(it, ITEM_LINKED);
+    atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
+    ht_insert_locked(e->ht, it, hv);
+    pthread_mutex_lock(&c->lock);
+    e->policy->link(c->q, it, now);
+    c->number++;
+    c->bytes += item_ntotal(it);
+    c->total_items++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Unlinks it (item stripe held) and drops the table's reference. */
+void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why) {
+    if (!item_has(it, ITEM_LINKED))
+        return;
+    struct eclass *c = &e->cls[it->clsid];
+    ht_delete_locked(e->ht, it, hv);
+    pthread_mutex_lock(&c->lock);
+    unlink_q_locked(e, c, it, why, expire_now(e));
+    pthread_mutex_unlock(&c->lock);
+    item_flag_clear(it, ITEM_LINKED);
+    item_unref(e, it);
+}
+
+/*
+ * Tells the policy about a hit on a linked item (item stripe held); only
+ * when it asks for a queue move do we take the class lock.
+ */
+void item_hit_locked(struct engine *e, struct item *it) {
+    uint32_t now = expire_now(e);
+    if (!e->policy->hit(it, now))
+        return;
+    struct eclass *c = &e->cls[it->clsid];
+    pthread_mutex_lock(&c->lock);
+    if (item_has(it, ITEM_LINKED)) {
+        e->policy->bump(c->q, it, now);
+        it->atime = now;
+    }
+    pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,75 @@
+/*
+ * slab.h -- size classes, pages and free chunks: the cellar's racks.
+ *
+ * Owns every byte that holds items.  Memory comes from the system one page
+ * (page_size bytes) at a time; a page is given to the size class that asked
+ * for it and stays there, cut into chunks of the class's size.  Chunks are
+ * handed out from the class's free list first, then carved from the end of
+ * its newest page, then from a new page.
+ *
+ * Classes are computed like memcached's: class 1 holds min_chunk bytes
+ * rounded up to 8, each next class is the previous times growth_factor
+ * (rounded up to 8) while it stays below chunk_max / growth_factor, and the
+ * last class is exactly chunk_max.  Ids are 1-based; at most
+ * SLAB_MAX_CLASSES - 1 classes.
+ *
+ * Memory bound: the bytes of all pages stay <= mem_limit (0 = no limit),
+ * except that a class with no page at all may take its first one past the
+ * limit, so that a tiny limit still works; hence the total never exceeds
+ * the limit by more than one page per class.  Pages go back to the system
+ * only at destroy.
+ *
+ * Threading: each class has its own mutex, taken only inside these calls
+ * and never held while taking another engine lock (a leaf lock).  The page
+ * count is an atomic.  slab_alloc() calls malloc for a new page; nothing
+ * else allocates after create.
+ */
+#ifndef CELLAR_STORAGE_SLAB_H
+#define CELLAR_STORAGE_SLAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SLAB_MAX_CLASSES 64     /* ids 1..63, like memcached */
+#define SLAB_ALIGN 8
+
+struct slab;
+
+struct slab_config {
+    size_t mem_limit;           /* bytes of pages, 0 = unlimited */
+    double growth_factor;       /* > 1 */
+    uint32_t min_chunk;         /* smallest chunk before rounding */
+    uint32_t page_size;
+    uint32_t chunk_max;         /* largest chunk, <= page_size */
+};
+
+/* Returns NULL when memory is short; the config must already be valid. */
+struct slab *slab_create(const struct slab_config *cfg);
+/* Frees every page: all chunks handed out become invalid. */
+void slab_destroy(struct slab **s);
+
+/* Number of classes (ids 1..n). */
+unsigned slab_nclasses(const struct slab *s);
+/* The smallest class whose chunks hold size bytes; 0 if size > chunk_max. */
+unsigned slab_class_for(const struct slab *s, size_t size);
+/* Chunk size of class id. */
+uint32_t slab_chunk_size(const struct slab *s, unsigned id);
+
+/*
+ * One chunk of class id (8-byte aligned, contents undefined), or NULL when
+ * the class has no free chunk and no page can be had within the limit.
+ * Never evicts: that is the engine's business.
+ */
+void *slab_alloc(struct slab *s, unsigned id);
+/* Gives a chunk back to its class. */
+void slab_free(struct slab *s, unsigned id, void *chunk);
+
+struct slab_class_stats {
+    uint32_t chunk_size, chunks_per_page;
+    uint64_t total_pages, total_chunks, used_chunks, free_chunks, free_chunks_end;
+};
+void slab_class_stats(struct slab *s, unsigned id, struct slab_class_stats *out);
+/* Bytes of pages taken from the system. */
+uint64_t slab_total_malloced(const struct slab *s);
+
+#endif
