@@ -56,12 +56,14 @@ enum mc_cmd {
     MC_CMD_LRU_CRAWLER,         /* tok[1..] */
     MC_CMD_WATCH,               /* tok[1..] */
     MC_CMD_MISBEHAVE,           /* reserved */
+    MC_CMD_META,                /* mg ms md ma mn me: hand the same line to the meta codec */
 };
 
 enum mc_parse {
     MC_PARSE_OK = 0,            /* *req filled; *consumed = bytes of the line incl. \n */
     MC_PARSE_NEED_MORE,         /* no complete line yet; nothing consumed */
-    MC_PARSE_ERROR,             /* answer with req->err (unless req->noreply); *consumed = line */
+    MC_PARSE_ERROR,             /* answer with req->err (unless req->noreply); *consumed = line;
+                                   req->cmd is the command named (MC_CMD_NONE if unknown) */
     MC_PARSE_CLOSE,             /* close the connection without an answer */
 };
 
@@ -84,11 +86,13 @@ struct mc_req {
     struct mc_span keys;        /* retrieval: from the first key to the end of the line */
     uint32_t nkeys;             /* retrieval: number of keys */
     uint32_t flags;             /* storage: client flags */
-    int64_t exptime;            /* storage, touch, gat, flush_all delay */
+    int64_t exptime;            /* storage, touch, gat, flush_all delay; any int64 (memcached
+                                   accepts the same range but keeps only the low 32 bits) */
     uint32_t vlen;              /* storage: value bytes that follow the line (then \r\n) */
     uint64_t cas;               /* cas */
     uint64_t delta;             /* incr/decr delta; verbosity level; cache_memlimit MB */
-    int ntokens;                /* admin commands: tokens incl. the command name */
+    int ntokens;                /* words of the line incl. the command name (at most MC_MAX_TOKENS - 1;
+                                   memcached ignores words past that, except get's keys) */
     struct mc_span tok[MC_MAX_TOKENS];
 };
 
