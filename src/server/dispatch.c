@@ -150,8 +150,9 @@ void dispatch_nread_done(struct conn *c) {
         reply(c, nr, S("NOT_FOUND\r\n"));
         break;
     case ENGINE_STORE_NO_MEMORY:
+        /* append/prepend could not build the combined item: memcached keeps the old one. */
         STAT_INC(st->store_no_memory);
-        reply(c, nr, S("SERVER_ERROR out of memory storing object\r\n"));
+        reply(c, nr, S("NOT_STORED\r\n"));
         break;
     }
 }
