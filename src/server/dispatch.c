@@ -303,7 +303,8 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_QUIT:
-        atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
+        /* Replies to earlier pipelined requests still go out, then the close. */
+        c->close_after_write = true;
         break;
     case MC_CMD_SHUTDOWN:
         do_shutdown(c, req);

@@ -143,8 +143,8 @@ struct parse {
     bool udp_specified;
     bool chunk_changed;         /* slab_chunk_max given: -I > 1m keeps it */
     char *slab_sizes;           /* -o slab_sizes, checked once -n is known */
-    bool warned_opt[MAX_OPTS];  /* one "not implemented" line per option */
-    bool warned_sub[MAX_SUBS];
+    int todo[MAX_OPTS + MAX_SUBS]; /* options given that we do not act on */
+    int ntodo;                  /* (rows of opt_table, then MAX_OPTS + sub_table) */
 };
 
 /* Replaces an owned-or-static string field with a copy of v. */
@@ -720,7 +720,7 @@ static int sub_slab_chunk_max(struct parse *p, const char *v) {
     return 0;
 }
 
-static int sub_modern(struct parse *p, const char *v) {
+static int sub_nothing(struct parse *p, const char *v) {
     (void)p;
     (void)v;
     return 0;
@@ -735,7 +735,6 @@ static int sub_no_modern(struct parse *p, const char *v) {
     s->slab_reassign = false;
     s->slab_automove = 0;
     s->maxconns_fast = false;
-    s->inline_ascii_response = true;
     s->lru_segmented = false;
     s->lru_crawler = false;
     s->lru_maintainer_thread = false;
@@ -860,7 +859,8 @@ static const struct opt opt_table[] = {
      "item memory in megabytes (default: %s)", F_SIZE_MB, FIELD(maxbytes),
      opt_memory_limit, 0},
     {'M', "disable-evictions", no_argument, NULL,
-     "return error on memory exhausted instead of evicting", F_NONE, FIELD(evict_to_free), NULL, OPT_FALSE},
+     "return error on memory exhausted instead of evicting",
+     F_NONE, FIELD(evict_to_free), NULL, OPT_FALSE},
     {'c', "conn-limit", required_argument, "<num>",
      "max simultaneous connections (default: %s)", F_INT, FIELD(maxconns),
      opt_conn_limit, 0},
@@ -885,7 +885,8 @@ static const struct opt opt_table[] = {
      "min space used for key+value+flags (default: %s)", F_INT, FIELD(chunk_size),
      opt_chunk_size, 0},
     {'L', "enable-largepages", no_argument, NULL,
-     "try to use large memory pages (if available)", F_NONE, FIELD(large_pages), NULL, OPT_TODO | OPT_TRUE},
+     "try to use large memory pages (if available)",
+     F_NONE, FIELD(large_pages), NULL, OPT_TODO | OPT_TRUE},
     {'D', NULL, required_argument, "<char>",
      "Use <char> as the delimiter between key prefixes and IDs.\n"
      "This is used for per-prefix stats reporting. The default is\n"
@@ -899,7 +900,8 @@ static const struct opt opt_table[] = {
      "maximum number of requests per event, limits the\n"
      "requests processed per connection to prevent\n"
      "starvation (default: %s)", F_INT, FIELD(reqs_per_event), opt_reqs_per_event, 0},
-    {'C', "disable-cas", no_argument, NULL, "disable use of CAS", F_NONE, FIELD(use_cas), NULL, OPT_FALSE},
+    {'C', "disable-cas", no_argument, NULL, "disable use of CAS",
+     F_NONE, FIELD(use_cas), NULL, OPT_FALSE},
     {'b', "listen-backlog", required_argument, "<num>",
      "set the backlog queue limit (default: %s)", F_INT, FIELD(backlog), opt_backlog, 0},
     {'B', "protocol", required_argument, "<name>",
@@ -913,7 +915,8 @@ static const struct opt opt_table[] = {
     {'F', "disable-flush-all", no_argument, NULL,
      "disable flush_all command", F_NONE, FIELD(flush_enabled), NULL, OPT_FALSE},
     {'X', "disable-dumping", no_argument, NULL,
-     "disable stats cachedump and lru_crawler metadump", F_NONE, FIELD(dump_enabled), NULL, OPT_FALSE},
+     "disable stats cachedump and lru_crawler metadump",
+     F_NONE, FIELD(dump_enabled), NULL, OPT_FALSE},
     {'W', "disable-watch", no_argument, NULL,
      "disable watch commands (live logging)", F_NONE, FIELD(watch_enabled), NULL, OPT_FALSE},
     {'Y', "auth-file", required_argument, "<file>",
@@ -960,7 +963,8 @@ static const struct subopt sub_table[] = {
      "default is %s hash. options: jenkins, murmur3, xxh3", F_HASH, FIELD(hash_algorithm),
      sub_hash_algorithm, OPT_TODO},
     {"lru_crawler", NULL, F_NONE, FIELD(lru_crawler), NULL, OPT_TRUE},
-    {"no_lru_crawler", "disable LRU Crawler background thread.", F_NONE, FIELD(lru_crawler), NULL, OPT_TODO | OPT_FALSE},
+    {"no_lru_crawler", "disable LRU Crawler background thread.",
+     F_NONE, FIELD(lru_crawler), NULL, OPT_TODO | OPT_FALSE},
     {"lru_crawler_sleep", "microseconds to sleep between items\n"
      "default is %s.", F_INT, FIELD(lru_crawler_sleep), sub_lru_crawler_sleep, OPT_TODO},
     {"lru_crawler_tocrawl", "max items to crawl per slab per run\n"
@@ -987,23 +991,26 @@ static const struct subopt sub_table[] = {
      sub_temporary_ttl, OPT_TODO},
     {"idle_timeout", "timeout for idle connections. (default: %s, no timeout)", F_INT,
      FIELD(idle_timeout), sub_idle_timeout, OPT_TODO},
-    {"slab_chunk_max", "(EXPERIMENTAL) maximum slab chunk size in bytes\n"
-     "(bytes, as memcached 1.6.18 reads it). use extreme care. (default: %s)", F_INT,
+    {"slab_chunk_max", "(EXPERIMENTAL) largest slab chunk, in bytes (as 1.6.18\n"
+     "reads it; its -h says kilobytes). use extreme care. (default: %s)", F_INT,
      FIELD(slab_chunk_size_max), sub_slab_chunk_max, 0},
     {"watcher_logbuf_size", "size in kilobytes of per-watcher write buffer. (default: %s)",
      F_UINT_KB, FIELD(watcher_logbuf_size), sub_watcher_logbuf_size, OPT_TODO},
     {"worker_logbuf_size", "size in kilobytes of per-worker-thread buffer\n"
      "read by background thread, then written to watchers. (default: %s)", F_UINT_KB,
      FIELD(worker_logbuf_size), sub_worker_logbuf_size, OPT_TODO},
-    {"track_sizes", "enable dynamic reports for 'stats sizes' command.", F_NONE, FIELD(track_sizes), NULL, OPT_TODO | OPT_TRUE},
-    {"no_hashexpand", "disables hash table expansion (dangerous)", F_NONE, FIELD(hash_expand), NULL, OPT_TODO | OPT_FALSE},
+    {"track_sizes", "enable dynamic reports for 'stats sizes' command.",
+     F_NONE, FIELD(track_sizes), NULL, OPT_TODO | OPT_TRUE},
+    {"no_hashexpand", "disables hash table expansion (dangerous)",
+     F_NONE, FIELD(hash_expand), NULL, OPT_TODO | OPT_FALSE},
     {"modern", "enables options which will be default in future.\n"
-     "currently: nothing", F_NONE, 0, sub_modern, 0},
+     "currently: nothing", F_NONE, 0, sub_nothing, 0},
     {"no_modern", "uses defaults of previous major version (1.4.x)", F_NONE, 0,
      sub_no_modern, OPT_TODO},
     {"sock_cookie_id", "attributes an ID to a socket for ip filtering/firewalls", F_NONE, 0,
      sub_sock_cookie_id, OPT_TODO},
-    {"slab_reassign", "allow moving slab pages between classes (default: %s)", F_ENABLED, FIELD(slab_reassign), NULL, OPT_TRUE},
+    {"slab_reassign", "allow moving slab pages between classes (default: %s)",
+     F_ENABLED, FIELD(slab_reassign), NULL, OPT_TRUE},
     {"no_slab_reassign", NULL, F_NONE, FIELD(slab_reassign), NULL, OPT_FALSE},
     {"slab_automove", "0 off, 1 move pages between classes by age, 2 move a page\n"
      "on every eviction (default: %s)", F_INT, FIELD(slab_automove), sub_slab_automove,
@@ -1015,11 +1022,12 @@ static const struct subopt sub_table[] = {
      FIELD(slab_automove_window), sub_slab_automove_window, OPT_TODO},
     {"slab_sizes", "explicit slab class sizes in bytes, as a-b-c", F_NONE, 0,
      sub_slab_sizes, OPT_TODO},
-    {"no_chunked_items", "no chunks larger than a page (no large-item chains)", F_NONE, 0,
+    {"no_chunked_items", "largest chunk is a whole page instead of half of one", F_NONE, 0,
      sub_no_chunked_items, 0},
-    {"inline_ascii_resp", NULL, F_NONE, FIELD(inline_ascii_response), NULL, OPT_TRUE},
-    {"no_inline_ascii_resp", NULL, F_NONE, FIELD(inline_ascii_response), NULL, OPT_FALSE},
-    {"drop_privileges", "restrict system calls (seccomp) after startup", F_NONE, FIELD(drop_privileges), NULL, OPT_TODO | OPT_TRUE},
+    {"inline_ascii_resp", NULL, F_NONE, 0, sub_nothing, 0},        /* no-ops in 1.6 */
+    {"no_inline_ascii_resp", NULL, F_NONE, 0, sub_nothing, 0},
+    {"drop_privileges", "restrict system calls (seccomp) after startup",
+     F_NONE, FIELD(drop_privileges), NULL, OPT_TODO | OPT_TRUE},
     {"no_drop_privileges", NULL, F_NONE, FIELD(drop_privileges), NULL, OPT_FALSE},
     {"resp_obj_mem_limit", NULL, F_NONE, 0, sub_resp_obj_mem_limit, 0},
     {"evict_policy", "(cellar) eviction policy of every slab class (default: %s)",
@@ -1259,11 +1267,28 @@ static int row_apply(struct parse *p, int (*set)(struct parse *, const char *), 
     return 0;
 }
 
-static void warn_todo(struct parse *p, bool *warned, const char *what) {
-    if (*warned)
-        return;
-    *warned = true;
-    fprintf(p->err, "cellard: option %s accepted but not implemented yet\n", what);
+/* Notes an accepted option we do not act on yet, once however often given. */
+static void todo_note(struct parse *p, int row) {
+    for (int i = 0; i < p->ntodo; i++)
+        if (p->todo[i] == row)
+            return;
+    p->todo[p->ntodo++] = row;
+}
+
+/*
+ * One warning line per such option, printed only once the command line
+ * has been accepted, so a refused one shows memcached's message alone.
+ */
+static void todo_print(const struct parse *p) {
+    for (int i = 0; i < p->ntodo; i++) {
+        int row = p->todo[i];
+        if (row < MAX_OPTS)
+            fprintf(p->err, "cellard: option -%c accepted but not implemented yet\n",
+                    opt_table[row].key);
+        else
+            fprintf(p->err, "cellard: option -o %s accepted but not implemented yet\n",
+                    sub_table[row - MAX_OPTS].name);
+    }
 }
 
 /*
@@ -1304,11 +1329,8 @@ static int opt_extended(struct parse *p, const char *a) {
             break;
         }
         rc = row_apply(p, so->set, so->off, so->flags, v);
-        if (rc == 0 && (so->flags & OPT_TODO)) {
-            char what[64];
-            snprintf(what, sizeof(what), "-o %s", so->name);
-            warn_todo(p, &p->warned_sub[j], what);
-        }
+        if (rc == 0 && (so->flags & OPT_TODO))
+            todo_note(p, MAX_OPTS + (int)j);
         tok = next;
     }
     free(list);
@@ -1528,16 +1550,15 @@ int settings_parse(struct settings *s, int argc, char **argv, FILE *err) {
             if (o->key != c)
                 continue;
             rc = row_apply(&p, o->set, o->off, o->flags, optarg);
-            if (rc == 0 && (o->flags & OPT_TODO)) {
-                char what[8];
-                snprintf(what, sizeof(what), "-%c", o->key);
-                warn_todo(&p, &p.warned_opt[i], what);
-            }
+            if (rc == 0 && (o->flags & OPT_TODO))
+                todo_note(&p, (int)i);
             break;
         }
     }
     if (rc == 0)
         rc = finish(&p);
+    if (rc == 0)
+        todo_print(&p);
     free(p.slab_sizes);
     return rc;
 }

@@ -224,7 +224,7 @@ static bool conn_process(struct conn *c) {
             atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
             continue;
         }
-        if (c->rstart == c->rend)
+        if (c->rstart == c->rend || c->close_after_write)
             break;
         if (budget-- <= 0) {
             STAT_INC(c->w->st.conn_yields);
@@ -253,7 +253,7 @@ static bool conn_process(struct conn *c) {
         }
         dispatch_text(c, &req);
     }
-    if (!out_empty(&c->out))
+    if (!out_empty(&c->out) || c->close_after_write)
         return conn_flush(c);
     return true;
 }

@@ -337,11 +337,16 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out) {
 }
 
 /*
- * memcached's do_add_delta().  In place when the new number is no longer
- * than the stored bytes and only the table holds the item (we hold its
- * stripe, so nobody can take a reference meanwhile): digits, then spaces
- * up to the old length, and a new CAS.  Otherwise a new item of exactly
- * the digits replaces it.
+ * memcached's do_add_delta().  When the new number is no longer than the
+ * stored bytes, memcached rewrites the value in place: digits, then spaces
+ * up to the old length, and a new CAS.  We do the same when only the table
+ * holds the item (we hold its stripe, so nobody can take a reference
+ * meanwhile).  When someone still holds it -- typically a reply of the
+ * same connection not yet written -- rewriting would change bytes already
+ * promised to that reader, so a new item with the same padded bytes
+ * replaces it: the client sees exactly what memcached shows, and nobody
+ * sees a torn value.  A longer number always gets a new item of exactly
+ * its digits.
  */
 enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t nkey,
                                       bool incr, uint64_t delta, uint64_t *value,
@@ -367,8 +372,8 @@ enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t 
         v = delta > v ? 0 : v - delta;
     char buf[24];
     int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-    if ((uint32_t)len <= it->nbytes &&
-        atomic_load_explicit(&it->refcount, memory_order_acquire) == 1) {
+    bool fits = (uint32_t)len <= it->nbytes;
+    if (fits && atomic_load_explicit(&it->refcount, memory_order_acquire) == 1) {
         char *p = item_value(it);
         memcpy(p, buf, (size_t)len);
         memset(p + len, ' ', it->nbytes - (size_t)len);
@@ -379,12 +384,14 @@ enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t 
         cas = it->cas;
     } else {
         enum engine_alloc_err err;
-        struct item *nit = item_alloc(e, key, nkey, it->flags, it->exptime, (uint32_t)len, &err);
+        uint32_t nlen = fits ? it->nbytes : (uint32_t)len;
+        struct item *nit = item_alloc(e, key, nkey, it->flags, it->exptime, nlen, &err);
         if (nit == NULL) {
             r = ENGINE_ARITH_NO_MEMORY;
             goto out;
         }
         memcpy(item_value(nit), buf, (size_t)len);
+        memset(item_value(nit) + len, ' ', nlen - (size_t)len);
         replace_locked(e, it, nit, hv);
         cas = nit->cas;
         item_unref(e, nit);
