@@ -30,8 +30,8 @@ static void add_value(struct conn *c, struct item *it, bool with_cas) {
     size_t n = mc_text_fmt_value(line, item_key(it), item_nkey(it), item_flags(it),
                                  item_nbytes(it), with_cas, item_cas(it));
     out_commit(&c->out, line, n);
-    struct iovec iov[64];
-    int k = engine_item_iov(it, iov, 64);
+    struct iovec *iov = c->w->iov;
+    int k = engine_item_iov(it, iov, c->w->iov_max);
     for (int i = 0; i < k; i++)
         out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
     out_add(&c->out, S("\r\n"));
@@ -239,24 +239,49 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
 
 /*
  * Administrative commands that tune memcached's background machinery.
- * cellard has no separate LRU maintainer, crawler or slab mover threads
- * to steer yet, so these answer as memcached does for valid input and do
- * nothing more; the README lists them.
+ * cellard has no separate LRU maintainer, crawler or slab mover to steer
+ * yet, so valid forms get memcached's answer and change nothing (the
+ * README says so); cache_memlimit checks its argument as memcached does.
  */
 static void do_admin(struct conn *c, struct mc_req *req) {
     switch (req->cmd) {
     case MC_CMD_CACHE_MEMLIMIT:
-        reply(c, req->noreply, S("OK\r\n"));
+        if (req->delta < 8)
+            reply(c, req->noreply, S("MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n"));
+        else if (req->delta > 1000000000)
+            reply(c, req->noreply, S("MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n"));
+        else
+            reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_LRU:
     case MC_CMD_SLABS:
     case MC_CMD_LRU_CRAWLER:
-        out_add(&c->out, S("OK\r\n"));
+        reply(c, req->noreply, S("OK\r\n"));
+        break;
+    case MC_CMD_WATCH:
+        if (!c->w->srv->cfg->watch_enabled) {
+            reply(c, req->noreply, S("CLIENT_ERROR watch commands not allowed\r\n"));
+            break;
+        }
+        /* FIXME: log watchers are not implemented yet. */
+        reply(c, req->noreply, S("ERROR\r\n"));
         break;
     default:
+        /* FIXME: meta commands (mg, ms, md, ma, mn, me) come with the meta codec. */
         out_add(&c->out, S("ERROR\r\n"));
         break;
     }
+}
+
+void dispatch_text_error(struct conn *c, struct mc_req *req) {
+    /* With -F, memcached refuses flush_all before it looks at the delay. */
+    if (req->cmd == MC_CMD_FLUSH_ALL && !c->w->srv->cfg->flush_enabled &&
+        req->err == MC_ERR_BAD_EXPTIME) {
+        STAT_INC(c->w->st.flush_cmds);
+        reply(c, req->noreply, S("CLIENT_ERROR flush_all not allowed\r\n"));
+        return;
+    }
+    reply(c, req->noreply, mc_text_err_str(req->err), mc_text_err_len(req->err));
 }
 
 void dispatch_text(struct conn *c, struct mc_req *req) {
@@ -299,7 +324,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         out_add(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
         break;
     case MC_CMD_VERBOSITY:
-        atomic_store(&s->verbose, (int)req->delta);
+        atomic_store(&s->verbose, req->delta > 2 ? 2 : (int)req->delta);
         reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_QUIT:

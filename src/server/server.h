@@ -26,9 +26,6 @@
 #include "server/settings.h"
 #include "storage/engine.h"
 
-#define CELLAR_MC_VERSION "1.6.18"   /* the memcached release we answer as */
-#define CELLAR_VERSION "0.1.0"
-
 /* Per-worker counters, as memcached's per-thread stats name them. */
 #define WORKER_STATS(X)                                                    \
     X(get_cmds) X(get_misses) X(get_expired) X(get_flushed)                \
@@ -81,6 +78,7 @@ struct conn {
     bool want_write;                /* registered for EV_WRITE */
     bool close_after_write;
     bool yielded;                   /* on the worker's ready list */
+    bool proto_known;               /* the first byte has been seen */
     struct conn *ready_next;
     int listen_fd;
     struct sockaddr_storage peer;
@@ -113,6 +111,8 @@ struct worker {
     pthread_mutex_t conns_lock;     /* the list below, for `stats conns` */
     struct conn *conns;
     struct conn *ready;             /* connections that yielded with work left */
+    struct iovec *iov;              /* room for the pieces of the largest item */
+    int iov_max;
     struct worker_counters st;
     struct worker_counters base;    /* snapshot at `stats reset` */
 };
@@ -155,6 +155,8 @@ void worker_hand_fd(struct worker *w, int fd, int listen_fd,
 
 /* dispatch.c: runs one parsed text request; may change c->state. */
 void dispatch_text(struct conn *c, struct mc_req *req);
+/* dispatch.c: answers a request line the codec refused. */
+void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */
 void dispatch_nread_done(struct conn *c);
 

@@ -192,8 +192,18 @@ static void stats_general(struct conn *c) {
     out_add(o, S("END\r\n"));
 }
 
+struct setting_ctx {
+    struct out *o;
+    struct server *s;
+};
+
+/* Settings a client can change at run time are printed from their live value. */
 static void emit_setting(void *ctx, const char *name, const char *value) {
-    out_printf(ctx, "STAT %s %s\r\n", name, value);
+    struct setting_ctx *x = ctx;
+    if (strcmp(name, "verbosity") == 0)
+        out_printf(x->o, "STAT verbosity %d\r\n", atomic_load(&x->s->verbose));
+    else
+        out_printf(x->o, "STAT %s %s\r\n", name, value);
 }
 
 static void stats_items(struct conn *c) {
@@ -347,7 +357,8 @@ void stats_text(struct conn *c, struct mc_req *req) {
         stats_reset(s);
         out_add(&c->out, S("RESET\r\n"));
     } else if (arg_is(a, "settings")) {
-        settings_each_stat(s->cfg, emit_setting, &c->out);
+        struct setting_ctx x = {&c->out, s};
+        settings_each_stat(s->cfg, emit_setting, &x);
         out_add(&c->out, S("END\r\n"));
     } else if (arg_is(a, "items")) {
         stats_items(c);

@@ -130,8 +130,8 @@ static bool conn_flush(struct conn *c) {
  * bytes that must be "\r\n".  Returns true once the value is complete.
  */
 static bool nread_from_rbuf(struct conn *c) {
-    struct iovec iov[64];
-    int n = engine_item_iov(c->nitem, iov, 64);
+    struct iovec *iov = c->w->iov;
+    int n = engine_item_iov(c->nitem, iov, c->w->iov_max);
     size_t off = 0;
     for (int i = 0; i < n && c->ndone < c->nlen && c->rstart < c->rend; i++) {
         size_t len = iov[i].iov_len;
@@ -160,12 +160,13 @@ static bool nread_from_rbuf(struct conn *c) {
  * copied twice.  Returns bytes read, 0 on EOF, -1 on error/EAGAIN.
  */
 static ssize_t nread_direct(struct conn *c) {
-    struct iovec iov[66];
-    int n = engine_item_iov(c->nitem, iov, 64);
+    struct iovec *iov = c->w->iov;
+    int n = engine_item_iov(c->nitem, iov, c->w->iov_max);
     int k = 0;
     size_t off = 0;
-    struct iovec rv[66];
-    for (int i = 0; i < n; i++) {
+    struct iovec rv[65];
+    int i = 0;
+    for (; i < n && k < 64; i++) {
         size_t len = iov[i].iov_len;
         if (c->ndone < off + len) {
             size_t at = c->ndone > off ? c->ndone - off : 0;
@@ -173,7 +174,8 @@ static ssize_t nread_direct(struct conn *c) {
         }
         off += len;
     }
-    rv[k++] = (struct iovec){c->ncrlf + c->ncrlf_done, 2 - c->ncrlf_done};
+    if (i == n)     /* the whole rest of the value is covered: the terminator follows */
+        rv[k++] = (struct iovec){c->ncrlf + c->ncrlf_done, 2 - c->ncrlf_done};
     ssize_t r = readv(c->fd, rv, k);
     if (r <= 0)
         return r == 0 ? 0 : -1;
@@ -226,6 +228,18 @@ static bool conn_process(struct conn *c) {
         }
         if (c->rstart == c->rend || c->close_after_write)
             break;
+        if (!c->proto_known) {
+            /*
+             * memcached picks the protocol from a connection's first byte.
+             * FIXME: the binary protocol (0x80) is not implemented yet;
+             * such a client is closed at once rather than left waiting.
+             */
+            c->proto_known = true;
+            if ((unsigned char)c->rbuf[c->rstart] == 0x80) {
+                conn_close(c);
+                return false;
+            }
+        }
         if (budget-- <= 0) {
             STAT_INC(c->w->st.conn_yields);
             if (!c->yielded) {
@@ -247,8 +261,7 @@ static bool conn_process(struct conn *c) {
         c->rstart += used;
         atomic_store_explicit(&c->last_cmd, engine_clock(s->engine), memory_order_relaxed);
         if (r == MC_PARSE_ERROR) {
-            if (!req.noreply)
-                out_add(&c->out, mc_text_err_str(req.err), mc_text_err_len(req.err));
+            dispatch_text_error(c, &req);
             continue;
         }
         dispatch_text(c, &req);
@@ -401,7 +414,9 @@ int worker_start_all(struct server *s) {
         w->srv = s;
         w->id = i;
         w->loop = evloop_create();
-        if (w->loop == NULL)
+        w->iov_max = engine_item_iov_max(s->engine);
+        w->iov = calloc((size_t)w->iov_max, sizeof(struct iovec));
+        if (w->loop == NULL || w->iov == NULL)
             return -1;
         pthread_mutex_init(&w->queue_lock, NULL);
         pthread_mutex_init(&w->conns_lock, NULL);
@@ -430,6 +445,7 @@ void worker_stop_all(struct server *s) {
             p = n;
         }
         evloop_destroy(&w->loop);
+        free(w->iov);
         pthread_mutex_destroy(&w->queue_lock);
         pthread_mutex_destroy(&w->conns_lock);
     }
