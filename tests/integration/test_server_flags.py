@@ -1,0 +1,160 @@
+"""Process-level behaviour: unix sockets, daemon mode and pid file, signals,
+option errors, shutdown, hash-table growth, stats conns.
+
+Everything here is also what memcached 1.6.18 does, so these tests pass with
+CELLARD=/usr/bin/memcached too (except where cellard's safe default differs,
+which none of these touch: every server here is given -l explicitly).
+"""
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+
+from util import CELLARD, HOST, Server, free_port, root_args, wait_for
+
+
+def _unix_call(path, data, terminator):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(data)
+    buf = b""
+    deadline = time.monotonic() + 10
+    while not buf.endswith(terminator) and time.monotonic() < deadline:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    s.close()
+    return buf
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_unix_socket_with_mask():
+    d = tempfile.mkdtemp(prefix="cellar-it-")
+    path = os.path.join(d, "cellard.sock")
+    p = subprocess.Popen([CELLARD, "-s", path, "-a", "0770"] + root_args(),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: os.path.exists(path), 10, what="the unix socket to appear")
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        assert mode == 0o770, oct(mode)
+        wait_for(lambda: _try_unix(path), 10, what="the unix socket to accept")
+        assert _unix_call(path, b"set u 3 0 2\r\nhi\r\n", b"\r\n") == b"STORED\r\n"
+        assert _unix_call(path, b"get u\r\n", b"END\r\n") == b"VALUE u 3 2\r\nhi\r\nEND\r\n"
+        conns = _unix_call(path, b"stats conns\r\n", b"END\r\n")
+        assert b"unix:" + path.encode() in conns, conns
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(10)
+        assert rc == 0, (rc, p.stderr.read())
+        if os.path.exists(path):
+            os.unlink(path)
+        os.rmdir(d)
+
+
+def _try_unix(path):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.close()
+        return True
+    except OSError:
+        return False
+
+
+def test_daemon_mode_and_pid_file():
+    d = tempfile.mkdtemp(prefix="cellar-it-")
+    pidfile = os.path.join(d, "cellard.pid")
+    port = free_port()
+    rc = subprocess.run([CELLARD, "-d", "-P", pidfile, "-l", HOST, "-p", str(port), "-U", "0"]
+                        + root_args(), timeout=10).returncode
+    assert rc == 0, rc
+    pid = int(wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), 10,
+                       what="the pid file"))
+    try:
+        assert _pid_alive(pid)
+        wait_for(lambda: _try_tcp(port), 10, what="the daemon to accept")
+    finally:
+        os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not _pid_alive(pid), 10, what="the daemon to exit after SIGTERM")
+    assert not os.path.exists(pidfile), "pid file left behind"
+    os.rmdir(d)
+
+
+def _try_tcp(port):
+    try:
+        socket.create_connection((HOST, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_sigint_stops_cleanly():
+    srv = Server().start()
+    with srv.conn() as c:
+        c.expect(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n")
+    srv.proc.send_signal(signal.SIGINT)
+    assert srv.proc.wait(10) == 0
+    srv._cleanup_file()
+
+
+def test_option_errors_and_info():
+    r = subprocess.run([CELLARD, "-o", "no_such_thing"] + root_args(), capture_output=True,
+                       timeout=10)
+    assert r.returncode == 1, r
+    assert b'Illegal suboption "no_such_thing"' in r.stderr, r.stderr
+    r = subprocess.run([CELLARD, "-t", "0"] + root_args(), capture_output=True, timeout=10)
+    assert r.returncode == 1 and b"Number of threads must be greater than 0" in r.stderr, r
+    r = subprocess.run([CELLARD, "-h"], capture_output=True, timeout=10)
+    assert r.returncode == 0 and b"-p, --port=<num>" in r.stdout, r.stdout[:300]
+    r = subprocess.run([CELLARD, "-V"], capture_output=True, timeout=10)
+    assert r.returncode == 0 and b"1.6.18" in r.stdout, r.stdout
+    if os.geteuid() == 0:
+        r = subprocess.run([CELLARD, "-p", str(free_port())], capture_output=True, timeout=10)
+        assert r.returncode == 64, r
+        assert b"can't run as root without the -u switch" in r.stderr, r.stderr
+
+
+def test_shutdown_command():
+    with Server() as srv:
+        with srv.conn() as c:
+            c.expect(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n")
+    srv = Server(args=["-A"]).start()
+    with srv.conn() as c:
+        c.send(b"shutdown\r\n")
+        assert c.wait_closed(10)
+    assert srv.proc.wait(10) == 0
+    srv._cleanup_file()
+
+
+def test_hash_table_grows_in_the_background():
+    with Server(args=["-o", "hashpower=13"]) as srv:
+        assert srv.stats()["hash_power_level"] == "13"
+        with srv.conn() as c:
+            batch = b"".join(b"set g%d 0 0 1 noreply\r\nx\r\n" % i for i in range(20000))
+            c.send(batch)
+            c.expect(b"get g19999\r\n", b"VALUE g19999 0 1\r\nx\r\nEND\r\n")
+        # 20000 items > 1.5 x 8192 buckets: the maintenance thread doubles the table.
+        wait_for(lambda: srv.stats()["hash_power_level"] == "14", 20, 0.05,
+                 "hash_power_level to reach 14")
+        wait_for(lambda: srv.stats()["hash_is_expanding"] == "0", 20, 0.05,
+                 "the expansion to finish")
+        with srv.conn() as c:
+            for i in range(0, 20000, 997):
+                c.expect(b"get g%d\r\n" % i, b"VALUE g%d 0 1\r\nx\r\nEND\r\n" % i)
+        st = srv.stats()
+        assert st["curr_items"] == "20000", st["curr_items"]
+        assert int(st["hash_bytes"]) == 8 * (1 << 14), st["hash_bytes"]
