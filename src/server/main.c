@@ -287,9 +287,7 @@ int main(int argc, char **argv) {
     if (rc != 0)
         return rc;
 
-    /* FIXME: UDP and the binary protocol come with their own issue. */
-    if (cfg.udpport != 0)
-        fprintf(stderr, "cellard: -U %d accepted, but UDP is not implemented yet\n", cfg.udpport);
+    /* FIXME: the binary protocol is not implemented yet. */
     if (cfg.binding_protocol == SETTINGS_PROTO_BINARY)
         fprintf(stderr, "cellard: -B binary accepted, but the binary protocol is not implemented yet\n");
 

@@ -79,6 +79,8 @@ struct conn {
     bool close_after_write;
     bool yielded;                   /* on the worker's ready list */
     bool proto_known;               /* the first byte has been seen */
+    bool is_udp;                    /* a worker's UDP socket, not a stream */
+    uint16_t udp_reqid;             /* UDP: request id of the datagram in hand */
     struct conn *ready_next;
     int listen_fd;
     struct sockaddr_storage peer;
@@ -111,6 +113,8 @@ struct worker {
     pthread_mutex_t conns_lock;     /* the list below, for `stats conns` */
     struct conn *conns;
     struct conn *ready;             /* connections that yielded with work left */
+    int *udp_fds;                   /* this worker's UDP sockets (one per -l address) */
+    int nudp;
     struct iovec *iov;              /* room for the pieces of the largest item */
     int iov_max;
     struct worker_counters st;
@@ -152,6 +156,13 @@ int worker_start_all(struct server *s);
 void worker_stop_all(struct server *s);
 void worker_hand_fd(struct worker *w, int fd, int listen_fd,
                     const struct sockaddr_storage *peer, socklen_t peerlen);
+
+/* udp.c */
+#define UDP_PAYLOAD 1392            /* reply bytes per datagram (1400 with the frame) */
+int udp_open(const char *host, int port);
+int udp_open_worker(struct server *s, struct worker *w);
+int udp_frame_parse(const unsigned char *d, size_t n);
+void udp_send_reply(struct conn *c);
 
 /* dispatch.c: runs one parsed text request; may change c->state. */
 void dispatch_text(struct conn *c, struct mc_req *req);

@@ -81,8 +81,24 @@ static void conn_free(struct conn *c) {
     atomic_fetch_sub(&w->srv->conn_structs, 1);
 }
 
+/* A UDP "connection" is never closed: it forgets the datagram in hand. */
+static void udp_reset(struct conn *c) {
+    if (c->nitem != NULL) {
+        engine_item_unref(c->w->srv->engine, c->nitem);
+        c->nitem = NULL;
+    }
+    out_reset(&c->out, c->w->srv->engine);
+    c->rstart = c->rend = 0;
+    c->close_after_write = false;
+    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+}
+
 static void conn_close(struct conn *c) {
     struct worker *w = c->w;
+    if (c->is_udp) {
+        udp_reset(c);
+        return;
+    }
     evloop_del(w->loop, c->fd);
     close(c->fd);
     atomic_fetch_sub(&w->srv->curr_conns, 1);
@@ -106,6 +122,10 @@ static void conn_want(struct conn *c, bool write) {
 
 /* Writes pending output.  Returns false if the connection was closed. */
 static bool conn_flush(struct conn *c) {
+    if (c->is_udp) {
+        udp_send_reply(c);
+        return true;
+    }
     size_t n = 0;
     int r = out_flush(&c->out, c->fd, c->w->srv->engine, &n);
     STAT_ADD(c->w->st.bytes_written, n);
@@ -197,7 +217,7 @@ static ssize_t nread_direct(struct conn *c) {
  */
 static bool conn_process(struct conn *c) {
     struct server *s = c->w->srv;
-    int budget = s->cfg->reqs_per_event;
+    int budget = c->is_udp ? INT32_MAX : s->cfg->reqs_per_event;
     for (;;) {
         if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_CLOSING) {
             conn_close(c);
@@ -228,7 +248,7 @@ static bool conn_process(struct conn *c) {
         }
         if (c->rstart == c->rend || c->close_after_write)
             break;
-        if (!c->proto_known) {
+        if (!c->proto_known && !c->is_udp) {
             /*
              * memcached picks the protocol from a connection's first byte.
              * FIXME: the binary protocol (0x80) is not implemented yet;
@@ -332,7 +352,33 @@ static void conn_on_readable(struct conn *c) {
         rbuf_shrink(c);
 }
 
+/*
+ * One datagram: frame check, then the same parse/dispatch path as a
+ * stream, then the reply goes out framed.  Whatever is left half-done at
+ * the end of the datagram (a value cut short) is dropped with it.
+ */
+static void udp_on_readable(struct conn *c) {
+    c->peerlen = sizeof(c->peer);
+    ssize_t n = recvfrom(c->fd, c->rbuf, c->rsize, 0, (struct sockaddr *)&c->peer,
+                         &c->peerlen);
+    if (n <= 0)
+        return;
+    STAT_ADD(c->w->st.bytes_read, (uint64_t)n);
+    int id = udp_frame_parse((const unsigned char *)c->rbuf, (size_t)n);
+    if (id < 0)
+        return;
+    c->udp_reqid = (uint16_t)id;
+    c->rstart = 8;
+    c->rend = (size_t)n;
+    conn_process(c);
+    udp_reset(c);
+}
+
 static void conn_run(struct conn *c) {
+    if (c->is_udp) {
+        udp_on_readable(c);
+        return;
+    }
     if (c->want_write) {
         if (!conn_flush(c))
             return;
@@ -361,9 +407,26 @@ static void worker_accept_pending(struct worker *w) {
     }
 }
 
+/* Gives each of this worker's UDP sockets a pseudo-connection in the loop. */
+static void worker_open_udp(struct worker *w) {
+    for (int i = 0; i < w->nudp; i++) {
+        struct pending_fd p = {.fd = w->udp_fds[i], .listen_fd = w->udp_fds[i]};
+        struct conn *c = conn_new(w, &p);
+        if (c == NULL)
+            continue;
+        c->is_udp = true;
+        char *big = realloc(c->rbuf, 65536);      /* the largest datagram */
+        if (big != NULL) {
+            c->rbuf = big;
+            c->rsize = 65536;
+        }
+    }
+}
+
 static void *worker_main(void *arg) {
     struct worker *w = arg;
     struct ev_fired ev[256];
+    worker_open_udp(w);
     while (!atomic_load(&w->srv->stop)) {
         int n = evloop_wait(w->loop, ev, 256, w->ready ? 0 : 1000);
         for (int i = 0; i < n; i++) {
@@ -420,7 +483,11 @@ int worker_start_all(struct server *s) {
             return -1;
         pthread_mutex_init(&w->queue_lock, NULL);
         pthread_mutex_init(&w->conns_lock, NULL);
-        if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
+        if (udp_open_worker(s, w) < 0)
+            return -1;
+    }
+    for (int i = 0; i < s->nworkers; i++) {
+        if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
             return -1;
     }
     return 0;
@@ -446,6 +513,7 @@ void worker_stop_all(struct server *s) {
         }
         evloop_destroy(&w->loop);
         free(w->iov);
+        free(w->udp_fds);
         pthread_mutex_destroy(&w->queue_lock);
         pthread_mutex_destroy(&w->conns_lock);
     }
