@@ -172,6 +172,14 @@ void dispatch_text_error(struct conn *c, struct mc_req *req);
 void dispatch_nread_done(struct conn *c);
 
 /* stats.c */
+struct stat_sink {
+    void (*emit)(struct stat_sink *k, const char *name, const char *val);
+    struct conn *c;
+    bool binary;
+    uint32_t opaque;
+};
+enum stats_group { STATS_LINES, STATS_RESET, STATS_UNKNOWN };
+enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len);
 void stats_text(struct conn *c, struct mc_req *req);
 void stats_sum(struct server *s, struct worker_counters *out);
 

@@ -8,6 +8,7 @@
  * baseline that later reports subtract.
  */
 #include <arpa/inet.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -70,11 +71,26 @@ static void stats_reset(struct server *s) {
     pthread_mutex_unlock(&s->stats_lock);
 }
 
-#define STAT_U(name, v) out_printf(o, "STAT " name " %llu\r\n", (unsigned long long)(v))
+/*
+ * Where stat lines go: the text protocol prints "STAT name value\r\n",
+ * the binary protocol one packet per stat.  The functions below only
+ * name values; the sink picks the framing.
+ */
+static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, ...) {
+    char val[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(val, sizeof(val), fmt, ap);
+    va_end(ap);
+    k->emit(k, name, val);
+}
 
-static void stats_general(struct conn *c) {
+#define STAT_U(name, v) sink_printf(o, name, "%llu", (unsigned long long)(v))
+
+static void stats_general(struct conn *c, struct stat_sink *o) {
     struct server *s = c->w->srv;
-    struct out *o = &c->out;
     struct worker_counters t;
     struct engine_stats es;
     stats_sum(s, &t);
@@ -95,16 +111,16 @@ static void stats_general(struct conn *c) {
     getrusage(RUSAGE_SELF, &ru);
     uint32_t now = engine_clock(s->engine);
 
-    out_printf(o, "STAT pid %ld\r\n", (long)getpid());
+    sink_printf(o, "pid", "%ld", (long)getpid());
     STAT_U("uptime", now - s->started);
     STAT_U("time", now);
-    out_add(o, S("STAT version " CELLAR_MC_VERSION "\r\n"));
-    out_add(o, S("STAT libevent none\r\n"));
-    out_printf(o, "STAT pointer_size %d\r\n", (int)(8 * sizeof(void *)));
-    out_printf(o, "STAT rusage_user %ld.%06ld\r\n", (long)ru.ru_utime.tv_sec,
-               (long)ru.ru_utime.tv_usec);
-    out_printf(o, "STAT rusage_system %ld.%06ld\r\n", (long)ru.ru_stime.tv_sec,
-               (long)ru.ru_stime.tv_usec);
+    o->emit(o, "version", CELLAR_MC_VERSION);
+    o->emit(o, "libevent", "none");
+    sink_printf(o, "pointer_size", "%d", (int)(8 * sizeof(void *)));
+    sink_printf(o, "rusage_user", "%ld.%06ld", (long)ru.ru_utime.tv_sec,
+                (long)ru.ru_utime.tv_usec);
+    sink_printf(o, "rusage_system", "%ld.%06ld", (long)ru.ru_stime.tv_sec,
+                (long)ru.ru_stime.tv_usec);
     STAT_U("max_connections", s->cfg->maxconns);
     STAT_U("curr_connections", atomic_load(&s->curr_conns));
     STAT_U("total_connections", atomic_load(&s->total_conns));
@@ -189,32 +205,26 @@ static void stats_general(struct conn *c) {
     STAT_U("moves_within_lru", 0);
     STAT_U("direct_reclaims", 0);
     STAT_U("lru_bumps_dropped", 0);
-    out_add(o, S("END\r\n"));
 }
-
-struct setting_ctx {
-    struct out *o;
-    struct server *s;
-};
 
 /* Settings a client can change at run time are printed from their live value. */
 static void emit_setting(void *ctx, const char *name, const char *value) {
-    struct setting_ctx *x = ctx;
+    struct stat_sink *k = ctx;
     if (strcmp(name, "verbosity") == 0)
-        out_printf(x->o, "STAT verbosity %d\r\n", atomic_load(&x->s->verbose));
+        sink_printf(k, "verbosity", "%d", atomic_load(&k->c->w->srv->verbose));
     else
-        out_printf(x->o, "STAT %s %s\r\n", name, value);
+        k->emit(k, name, value);
 }
 
-static void stats_items(struct conn *c) {
-    struct out *o = &c->out;
+static void stats_items(struct conn *c, struct stat_sink *o) {
     struct engine *e = c->w->srv->engine;
     unsigned n = engine_nclasses(e);
     for (unsigned id = 1; id <= n; id++) {
         struct engine_class_stats cs;
         if (!engine_class_stats(e, id, &cs) || cs.number == 0)
             continue;
-#define I(name, v) out_printf(o, "STAT items:%u:" name " %llu\r\n", id, (unsigned long long)(v))
+#define I(name, v) do { char n_[64]; snprintf(n_, sizeof(n_), "items:%u:" name, id); \
+                        sink_printf(o, n_, "%llu", (unsigned long long)(v)); } while (0)
         I("number", cs.number);
         I("number_hot", 0);
         I("number_warm", 0);
@@ -245,11 +255,9 @@ static void stats_items(struct conn *c) {
         I("hits_to_temp", 0);
 #undef I
     }
-    out_add(o, S("END\r\n"));
 }
 
-static void stats_slabs(struct conn *c) {
-    struct out *o = &c->out;
+static void stats_slabs(struct conn *c, struct stat_sink *o) {
     struct server *s = c->w->srv;
     struct engine *e = s->engine;
     struct worker_counters t;
@@ -260,7 +268,8 @@ static void stats_slabs(struct conn *c) {
         if (!engine_class_stats(e, id, &cs) || cs.total_pages == 0)
             continue;
         const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
-#define L(name, v) out_printf(o, "STAT %u:" name " %llu\r\n", id, (unsigned long long)(v))
+#define L(name, v) do { char n_[64]; snprintf(n_, sizeof(n_), "%u:" name, id); \
+                        sink_printf(o, n_, "%llu", (unsigned long long)(v)); } while (0)
         L("chunk_size", cs.chunk_size);
         L("chunks_per_page", cs.chunks_per_page);
         L("total_pages", cs.total_pages);
@@ -282,7 +291,6 @@ static void stats_slabs(struct conn *c) {
     engine_stats(e, &es);
     STAT_U("active_slabs", es.active_slabs);
     STAT_U("total_malloced", es.total_malloced);
-    out_add(o, S("END\r\n"));
 }
 
 static void addr_name(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t n) {
@@ -312,13 +320,15 @@ static const char *state_name(int st) {
     }
 }
 
-static void stats_conns(struct conn *c) {
+static void stats_conns(struct conn *c, struct stat_sink *o) {
     struct server *s = c->w->srv;
-    struct out *o = &c->out;
+    char n[64];
     uint32_t now = engine_clock(s->engine);
     for (int i = 0; i < s->nlisteners; i++) {
-        out_printf(o, "STAT %d:addr %s\r\n", s->listeners[i].fd, s->listeners[i].name);
-        out_printf(o, "STAT %d:state conn_listening\r\n", s->listeners[i].fd);
+        snprintf(n, sizeof(n), "%d:addr", s->listeners[i].fd);
+        o->emit(o, n, s->listeners[i].name);
+        snprintf(n, sizeof(n), "%d:state", s->listeners[i].fd);
+        o->emit(o, n, "conn_listening");
     }
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
@@ -326,51 +336,78 @@ static void stats_conns(struct conn *c) {
         for (struct conn *k = w->conns; k != NULL; k = k->next) {
             char name[160];
             addr_name(&k->peer, k->peerlen, name, sizeof(name));
-            out_printf(o, "STAT %d:addr %s\r\n", k->fd, name);
+            snprintf(n, sizeof(n), "%d:addr", k->fd);
+            o->emit(o, n, k->is_udp ? "udp" : name);
             for (int j = 0; j < s->nlisteners; j++) {
-                if (s->listeners[j].fd == k->listen_fd)
-                    out_printf(o, "STAT %d:listen_addr %s\r\n", k->fd, s->listeners[j].name);
+                if (s->listeners[j].fd == k->listen_fd) {
+                    snprintf(n, sizeof(n), "%d:listen_addr", k->fd);
+                    o->emit(o, n, s->listeners[j].name);
+                }
             }
-            out_printf(o, "STAT %d:state %s\r\n", k->fd,
-                       state_name(atomic_load_explicit(&k->state, memory_order_relaxed)));
-            out_printf(o, "STAT %d:secs_since_last_cmd %u\r\n", k->fd,
-                       now - atomic_load_explicit(&k->last_cmd, memory_order_relaxed));
+            snprintf(n, sizeof(n), "%d:state", k->fd);
+            o->emit(o, n, k->is_udp ? "conn_read"
+                                    : state_name(atomic_load_explicit(&k->state,
+                                                                      memory_order_relaxed)));
+            snprintf(n, sizeof(n), "%d:secs_since_last_cmd", k->fd);
+            sink_printf(o, n, "%u", now - atomic_load_explicit(&k->last_cmd,
+                                                               memory_order_relaxed));
         }
         pthread_mutex_unlock(&w->conns_lock);
     }
-    out_add(o, S("END\r\n"));
 }
 
-static bool arg_is(const struct mc_span *t, const char *s) {
-    size_t n = strlen(s);
-    return t->len == n && memcmp(t->p, s, n) == 0;
+
+static void text_emit(struct stat_sink *k, const char *name, const char *val) {
+    out_printf(&k->c->out, "STAT %s %s\r\n", name, val);
+}
+
+/*
+ * Runs one stats group for either protocol.  Returns false when the group
+ * is unknown.  sub is the group name (empty for the general stats).
+ */
+enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len) {
+    struct server *s = c->w->srv;
+#define IS(lit) (len == sizeof(lit) - 1 && memcmp(sub, lit, len) == 0)
+    if (len == 0) {
+        stats_general(c, k);
+    } else if (IS("reset")) {
+        stats_reset(s);
+        return STATS_RESET;
+    } else if (IS("settings")) {
+        settings_each_stat(s->cfg, emit_setting, k);
+    } else if (IS("items")) {
+        stats_items(c, k);
+    } else if (IS("slabs")) {
+        stats_slabs(c, k);
+    } else if (IS("conns") && !k->binary) {
+        stats_conns(c, k);
+    } else if (IS("sizes")) {
+        k->emit(k, "sizes_status", "disabled");
+    } else {
+        return STATS_UNKNOWN;
+    }
+#undef IS
+    return STATS_LINES;
 }
 
 void stats_text(struct conn *c, struct mc_req *req) {
-    struct server *s = c->w->srv;
-    if (req->ntokens <= 1) {
-        stats_general(c);
+    struct stat_sink k = {.emit = text_emit, .c = c};
+    const char *sub = req->ntokens > 1 ? req->tok[1].p : "";
+    size_t len = req->ntokens > 1 ? req->tok[1].len : 0;
+    if (len == 6 && memcmp(sub, "detail", 6) == 0) {
+        /* FIXME: per-prefix detail stats are not collected yet. */
+        out_add(&c->out, S("OK\r\n"));
         return;
     }
-    const struct mc_span *a = &req->tok[1];
-    if (arg_is(a, "reset")) {
-        stats_reset(s);
+    switch (stats_run(c, &k, sub, len)) {
+    case STATS_RESET:
         out_add(&c->out, S("RESET\r\n"));
-    } else if (arg_is(a, "settings")) {
-        struct setting_ctx x = {&c->out, s};
-        settings_each_stat(s->cfg, emit_setting, &x);
+        break;
+    case STATS_LINES:
         out_add(&c->out, S("END\r\n"));
-    } else if (arg_is(a, "items")) {
-        stats_items(c);
-    } else if (arg_is(a, "slabs")) {
-        stats_slabs(c);
-    } else if (arg_is(a, "conns")) {
-        stats_conns(c);
-    } else if (arg_is(a, "sizes")) {
-        out_add(&c->out, S("STAT sizes_status disabled\r\nEND\r\n"));
-    } else if (arg_is(a, "detail")) {
-        out_add(&c->out, S("OK\r\n"));
-    } else {
+        break;
+    case STATS_UNKNOWN:
         out_add(&c->out, S("ERROR\r\n"));
+        break;
     }
 }

@@ -1,6 +1,8 @@
 /*
  * engine.c -- the engine API: create/destroy, lookups, memcached's store,
- * delete and incr/decr semantics, the maintenance step and stats.
+ * delete and incr/decr semantics (the classic commands and meta set / meta
+ * arithmetic share one path each), the maintenance step and stats.  Meta
+ * get, meta delete and the delete hold-off are in lease.c.
  *
  * Every key operation has the same shape: hash the key, take its item
  * stripe, find the live item (unlinking a dead one found on the way), act,
@@ -133,24 +135,6 @@ void engine_destroy(struct engine **ep) {
 }
 
 /*
- * The live item under key (stripe held), or NULL.  A dead one is unlinked
- * on the way and *why says whether it had expired or was flushed.
- */
-static struct item *find_live_locked(struct engine *e, const char *key, size_t nkey,
-                                     uint64_t hv, enum engine_miss *why) {
-    struct item *it = ht_find_locked(e->ht, hv, key, nkey);
-    if (it == NULL)
-        return NULL;
-    enum engine_miss dead = expire_dead(e, it, expire_now(e));
-    if (dead == ENGINE_MISS_NONE)
-        return it;
-    item_unlink_locked(e, it, hv, UNLINK_DELETE);
-    if (why != NULL)
-        *why = dead;
-    return NULL;
-}
-
-/*
  * get, gat and touch in one: a hit is marked fetched and reported to the
  * policy, optionally gets a new exptime, and optionally a reference.
  */
@@ -161,7 +145,7 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool 
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
     pthread_mutex_lock(m);
-    struct item *it = find_live_locked(e, key, nkey, hv, why);
+    struct item *it = item_find_locked(e, key, nkey, hv, why, NULL);
     if (it != NULL) {
         if (touch)
             it->exptime = expire_realtime(e, exptime);
@@ -187,98 +171,189 @@ bool engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptim
     return lookup(e, key, nkey, true, exptime, false, NULL) != NULL;
 }
 
-/* Puts it in old's place (stripe held). */
-static void replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv) {
-    item_unlink_locked(e, old, hv, UNLINK_DELETE);
-    item_link_locked(e, it, hv);
-}
-
 /*
  * append/prepend: a new item of the combined size with old's flags and
- * exptime, old's value and it's in the right order (stripe held).
+ * exptime, old's value and it's in the right order, linked in old's place
+ * with CAS cas (stripe held).  Returns the new item (the table holds it) or
+ * NULL when no memory could be found.
  */
-static enum engine_store_result concat_locked(struct engine *e, struct item *old,
-                                              struct item *it, bool append, uint64_t hv,
-                                              uint64_t *cas_out) {
+static struct item *concat_locked(struct engine *e, struct item *old, struct item *it,
+                                  bool append, uint64_t hv, uint64_t cas) {
     enum engine_alloc_err err;
     uint64_t n = (uint64_t)old->nbytes + it->nbytes;
     if (n > UINT32_MAX)
-        return ENGINE_STORE_NO_MEMORY;
+        return NULL;
     struct item *nit = item_alloc(e, item_key(old), old->nkey, old->flags, old->exptime,
                                   (uint32_t)n, &err);
     if (nit == NULL)
-        return ENGINE_STORE_NO_MEMORY;
+        return NULL;
     item_copy_value(nit, 0, append ? old : it);
     item_copy_value(nit, append ? old->nbytes : it->nbytes, append ? it : old);
-    replace_locked(e, old, nit, hv);
-    if (cas_out != NULL)
-        *cas_out = nit->cas;
+    item_replace_locked(e, old, nit, hv, cas);
     item_unref(e, nit);
-    return ENGINE_STORED;
+    return nit;
 }
 
+/* How a requested CAS compares with the item's (memcached's cas_result). */
+enum cas_cmp {
+    CAS_NONE,       /* no CAS requested (0) */
+    CAS_MATCH,
+    CAS_BADVAL,
+    CAS_STALE,      /* lower than the item's, and an invalidating cas store */
+};
+
 /*
- * memcached's do_store_item().  add on a live key fails but bumps the old
- * item; replace/append/prepend need a live key; cas needs a live key with
- * the same CAS (under -C every item's CAS is 0); append/prepend also check
- * a non-zero CAS.
+ * memcached 1.6.18's do_store_item(), shared by engine_store() and
+ * engine_mstore().  op says what to do (ENGINE_CAS when the request
+ * compares on set/replace), cas is the requested CAS (0 none), o the meta
+ * extras.  The CAS is compared once, up front, as memcached does: a zero
+ * request never matches, so under -C a cas store always fails.
+ *
+ *   key present:  add      -> bump the old item, NOT_STORED
+ *                 cas      -> MATCH: replace; STALE: replace, keeping the
+ *                             old exptime and TOKEN_SENT, marked STALE;
+ *                             else EXISTS
+ *                 app/prep -> a CAS other than none/match: EXISTS; else
+ *                             combine (NO_MEMORY if that fails)
+ *                 set/repl -> replace
+ *   key missing:  set, add -> link (add refused under a delete hold-off)
+ *                 cas      -> NOT_FOUND
+ *                 replace  -> NOT_STORED
+ *                 app/prep -> NOT_STORED, or link as is when o->vivify
+ *
+ * A set on a held key links in the tombstone's place: a set ends the hold.
  */
-enum engine_store_result engine_store(struct engine *e, struct item *it,
-                                      enum engine_store_op op, uint64_t cas,
-                                      uint64_t *cas_out) {
+static enum engine_store_result store_core(struct engine *e, struct item *it,
+                                           enum engine_store_op op, uint64_t cas,
+                                           const struct engine_mstore_opts *o,
+                                           struct engine_mstore_out *out) {
+    if (out != NULL)
+        *out = (struct engine_mstore_out){0};
     if (item_has(it, ITEM_LINKED))
         return ENGINE_NOT_STORED;
     uint64_t hv = ht_hash(item_key(it), it->nkey);
     pthread_mutex_t *m = lock_of(e->locks, hv);
     enum engine_store_result r = ENGINE_NOT_STORED;
+    struct item *hold, *stored = NULL;
     pthread_mutex_lock(m);
-    struct item *old = find_live_locked(e, item_key(it), it->nkey, hv, NULL);
-    switch (op) {
-    case ENGINE_ADD:
-        if (old != NULL) {
+    struct item *old = item_find_locked(e, item_key(it), it->nkey, hv, NULL, &hold);
+    if (old != NULL) {
+        enum cas_cmp cc = cas == 0           ? CAS_NONE
+                          : cas == old->cas  ? CAS_MATCH
+                          : op == ENGINE_CAS && o->invalidate && cas < old->cas ? CAS_STALE
+                                                                                : CAS_BADVAL;
+        switch (op) {
+        case ENGINE_ADD:
             item_hit_locked(e, old);
             break;
+        case ENGINE_CAS:
+            if (cc == CAS_STALE) {
+                it->exptime = old->exptime;
+                item_flag_set(it, ITEM_STALE);
+                if (item_has(old, ITEM_TOKEN_SENT))
+                    item_flag_set(it, ITEM_TOKEN_SENT);
+            } else if (cc != CAS_MATCH) {
+                r = ENGINE_EXISTS;
+                break;
+            }
+            stored = it;
+            break;
+        case ENGINE_APPEND:
+        case ENGINE_PREPEND:
+            if (cc != CAS_NONE && cc != CAS_MATCH) {
+                r = ENGINE_EXISTS;
+                break;
+            }
+            stored = concat_locked(e, old, it, op == ENGINE_APPEND, hv, o->new_cas);
+            if (stored == NULL)
+                r = ENGINE_STORE_NO_MEMORY;
+            break;
+        case ENGINE_SET:
+        case ENGINE_REPLACE:
+            stored = it;
+            break;
         }
-        /* fall through */
-    case ENGINE_SET:
-        if (old != NULL)
-            replace_locked(e, old, it, hv);
-        else
-            item_link_locked(e, it, hv);
-        r = ENGINE_STORED;
-        break;
-    case ENGINE_REPLACE:
-        if (old != NULL) {
-            replace_locked(e, old, it, hv);
-            r = ENGINE_STORED;
-        }
-        break;
-    case ENGINE_CAS:
-        if (old == NULL) {
+        if (stored == it)
+            item_replace_locked(e, old, it, hv, o->new_cas);
+    } else {
+        switch (op) {
+        case ENGINE_ADD:
+            if (hold == NULL)
+                stored = it;
+            break;
+        case ENGINE_SET:
+            stored = it;
+            break;
+        case ENGINE_CAS:
             r = ENGINE_NOT_FOUND;
-        } else if (old->cas != cas) {
-            r = ENGINE_EXISTS;
-        } else {
-            replace_locked(e, old, it, hv);
-            r = ENGINE_STORED;
-        }
-        break;
-    case ENGINE_APPEND:
-    case ENGINE_PREPEND:
-        if (old == NULL)
             break;
-        if (cas != 0 && cas != old->cas) {
-            r = ENGINE_EXISTS;
+        case ENGINE_REPLACE:
+            break;
+        case ENGINE_APPEND:
+        case ENGINE_PREPEND:
+            if (o->vivify && hold == NULL) {
+                it->exptime = expire_realtime(e, o->vivify_exptime);
+                stored = it;
+            }
             break;
         }
-        r = concat_locked(e, old, it, op == ENGINE_APPEND, hv, cas_out);
-        pthread_mutex_unlock(m);
-        return r;
+        if (stored == it && hold != NULL)
+            item_replace_locked(e, hold, it, hv, o->new_cas);
+        else if (stored == it)
+            item_link_locked(e, it, hv, o->new_cas);
     }
-    if (r == ENGINE_STORED && cas_out != NULL)
-        *cas_out = it->cas;
+    if (stored != NULL) {
+        r = ENGINE_STORED;
+        if (out != NULL)
+            *out = (struct engine_mstore_out){
+                .cas = stored->cas,
+                .nbytes = stored->nbytes,
+                .stale = item_has(stored, ITEM_STALE),
+            };
+    }
     pthread_mutex_unlock(m);
     return r;
+}
+
+/*
+ * The classic commands: set/add/replace ignore cas; cas compares it;
+ * append/prepend check a non-zero one.
+ */
+enum engine_store_result engine_store(struct engine *e, struct item *it,
+                                      enum engine_store_op op, uint64_t cas,
+                                      uint64_t *cas_out) {
+    static const struct engine_mstore_opts plain;
+    struct engine_mstore_out out;
+    bool uses_cas = op == ENGINE_CAS || op == ENGINE_APPEND || op == ENGINE_PREPEND;
+    enum engine_store_result r = store_core(e, it, op, uses_cas ? cas : 0, &plain, &out);
+    if (r == ENGINE_STORED && cas_out != NULL)
+        *cas_out = out.cas;
+    return r;
+}
+
+/* ms: a compare turns set and replace into a cas store (process_mset_command). */
+enum engine_store_result engine_mstore(struct engine *e, struct item *it,
+                                       const struct engine_mstore_opts *o,
+                                       struct engine_mstore_out *out) {
+    enum engine_store_op op = ENGINE_SET;
+    switch (o->mode) {
+    case ENGINE_MSTORE_SET:
+        op = o->compare ? ENGINE_CAS : ENGINE_SET;
+        break;
+    case ENGINE_MSTORE_REPLACE:
+        op = o->compare ? ENGINE_CAS : ENGINE_REPLACE;
+        break;
+    case ENGINE_MSTORE_ADD:
+        op = ENGINE_ADD;
+        break;
+    case ENGINE_MSTORE_APPEND:
+        op = ENGINE_APPEND;
+        break;
+    case ENGINE_MSTORE_PREPEND:
+        op = ENGINE_PREPEND;
+        break;
+    }
+    return store_core(e, it, op, o->compare ? o->cas : 0, o, out);
 }
 
 enum engine_delete_result engine_delete(struct engine *e, const char *key, size_t nkey,
@@ -287,7 +362,7 @@ enum engine_delete_result engine_delete(struct engine *e, const char *key, size_
     pthread_mutex_t *m = lock_of(e->locks, hv);
     enum engine_delete_result r = ENGINE_DELETE_NOT_FOUND;
     pthread_mutex_lock(m);
-    struct item *it = find_live_locked(e, key, nkey, hv, NULL);
+    struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
     if (it != NULL && cas != 0 && cas != it->cas) {
         r = ENGINE_DELETE_EXISTS;
     } else if (it != NULL) {
@@ -337,74 +412,169 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out) {
 }
 
 /*
- * memcached's do_add_delta().  When the new number is no longer than the
- * stored bytes, memcached rewrites the value in place: digits, then spaces
- * up to the old length, and a new CAS.  We do the same when only the table
- * holds the item (we hold its stripe, so nobody can take a reference
- * meanwhile).  When someone still holds it -- typically a reply of the
- * same connection not yet written -- rewriting would change bytes already
- * promised to that reader, so a new item with the same padded bytes
- * replaces it: the client sees exactly what memcached shows, and nobody
- * sees a torn value.  A longer number always gets a new item of exactly
- * its digits.
+ * memcached's do_add_delta() on the live item it (stripe held).  When the
+ * new number is no longer than the stored bytes, memcached rewrites the
+ * value in place: digits, then spaces up to the old length, and a new CAS.
+ * We do the same when only the table holds the item (we hold its stripe,
+ * so nobody can take a reference meanwhile).  When someone still holds it
+ * -- typically a reply of the same connection not yet written -- rewriting
+ * would change bytes already promised to that reader, so a new item with
+ * the same padded bytes replaces it: the client sees exactly what memcached
+ * shows, and nobody sees a torn value.  A longer number always gets a new
+ * item of exactly its digits.  Checks run in memcached's order: empty or
+ * chained value, then the CAS, then the number.  On success *in_place says
+ * whether it is still the linked item (it may be gone otherwise).
  */
-enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t nkey,
-                                      bool incr, uint64_t delta, uint64_t *value,
-                                      uint64_t *cas_out) {
-    uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
-    enum engine_arith_result r = ENGINE_ARITH_OK;
-    uint64_t v = 0, cas = 0;
-    pthread_mutex_lock(m);
-    struct item *it = find_live_locked(e, key, nkey, hv, NULL);
-    if (it == NULL) {
-        r = ENGINE_ARITH_NOT_FOUND;
-        goto out;
-    }
-    if (it->nbytes == 0 || item_has(it, ITEM_CHAINED) ||
-        !parse_u64(item_value(it), it->nbytes, &v)) {
-        r = ENGINE_ARITH_NON_NUMERIC;
-        goto out;
-    }
-    if (incr)
-        v += delta;
+static enum engine_marith_result add_delta_locked(struct engine *e, struct item *it,
+                                                  uint64_t hv, const struct engine_marith_opts *o,
+                                                  struct engine_marith_out *res,
+                                                  bool *in_place) {
+    uint64_t v;
+    if (it->nbytes == 0 || item_has(it, ITEM_CHAINED))
+        return ENGINE_MARITH_NON_NUMERIC;
+    if (o->compare && o->cas != 0 && it->cas != o->cas)
+        return ENGINE_MARITH_EXISTS;
+    if (!parse_u64(item_value(it), it->nbytes, &v))
+        return ENGINE_MARITH_NON_NUMERIC;
+    if (!o->decr)
+        v += o->delta;
     else
-        v = delta > v ? 0 : v - delta;
+        v = o->delta > v ? 0 : v - o->delta;
     char buf[24];
     int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
     bool fits = (uint32_t)len <= it->nbytes;
-    if (fits && atomic_load_explicit(&it->refcount, memory_order_acquire) == 1) {
+    *in_place = fits && atomic_load_explicit(&it->refcount, memory_order_acquire) == 1;
+    if (*in_place) {
         char *p = item_value(it);
         memcpy(p, buf, (size_t)len);
         memset(p + len, ' ', it->nbytes - (size_t)len);
-        it->cas = e->cfg.use_cas
-                      ? atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1
-                      : 0;
+        it->cas = !e->cfg.use_cas ? 0 : o->new_cas != 0 ? o->new_cas : item_next_cas(e);
         item_hit_locked(e, it);
-        cas = it->cas;
+        res->cas = it->cas;
     } else {
         enum engine_alloc_err err;
         uint32_t nlen = fits ? it->nbytes : (uint32_t)len;
-        struct item *nit = item_alloc(e, key, nkey, it->flags, it->exptime, nlen, &err);
-        if (nit == NULL) {
-            r = ENGINE_ARITH_NO_MEMORY;
-            goto out;
-        }
+        struct item *nit = item_alloc(e, item_key(it), it->nkey, it->flags, it->exptime, nlen,
+                                      &err);
+        if (nit == NULL)
+            return ENGINE_MARITH_NO_MEMORY;
         memcpy(item_value(nit), buf, (size_t)len);
         memset(item_value(nit) + len, ' ', nlen - (size_t)len);
-        replace_locked(e, it, nit, hv);
-        cas = nit->cas;
+        item_replace_locked(e, it, nit, hv, o->new_cas);
+        res->cas = nit->cas;
         item_unref(e, nit);
     }
-out:
-    pthread_mutex_unlock(m);
-    if (r == ENGINE_ARITH_OK) {
-        if (value != NULL)
-            *value = v;
-        if (cas_out != NULL)
-            *cas_out = cas;
+    res->value = v;
+    return ENGINE_MARITH_OK;
+}
+
+/*
+ * A number for a missing key (ma with vivify, binary incr with an initial
+ * value): its decimal digits in a new item with flags 0 and no exptime
+ * (the vivify step sets that), linked with CAS cas.  Returns the item (the
+ * table holds it) or NULL when no memory could be found.
+ */
+static struct item *arith_create_locked(struct engine *e, const char *key, size_t nkey,
+                                        uint64_t hv, uint64_t value, uint64_t cas) {
+    enum engine_alloc_err err;
+    char buf[24];
+    int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
+    struct item *it = item_alloc(e, key, nkey, 0, 0, (uint32_t)len, &err);
+    if (it == NULL)
+        return NULL;
+    memcpy(item_value(it), buf, (size_t)len);
+    item_link_locked(e, it, hv, cas);
+    item_unref(e, it);
+    return it;
+}
+
+/*
+ * memcached's process_marithmetic_command(): add_delta_locked(), or create
+ * on a miss, then the request-ordered touch/vivify/ttl steps on the item
+ * memcached has in hand -- the created or rewritten item, or, when a new
+ * item replaced it, the old one, so that a touch then changes only what
+ * the reply shows (see engine.h).
+ */
+enum engine_marith_result engine_marith(struct engine *e, const char *key, size_t nkey,
+                                        const struct engine_marith_opts *o,
+                                        struct engine_marith_out *out) {
+    uint64_t hv = ht_hash(key, nkey);
+    pthread_mutex_t *m = lock_of(e->locks, hv);
+    enum engine_marith_result r;
+    struct engine_marith_out res = {0};
+    struct item *hold, *linked = NULL;  /* the item whose exptime the steps set */
+    uint32_t exp = 0;
+    pthread_mutex_lock(m);
+    struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
+    if (it == NULL) {
+        r = !o->vivify ? ENGINE_MARITH_NOT_FOUND
+            : hold != NULL ? ENGINE_MARITH_NOT_STORED
+                           : ENGINE_MARITH_OK;
+        if (r == ENGINE_MARITH_OK) {
+            res.created = true;
+            linked = arith_create_locked(e, key, nkey, hv, o->initial, o->new_cas);
+            if (linked == NULL)
+                r = ENGINE_MARITH_NO_MEMORY;
+            else
+                res.value = o->initial, res.cas = linked->cas;
+        }
+    } else {
+        bool in_place = false;
+        exp = it->exptime;              /* read first: a replaced item may be freed */
+        r = add_delta_locked(e, it, hv, o, &res, &in_place);
+        if (in_place)
+            linked = it;
     }
+    if (r == ENGINE_MARITH_OK) {
+        uint32_t now = expire_now(e);
+        struct step st[3];
+        unsigned n = 0;
+        if (o->touch)
+            st[n++] = (struct step){o->touch_at, STEP_TOUCH};
+        if (o->vivify)
+            st[n++] = (struct step){o->vivify_at, STEP_VIVIFY};
+        st[n++] = (struct step){o->ttl_at, STEP_TTL};
+        n = steps_sort(st, n);
+        for (unsigned i = 0; i < n; i++) {
+            if (st[i].kind == STEP_TOUCH)
+                exp = expire_realtime(e, o->touch_exptime);
+            else if (st[i].kind == STEP_VIVIFY && res.created)
+                exp = expire_realtime(e, o->vivify_exptime);
+            else if (st[i].kind == STEP_TTL)
+                res.ttl = item_ttl(exp, now);
+        }
+        if (linked != NULL)
+            linked->exptime = exp;
+    }
+    pthread_mutex_unlock(m);
+    if (out != NULL)
+        *out = res;
     return r;
+}
+
+/* incr/decr: engine_marith() without its options. */
+enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t nkey,
+                                      bool incr, uint64_t delta, uint64_t *value,
+                                      uint64_t *cas_out) {
+    struct engine_marith_opts o = {.decr = !incr, .delta = delta};
+    struct engine_marith_out out;
+    switch (engine_marith(e, key, nkey, &o, &out)) {
+    case ENGINE_MARITH_OK:
+        if (value != NULL)
+            *value = out.value;
+        if (cas_out != NULL)
+            *cas_out = out.cas;
+        return ENGINE_ARITH_OK;
+    case ENGINE_MARITH_NON_NUMERIC:
+        return ENGINE_ARITH_NON_NUMERIC;
+    case ENGINE_MARITH_NO_MEMORY:
+        return ENGINE_ARITH_NO_MEMORY;
+    case ENGINE_MARITH_NOT_FOUND:
+    case ENGINE_MARITH_EXISTS:          /* needs compare: not here */
+    case ENGINE_MARITH_NOT_STORED:      /* needs vivify: not here */
+        break;
+    }
+    return ENGINE_ARITH_NOT_FOUND;
 }
 
 /* Sums the class counters that say how many items are linked. */

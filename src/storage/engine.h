@@ -55,6 +55,8 @@ struct engine_config {
     uint32_t hashpower_init;   /* log2 initial buckets (16) */
     uint32_t lock_power;       /* log2 item lock stripes (12) */
     const char *policy;        /* eviction policy name ("lru") */
+    bool delete_hold;          /* -o delete_hold: engine_delete_hold() leaves a
+                                  tombstone that refuses add (default false) */
 };
 
 /* Fills in memcached's defaults. */
@@ -150,11 +152,13 @@ enum engine_store_result {
 
 /*
  * Links item it (from engine_item_alloc, value filled) under its key
- * according to op.  cas is the client's CAS for ENGINE_CAS and ignored
- * otherwise.  On ENGINE_STORED, *cas_out (if non-NULL) is the new item's
- * CAS.  Append/prepend build a new item with the old flags and exptime.
- * The caller keeps its reference and must still unref it.  An add that
- * finds the key present bumps the existing item in the eviction order.
+ * according to op.  cas is the client's CAS for ENGINE_CAS (where 0, as in
+ * memcached 1.6.18, never matches: under -C every cas store fails), checked
+ * by append/prepend when non-zero, and ignored otherwise.  On
+ * ENGINE_STORED, *cas_out (if non-NULL) is the new item's CAS.
+ * Append/prepend build a new item with the old flags and exptime.  The
+ * caller keeps its reference and must still unref it.  An add that finds
+ * the key present bumps the existing item in the eviction order.
  */
 enum engine_store_result engine_store(struct engine *e, struct item *it,
                                       enum engine_store_op op, uint64_t cas,
@@ -200,6 +204,235 @@ void engine_flush(struct engine *e, int64_t delay);
  * done (0 when there is nothing to do, so the caller may sleep longer).
  */
 unsigned engine_step(struct engine *e, unsigned budget);
+
+/*
+ * ---- Meta commands: leases and stale values ----
+ *
+ * memcached 1.6's meta protocol (mg/ms/md/ma) carries the leases of
+ * "Scaling Memcache at Facebook" (section 3.2) in their modern form.  Two
+ * item states drive them: TOKEN_SENT (somebody holds the right to recache
+ * the key) and STALE (the value was invalidated but may still be served).
+ *
+ *                 mget vivify, miss                 mstore, CAS matches
+ *   (no item) ---------------------> PLACEHOLDER ----------------------> FRESH
+ *       ^         caller: won        empty value,    (new item, no state)
+ *       |         later: token_sent  TOKEN_SENT         |
+ *       +-- placeholder's TTL passes ----+              | mdelete invalidate
+ *           (the next miss wins again)                  v  (new CAS, token
+ *                                                     STALE    cleared)
+ *   FRESH --mget recache, TTL below its token--> TOKEN_SENT  |
+ *                                                            | first mget:
+ *   STALE + TOKEN_SENT <-------------------------------------+ won, later
+ *     | mstore, CAS matches            -> FRESH                token_sent
+ *     | mstore invalidate, older CAS   -> value replaced, still STALE,
+ *     |                                   TTL and TOKEN_SENT kept
+ *     | mstore, older CAS              -> ENGINE_EXISTS ("no stale sets")
+ *
+ * A lease is the item's CAS: the winner reads it (meta.won) together with
+ * the CAS and stores with a compare, so an invalidation in between (which
+ * gives the item a new CAS) makes the winner's store fail.  Placeholders
+ * are ordinary items of 0 bytes: they count against the memory limit, are
+ * evicted like others and answer plain get with an empty value.
+ *
+ * The options are plain values; the server maps the request's flags onto
+ * them.  Three meta flags interact through the item's exptime and are
+ * evaluated in request order (memcached: `mg k t T5` shows the old TTL,
+ * `mg k T5 t` the new one); the *_at fields give each its position in the
+ * request (any increasing numbering, such as the token index; equal
+ * positions apply touch, then vivify, then recache).  ttl_at 0 reads the
+ * TTL after all of them.
+ *
+ * Every function here takes one item stripe and no other item lock, like
+ * the calls above.  Options marked [HEAD] exist in later memcached (1.6.18
+ * answers "invalid flag" to them); zero turns them off.
+ */
+
+/* How a meta command found an item, for its return flags. */
+struct engine_item_meta {
+    int64_t ttl;                /* remaining seconds at ttl_at, -1 = never;
+                                   memcached's unsigned difference for an
+                                   exptime already past (a negative touch) */
+    uint32_t last_access;       /* seconds since last access, before this call */
+    bool fetched;               /* read before this call */
+    bool won;                   /* the caller won the right to recache */
+    bool token_sent;            /* somebody else won it earlier */
+    bool stale;                 /* the value is marked stale */
+    bool created;               /* this call created the item (vivify) */
+};
+
+/*
+ * Fills m for an item the caller holds a reference on (ttl as of now,
+ * won and created false).  Takes the item's stripe briefly.
+ */
+void engine_item_meta(struct engine *e, const struct item *it, struct engine_item_meta *m);
+
+struct engine_mget_opts {
+    bool no_bump;               /* leave LRU order, fetched and last access alone */
+    bool touch;                 /* set exptime to touch_exptime (client rules) */
+    int64_t touch_exptime;
+    unsigned touch_at;
+    bool vivify;                /* on a miss create an empty placeholder, win */
+    int64_t vivify_exptime;     /* its exptime, applied at vivify_at */
+    unsigned vivify_at;
+    bool recache;               /* win if no token is out, the item has an */
+    int64_t recache_exptime;    /*   exptime and it comes before this one */
+    unsigned recache_at;
+    unsigned ttl_at;            /* where meta->ttl is read; 0 = at the end */
+    uint64_t vivify_cas;        /* [HEAD] CAS of a vivified item; 0 = next */
+};
+
+/*
+ * memcached 1.6.18's mg.  Returns the item with a reference for the caller
+ * (fill meta) or NULL on a miss (*why says why, as for engine_get; it is
+ * also set when a dead item was replaced by a vivified one).  A stale item
+ * whose token is not out yet is won by this caller; a win marks the item
+ * TOKEN_SENT.  meta->token_sent and meta->won are never both true.  Unless
+ * no_bump, the hit is marked fetched and reported to the eviction policy
+ * after fetched/last_access were read.  A vivify that finds no memory, or a
+ * key under a delete hold-off, answers a plain miss.
+ */
+struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
+                         const struct engine_mget_opts *o, struct engine_item_meta *meta,
+                         enum engine_miss *why);
+
+enum engine_mstore_mode {
+    ENGINE_MSTORE_SET,
+    ENGINE_MSTORE_ADD,
+    ENGINE_MSTORE_REPLACE,
+    ENGINE_MSTORE_APPEND,
+    ENGINE_MSTORE_PREPEND,
+};
+
+struct engine_mstore_opts {
+    enum engine_mstore_mode mode;
+    bool compare;               /* compare cas: set/replace become cas semantics, */
+    uint64_t cas;               /*   append/prepend check a non-zero cas */
+    bool invalidate;            /* with compare on set/replace: a cas lower than
+                                   the item's stores anyway, as a stale value */
+    uint64_t new_cas;           /* [HEAD] CAS for the stored item; 0 = next */
+    bool vivify;                /* [HEAD] append/prepend on a miss store it as */
+    int64_t vivify_exptime;     /*   is, with this exptime */
+};
+
+struct engine_mstore_out {
+    uint64_t cas;               /* CAS of the stored item (0 unless stored) */
+    uint32_t nbytes;            /* its value length (append/prepend: combined) */
+    bool stale;                 /* it was stored stale (invalidate) */
+};
+
+/*
+ * memcached 1.6.18's ms, second phase: links it (from engine_item_alloc,
+ * value filled, exptime and client flags from the request) like
+ * engine_store().  Returns ENGINE_STORED, ENGINE_NOT_STORED (add: present;
+ * replace/append/prepend: missing), ENGINE_EXISTS (cas differs: also a
+ * compare with cas 0, which 1.6.18 never matches on set/replace),
+ * ENGINE_NOT_FOUND (compare on set/replace, missing) or
+ * ENGINE_STORE_NO_MEMORY (append/prepend could not allocate the combined
+ * item; 1.6.18 answers NS).  Storing replaces a placeholder or a stale item
+ * and clears their state, except for an invalidate store with an older
+ * cas, which keeps the old exptime, stays STALE and keeps TOKEN_SENT.  An
+ * add of a key under a delete hold-off is refused.  The caller keeps its
+ * reference.  out may be NULL.
+ */
+enum engine_store_result engine_mstore(struct engine *e, struct item *it,
+                                       const struct engine_mstore_opts *o,
+                                       struct engine_mstore_out *out);
+
+struct engine_mdelete_opts {
+    bool compare;               /* act only when the item's CAS equals cas */
+    uint64_t cas;
+    bool invalidate;            /* keep the item: mark it stale, clear its token,
+                                   give it a new CAS */
+    bool touch;                 /* with invalidate (or remove_value): new exptime */
+    int64_t touch_exptime;
+    uint64_t new_cas;           /* [HEAD] CAS for the invalidated or emptied item */
+    bool remove_value;          /* [HEAD] replace the value with an empty one,
+                                   keeping the key (and its CAS unless new_cas) */
+    uint32_t flags;             /* [HEAD] client flags of the emptied item */
+};
+
+enum engine_mdelete_result {
+    ENGINE_MDELETE_DELETED,     /* unlinked (or emptied, remove_value) */
+    ENGINE_MDELETE_INVALIDATED, /* marked stale and kept */
+    ENGINE_MDELETE_NOT_FOUND,
+    ENGINE_MDELETE_EXISTS,      /* compare and the CAS differs */
+    ENGINE_MDELETE_NO_MEMORY,   /* remove_value found no memory for the empty item */
+};
+
+/* memcached 1.6.18's md. */
+enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, size_t nkey,
+                                          const struct engine_mdelete_opts *o);
+
+struct engine_marith_opts {
+    bool decr;                  /* false: incr (wraps at 2^64); true: decr (stops at 0) */
+    uint64_t delta;             /* memcached's default is 1: set it */
+    bool compare;               /* a non-zero cas must equal the item's */
+    uint64_t cas;
+    bool vivify;                /* on a miss store initial as decimal, flags 0 */
+    int64_t vivify_exptime;     /* its exptime, applied at vivify_at */
+    uint64_t initial;
+    unsigned vivify_at;
+    bool touch;                 /* set exptime, applied at touch_at */
+    int64_t touch_exptime;
+    unsigned touch_at;
+    unsigned ttl_at;            /* where out->ttl is read; 0 = at the end */
+    uint64_t new_cas;           /* [HEAD] CAS for the changed or created item */
+};
+
+struct engine_marith_out {
+    uint64_t value;             /* the new number (created: initial) */
+    uint64_t cas;               /* the item's new CAS */
+    int64_t ttl;                /* remaining seconds at ttl_at, -1 = never */
+    bool created;               /* vivified; with ENGINE_MARITH_NO_MEMORY: the
+                                   allocation that failed was the vivify */
+};
+
+enum engine_marith_result {
+    ENGINE_MARITH_OK,
+    ENGINE_MARITH_NOT_FOUND,    /* missing and no vivify */
+    ENGINE_MARITH_EXISTS,       /* compare and the CAS differs */
+    ENGINE_MARITH_NON_NUMERIC,  /* empty, chained or not a decimal u64 */
+    ENGINE_MARITH_NO_MEMORY,
+    ENGINE_MARITH_NOT_STORED,   /* vivify refused: key under a delete hold-off */
+};
+
+/*
+ * memcached 1.6.18's ma, and the binary protocol's incr/decr, on the same
+ * path as engine_arith() (in place and space-padded when only the table
+ * holds the item, else a new item).  Checks run in memcached's order:
+ * empty or chained value, then the CAS, then the number.  A vivified
+ * item is created under the same stripe, so exactly one caller creates it.
+ *
+ * memcached applies the touch to the item it computed on: when the number
+ * needed a new item, that is the old one, so out->ttl shows the touch but
+ * the stored item keeps its exptime (observed on 1.6.18: `set n 0 0 1` 9,
+ * `ma n T100 t` -> t100, `mg n t` -> t-1).  We do the same.
+ *
+ * Binary incr/decr (delta, initial, expiration; header cas) maps to:
+ * decr = opcode is decrement, delta, compare = cas != 0, cas,
+ * vivify = expiration != 0xffffffff, vivify_exptime = expiration,
+ * initial; out->value is the 8-byte answer and out->cas the header CAS.
+ */
+enum engine_marith_result engine_marith(struct engine *e, const char *key, size_t nkey,
+                                        const struct engine_marith_opts *o,
+                                        struct engine_marith_out *out);
+
+/*
+ * The paper's delete hold-off (section 4.3, cold cluster warm-up): deletes
+ * key and, for the next `seconds`, refuses to create it by add (engine_store
+ * ENGINE_ADD, engine_mstore ENGINE_MSTORE_ADD -> ENGINE_NOT_STORED), by
+ * vivify (engine_mget: a miss; engine_marith: ENGINE_MARITH_NOT_STORED;
+ * mstore vivify: ENGINE_NOT_STORED).  Meanwhile every lookup misses and a
+ * set (or cas, replace... which see no item) behaves as on a missing key;
+ * a set ends the hold.  The hold is a tombstone item of 0 bytes: it counts
+ * against the memory limit and in curr_items, and is evicted like any item
+ * (best effort: with no memory for it, the key is only deleted).  A hold
+ * is placed whether or not the key existed.  Without cfg.delete_hold, or
+ * with seconds 0, this is engine_delete(e, key, nkey, 0).  Returns
+ * ENGINE_DELETED when a live item was deleted, else ENGINE_DELETE_NOT_FOUND.
+ */
+enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, size_t nkey,
+                                             uint32_t seconds);
 
 /* Totals, as `stats` names them. */
 struct engine_stats {

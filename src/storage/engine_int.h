@@ -130,11 +130,37 @@ size_t item_ntotal(const struct item *it);
 struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
 void item_unref(struct engine *e, struct item *it);
-void item_link_locked(struct engine *e, struct item *it, uint64_t hv);
+uint64_t item_next_cas(struct engine *e);
+void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
 void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why);
+void item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+                         uint64_t cas);
+struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                              enum engine_miss *why, struct item **hold);
 void item_hit_locked(struct engine *e, struct item *it);
 void item_copy_value(struct item *dst, size_t off, const struct item *src);
 char *item_value(const struct item *it);
+
+/*
+ * Remaining seconds of an engine-seconds exptime at now, as memcached's
+ * meta `t` shows it: -1 for never, else the unsigned 32-bit difference
+ * (huge when a negative touch already put exptime in the past).
+ */
+static inline int64_t item_ttl(uint32_t exptime, uint32_t now) {
+    return exptime == 0 ? -1 : (int64_t)(uint32_t)(exptime - now);
+}
+
+/*
+ * Request-ordered steps of a meta command (lease.c): the *_at positions of
+ * engine.h sorted, ties in kind order, a step at 0 for STEP_TTL meaning
+ * "after the others".
+ */
+enum step_kind { STEP_TOUCH, STEP_VIVIFY, STEP_RECACHE, STEP_TTL };
+struct step {
+    unsigned at;
+    enum step_kind kind;
+};
+unsigned steps_sort(struct step *s, unsigned n);
 
 /* expire.c */
 uint32_t expire_now(const struct engine *e);

@@ -73,6 +73,21 @@ struct evict_policy {
 /* The policy of that name, or NULL. */
 const struct evict_policy *evict_policy_find(const char *name);
 
+/* The policies, one per evict_<name>.c (see evict.c for the list). */
 extern const struct evict_policy evict_lru;
+extern const struct evict_policy evict_lru_exact;
+extern const struct evict_policy evict_fifo;
+extern const struct evict_policy evict_clock;
+extern const struct evict_policy evict_clock2;
+extern const struct evict_policy evict_sieve;
+extern const struct evict_policy evict_s3fifo;
+extern const struct evict_policy evict_2q;
+extern const struct evict_policy evict_arc;
+extern const struct evict_policy evict_slru;
+extern const struct evict_policy evict_wtinylfu;
+
+/* The number of policies, and the i-th (for listing them in -h and tools). */
+unsigned evict_policy_count(void);
+const struct evict_policy *evict_policy_at(unsigned i);
 
 #endif

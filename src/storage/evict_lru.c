@@ -6,6 +6,11 @@
  * LRU_UPDATE_INTERVAL seconds per item (memcached's ITEM_UPDATE_INTERVAL),
  * so that a hot key costs a class lock once a minute rather than on every
  * read.
+ *
+ * `lru-exact` is the same list with every hit moving the item (no
+ * interval): the textbook LRU that simulators such as libCacheSim measure,
+ * for comparing miss ratios on traces whose requests are seconds apart or
+ * closer.  It costs the class lock on every hit.
  */
 #include <stdlib.h>
 
@@ -48,6 +53,11 @@ static bool lru_hit(struct item *it, uint32_t now) {
     return it->atime + LRU_UPDATE_INTERVAL < now;
 }
 
+static bool lru_exact_hit(struct item *it, uint32_t now) {
+    (void)it, (void)now;
+    return true;
+}
+
 static void lru_bump(struct evict_queue *q, struct item *it, uint32_t now) {
     lru_unlink(q, it);
     lru_link(q, it, now);
@@ -66,6 +76,18 @@ const struct evict_policy evict_lru = {
     .link = lru_link,
     .unlink = lru_unlink,
     .hit = lru_hit,
+    .bump = lru_bump,
+    .victim = lru_victim,
+    .oldest = lru_oldest,
+};
+
+const struct evict_policy evict_lru_exact = {
+    .name = "lru-exact",
+    .create = lru_create,
+    .destroy = lru_destroy,
+    .link = lru_link,
+    .unlink = lru_unlink,
+    .hit = lru_exact_hit,
     .bump = lru_bump,
     .victim = lru_victim,
     .oldest = lru_oldest,

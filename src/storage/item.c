@@ -119,13 +119,19 @@ void item_copy_value(struct item *dst, size_t off, const struct item *src) {
     }
 }
 
-/* Takes it out of its class queue and counts why (class lock held). */
+/*
+ * Takes it out of its class queue and counts why (class lock held).  A
+ * delete hold-off tombstone leaving the cache is the end of a delete, not
+ * an expired, reclaimed or evicted value: it touches no counter.
+ */
 static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
                             enum unlink_why why, uint32_t now) {
     e->policy->unlink(c->q, it);
     c->number--;
     c->bytes -= item_ntotal(it);
     bool fetched = item_has(it, ITEM_FETCHED);
+    if (item_has(it, ITEM_HOLD))
+        why = UNLINK_DELETE;
     switch (why) {
     case UNLINK_RECLAIM:
         c->reclaimed++;
@@ -303,17 +309,22 @@ struct item *engine_item_alloc(struct engine *e, const char *key, size_t nkey,
                       err != NULL ? err : &dummy);
 }
 
+/* The next CAS from the engine's counter (0 under -C). */
+uint64_t item_next_cas(struct engine *e) {
+    if (!e->cfg.use_cas)
+        return 0;
+    return atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1;
+}
+
 /*
- * Links it under its key (item stripe held, key not present): a new CAS,
- * access time now, into the table and the class queue, plus the table's
- * reference.
+ * Links it under its key (item stripe held, key not present): CAS cas (0:
+ * the next one; always 0 under -C), access time now, into the table and
+ * the class queue, plus the table's reference.
  */
-void item_link_locked(struct engine *e, struct item *it, uint64_t hv) {
+void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
     uint32_t now = expire_now(e);
     struct eclass *c = &e->cls[it->clsid];
-    it->cas = e->cfg.use_cas
-                  ? atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1
-                  : 0;
+    it->cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
     it->atime = now;
     item_flag_set(it, ITEM_LINKED);
     atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
@@ -337,6 +348,43 @@ void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unl
     pthread_mutex_unlock(&c->lock);
     item_flag_clear(it, ITEM_LINKED);
     item_unref(e, it);
+}
+
+/* Puts it in old's place (item stripe held); cas as for item_link_locked(). */
+void item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+                         uint64_t cas) {
+    item_unlink_locked(e, old, hv, UNLINK_DELETE);
+    item_link_locked(e, it, hv, cas);
+}
+
+/*
+ * The live item under key (stripe held), or NULL.  A dead item found on the
+ * way is unlinked and *why (if non-NULL) says whether it had expired or was
+ * flushed.  A delete hold-off tombstone is no item to anybody: a live one
+ * gives NULL and is handed out through *hold (if non-NULL) to the callers
+ * that must refuse an add or link in its place; a dead one is unlinked
+ * quietly, as the plain miss the delete left.
+ */
+struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                              enum engine_miss *why, struct item **hold) {
+    if (hold != NULL)
+        *hold = NULL;
+    struct item *it = ht_find_locked(e->ht, hv, key, nkey);
+    if (it == NULL)
+        return NULL;
+    bool tomb = item_has(it, ITEM_HOLD);
+    enum engine_miss dead = expire_dead(e, it, expire_now(e));
+    if (dead == ENGINE_MISS_NONE) {
+        if (!tomb)
+            return it;
+        if (hold != NULL)
+            *hold = it;
+        return NULL;
+    }
+    item_unlink_locked(e, it, hv, UNLINK_DELETE);
+    if (why != NULL && !tomb)
+        *why = dead;
+    return NULL;
 }
 
 /*

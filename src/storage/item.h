@@ -20,16 +20,20 @@
 #include <stdint.h>
 
 enum item_flag {
-    ITEM_LINKED = 1,    /* in the hash table and the eviction queue */
-    ITEM_FETCHED = 2,   /* read at least once since stored */
-    ITEM_CHAINED = 4,   /* value continues in further chunks */
-    ITEM_ACTIVE = 8,    /* read again since last queue move (policy hint) */
+    ITEM_LINKED = 1,        /* in the hash table and the eviction queue */
+    ITEM_FETCHED = 2,       /* read at least once since stored */
+    ITEM_CHAINED = 4,       /* value continues in further chunks */
+    ITEM_ACTIVE = 8,        /* read again since last queue move (policy hint) */
+    ITEM_TOKEN_SENT = 16,   /* a lease (the right to recache) has been handed out */
+    ITEM_STALE = 32,        /* invalidated: readable, but somebody should recache */
+    ITEM_HOLD = 64,         /* delete hold-off tombstone: invisible, refuses add */
 };
 
 struct item {
     struct item *hnext;             /* hash bucket chain */
     struct item *prev, *next;       /* eviction queue links */
-    uint64_t cas;
+    _Atomic uint64_t cas;           /* atomic: an invalidating md rewrites it in
+                                       place while holders may be reading it */
     uint32_t atime;                 /* last access, engine seconds */
     uint32_t exptime;               /* engine seconds; 0 = never */
     uint32_t nbytes;                /* value length */
@@ -46,7 +50,9 @@ static inline const char *item_key(const struct item *it) { return it->data; }
 static inline unsigned item_nkey(const struct item *it) { return it->nkey; }
 static inline uint32_t item_nbytes(const struct item *it) { return it->nbytes; }
 static inline uint32_t item_flags(const struct item *it) { return it->flags; }
-static inline uint64_t item_cas(const struct item *it) { return it->cas; }
+static inline uint64_t item_cas(const struct item *it) {
+    return atomic_load_explicit(&it->cas, memory_order_relaxed);
+}
 static inline unsigned item_clsid(const struct item *it) { return it->clsid; }
 
 #endif

@@ -1,0 +1,178 @@
+/*
+ * evict_slru.c -- memcached's segmented LRU (doc/new_lru.txt, items.c;
+ * the default since 1.5 with lru_segmented), per slab class.
+ *
+ *   new --> HOT --tail--> active? ---------> WARM head (active cleared)
+ *            |            over 20% or old --> COLD head
+ *   WARM --tail--> active? --> WARM head (active cleared)
+ *                  over 40% or old --> COLD head
+ *   COLD --tail--> evicted;  a hit that makes a COLD item active moves it
+ *                  to WARM at once (memcached: an asynchronous bump)
+ *
+ * Hits follow do_item_bump(): the first fetch only marks the item fetched;
+ * a later fetch of a fetched, inactive item makes it active.  Nothing
+ * moves on a hit except an item turning active in COLD, so a hit takes
+ * the class lock at most once per activation.  memcached also refreshes
+ * the item's time on activation; the engine does that when bump() is
+ * called, so activation in HOT and WARM asks for a (queue-neutral) bump.
+ *
+ * Limits (memcached 1.6 defaults): HOT at most 20% of the class
+ * (hot_lru_pct), WARM 40% (warm_lru_pct), counted in items here where
+ * memcached counts bytes (items of one class differ by less than the
+ * class's growth factor).  Age limits: an inactive HOT tail older than
+ * 0.2 x COLD's age (hot_max_factor), or a WARM tail older than 2.0 x
+ * COLD's age (warm_max_factor), goes to COLD even under the size limit.
+ *
+ * memcached's LRU maintainer thread does this tail shuffling in the
+ * background.  The policy seam has no background hook, so victim() does
+ * the maintainer's work at the moment it is needed: it brings HOT and WARM
+ * within their limits, then takes COLD's tail (pulling from HOT, then
+ * WARM, when COLD is empty, as do_item_alloc_pull() does).  The policy
+ * keeps the last time it was given (link/hit/bump) for the age limits.
+ *
+ * pbits: bits 0..1 segment, bit 2 fetched, bit 3 active.
+ */
+#include <stdlib.h>
+
+#include "storage/evict.h"
+#include "storage/evict_list.h"
+
+#define SL_SEG 0x03
+#define SL_FETCHED 0x04
+#define SL_ACTIVE 0x08
+
+#define SL_HOT_PCT 20
+#define SL_WARM_PCT 40
+#define SL_HOT_MAX_FACTOR 0.2
+#define SL_WARM_MAX_FACTOR 2.0
+
+enum { HOT, WARM, COLD, NSEG };
+
+struct evict_queue {
+    struct evict_list seg[NSEG];
+    uint32_t now;               /* latest time seen */
+};
+
+static struct evict_queue *slru_create(void) { return calloc(1, sizeof(struct evict_queue)); }
+
+static void slru_destroy(struct evict_queue *q) { free(q); }
+
+static unsigned seg_of(const struct item *it) { return evict_bits(it) & SL_SEG; }
+
+static void seek_time(struct evict_queue *q, uint32_t now) {
+    if (now > q->now)
+        q->now = now;
+}
+
+static void slru_link(struct evict_queue *q, struct item *it, uint32_t now) {
+    seek_time(q, now);
+    evict_bits_update(it, SL_SEG | SL_FETCHED | SL_ACTIVE, HOT);
+    evict_list_push_head(&q->seg[HOT], it);
+}
+
+static void slru_unlink(struct evict_queue *q, struct item *it) {
+    evict_list_remove(&q->seg[seg_of(it)], it);
+}
+
+/* Moves it to the head of segment to, with new flag bits. */
+static void move_to(struct evict_queue *q, struct item *it, unsigned to, uint8_t flags) {
+    evict_list_transfer(&q->seg[seg_of(it)], &q->seg[to], it);
+    evict_bits_update(it, SL_SEG | SL_ACTIVE, (uint8_t)(to | flags));
+}
+
+static bool slru_hit(struct item *it, uint32_t now) {
+    (void)now;
+    uint8_t b = evict_bits(it);
+    if (b & SL_ACTIVE)
+        return false;
+    if (!(b & SL_FETCHED)) {
+        evict_bits_update(it, SL_FETCHED, SL_FETCHED);
+        return false;
+    }
+    evict_bits_update(it, SL_ACTIVE, SL_ACTIVE);
+    return true;
+}
+
+static void slru_bump(struct evict_queue *q, struct item *it, uint32_t now) {
+    seek_time(q, now);
+    if (seg_of(it) == COLD && (evict_bits(it) & SL_ACTIVE))
+        move_to(q, it, WARM, 0);
+}
+
+static uint32_t age(const struct evict_queue *q, const struct item *it) {
+    return q->now > it->atime ? q->now - it->atime : 0;
+}
+
+/*
+ * One step of lru_pull_tail() on HOT or WARM: the tail is rescued if
+ * active (HOT -> WARM, WARM -> WARM head), sent to COLD if the segment is
+ * over limit or the item over max_age, else left.  Returns whether
+ * anything moved.
+ */
+static bool pull_tail(struct evict_queue *q, unsigned seg, uint64_t limit, uint32_t max_age) {
+    struct item *t = q->seg[seg].tail;
+    if (t == NULL)
+        return false;
+    if (evict_bits(t) & SL_ACTIVE) {
+        move_to(q, t, WARM, 0);
+        return true;
+    }
+    if (q->seg[seg].n > limit || age(q, t) > max_age) {
+        move_to(q, t, COLD, 0);
+        return true;
+    }
+    return false;
+}
+
+/*
+ * The maintainer's juggle, run to completion, then COLD's tail.  Each pull
+ * either clears an active bit or moves an item to COLD, so the loops end;
+ * the bound only guards against hits re-activating items meanwhile.
+ */
+static struct item *slru_victim(struct evict_queue *q, struct item *prev) {
+    if (prev != NULL) {
+        if (prev->prev != NULL)
+            return prev->prev;
+        unsigned s = seg_of(prev);
+        return s == COLD ? q->seg[HOT].tail : s == HOT ? q->seg[WARM].tail : NULL;
+    }
+    uint64_t total = q->seg[HOT].n + q->seg[WARM].n + q->seg[COLD].n;
+    uint64_t hot_limit = total * SL_HOT_PCT / 100, warm_limit = total * SL_WARM_PCT / 100;
+    uint32_t cold_age = q->seg[COLD].tail != NULL ? age(q, q->seg[COLD].tail) : 0;
+    uint32_t hot_age = (uint32_t)(cold_age * SL_HOT_MAX_FACTOR);
+    uint32_t warm_age = (uint32_t)(cold_age * SL_WARM_MAX_FACTOR);
+    uint64_t bound = 2 * total + 2;
+    while (bound-- > 0 && pull_tail(q, HOT, hot_limit, hot_age))
+        ;
+    bound = 2 * total + 2;
+    while (bound-- > 0 && pull_tail(q, WARM, warm_limit, warm_age))
+        ;
+    bound = 2 * total + 2;
+    while (q->seg[COLD].tail == NULL && bound-- > 0) {
+        if (!pull_tail(q, HOT, 0, 0) && !pull_tail(q, WARM, 0, 0))
+            break;
+    }
+    return q->seg[COLD].tail;
+}
+
+static struct item *slru_oldest(struct evict_queue *q) {
+    struct item *o = NULL;
+    for (unsigned s = 0; s < NSEG; s++) {
+        struct item *t = q->seg[s].tail;
+        if (t != NULL && (o == NULL || t->atime < o->atime))
+            o = t;
+    }
+    return o;
+}
+
+const struct evict_policy evict_slru = {
+    .name = "slru",
+    .create = slru_create,
+    .destroy = slru_destroy,
+    .link = slru_link,
+    .unlink = slru_unlink,
+    .hit = slru_hit,
+    .bump = slru_bump,
+    .victim = slru_victim,
+    .oldest = slru_oldest,
+};

@@ -1,0 +1,49 @@
+/*
+ * test_evict_slru.c -- memcached's segmented LRU (HOT 20%, WARM 40%, COLD)
+ * on a hand-computed trace (items.c: do_item_bump, lru_pull_tail).
+ */
+#include "evict_test.h"
+#include "harness.h"
+
+/*
+ * C = 5: HOT may keep 1 item, WARM 2.  All in one second, so no age limit
+ * applies.
+ *   1..5 -> HOT.  1 read twice: fetched, then active.
+ *   6: the juggle: HOT's tail 1 is active -> WARM; 2, 3, 4 -> COLD (HOT
+ *      over 1); 5 stays.  COLD's tail 2 goes.
+ *   3 read twice in COLD: active -> moved to WARM at once.
+ *   7: 5 -> COLD; COLD's tail 4 goes.   8: 6 -> COLD, 5 goes.
+ *   9: 7 -> COLD, 6 goes.   1, 3: WARM hits, both turn active.
+ *   2: 8 -> COLD; WARM's active tail items go back to WARM's head
+ *      (bits cleared); COLD's tail 7 goes.
+ */
+TEST(slru_hot_warm_cold) {
+    struct tcache *c = tc_new("slru", 5);
+    ASSERT_STR(tc_run(c, "1 2 3 4 5 1 1 6 3 3 7 8 9 1 3 2"), "MMMMMHHMHHMMMHHM");
+    ASSERT_STR(c->evicted, "2 4 5 6 7");
+    tc_free(c);
+}
+
+/* Read once is not enough: a single fetch leaves an item inactive. */
+TEST(slru_one_fetch_does_not_activate) {
+    struct tcache *c = tc_new("slru", 5);
+    ASSERT_STR(tc_run(c, "1 2 3 4 5 1 6 7"), "MMMMMHMM");
+    /* 6: HOT keeps 5; 1 2 3 4 go to COLD (1 was read once only), 1 goes */
+    ASSERT_STR(c->evicted, "1 2");
+    tc_free(c);
+}
+
+/* An inactive HOT tail older than 0.2 x COLD's age goes to COLD. */
+TEST(slru_age_limits) {
+    struct tcache *c = tc_new("slru", 10);
+    tc_run(c, "1 2 3 4 5 6 7 8 9 10");
+    tc_run(c, "11");                         /* HOT drains to 2 items: 9 10 */
+    ASSERT_STR(c->evicted, "1");
+    c->now += 100;                           /* COLD's tail is 100 s old */
+    tc_run(c, "12");                         /* 9, 10 (100 s > 20 s) -> COLD too */
+    ASSERT_STR(c->evicted, "1 2");
+    ASSERT(c->p->victim(c->q, NULL) == c->it[3]);
+    tc_free(c);
+}
+
+int main(void) { return RUN_TESTS(); }
