@@ -287,10 +287,6 @@ int main(int argc, char **argv) {
     if (rc != 0)
         return rc;
 
-    /* FIXME: the binary protocol is not implemented yet. */
-    if (cfg.binding_protocol == SETTINGS_PROTO_BINARY)
-        fprintf(stderr, "cellard: -B binary accepted, but the binary protocol is not implemented yet\n");
-
     /* Enough descriptors for -c connections plus our own. */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)cfg.maxconns + 64) {

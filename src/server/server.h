@@ -80,6 +80,7 @@ struct conn {
     bool yielded;                   /* on the worker's ready list */
     bool proto_known;               /* the first byte has been seen */
     bool is_udp;                    /* a worker's UDP socket, not a stream */
+    bool binary;                    /* speaks the binary protocol */
     uint16_t udp_reqid;             /* UDP: request id of the datagram in hand */
     struct conn *ready_next;
     int listen_fd;
@@ -96,6 +97,8 @@ struct conn {
     bool nnoreply;
     size_t ndone, nlen;             /* value bytes read so far / total */
     char ncrlf[2];
+    uint8_t bop, bcmd;              /* binary: opcode as sent, and its loud twin */
+    uint32_t bopaque;
     size_t ncrlf_done;
     /* CONN_SWALLOW */
     uint64_t swallow;
@@ -170,6 +173,12 @@ void dispatch_text(struct conn *c, struct mc_req *req);
 void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */
 void dispatch_nread_done(struct conn *c);
+
+/* dispatch_bin.c */
+struct mc_bin_req;
+void dispatch_bin(struct conn *c, struct mc_bin_req *r);
+void dispatch_bin_error(struct conn *c, struct mc_bin_req *r);
+void dispatch_bin_nread_done(struct conn *c);
 
 /* stats.c */
 struct stat_sink {

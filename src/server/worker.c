@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "protocol/mc_bin.h"
 #include "server/server.h"
 
 #define RBUF_INIT 16384
@@ -211,6 +212,30 @@ static ssize_t nread_direct(struct conn *c) {
 }
 
 /*
+ * Parses and runs one binary request.  Returns false when it must wait
+ * for more bytes.
+ */
+static bool conn_process_bin(struct conn *c) {
+    struct mc_bin_req req;
+    size_t used = 0;
+    enum mc_parse r = mc_bin_parse(&req, c->rbuf + c->rstart, c->rend - c->rstart, &used);
+    if (r == MC_PARSE_NEED_MORE)
+        return false;
+    if (r == MC_PARSE_CLOSE) {
+        /* Answers to the requests before this one still go out (memcached's order). */
+        c->close_after_write = true;
+        return true;
+    }
+    c->rstart += used;
+    atomic_store_explicit(&c->last_cmd, engine_clock(c->w->srv->engine), memory_order_relaxed);
+    if (r == MC_PARSE_ERROR)
+        dispatch_bin_error(c, &req);
+    else
+        dispatch_bin(c, &req);
+    return true;
+}
+
+/*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
@@ -233,7 +258,10 @@ static bool conn_process(struct conn *c) {
         if (st == CONN_NREAD) {
             if (!nread_from_rbuf(c))
                 break;
-            dispatch_nread_done(c);
+            if (c->binary)
+                dispatch_bin_nread_done(c);
+            else
+                dispatch_nread_done(c);
             continue;
         }
         if (st == CONN_SWALLOW) {
@@ -248,17 +276,13 @@ static bool conn_process(struct conn *c) {
         }
         if (c->rstart == c->rend || c->close_after_write)
             break;
-        if (!c->proto_known && !c->is_udp) {
-            /*
-             * memcached picks the protocol from a connection's first byte.
-             * FIXME: the binary protocol (0x80) is not implemented yet;
-             * such a client is closed at once rather than left waiting.
-             */
-            c->proto_known = true;
-            if ((unsigned char)c->rbuf[c->rstart] == 0x80) {
-                conn_close(c);
-                return false;
-            }
+        if (!c->proto_known) {
+            /* memcached picks the protocol from a connection's first byte (-B auto). */
+            enum settings_protocol p = s->cfg->binding_protocol;
+            c->binary = p == SETTINGS_PROTO_BINARY ||
+                        (p == SETTINGS_PROTO_AUTO &&
+                         (unsigned char)c->rbuf[c->rstart] == MC_BIN_REQ_MAGIC);
+            c->proto_known = !c->is_udp;    /* UDP decides per datagram */
         }
         if (budget-- <= 0) {
             STAT_INC(c->w->st.conn_yields);
@@ -268,6 +292,11 @@ static bool conn_process(struct conn *c) {
                 c->w->ready = c;
             }
             break;
+        }
+        if (c->binary) {
+            if (!conn_process_bin(c))
+                break;
+            continue;
         }
         struct mc_req req;
         size_t used = 0;
