@@ -75,14 +75,25 @@
  *   - GETQ GETKQ GATQ GATKQ: a miss is not sent; a hit always is.
  *   - QUITQ: nothing is sent; the connection is closed.
  *   - Header errors (EINVAL, Unknown command) are sent for quiet opcodes too.
- * Nothing is held back: memcached answers every request in order and
- * writes what has accumulated whenever it has no complete request left
- * to process (a lone GETQ hit arrives without any NOOP behind it).  NOOP
- * is simply a request that always answers, so a client that sends quiet
- * requests and then a NOOP knows, when the NOOP's answer arrives, that
- * every earlier answer has arrived.  A server may therefore hold quiet
- * answers back until the input runs dry or a NOOP/loud answer follows,
- * but must never reorder or drop them.
+ * Suppressed means never sent; nothing else is held back.  memcached
+ * answers in request order and writes what it has accumulated when
+ *   (1) no complete request is left in its read buffer (so a lone GETQ
+ *       hit arrives without a NOOP behind it),
+ *   (2) it answers a NOOP or a QUIT,
+ *   (3) it answers a failure with a text and nothing to skip (every
+ *       status != 0 except a GETK/GATK miss, which carries the key
+ *       instead, and an answer followed by skipped bytes: Unknown command
+ *       with a body, Too large, out of memory -- those wait for (1)),
+ *   (4) it has processed 21 requests in one read event (-R 20, plus one).
+ * A client that sends quiet requests and then a NOOP thus knows, when the
+ * NOOP's answer arrives, that every earlier answer has arrived.  The
+ * write points are visible in one place: an answer not yet written keeps
+ * a reference to its item (GET/GETK/GAT/GATK/TOUCH hits, quiet or not),
+ * and incr/decr of a referenced item stores a new item of the result's
+ * exact length instead of rewriting the number in place padded with
+ * spaces: "1000" decr 995 reads back "5" right after a pipelined GET of
+ * it, "5   " after a NOOP in between.  A server that holds answers longer
+ * or shorter than this differs there, and only there.
  *
  * Incr/decr
  * ---------
@@ -127,7 +138,9 @@
  *   - keylen > 250, or a shape wrong for the opcode: 04 "Invalid
  *     arguments", then close;
  *   - QUIT/QUITQ: after the answer (none for QUITQ).
- * The checks run in that order.  Which protocol a connection speaks is
+ * The checks run in that order.  Answers already made are written before
+ * an error answer closes the connection; a silent close (bad magic, too
+ * long) drops those not yet written (see the write points above).  Which protocol a connection speaks is
  * the server's business: memcached picks binary when a connection's first
  * byte is 0x80 and text otherwise, for the life of the connection.
  */

@@ -49,13 +49,12 @@ test_differential.py, in binary form):
   * values <= ~100 KB, or > 1 MiB + 1 KiB (too large whatever the header);
   * no STAT group whose name is a prefix of another ("res" would make
     memcached compare bytes past the key) and no "detail dump".
-One rule stays visible on purpose (src/protocol/mc_bin.h, "write
-points"): incr/decr of an item that an answer not yet written references
-stores a new item rather than padding the number in place, so when the
-server writes its answers matters.  memcached's write points are fixed by
-the bytes of a batch as long as the batch reaches it in one read; a batch
-over its 16 KiB read buffer could in principle be cut elsewhere by timing
-(not seen in 20 seeds x 30000 requests).
+  * no incr/decr of a key an earlier request of the same batch named
+    (without_arith_after_read; ALLOW_LIST "incr-held"): memcached stores
+    a new item of the exact digits, instead of padding the number in
+    place, while an answer it has not yet written still references the
+    item, so the result depends on its write points (src/protocol/mc_bin.h)
+    and on how the batch was cut into reads.
 """
 
 import collections
