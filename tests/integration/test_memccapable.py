@@ -72,7 +72,8 @@ def run_memccapable(mode_flag, proto, expected):
     with Server() as srv:
         # -t: per-I/O timeout, so a server that never answers fails a test
         # instead of hanging memccapable.
-        argv = [MEMCCAPABLE, mode_flag, "-t", "2", "-h", "127.0.0.1", "-p", str(srv.port)]
+        argv = ([MEMCCAPABLE] + ([mode_flag] if mode_flag else [])
+                + ["-t", "2", "-h", "127.0.0.1", "-p", str(srv.port)])
         raw, rc, why = run_bounded(argv)
         out = raw.decode("latin-1")
         assert why is None, "memccapable %s %s; output so far:\n%s" % (mode_flag, why, out)
@@ -80,8 +81,11 @@ def run_memccapable(mode_flag, proto, expected):
         for line in out.splitlines():
             m = LINE.match(line.strip())
             if m:
-                assert m.group(1) == proto, line
-                results[m.group(2)] = m.group(3)
+                if proto is None:               # both protocols: name them apart
+                    results[m.group(1) + " " + m.group(2)] = m.group(3)
+                else:
+                    assert m.group(1) == proto, line
+                    results[m.group(2)] = m.group(3)
         report = "memccapable %s exit %d, output:\n%s" % (mode_flag, rc, out)
         assert list(results) == expected, "unexpected test list; " + report
         failed = [name for name, r in results.items() if r != "pass"]
@@ -97,3 +101,10 @@ def test_memccapable_ascii():
 
 def test_memccapable_binary():
     run_memccapable("-b", "binary", BINARY_TESTS)
+
+
+def test_memccapable_all_54():
+    """No flag: memccapable runs its 27 ascii and 27 binary tests."""
+    expected = ["ascii " + t for t in ASCII_TESTS] + ["binary " + t for t in BINARY_TESTS]
+    assert len(expected) == 54
+    run_memccapable(None, None, expected)
