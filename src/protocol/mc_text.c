@@ -26,6 +26,8 @@
  */
 #include "protocol/mc_text.h"
 
+#include "protocol/mc_num.h"
+
 #include <limits.h>
 #include <string.h>
 
@@ -42,93 +44,13 @@
 /* Numbers, as memcached's safe_strto* see them                             */
 /* ---------------------------------------------------------------------- */
 
-/* isspace() in the C locale, which is the locale memcached runs in. */
-static inline bool c_isspace(unsigned char c) {
-    return c == ' ' || (c >= '\t' && c <= '\r');
+/* Numbers are read as memcached's safe_strto* read them (protocol/mc_num.h). */
+static inline bool parse_u64(struct mc_span t, uint64_t *out) {
+    return mc_num_u64(t.p, t.len, out);
 }
 
-static inline bool is_digit(unsigned char c) {
-    return (unsigned)(c - '0') < 10;
-}
-
-/*
- * memcached reads numbers with strtoul/strtol/strtoull (base 10) and then
- * accepts the result when at least one digit was read, the value did not
- * overflow 64 bits, and the digits are followed by the end of the token or
- * by a whitespace byte (a token cannot hold ' ', but it can hold '\t' or
- * '\r', and whatever follows those is ignored: "5\tz" reads as 5).  strto*
- * also skip leading whitespace and take a sign.  These two helpers do the
- * same on a span, so "+5", "\t5", "-0" and "007" all read as memcached
- * reads them.
- *
- * Reads the optional whitespace, sign and digits of t.  Returns false when
- * there is no digit, the magnitude does not fit in 64 bits, or a byte other
- * than whitespace follows the digits.
- */
-static bool scan_magnitude(struct mc_span t, bool *neg, uint64_t *mag) {
-    const unsigned char *p = (const unsigned char *)t.p;
-    const unsigned char *e = p + t.len;
-    uint64_t v = 0;
-
-    while (p < e && c_isspace(*p))
-        p++;
-    *neg = false;
-    if (p < e && (*p == '+' || *p == '-')) {
-        *neg = (*p == '-');
-        p++;
-    }
-    if (p == e || !is_digit(*p))
-        return false;
-    for (; p < e && is_digit(*p); p++) {
-        unsigned d = *p - '0';
-        if (v > (UINT64_MAX - d) / 10)
-            return false;               /* ERANGE */
-        v = v * 10 + d;
-    }
-    if (p < e && !c_isspace(*p))
-        return false;
-    *mag = v;
-    return true;
-}
-
-/*
- * safe_strtoull / safe_strtoul (unsigned long is 64 bits where memcached
- * runs): a leading '-' negates modulo 2^64, as strtoull does, and the
- * result is refused only when it then looks negative as a signed number
- * and the token holds a '-'.  So "-1" is refused but "-0" is 0, and
- * "-18446744073709551615" is 1, exactly as in memcached.
- */
-static bool parse_u64(struct mc_span t, uint64_t *out) {
-    bool neg;
-    uint64_t v;
-
-    if (!scan_magnitude(t, &neg, &v))
-        return false;
-    if (neg)
-        v = 0 - v;
-    if ((int64_t)v < 0 && memchr(t.p, '-', t.len) != NULL)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* safe_strtol / safe_strtoll (long is 64 bits): any value of int64_t. */
-static bool parse_i64(struct mc_span t, int64_t *out) {
-    bool neg;
-    uint64_t v;
-
-    if (!scan_magnitude(t, &neg, &v))
-        return false;
-    if (neg) {
-        if (v > (uint64_t)INT64_MAX + 1)
-            return false;
-        *out = (v == (uint64_t)INT64_MAX + 1) ? INT64_MIN : -(int64_t)v;
-    } else {
-        if (v > (uint64_t)INT64_MAX)
-            return false;
-        *out = (int64_t)v;
-    }
-    return true;
+static inline bool parse_i64(struct mc_span t, int64_t *out) {
+    return mc_num_i64(t.p, t.len, out);
 }
 
 /* ---------------------------------------------------------------------- */
