@@ -568,11 +568,8 @@ static size_t finish(struct meta_out *o, char *start) {
 }
 
 /* The late "opaque token too long" of mg and ma, in place of the line. */
-static size_t late_opaque(char *out, size_t cap, struct mc_meta_effects *fx) {
+static size_t late_opaque(char *out, size_t cap) {
     size_t n = mc_meta_err_len(MC_META_ERR_OPAQUE_TOO_LONG);
-    fx->error = true;
-    fx->send_value = false;
-    fx->win = false;
     if (cap < n)
         return 0;
     memcpy(out, mc_meta_err_str(MC_META_ERR_OPAQUE_TOO_LONG), n);
@@ -581,71 +578,47 @@ static size_t late_opaque(char *out, size_t cap, struct mc_meta_effects *fx) {
 
 /*
  * mg.  A miss is "EN" with only O and k echoed, hidden by q.  A hit is
- * "VA <len>" (with v) or "HD", then the return flags in request order.
- * T, N and R act where they stand in the line, as in memcached: t prints
- * the TTL as it is at that point (so "t T30" shows the old TTL and "T30 t"
- * the new one; an item just made by N has no TTL until N is reached), N
- * gives a created item its TTL and wins it the token, and R wins the token
- * when none is out, the item was not just created, it has a TTL and that
- * TTL (as it stands at R) is below R's.  After the flags come Z (a token
- * is already out), X (stale; a stale item with no token out wins one) and
- * W (won: the server marks the token sent).  q never hides a hit.
+ * "VA <len>" (with v) or "HD", then the return flags in request order (t
+ * shows the TTL the engine read at t's place in the line), then Z (a
+ * token is out), X (stale) and W (this request won it).  q never hides a
+ * hit.
  */
 static size_t fmt_mg(char *out, size_t cap, const struct mc_meta_req *req,
-                     const struct mc_meta_item_view *v, struct mc_meta_effects *fx) {
+                     const struct mc_meta_item_view *v, bool *send_value) {
     struct meta_out o = {out, out + cap, false};
+    bool hit = v->rc == MC_META_RC_OK;
 
-    if (v->rc != MC_META_RC_OK) {
+    if (!hit) {
         put(&o, "EN", 2);
-        for (int i = 0; i < req->nflags; i++) {
-            const struct mc_meta_flag *f = &req->flags[i];
-            if (f->c == 'O') {
-                if (i == req->opaque_late)
-                    return late_opaque(out, cap, fx);
-                put_opaque(&o, f);
-            } else if (f->c == 'k') {
-                put_key(&o, req, req->key_binary);
-            }
-        }
-        if (mc_meta_has(req, 'q'))
-            return 0;
-        return finish(&o, out);
-    }
-
-    bool won = false;
-    int64_t ttl = v->ttl;
-
-    if (mc_meta_has(req, 'v')) {
+    } else if (mc_meta_has(req, 'v')) {
         put(&o, "VA ", 3);
         put_u64(&o, v->vlen);
-        fx->send_value = true;
+        *send_value = true;
     } else {
         put(&o, "HD", 2);
     }
     for (int i = 0; i < req->nflags; i++) {
         const struct mc_meta_flag *f = &req->flags[i];
-        switch (f->c) {
-        case 'T':
-            ttl = v->ttl_T;
-            fx->ttl = MC_META_TTL_FROM_T;
-            break;
-        case 'N':
-            if (v->created) {
-                ttl = v->ttl_N;
-                fx->ttl = MC_META_TTL_FROM_N;
-                won = true;
+        if (f->c == 'O') {
+            if (i == req->opaque_late) {
+                *send_value = false;
+                return late_opaque(out, cap);
             }
-            break;
-        case 'R':
-            if (!v->token_sent && !v->created && ttl != MC_META_TTL_NEVER &&
-                v->ttl_R != MC_META_TTL_NEVER && ttl < v->ttl_R)
-                won = true;
-            break;
+            put_opaque(&o, f);
+            continue;
+        }
+        if (f->c == 'k') {
+            put_key(&o, req, hit ? v->key_binary : req->key_binary);
+            continue;
+        }
+        if (!hit)
+            continue;
+        switch (f->c) {
         case 's':
             put_flag_u64(&o, 's', v->vlen);
             break;
         case 't':
-            put_ttl(&o, ttl);
+            put_ttl(&o, v->ttl);
             break;
         case 'c':
             put_flag_u64(&o, 'c', v->cas);
@@ -659,29 +632,18 @@ static size_t fmt_mg(char *out, size_t cap, const struct mc_meta_req *req,
         case 'h':
             put(&o, v->fetched ? " h1" : " h0", 3);
             break;
-        case 'O':
-            if (i == req->opaque_late)
-                return late_opaque(out, cap, fx);
-            put_opaque(&o, f);
-            break;
-        case 'k':
-            put_key(&o, req, v->key_binary);
-            break;
         default:
             break;
         }
     }
+    if (!hit)
+        return mc_meta_has(req, 'q') ? 0 : finish(&o, out);
     if (v->token_sent)
         put(&o, " Z", 2);
-    if (v->stale) {
+    if (v->stale)
         put(&o, " X", 2);
-        if (!v->token_sent)
-            won = true;
-    }
-    if (won) {
+    if (v->won)
         put(&o, " W", 2);
-        fx->win = true;
-    }
     return finish(&o, out);
 }
 
@@ -723,85 +685,76 @@ static size_t fmt_ms_md(char *out, size_t cap, const struct mc_meta_req *req,
 
 /*
  * ma.  Success is "VA <digits>" (with v; the number follows as the value)
- * or "HD", then c, t, O and k in request order, with T and N acting where
- * they stand as in mg (N only on an item it created).  q hides a success,
- * but not one that created the item.  NF, EX and NS echo only O and k and
- * are never hidden.
+ * or "HD", then c, t, O and k in request order (t as the engine read it
+ * at its place).  q hides a success, but not one that created the item.
+ * NF, EX and NS echo only O and k and are never hidden.
  */
 static size_t fmt_ma(char *out, size_t cap, const struct mc_meta_req *req,
-                     const struct mc_meta_item_view *v, struct mc_meta_effects *fx) {
+                     const struct mc_meta_item_view *v, bool *send_value) {
     struct meta_out o = {out, out + cap, false};
     bool ok = v->rc == MC_META_RC_OK;
-    int64_t ttl = v->ttl;
 
     if (!ok) {
         put(&o, rc_code(v->rc), 2);
     } else if (mc_meta_has(req, 'v')) {
         put(&o, "VA ", 3);
         put_u64(&o, v->vlen);
-        fx->send_value = true;
+        *send_value = true;
     } else {
         put(&o, "HD", 2);
     }
     for (int i = 0; i < req->nflags; i++) {
         const struct mc_meta_flag *f = &req->flags[i];
         if (f->c == 'O') {
-            if (i == req->opaque_late)
-                return late_opaque(out, cap, fx);
+            if (i == req->opaque_late) {
+                *send_value = false;
+                return late_opaque(out, cap);
+            }
             put_opaque(&o, f);
         } else if (f->c == 'k') {
             put_key(&o, req, req->key_binary);
-        } else if (!ok) {
-            continue;
-        } else if (f->c == 'c') {
+        } else if (ok && f->c == 'c') {
             put_flag_u64(&o, 'c', v->cas);
-        } else if (f->c == 't') {
-            put_ttl(&o, ttl);
-        } else if (f->c == 'T') {
-            ttl = v->ttl_T;
-            fx->ttl = MC_META_TTL_FROM_T;
-        } else if (f->c == 'N' && v->created) {
-            ttl = v->ttl_N;
-            fx->ttl = MC_META_TTL_FROM_N;
+        } else if (ok && f->c == 't') {
+            put_ttl(&o, v->ttl);
         }
     }
     if (ok && !v->created && mc_meta_has(req, 'q')) {
-        fx->send_value = false;
+        *send_value = false;
         return 0;
     }
     return finish(&o, out);
 }
 
 size_t mc_meta_fmt(char *out, size_t cap, const struct mc_meta_req *req,
-                   const struct mc_meta_item_view *v, struct mc_meta_effects *fx) {
+                   const struct mc_meta_item_view *v, bool *send_value) {
+    bool sv = false;
     size_t n;
-
-    fx->error = false;
-    fx->send_value = false;
-    fx->win = false;
-    fx->ttl = MC_META_TTL_KEEP;
 
     switch (req->cmd) {
     case MC_META_MN:
-        if (cap < 4)
-            return 0;
-        memcpy(out, "MN\r\n", 4);
-        return 4;
+        n = 0;
+        if (cap >= 4) {
+            memcpy(out, "MN\r\n", 4);
+            n = 4;
+        }
+        break;
     case MC_META_MG:
-        n = fmt_mg(out, cap, req, v, fx);
+        n = fmt_mg(out, cap, req, v, &sv);
         break;
     case MC_META_MS:
     case MC_META_MD:
         n = fmt_ms_md(out, cap, req, v);
         break;
     case MC_META_MA:
-        n = fmt_ma(out, cap, req, v, fx);
+        n = fmt_ma(out, cap, req, v, &sv);
         break;
     default:
-        return 0;
+        n = 0;
+        break;
     }
-    if (n == 0)
-        fx->send_value = false;
+    if (send_value != NULL)
+        *send_value = sv && n > 0;
     return n;
 }
 

@@ -19,13 +19,12 @@
  * whatever `q` says.
  *
  * The formatters build the response line from the request and a view of
- * what the server found (struct mc_meta_item_view): return code, then the
- * return flags in request order with memcached's spelling, then Z, X, W.
- * They also report what the line implies for the item (struct
- * mc_meta_effects): the TTL the flags left it with, whether W was handed
- * out, whether a value follows.  The server performs the command, fills a
- * view, calls the formatter and applies the effects; it never has to know
- * flag order rules.
+ * what the command came to (struct mc_meta_item_view): return code, then
+ * the return flags in request order with memcached's spelling, then Z, X,
+ * W.  They decide nothing about the item.  Leases are decided once, by the
+ * engine, under the item lock (who wins W, whether T, N and R act, the TTL
+ * t sees at its place in the line); the server copies those decisions
+ * into the view and the formatter prints them.
  *
  * Threading: none; every function is pure and reentrant.
  */
@@ -169,59 +168,67 @@ enum mc_meta_rc {
 };
 
 /*
- * What the server knows of the item, read under the item lock before the
- * formatter runs.  TTLs are remaining seconds relative to now, or
- * MC_META_TTL_NEVER for no expiry.  ttl_T, ttl_N and ttl_R are the times
- * the request's T, N and R tokens stand for, converted by the server's
- * clock as memcached's realtime() converts them (0 -> never; > 30 days ->
- * absolute unix time; negative -> already expired) and then made relative
- * to now; a time in the past is negative and prints as memcached prints it
- * (its low 32 bits, unsigned).  Fields a command does not use are ignored.
+ * What the command came to, as the server (that is, the engine) decided
+ * it.  The formatter decides nothing about the item: which request won
+ * the right to recache (W), whether another holds it (Z), whether the
+ * value is stale (X), and the TTL that t shows are the engine's answers,
+ * taken under the item lock in the same step that changed the item, so
+ * that among concurrent requests exactly one is told W.  The formatter
+ * only spells them: the code, the return flags in request order, what q
+ * hides, base64 keys, the echoed opaque, and memcached's quirks.  Fields a
+ * command does not use are ignored.
  */
 struct mc_meta_item_view {
     enum mc_meta_rc rc;
-    bool created;               /* mg/ma: the item was made by N in this command */
+    bool won;                   /* mg: this request won the right to recache (W) */
+    bool token_sent;            /* mg: another request won it earlier (Z) */
+    bool stale;                 /* mg: the value is marked stale (X) */
+    bool created;               /* ma: the item was made by N in this command (q
+                                   does not hide the answer then) */
     bool key_binary;            /* mg hit: the item's key was stored with b */
     bool fetched;               /* mg h: fetched before this command */
-    bool token_sent;            /* mg: a win token is outstanding (answers Z) */
-    bool stale;                 /* mg: marked stale by md I or ms I (answers X) */
     uint32_t vlen;              /* mg: value bytes; ma: digits of the new value */
     uint32_t client_flags;      /* mg f */
     uint32_t la;                /* mg l: seconds since last access */
     uint64_t cas;               /* mg/ma c: the item's CAS now; ms c: CAS of the stored
                                    item, 0 when nothing was stored */
-    int64_t ttl;                /* mg/ma: remaining TTL before this command's T/N
-                                   (MC_META_TTL_NEVER for an item created now) */
-    int64_t ttl_T;              /* the TTL T sets */
-    int64_t ttl_N;              /* the TTL N gives a created item */
-    int64_t ttl_R;              /* R's threshold */
-};
-
-enum mc_meta_ttl_src {
-    MC_META_TTL_KEEP = 0,       /* leave the item's TTL as it is */
-    MC_META_TTL_FROM_T,         /* set it to req->ttl (T) */
-    MC_META_TTL_FROM_N,         /* set it to req->vivify_ttl (N) */
-};
-
-/* What the written line implies; the server applies it to the item. */
-struct mc_meta_effects {
-    bool error;                 /* the line is "CLIENT_ERROR opaque token too long": the
-                                   command took effect but its answer is this error; no
-                                   value follows and no token was won */
-    bool send_value;            /* after the line send the value (vlen bytes) and "\r\n" */
-    bool win;                   /* mg: W was sent; mark the item's token as sent */
-    enum mc_meta_ttl_src ttl;   /* mg/ma: the TTL the flags, applied left to right, leave */
+    int64_t ttl;                /* mg/ma t: the remaining TTL as it stood where t is in
+                                   the request (flags act in request order: "t T30"
+                                   shows the old TTL, "T30 t" the new one), or
+                                   MC_META_TTL_NEVER; a time in the past prints as
+                                   memcached prints it (its low 32 bits, unsigned) */
 };
 
 /*
  * Writes the response line of an mg, ms, md, ma or mn into out (cap >=
  * MC_META_RESP_MAX) and returns its length, or 0 when q hides it (mg EN;
  * ms, md HD; ma HD or VA unless the item was just created) or when cap is
- * too small.  v may be NULL for mn.  *fx is always filled, also when the
- * line is hidden.
+ * too small.  v may be NULL for mn.  *send_value (may be NULL) says
+ * whether the value (v->vlen bytes, then "\r\n") must follow the line:
+ * a VA line that is not hidden.
+ *
+ * An mg or ma whose O token is longer than MC_META_OPAQUE_MAX
+ * (req->opaque_late >= 0) answers "CLIENT_ERROR opaque token too long" in
+ * place of its line -- but only once the command has taken effect, as
+ * memcached notices it while writing the answer (ma: only when it gets
+ * that far, i.e. not for a non-numeric value or no memory).  See
+ * mc_meta_late_error() for what the server must do differently then.
  */
 size_t mc_meta_fmt(char *out, size_t cap, const struct mc_meta_req *req,
-                   const struct mc_meta_item_view *v, struct mc_meta_effects *fx);
+                   const struct mc_meta_item_view *v, bool *send_value);
+
+/*
+ * The position in req->flags at which an mg or ma stops taking effect, or
+ * -1 when it runs to the end.  memcached applies an mg's or ma's T, N and
+ * R while it writes the answer, flag by flag, and gives up at an over-long
+ * O: flags before it have acted, flags after it have not, an mg's win is
+ * not recorded (the item is not marked token-sent) and an mg that would
+ * have bumped the item only under its lock (T N R l h) leaves it unbumped.
+ * The server passes the engine only what acts.
+ */
+static inline int mc_meta_late_error(const struct mc_meta_req *req) {
+    return (req->cmd == MC_META_MG || req->cmd == MC_META_MA) ? req->opaque_late : -1;
+}
 
 /* What me needs to know of the item (memcached's own fields). */
 struct mc_meta_me_view {

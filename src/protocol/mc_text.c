@@ -266,6 +266,30 @@ static enum mc_parse parse_storage(struct mc_req *req, int n) {
 }
 
 /*
+ * cellar's delete hold-off extension (-o delete_hold): for a line of the
+ * form "delete <key> <seconds> [noreply]" -- which memcached refuses with
+ * the Usage error, and so does this codec -- also report the key and the
+ * seconds (plain digits, 1 to 2^32-1) in req->key and req->exptime, so a
+ * server with the extension enabled can act on the line instead.  Any
+ * other refused line leaves req->exptime at 0.
+ */
+static void delete_hold_seconds(struct mc_req *req, int n, bool nr) {
+    struct mc_span w = req->tok[2];
+    uint64_t v = 0;
+    if ((n == 4 && !nr) || w.len == 0 || w.len > 10 || req->tok[1].len > MC_KEY_MAX)
+        return;
+    for (size_t i = 0; i < w.len; i++) {
+        if (w.p[i] < '0' || w.p[i] > '9')
+            return;
+        v = v * 10 + (uint64_t)(w.p[i] - '0');
+    }
+    if (v == 0 || v > UINT32_MAX)
+        return;
+    req->key = req->tok[1];
+    req->exptime = (int64_t)v;
+}
+
+/*
  * delete <key> [0] [noreply].  memcached takes 1 to 3 words after the
  * command (else ERROR).  With more than the key, the line is valid only as
  * "delete k 0", "delete k noreply" or "delete k 0 noreply"; anything else
@@ -279,8 +303,10 @@ static enum mc_parse parse_delete(struct mc_req *req, int n) {
         bool zero = SPAN_IS(req->tok[2], "0");
         bool nr = last_is_noreply(req, n);
         req->noreply = nr;
-        if (!((n == 3 && (zero || nr)) || (n == 4 && zero && nr)))
+        if (!((n == 3 && (zero || nr)) || (n == 4 && zero && nr))) {
+            delete_hold_seconds(req, n, nr);
             return fail(req, MC_ERR_DELETE_USAGE);
+        }
     }
     if (req->tok[1].len > MC_KEY_MAX)
         return fail(req, MC_ERR_BAD_FORMAT);

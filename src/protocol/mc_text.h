@@ -87,7 +87,10 @@ struct mc_req {
     uint32_t nkeys;             /* retrieval: number of keys */
     uint32_t flags;             /* storage: client flags */
     int64_t exptime;            /* storage, touch, gat, flush_all delay; any int64 (memcached
-                                   accepts the same range but keeps only the low 32 bits) */
+                                   accepts the same range but keeps only the low 32 bits).
+                                   delete refused with MC_ERR_DELETE_USAGE: the seconds of
+                                   "delete <key> <seconds> [noreply]" (1..2^32-1, key set),
+                                   for cellar's -o delete_hold; else 0 */
     uint32_t vlen;              /* storage: value bytes that follow the line (then \r\n) */
     uint64_t cas;               /* cas */
     uint64_t delta;             /* incr/decr delta; verbosity level; cache_memlimit MB */

@@ -157,9 +157,15 @@ void dispatch_nread_done(struct conn *c) {
     }
 }
 
-static void do_delete(struct conn *c, struct mc_req *req) {
+/*
+ * delete <key>, and with -o delete_hold also delete <key> <seconds>: the
+ * paper's hold-off for warming a cold cluster (engine_delete_hold()), for
+ * the next <seconds> an add of the key is refused.
+ */
+static void do_delete(struct conn *c, struct mc_req *req, uint32_t hold) {
     struct engine *e = c->w->srv->engine;
-    enum engine_delete_result r = engine_delete(e, req->key.p, req->key.len, 0);
+    enum engine_delete_result r = hold > 0 ? engine_delete_hold(e, req->key.p, req->key.len, hold)
+                                           : engine_delete(e, req->key.p, req->key.len, 0);
     if (r == ENGINE_DELETED) {
         STAT_INC(c->w->st.slab[0].delete_hits);
         reply(c, req->noreply, S("DELETED\r\n"));
@@ -267,13 +273,19 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         reply(c, req->noreply, S("ERROR\r\n"));
         break;
     default:
-        /* FIXME: meta commands (mg, ms, md, ma, mn, me) come with the meta codec. */
+        /* Meta lines (MC_CMD_META) never come here: worker.c hands them to dispatch_meta. */
         out_add(&c->out, S("ERROR\r\n"));
         break;
     }
 }
 
 void dispatch_text_error(struct conn *c, struct mc_req *req) {
+    /* cellar's extension: "delete <key> <seconds>", which memcached refuses. */
+    if (req->cmd == MC_CMD_DELETE && req->err == MC_ERR_DELETE_USAGE && req->exptime > 0 &&
+        c->w->srv->cfg->delete_hold) {
+        do_delete(c, req, (uint32_t)req->exptime);
+        return;
+    }
     /* With -F, memcached refuses flush_all before it looks at the delay. */
     if (req->cmd == MC_CMD_FLUSH_ALL && !c->w->srv->cfg->flush_enabled &&
         req->err == MC_ERR_BAD_EXPTIME) {
@@ -302,7 +314,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         do_store(c, req);
         break;
     case MC_CMD_DELETE:
-        do_delete(c, req);
+        do_delete(c, req, 0);
         break;
     case MC_CMD_INCR:
     case MC_CMD_DECR:

@@ -312,6 +312,7 @@ int main(int argc, char **argv) {
     if (cfg.hashpower_init > 0)
         ec.hashpower_init = (uint32_t)cfg.hashpower_init;
     ec.policy = cfg.evict_policy;
+    ec.delete_hold = cfg.delete_hold;
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {

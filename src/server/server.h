@@ -97,6 +97,9 @@ struct conn {
     bool nnoreply;
     size_t ndone, nlen;             /* value bytes read so far / total */
     char ncrlf[2];
+    bool nmeta;                     /* the value is an ms's: dispatch_meta answers it */
+    struct meta_pending *mpend;     /* dispatch_meta.c: what an ms answer needs (allocated
+                                       on the first ms, kept for the connection's life) */
     uint8_t bop, bcmd;              /* binary: opcode as sent, and its loud twin */
     uint32_t bopaque;
     size_t ncrlf_done;
@@ -173,6 +176,13 @@ void dispatch_text(struct conn *c, struct mc_req *req);
 void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */
 void dispatch_nread_done(struct conn *c);
+
+/* dispatch_meta.c: runs one meta request (r: what mc_meta_parse answered for it,
+   OK or ERROR); may change c->state. */
+struct mc_meta_req;
+void dispatch_meta(struct conn *c, struct mc_meta_req *req, enum mc_parse r);
+/* dispatch_meta.c: an ms value has been read completely (CONN_NREAD with nmeta). */
+void dispatch_meta_nread_done(struct conn *c);
 
 /* dispatch_bin.c */
 struct mc_bin_req;

@@ -5,8 +5,9 @@
  * This module owns struct settings: every option memcached 1.6.18 takes
  * (same letters, same long names, same -o suboptions, same messages and
  * exit codes when a value is refused), every value memcached prints under
- * `stats settings` (same names, same order, same formatting), and the one
- * option cellar adds, `-o evict_policy=NAME`.  Each option is declared once,
+ * `stats settings` (same names, same order, same formatting), and the
+ * options cellar adds, `-o evict_policy=NAME` and `-o delete_hold` (the
+ * latter not in `stats settings`).  Each option is declared once,
  * in a table in settings.c that drives parsing, `-h` and the defaults `-h`
  * shows; a second table drives `stats settings`.
  *
@@ -107,6 +108,8 @@ struct settings {
     bool large_pages;           /* -L */
     const char *memory_file;    /* -e; NULL when not used */
     const char *evict_policy;   /* -o evict_policy (cellar; "lru") */
+    bool delete_hold;           /* -o delete_hold (cellar): "delete <key> <seconds>"
+                                   refuses add of the key for that long */
 
     /* Hash table. */
     int hashpower_init;         /* -o hashpower; 0 = engine default (0) */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "protocol/mc_bin.h"
+#include "protocol/mc_meta.h"
 #include "server/server.h"
 
 #define RBUF_INIT 16384
@@ -77,6 +78,7 @@ static void conn_free(struct conn *c) {
     if (c->nitem != NULL)
         engine_item_unref(e, c->nitem);
     out_deinit(&c->out, e);
+    free(c->mpend);
     free(c->rbuf);
     free(c);
     atomic_fetch_sub(&w->srv->conn_structs, 1);
@@ -88,6 +90,7 @@ static void udp_reset(struct conn *c) {
         engine_item_unref(c->w->srv->engine, c->nitem);
         c->nitem = NULL;
     }
+    c->nmeta = false;
     out_reset(&c->out, c->w->srv->engine);
     c->rstart = c->rend = 0;
     c->close_after_write = false;
@@ -260,6 +263,8 @@ static bool conn_process(struct conn *c) {
                 break;
             if (c->binary)
                 dispatch_bin_nread_done(c);
+            else if (c->nmeta)
+                dispatch_meta_nread_done(c);
             else
                 dispatch_nread_done(c);
             continue;
@@ -307,8 +312,22 @@ static bool conn_process(struct conn *c) {
             atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
             continue;
         }
-        c->rstart += used;
         atomic_store_explicit(&c->last_cmd, engine_clock(s->engine), memory_order_relaxed);
+        if (r == MC_PARSE_OK && req.cmd == MC_CMD_META) {
+            /*
+             * The text codec only named the verb; the meta codec reads the
+             * same line.  Its spans point into rbuf, which stays put until
+             * the next read, so the line is consumed before it runs (an ms
+             * then reads its value from rbuf[rstart..]).
+             */
+            struct mc_meta_req mreq;
+            size_t mused = 0;
+            enum mc_parse mr = mc_meta_parse(&mreq, c->rbuf + c->rstart, used, &mused);
+            c->rstart += used;
+            dispatch_meta(c, &mreq, mr == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
+            continue;
+        }
+        c->rstart += used;
         if (r == MC_PARSE_ERROR) {
             dispatch_text_error(c, &req);
             continue;

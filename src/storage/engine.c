@@ -353,6 +353,9 @@ enum engine_store_result engine_mstore(struct engine *e, struct item *it,
         op = ENGINE_PREPEND;
         break;
     }
+    /* it is unlinked and ours alone: its bits need no lock yet. */
+    if (o->key_binary && !item_has(it, ITEM_LINKED))
+        item_flag_set(it, ITEM_KEY_BINARY);
     return store_core(e, it, op, o->compare ? o->cas : 0, o, out);
 }
 
@@ -420,15 +423,20 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out) {
  * -- typically a reply of the same connection not yet written -- rewriting
  * would change bytes already promised to that reader, so a new item with
  * the same padded bytes replaces it: the client sees exactly what memcached
- * shows, and nobody sees a torn value.  A longer number always gets a new
- * item of exactly its digits.  Checks run in memcached's order: empty or
- * chained value, then the CAS, then the number.  On success *in_place says
- * whether it is still the linked item (it may be gone otherwise).
+ * shows, and nobody sees a torn value.  That copy stands for the item
+ * memcached would have rewritten in place, so it keeps the item's state
+ * (fetched, token sent, stale, binary key) and the meta steps act on it.
+ * A longer number always gets a new item of exactly its digits, with no
+ * state, as in memcached.  Checks run in memcached's order: empty or
+ * chained value, then the CAS, then the number.  On success *linked is
+ * the item that now stands for the one memcached updated in place (it, or
+ * its copy), or NULL when memcached too would have made a new item (it
+ * may be gone then).
  */
 static enum engine_marith_result add_delta_locked(struct engine *e, struct item *it,
                                                   uint64_t hv, const struct engine_marith_opts *o,
                                                   struct engine_marith_out *res,
-                                                  bool *in_place) {
+                                                  struct item **linked) {
     uint64_t v;
     if (it->nbytes == 0 || item_has(it, ITEM_CHAINED))
         return ENGINE_MARITH_NON_NUMERIC;
@@ -443,14 +451,15 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
     char buf[24];
     int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
     bool fits = (uint32_t)len <= it->nbytes;
-    *in_place = fits && atomic_load_explicit(&it->refcount, memory_order_acquire) == 1;
-    if (*in_place) {
+    *linked = NULL;
+    if (fits && atomic_load_explicit(&it->refcount, memory_order_acquire) == 1) {
         char *p = item_value(it);
         memcpy(p, buf, (size_t)len);
         memset(p + len, ' ', it->nbytes - (size_t)len);
         it->cas = !e->cfg.use_cas ? 0 : o->new_cas != 0 ? o->new_cas : item_next_cas(e);
         item_hit_locked(e, it);
         res->cas = it->cas;
+        *linked = it;
     } else {
         enum engine_alloc_err err;
         uint32_t nlen = fits ? it->nbytes : (uint32_t)len;
@@ -460,6 +469,14 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
             return ENGINE_MARITH_NO_MEMORY;
         memcpy(item_value(nit), buf, (size_t)len);
         memset(item_value(nit) + len, ' ', nlen - (size_t)len);
+        if (fits) {
+            static const uint8_t kept[] = {ITEM_FETCHED, ITEM_TOKEN_SENT, ITEM_STALE,
+                                           ITEM_KEY_BINARY};
+            for (size_t i = 0; i < sizeof(kept); i++)
+                if (item_has(it, kept[i]))
+                    item_flag_set(nit, kept[i]);
+            *linked = nit;
+        }
         item_replace_locked(e, it, nit, hv, o->new_cas);
         res->cas = nit->cas;
         item_unref(e, nit);
@@ -519,11 +536,8 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
                 res.value = o->initial, res.cas = linked->cas;
         }
     } else {
-        bool in_place = false;
         exp = it->exptime;              /* read first: a replaced item may be freed */
-        r = add_delta_locked(e, it, hv, o, &res, &in_place);
-        if (in_place)
-            linked = it;
+        r = add_delta_locked(e, it, hv, o, &res, &linked);
     }
     if (r == ENGINE_MARITH_OK) {
         uint32_t now = expire_now(e);

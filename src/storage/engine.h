@@ -279,6 +279,10 @@ struct engine_mget_opts {
     unsigned recache_at;
     unsigned ttl_at;            /* where meta->ttl is read; 0 = at the end */
     uint64_t vivify_cas;        /* [HEAD] CAS of a vivified item; 0 = next */
+    bool no_claim;              /* decide meta->won but do not mark the item
+                                   TOKEN_SENT: for a request that fails after its
+                                   steps (memcached's late "opaque token too
+                                   long"), and with no_bump for a pure look (me) */
 };
 
 /*
@@ -312,6 +316,9 @@ struct engine_mstore_opts {
     uint64_t new_cas;           /* [HEAD] CAS for the stored item; 0 = next */
     bool vivify;                /* [HEAD] append/prepend on a miss store it as */
     int64_t vivify_exptime;     /*   is, with this exptime */
+    bool key_binary;            /* mark the stored item ITEM_KEY_BINARY (meta b);
+                                   the combined item of append/prepend does not
+                                   get it, as in memcached */
 };
 
 struct engine_mstore_out {
@@ -406,7 +413,10 @@ enum engine_marith_result {
  * memcached applies the touch to the item it computed on: when the number
  * needed a new item, that is the old one, so out->ttl shows the touch but
  * the stored item keeps its exptime (observed on 1.6.18: `set n 0 0 1` 9,
- * `ma n T100 t` -> t100, `mg n t` -> t-1).  We do the same.
+ * `ma n T100 t` -> t100, `mg n t` -> t-1).  We do the same.  When only
+ * cellard needs a new item (the number fits but a reader still holds the
+ * old one, see engine_arith()), the copy stands for the item memcached
+ * rewrote in place: it keeps its state bits and takes the touch.
  *
  * Binary incr/decr (delta, initial, expiration; header cas) maps to:
  * decr = opcode is decrement, delta, compare = cas != 0, cas,

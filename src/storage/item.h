@@ -17,6 +17,7 @@
 #define CELLAR_STORAGE_ITEM_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 enum item_flag {
@@ -27,6 +28,8 @@ enum item_flag {
     ITEM_TOKEN_SENT = 16,   /* a lease (the right to recache) has been handed out */
     ITEM_STALE = 32,        /* invalidated: readable, but somebody should recache */
     ITEM_HOLD = 64,         /* delete hold-off tombstone: invisible, refuses add */
+    ITEM_KEY_BINARY = 128,  /* the client sent the key encoded (meta b); the engine
+                               only keeps the bit on the item it was given to */
 };
 
 struct item {
@@ -54,5 +57,8 @@ static inline uint64_t item_cas(const struct item *it) {
     return atomic_load_explicit(&it->cas, memory_order_relaxed);
 }
 static inline unsigned item_clsid(const struct item *it) { return it->clsid; }
+static inline bool item_key_binary(const struct item *it) {
+    return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_KEY_BINARY) != 0;
+}
 
 #endif

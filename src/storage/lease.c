@@ -132,7 +132,7 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     it->exptime = exp;
     if (mt.stale && !mt.token_sent)
         won = true;
-    if (won)
+    if (won && !o->no_claim)
         item_flag_set(it, ITEM_TOKEN_SENT);
     mt.won = won;
     if (!o->no_bump) {

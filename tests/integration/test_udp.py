@@ -131,3 +131,22 @@ def test_multi_datagram_request_is_dropped():
             assert body == b"END\r\n", body
         finally:
             u.close()
+
+
+def test_meta_commands():
+    """The meta protocol over UDP: ms reads its value from the datagram, mg
+    sends the value, q hides what it hides, mn ends the reply, leases."""
+    srv, port = _udp_server()
+    with srv:
+        u = UdpClient(port)
+        try:
+            u.send(11, b"ms um 5 T0 F3 c\r\nhello\r\nmg um v s f k\r\nmd um q\r\n"
+                       b"mg um v q\r\nmg um v\r\nmn\r\n")
+            body, _ = u.reply(11, b"MN\r\n")
+            assert body == b"HD c1\r\nVA 5 s5 f3 kum\r\nhello\r\nEN\r\nMN\r\n", body
+            # A lease over UDP: the miss wins, the next reader is told Z.
+            u.send(12, b"mg ul N30 c\r\nmg ul c\r\nmn\r\n")
+            body, _ = u.reply(12, b"MN\r\n")
+            assert body == b"HD c2 W\r\nHD c2 Z\r\nMN\r\n", body
+        finally:
+            u.close()

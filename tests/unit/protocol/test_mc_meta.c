@@ -772,10 +772,11 @@ TEST(flag_order_round_trip) {
 
 /*
  * setup: commands sent to a fresh memcached first; line: the request (an
- * ms line with its data); v: the item as the server sees it; want: the
- * answer line ("" = hidden by q); value: the value memcached sent after it
- * (fx.send_value).  The CAS numbers are a fresh memcached's: 1 for the
- * first item stored.
+ * ms line with its data); v: what the command came to, as the engine
+ * decided it (W, Z, X, and the TTL read where t stands in the line); want:
+ * the answer line ("" = hidden by q); value: the value memcached sent
+ * after it (send_value).  The answers are memcached's; the CAS numbers
+ * are a fresh memcached's: 1 for the first item stored.
  */
 struct fmt_row {
     const char *setup;
@@ -783,9 +784,6 @@ struct fmt_row {
     struct mc_meta_item_view v;
     const char *want;
     const char *value;          /* NULL: no value follows */
-    bool win;
-    bool error;
-    enum mc_meta_ttl_src ttl;
 };
 
 #define SET_FK "ms fk 5 F7 T0\r\nhello\r\n"
@@ -795,156 +793,123 @@ static const struct fmt_row fmt_rows[] = {
     /* mg hits: every return flag, in request order */
     {SET_FK, "mg fk s v f t c k O9 h l\r\n",
      {.rc = OK_, .vlen = 5, .client_flags = 7, .cas = 1, .ttl = NEVER},
-     "VA 5 s5 f7 t-1 c1 kfk O9 h0 l0\r\n", "hello", false, false, MC_META_TTL_KEEP},
+     "VA 5 s5 f7 t-1 c1 kfk O9 h0 l0\r\n", "hello"},
     {SET_FK "mg fk\r\n", "mg fk k O9 c f s t h l\r\n",
      {.rc = OK_, .vlen = 5, .client_flags = 7, .cas = 1, .ttl = NEVER, .fetched = true},
-     "HD kfk O9 c1 f7 s5 t-1 h1 l0\r\n", NULL, false, false, MC_META_TTL_KEEP},
+     "HD kfk O9 c1 f7 s5 t-1 h1 l0\r\n", NULL},
     {SET_FK "mg fk u\r\n", "mg fk h\r\n",
      {.rc = OK_, .vlen = 5, .client_flags = 7, .cas = 1, .ttl = NEVER},
-     "HD h0\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {SET_FK, "mg fk\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER},
-     "HD\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {SET_FK, "mg fk q v\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER},
-     "VA 5\r\n", "hello", false, false, MC_META_TTL_KEEP},
-    /* T acts where it stands */
-    {SET_FK, "mg fk t T1000 c\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER, .ttl_T = 1000},
-     "HD t-1 c1\r\n", NULL, false, false, MC_META_TTL_FROM_T},
-    {SET_FK, "mg fk T1000 t\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER, .ttl_T = 1000},
-     "HD t1000\r\n", NULL, false, false, MC_META_TTL_FROM_T},
-    {"ms fk 5 T1000\r\nhello\r\n", "mg fk T0 t\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = 1000, .ttl_T = NEVER},
-     "HD t-1\r\n", NULL, false, false, MC_META_TTL_FROM_T},
+     "HD h0\r\n", NULL},
+    {SET_FK, "mg fk\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER}, "HD\r\n", NULL},
+    {SET_FK, "mg fk q v\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER}, "VA 5\r\n", "hello"},
+    /* T acts where it stands: t shows the TTL the engine read at t */
+    {SET_FK, "mg fk t T1000 c\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER},
+     "HD t-1 c1\r\n", NULL},
+    {SET_FK, "mg fk T1000 t\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = 1000},
+     "HD t1000\r\n", NULL},
+    {"ms fk 5 T1000\r\nhello\r\n", "mg fk T0 t\r\n", {.rc = OK_, .vlen = 5, .cas = 1, .ttl = NEVER},
+     "HD t-1\r\n", NULL},
     /* misses: only O and k are echoed, q hides them */
-    {"", "mg miss v k O1 s t c f h l\r\n", {.rc = MC_META_RC_EN},
-     "EN kmiss O1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "mg miss O1 q k\r\n", {.rc = MC_META_RC_EN}, "", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "mg YWJj b k v\r\n", {.rc = MC_META_RC_EN}, "EN kYWJj b\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "mg az== b k\r\n", {.rc = MC_META_RC_EN}, "EN kaw== b\r\n", NULL, false, false, MC_META_TTL_KEEP},
+    {"", "mg miss v k O1 s t c f h l\r\n", {.rc = MC_META_RC_EN}, "EN kmiss O1\r\n", NULL},
+    {"", "mg miss O1 q k\r\n", {.rc = MC_META_RC_EN}, "", NULL},
+    {"", "mg YWJj b k v\r\n", {.rc = MC_META_RC_EN}, "EN kYWJj b\r\n", NULL},
+    {"", "mg az== b k\r\n", {.rc = MC_META_RC_EN}, "EN kaw== b\r\n", NULL},
     /* k uses the item's key flag on a hit */
     {"ms YWJj 1 b\r\nA\r\n", "mg abc k v\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = NEVER, .key_binary = true},
-     "VA 1 kYWJj b\r\n", "A", false, false, MC_META_TTL_KEEP},
+     "VA 1 kYWJj b\r\n", "A"},
     {"ms abc 1\r\nA\r\n", "mg YWJj b k\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = NEVER},
-     "HD kabc\r\n", NULL, false, false, MC_META_TTL_KEEP},
+     "HD kabc\r\n", NULL},
     /* N: a created placeholder has no TTL until N is reached, and wins */
-    {"", "mg lk t N1000 c s\r\n",
-     {.rc = OK_, .created = true, .vlen = 0, .cas = 1, .ttl = NEVER, .ttl_N = 1000},
-     "HD t-1 c1 s0 W\r\n", NULL, true, false, MC_META_TTL_FROM_N},
-    {"", "mg lk N1000 t\r\n",
-     {.rc = OK_, .created = true, .vlen = 0, .cas = 1, .ttl = NEVER, .ttl_N = 1000},
-     "HD t1000 W\r\n", NULL, true, false, MC_META_TTL_FROM_N},
-    {"", "mg lk v c N0 t\r\n",
-     {.rc = OK_, .created = true, .vlen = 0, .cas = 1, .ttl = NEVER, .ttl_N = NEVER},
-     "VA 0 c1 t-1 W\r\n", "", true, false, MC_META_TTL_FROM_N},
-    {"", "mg lk N1000 T0 t\r\n",
-     {.rc = OK_, .created = true, .cas = 1, .ttl = NEVER, .ttl_N = 1000, .ttl_T = NEVER},
-     "HD t-1 W\r\n", NULL, true, false, MC_META_TTL_FROM_T},
-    {"mg lk N0\r\n", "mg lk v c N0 t k\r\n",
-     {.rc = OK_, .vlen = 0, .cas = 1, .ttl = NEVER, .ttl_N = NEVER, .token_sent = true},
-     "VA 0 c1 t-1 klk Z\r\n", "", false, false, MC_META_TTL_KEEP},
+    {"", "mg lk t N1000 c s\r\n", {.rc = OK_, .won = true, .vlen = 0, .cas = 1, .ttl = NEVER},
+     "HD t-1 c1 s0 W\r\n", NULL},
+    {"", "mg lk N1000 t\r\n", {.rc = OK_, .won = true, .vlen = 0, .cas = 1, .ttl = 1000},
+     "HD t1000 W\r\n", NULL},
+    {"", "mg lk v c N0 t\r\n", {.rc = OK_, .won = true, .vlen = 0, .cas = 1, .ttl = NEVER},
+     "VA 0 c1 t-1 W\r\n", ""},
+    {"", "mg lk N1000 T0 t\r\n", {.rc = OK_, .won = true, .cas = 1, .ttl = NEVER},
+     "HD t-1 W\r\n", NULL},
+    {"mg lk N0\r\n", "mg lk v c N0 t k\r\n", {.rc = OK_, .vlen = 0, .cas = 1, .ttl = NEVER, .token_sent = true},
+     "VA 0 c1 t-1 klk Z\r\n", ""},
     {"mg lk N0\r\n", "mg lk q\r\n", {.rc = OK_, .cas = 1, .ttl = NEVER, .token_sent = true},
-     "HD Z\r\n", NULL, false, false, MC_META_TTL_KEEP},
+     "HD Z\r\n", NULL},
     /* R: wins when no token is out and the TTL at R is below R's */
-    {"ms lk 1 T10\r\nA\r\n", "mg lk R30 T1000 t\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 10, .ttl_T = 1000, .ttl_R = 30},
-     "HD t1000 W\r\n", NULL, true, false, MC_META_TTL_FROM_T},
-    {"ms lk 1 T10\r\nA\r\n", "mg lk T1000 R30 t\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 10, .ttl_T = 1000, .ttl_R = 30},
-     "HD t1000\r\n", NULL, false, false, MC_META_TTL_FROM_T},
-    {"ms lk 1 T1000\r\nA\r\n", "mg lk T10 R30 t\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 1000, .ttl_T = 10, .ttl_R = 30},
-     "HD t10 W\r\n", NULL, true, false, MC_META_TTL_FROM_T},
+    {"ms lk 1 T10\r\nA\r\n", "mg lk R30 T1000 t\r\n", {.rc = OK_, .won = true, .vlen = 1, .cas = 1, .ttl = 1000},
+     "HD t1000 W\r\n", NULL},
+    {"ms lk 1 T10\r\nA\r\n", "mg lk T1000 R30 t\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 1000},
+     "HD t1000\r\n", NULL},
+    {"ms lk 1 T1000\r\nA\r\n", "mg lk T10 R30 t\r\n", {.rc = OK_, .won = true, .vlen = 1, .cas = 1, .ttl = 10},
+     "HD t10 W\r\n", NULL},
     {"ms lk 1 T10\r\nA\r\nmg lk R30\r\n", "mg lk R30 T1000 t\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 10, .ttl_T = 1000, .ttl_R = 30, .token_sent = true},
-     "HD t1000 Z\r\n", NULL, false, false, MC_META_TTL_FROM_T},
-    {"ms lk 1 T0\r\nA\r\n", "mg lk R30 t\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = NEVER, .ttl_R = 30},
-     "HD t-1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms lk 1 T10\r\nA\r\n", "mg lk R0 T1000 t\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 10, .ttl_T = 1000, .ttl_R = NEVER},
-     "HD t1000\r\n", NULL, false, false, MC_META_TTL_FROM_T},
+     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 1000, .token_sent = true},
+     "HD t1000 Z\r\n", NULL},
+    {"ms lk 1 T0\r\nA\r\n", "mg lk R30 t\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = NEVER},
+     "HD t-1\r\n", NULL},
+    {"ms lk 1 T10\r\nA\r\n", "mg lk R0 T1000 t\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 1000},
+     "HD t1000\r\n", NULL},
     {"ms lk 1 T10\r\nA\r\n", "mg lk R2000000000 T1000 t\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = 10, .ttl_T = 1000, .ttl_R = 300000000},
-     "HD t1000 W\r\n", NULL, true, false, MC_META_TTL_FROM_T},
+     {.rc = OK_, .won = true, .vlen = 1, .cas = 1, .ttl = 1000},
+     "HD t1000 W\r\n", NULL},
     /* stale items: X, and W for the first reader */
     {"ms iv 3 T0\r\nold\r\nmd iv I\r\n", "mg iv c v\r\n",
-     {.rc = OK_, .vlen = 3, .cas = 2, .ttl = NEVER, .stale = true},
-     "VA 3 c2 X W\r\n", "old", true, false, MC_META_TTL_KEEP},
+     {.rc = OK_, .won = true, .vlen = 3, .cas = 2, .ttl = NEVER, .stale = true},
+     "VA 3 c2 X W\r\n", "old"},
     {"ms iv 3 T0\r\nold\r\nmd iv I\r\nmg iv\r\n", "mg iv c v\r\n",
      {.rc = OK_, .vlen = 3, .cas = 2, .ttl = NEVER, .stale = true, .token_sent = true},
-     "VA 3 c2 Z X\r\n", "old", false, false, MC_META_TTL_KEEP},
+     "VA 3 c2 Z X\r\n", "old"},
     {"ms iv 3 T0\r\nold\r\nmd iv I\r\n", "mg iv N30 R30 k\r\n",
-     {.rc = OK_, .vlen = 3, .cas = 2, .ttl = NEVER, .ttl_N = 30, .ttl_R = 30, .stale = true},
-     "HD kiv X W\r\n", NULL, true, false, MC_META_TTL_KEEP},
+     {.rc = OK_, .won = true, .vlen = 3, .cas = 2, .ttl = NEVER, .stale = true},
+     "HD kiv X W\r\n", NULL},
     /* mg's over-long opaque: noticed where it stands, after T and N took effect */
-    {"ms fk 1 T0\r\nA\r\n", "mg fk t T1000 " OPQ " v\r\n",
-     {.rc = OK_, .vlen = 1, .cas = 1, .ttl = NEVER, .ttl_T = 1000},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_FROM_T},
-    {"", "mg new N0 " OPQ " v\r\n", {.rc = OK_, .created = true, .cas = 1, .ttl = NEVER, .ttl_N = NEVER},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_FROM_N},
-    {"", "mg new " OPQ " N0\r\n", {.rc = OK_, .created = true, .cas = 1, .ttl = NEVER, .ttl_N = NEVER},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_KEEP},
-    {"", "mg miss " OPQ " q\r\n", {.rc = MC_META_RC_EN},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_KEEP},
+    {"ms fk 1 T0\r\nA\r\n", "mg fk t T1000 " OPQ " v\r\n", {.rc = OK_, .vlen = 1, .cas = 1, .ttl = NEVER},
+     "CLIENT_ERROR opaque token too long\r\n", NULL},
+    {"", "mg new N0 " OPQ " v\r\n", {.rc = OK_, .won = true, .cas = 1, .ttl = NEVER},
+     "CLIENT_ERROR opaque token too long\r\n", NULL},
+    {"", "mg new " OPQ " N0\r\n", {.rc = OK_, .won = true, .cas = 1, .ttl = NEVER},
+     "CLIENT_ERROR opaque token too long\r\n", NULL},
+    {"", "mg miss " OPQ " q\r\n", {.rc = MC_META_RC_EN}, "CLIENT_ERROR opaque token too long\r\n", NULL},
     /* ms: O, k and c only; q hides HD only */
-    {"", "ms k 1 c k O5 s f t v\r\nA\r\n", {.rc = OK_, .cas = 1},
-     "HD c1 kk O5\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ms k 1 q c\r\nA\r\n", {.rc = OK_, .cas = 1}, "", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms k 1\r\nA\r\n", "ms k 1 ME q k c O1\r\nA\r\n", {.rc = MC_META_RC_NS},
-     "NS kk c0 O1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms k 1\r\nA\r\n", "ms k 1 C99 c k\r\nB\r\n", {.rc = MC_META_RC_EX},
-     "EX c0 kk\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ms k 1 C1 I q O3\r\nB\r\n", {.rc = MC_META_RC_NF}, "NF O3\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ms k 1 MA O3\r\nB\r\n", {.rc = MC_META_RC_NS}, "NS O3\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ms YWJj 1 b k c\r\nA\r\n", {.rc = OK_, .cas = 1},
-     "HD kYWJj b c1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ms az== 1 k b c\r\nA\r\n", {.rc = OK_, .cas = 1},
-     "HD kaw== b c1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms iv 3 T0 c\r\nold\r\nmd iv I\r\n", "ms iv 3 C1 I c\r\nnew\r\n", {.rc = OK_, .cas = 3},
-     "HD c3\r\n", NULL, false, false, MC_META_TTL_KEEP},
+    {"", "ms k 1 c k O5 s f t v\r\nA\r\n", {.rc = OK_, .cas = 1}, "HD c1 kk O5\r\n", NULL},
+    {"", "ms k 1 q c\r\nA\r\n", {.rc = OK_, .cas = 1}, "", NULL},
+    {"ms k 1\r\nA\r\n", "ms k 1 ME q k c O1\r\nA\r\n", {.rc = MC_META_RC_NS}, "NS kk c0 O1\r\n", NULL},
+    {"ms k 1\r\nA\r\n", "ms k 1 C99 c k\r\nB\r\n", {.rc = MC_META_RC_EX}, "EX c0 kk\r\n", NULL},
+    {"", "ms k 1 C1 I q O3\r\nB\r\n", {.rc = MC_META_RC_NF}, "NF O3\r\n", NULL},
+    {"", "ms k 1 MA O3\r\nB\r\n", {.rc = MC_META_RC_NS}, "NS O3\r\n", NULL},
+    {"", "ms YWJj 1 b k c\r\nA\r\n", {.rc = OK_, .cas = 1}, "HD kYWJj b c1\r\n", NULL},
+    {"", "ms az== 1 k b c\r\nA\r\n", {.rc = OK_, .cas = 1}, "HD kaw== b c1\r\n", NULL},
+    {"ms iv 3 T0 c\r\nold\r\nmd iv I\r\n", "ms iv 3 C1 I c\r\nnew\r\n", {.rc = OK_, .cas = 3}, "HD c3\r\n", NULL},
     /* md: O and k only; q hides HD only */
-    {"ms k 1\r\nA\r\n", "md k q\r\n", {.rc = OK_}, "", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms k 1\r\nA\r\n", "md k C99 q O2 k c\r\n", {.rc = MC_META_RC_EX},
-     "EX O2 kk\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "md nok q O2 k\r\n", {.rc = MC_META_RC_NF}, "NF O2 knok\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms YWJj 1 b\r\nA\r\n", "md YWJj b k O1\r\n", {.rc = OK_},
-     "HD kYWJj b O1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"ms k 1\r\nA\r\n", "md k c k O1 v s f t h l u\r\n", {.rc = OK_},
-     "HD kk O1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    /* ma */
-    {"", "ma c\r\n", {.rc = MC_META_RC_NF}, "NF\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ma c q k\r\n", {.rc = MC_META_RC_NF}, "NF kc\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ma c N0 J10 v t c\r\n",
-     {.rc = OK_, .created = true, .vlen = 2, .cas = 1, .ttl = NEVER, .ttl_N = NEVER},
-     "VA 2 t-1 c1\r\n", "10", false, false, MC_META_TTL_FROM_N},
-    {"", "ma c t N1000 v\r\n",
-     {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = NEVER, .ttl_N = 1000},
-     "VA 1 t-1\r\n", "0", false, false, MC_META_TTL_FROM_N},
-    {"", "ma c N1000 t v\r\n",
-     {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = NEVER, .ttl_N = 1000},
-     "VA 1 t1000\r\n", "0", false, false, MC_META_TTL_FROM_N},
+    {"ms k 1\r\nA\r\n", "md k q\r\n", {.rc = OK_}, "", NULL},
+    {"ms k 1\r\nA\r\n", "md k C99 q O2 k c\r\n", {.rc = MC_META_RC_EX}, "EX O2 kk\r\n", NULL},
+    {"", "md nok q O2 k\r\n", {.rc = MC_META_RC_NF}, "NF O2 knok\r\n", NULL},
+    {"ms YWJj 1 b\r\nA\r\n", "md YWJj b k O1\r\n", {.rc = OK_}, "HD kYWJj b O1\r\n", NULL},
+    {"ms k 1\r\nA\r\n", "md k c k O1 v s f t h l u\r\n", {.rc = OK_}, "HD kk O1\r\n", NULL},
+    /* ma: t shows the TTL the engine read at t */
+    {"", "ma c\r\n", {.rc = MC_META_RC_NF}, "NF\r\n", NULL},
+    {"", "ma c q k\r\n", {.rc = MC_META_RC_NF}, "NF kc\r\n", NULL},
+    {"", "ma c N0 J10 v t c\r\n", {.rc = OK_, .created = true, .vlen = 2, .cas = 1, .ttl = NEVER},
+     "VA 2 t-1 c1\r\n", "10"},
+    {"", "ma c t N1000 v\r\n", {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = NEVER},
+     "VA 1 t-1\r\n", "0"},
+    {"", "ma c N1000 t v\r\n", {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = 1000},
+     "VA 1 t1000\r\n", "0"},
     {"ma c N0 J10\r\n", "ma c MD D20 v t c\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER},
-     "VA 1 t-1 c2\r\n", "0", false, false, MC_META_TTL_KEEP},
-    {"ma c N0\r\n", "ma c q v\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER},
-     "", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ma c N0 q\r\n", {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = NEVER},
-     "HD\r\n", NULL, false, false, MC_META_TTL_FROM_N},
+     "VA 1 t-1 c2\r\n", "0"},
+    {"ma c N0\r\n", "ma c q v\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER}, "", NULL},
+    {"", "ma c N0 q\r\n", {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = NEVER}, "HD\r\n", NULL},
     {"", "ma c N0 q v k\r\n", {.rc = OK_, .created = true, .vlen = 1, .cas = 1, .ttl = NEVER},
-     "VA 1 kc\r\n", "0", false, false, MC_META_TTL_FROM_N},
-    {"ma c N0\r\n", "ma c C99 q k O1 v t c\r\n", {.rc = MC_META_RC_EX},
-     "EX kc O1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"", "ma YWJj b v k O1\r\n", {.rc = MC_META_RC_NF}, "NF kYWJj b O1\r\n", NULL, false, false, MC_META_TTL_KEEP},
-    {"ma c N0\r\n", "ma c t T1000\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER, .ttl_T = 1000},
-     "HD t-1\r\n", NULL, false, false, MC_META_TTL_FROM_T},
-    {"ma c N0\r\n", "ma c T1000 t\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER, .ttl_T = 1000},
-     "HD t1000\r\n", NULL, false, false, MC_META_TTL_FROM_T},
-    {"ma c N0\r\n", "ma c N1000 t\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER, .ttl_N = 1000},
-     "HD t-1\r\n", NULL, false, false, MC_META_TTL_KEEP},
+     "VA 1 kc\r\n", "0"},
+    {"ma c N0\r\n", "ma c C99 q k O1 v t c\r\n", {.rc = MC_META_RC_EX}, "EX kc O1\r\n", NULL},
+    {"", "ma YWJj b v k O1\r\n", {.rc = MC_META_RC_NF}, "NF kYWJj b O1\r\n", NULL},
+    {"ma c N0\r\n", "ma c t T1000\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER}, "HD t-1\r\n", NULL},
+    {"ma c N0\r\n", "ma c T1000 t\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = 1000}, "HD t1000\r\n", NULL},
+    {"ma c N0\r\n", "ma c N1000 t\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER}, "HD t-1\r\n", NULL},
     {"ma c N0\r\n", "ma c " OPQ " v\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_KEEP},
-    {"ma c N0\r\n", "ma c T1000 " OPQ " q\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = NEVER, .ttl_T = 1000},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_FROM_T},
-    {"", "ma c " OPQ "\r\n", {.rc = MC_META_RC_NF},
-     "CLIENT_ERROR opaque token too long\r\n", NULL, false, true, MC_META_TTL_KEEP},
+     "CLIENT_ERROR opaque token too long\r\n", NULL},
+    {"ma c N0\r\n", "ma c T1000 " OPQ " q\r\n", {.rc = OK_, .vlen = 1, .cas = 2, .ttl = 1000},
+     "CLIENT_ERROR opaque token too long\r\n", NULL},
+    {"", "ma c " OPQ "\r\n", {.rc = MC_META_RC_NF}, "CLIENT_ERROR opaque token too long\r\n", NULL},
     /* mn */
-    {"", "mn\r\n", {.rc = OK_}, "MN\r\n", NULL, false, false, MC_META_TTL_KEEP},
+    {"", "mn\r\n", {.rc = OK_}, "MN\r\n", NULL},
 };
 
 TEST(formatter) {
@@ -952,20 +917,22 @@ TEST(formatter) {
     for (size_t i = 0; i < sizeof(fmt_rows) / sizeof(fmt_rows[0]); i++) {
         const struct fmt_row *row = &fmt_rows[i];
         struct mc_meta_req req;
-        struct mc_meta_effects fx;
+        bool value;
         size_t consumed;
         if (mc_meta_parse(&req, row->line, strlen(row->line), &consumed) != MC_PARSE_OK)
             TH_FAIL("fmt row %zu \"%s\": %s", i, show(row->line, strlen(row->line)), mc_meta_err_str(req.err));
         memset(out, '#', sizeof(out));
-        size_t n = mc_meta_fmt(out, sizeof(out), &req, &row->v, &fx);
+        size_t n = mc_meta_fmt(out, sizeof(out), &req, &row->v, &value);
         if (n != strlen(row->want) || memcmp(out, row->want, n) != 0)
             TH_FAIL("fmt row %zu \"%s\": got \"%s\"", i, show(row->line, strlen(row->line)), show(out, n));
-        if (fx.send_value != (row->value != NULL) || fx.win != row->win || fx.error != row->error ||
-            fx.ttl != row->ttl)
-            TH_FAIL("fmt row %zu \"%s\": effects value %d win %d error %d ttl %d", i,
-                    show(row->line, strlen(row->line)), fx.send_value, fx.win, fx.error, fx.ttl);
+        if (value != (row->value != NULL))
+            TH_FAIL("fmt row %zu \"%s\": send_value %d", i, show(row->line, strlen(row->line)), value);
+        /* The late opaque error is the line exactly when mc_meta_late_error() says so. */
+        bool late = strncmp(row->want, "CLIENT_ERROR", 12) == 0;
+        if (late != (mc_meta_late_error(&req) >= 0))
+            TH_FAIL("fmt row %zu: mc_meta_late_error %d", i, mc_meta_late_error(&req));
         /* A buffer one byte short writes nothing usable. */
-        if (n > 0 && mc_meta_fmt(out, n - 1, &req, &row->v, &fx) != 0)
+        if (n > 0 && mc_meta_fmt(out, n - 1, &req, &row->v, &value) != 0)
             TH_FAIL("fmt row %zu: fits in %zu bytes", i, n - 1);
     }
 }
@@ -974,11 +941,10 @@ TEST(formatter) {
 TEST(formatter_past_ttl) {
     char out[MC_META_RESP_MAX];
     struct mc_meta_req req;
-    struct mc_meta_effects fx;
     size_t consumed;
-    struct mc_meta_item_view v = {.rc = OK_, .vlen = 1, .ttl = 100, .ttl_T = -241};
+    struct mc_meta_item_view v = {.rc = OK_, .vlen = 1, .ttl = -241};
     ASSERT_EQ(mc_meta_parse(&req, S("mg k T-1 t\r\n"), &consumed), MC_PARSE_OK);
-    size_t n = mc_meta_fmt(out, sizeof(out), &req, &v, &fx);
+    size_t n = mc_meta_fmt(out, sizeof(out), &req, &v, NULL);
     ASSERT_EQ(n, strlen("HD t4294967055\r\n"));
     ASSERT_MEM(out, "HD t4294967055\r\n", n);
 }
@@ -994,14 +960,13 @@ TEST(formatter_longest) {
         line[o++] = "/+"[i % 2];
     o += (size_t)snprintf(line + o, sizeof(line) - o, " b v s t c f l h k " O31 " N1 R1 T1 u q\r\n");
     struct mc_meta_req req;
-    struct mc_meta_effects fx;
     size_t consumed;
     ASSERT_EQ(mc_meta_parse(&req, line, o, &consumed), MC_PARSE_OK);
     ASSERT_EQ(req.key.len, 186);
     struct mc_meta_item_view v = {.rc = OK_, .vlen = UINT32_MAX, .client_flags = UINT32_MAX,
-                                  .la = UINT32_MAX, .cas = UINT64_MAX, .ttl = -1, .ttl_T = -1,
+                                  .la = UINT32_MAX, .cas = UINT64_MAX, .ttl = -1,
                                   .token_sent = true, .stale = true, .key_binary = true};
-    size_t n = mc_meta_fmt(out, sizeof(out), &req, &v, &fx);
+    size_t n = mc_meta_fmt(out, sizeof(out), &req, &v, NULL);
     ASSERT(n > 350 && n < MC_META_RESP_MAX);
     ASSERT_MEM(out + n - 6, " Z X\r\n", 6);
 }

@@ -1141,6 +1141,97 @@ TEST(append_to_stale_item_clears_state) {
     engine_destroy(&e);
 }
 
+/*
+ * no_claim: the engine decides the win but does not record it (a request
+ * memcached fails after its steps); with no_bump it is a pure look (me).
+ */
+TEST(no_claim_leaves_the_token_free) {
+    struct engine *e = mk();
+    bool hit;
+    ASSERT(put_val(e, "k", "a", 0));
+    struct engine_mdelete_opts inv = {.invalidate = true};
+    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv), ENGINE_MDELETE_INVALIDATED);
+    struct engine_mget_opts look = {.no_claim = true, .no_bump = true};
+    struct engine_item_meta m = mg(e, "k", &look, &hit);
+    ASSERT(hit && m.stale && m.won && !m.token_sent && !m.fetched);
+    m = mg(e, "k", &look, &hit);
+    ASSERT(hit && m.won && !m.token_sent && !m.fetched);
+    m = mg(e, "k", &(struct engine_mget_opts){0}, &hit);
+    ASSERT(hit && m.won && !m.token_sent);
+    m = mg(e, "k", &(struct engine_mget_opts){0}, &hit);
+    ASSERT(hit && !m.won && m.token_sent && m.fetched);
+    /* a vivify that claims nothing: the next reader neither wins nor waits */
+    struct engine_mget_opts viv = {.vivify = true, .vivify_exptime = 30, .vivify_at = 1,
+                                   .no_claim = true};
+    m = mg(e, "ph", &viv, &hit);
+    ASSERT(hit && m.created && m.won);
+    m = mg(e, "ph", &(struct engine_mget_opts){0}, &hit);
+    ASSERT(hit && !m.won && !m.token_sent);
+    engine_destroy(&e);
+}
+
+/* The binary-key bit stays on the item it was stored with, as in memcached. */
+TEST(key_binary_bit) {
+    struct engine *e = mk();
+    struct engine_mstore_opts b = {.key_binary = true};
+    ASSERT_EQ(mstore(e, "k", "12", &b, NULL), ENGINE_STORED);
+    struct item *it = engine_get(e, "k", 1, NULL);
+    ASSERT(it != NULL && item_key_binary(it));
+    engine_item_unref(e, it);
+    uint64_t v;
+    ASSERT_EQ(engine_arith(e, "k", 1, true, 1, &v, NULL), ENGINE_ARITH_OK);   /* in place */
+    it = engine_get(e, "k", 1, NULL);
+    ASSERT(it != NULL && item_key_binary(it));
+    engine_item_unref(e, it);
+    struct engine_mstore_opts app = {.mode = ENGINE_MSTORE_APPEND, .key_binary = true};
+    ASSERT_EQ(mstore(e, "k", "x", &app, NULL), ENGINE_STORED);              /* a new item */
+    it = engine_get(e, "k", 1, NULL);
+    ASSERT(it != NULL && !item_key_binary(it));
+    engine_item_unref(e, it);
+    ASSERT_EQ(mstore(e, "k", "12", &(struct engine_mstore_opts){0}, NULL), ENGINE_STORED);
+    it = engine_get(e, "k", 1, NULL);
+    ASSERT(it != NULL && !item_key_binary(it));
+    engine_item_unref(e, it);
+    engine_destroy(&e);
+}
+
+/*
+ * ma on an item a reader still holds, when the number fits: cellard
+ * stores a copy (the reader keeps its bytes) that stands for memcached's
+ * in-place update -- state bits kept, the touch taken.  A number that
+ * grows gets a new item as in memcached: state dropped, the touch only
+ * shown.
+ */
+TEST(held_arith_copy_acts_in_place) {
+    struct engine *e = mk();
+    bool hit;
+    ASSERT(put_val(e, "n", "20", 0));
+    struct engine_mdelete_opts inv = {.invalidate = true};
+    engine_mdelete(e, "n", 1, &inv);
+    struct item *held = engine_get(e, "n", 1, NULL);
+    ASSERT(held != NULL);
+    struct engine_marith_opts o = {.delta = 5, .touch = true, .touch_exptime = 100,
+                                   .touch_at = 1, .ttl_at = 2};
+    struct engine_marith_out out;
+    ASSERT_EQ(engine_marith(e, "n", 1, &o, &out), ENGINE_MARITH_OK);
+    ASSERT_EQ(out.value, 25);
+    ASSERT_EQ(out.ttl, 100);
+    ASSERT_STR(get(e, "n"), "25");
+    struct engine_item_meta m = mg(e, "n", &(struct engine_mget_opts){0}, &hit);
+    ASSERT(hit && m.stale && m.fetched && m.ttl == 100);
+    engine_item_unref(e, held);
+    /* grows: 99 + 1 = 100 needs a new item */
+    ASSERT(put_val(e, "g", "99", 0));
+    engine_mdelete(e, "g", 1, &inv);
+    o.delta = 1;
+    ASSERT_EQ(engine_marith(e, "g", 1, &o, &out), ENGINE_MARITH_OK);
+    ASSERT_EQ(out.ttl, 100);
+    m = mg(e, "g", &(struct engine_mget_opts){0}, &hit);
+    ASSERT(hit && !m.stale && m.ttl == -1);
+    ASSERT_STR(get(e, "g"), "100");
+    engine_destroy(&e);
+}
+
 TEST(item_header_is_still_small) {
     ASSERT_EQ(sizeof(struct item), 56);
 }
