@@ -287,10 +287,13 @@ int main(int argc, char **argv) {
     if (rc != 0)
         return rc;
 
-    /* Enough descriptors for -c connections plus our own. */
+    /*
+     * Descriptors for -c: like memcached, the limit is -c itself (the
+     * connection limit keeps room for our own descriptors below it).
+     */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)cfg.maxconns + 64) {
-        rl.rlim_cur = (rlim_t)cfg.maxconns + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)cfg.maxconns) {
+        rl.rlim_cur = (rlim_t)cfg.maxconns;
         if (rl.rlim_max < rl.rlim_cur)
             rl.rlim_max = rl.rlim_cur;
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {

@@ -119,6 +119,8 @@ struct worker {
     pthread_mutex_t conns_lock;     /* the list below, for `stats conns` */
     struct conn *conns;
     struct conn *ready;             /* connections that yielded with work left */
+    char *rbuf_free[64];            /* idle read buffers (worker.c, RBUF_POOL) */
+    int nrbuf_free;
     int *udp_fds;                   /* this worker's UDP sockets (one per -l address) */
     int nudp;
     struct iovec *iov;              /* room for the pieces of the largest item */

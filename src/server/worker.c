@@ -26,22 +26,48 @@
 #include "server/server.h"
 
 #define RBUF_INIT 16384
-#define RBUF_MAX (64u << 20)    /* a get line with very many keys may grow this far */
+#define RBUF_MAX (64u << 20)
+#define RBUF_POOL 64            /* free read buffers a worker keeps */    /* a get line with very many keys may grow this far */
 #define OUT_HIGH_WATER (1u << 20)
 
 static void conn_close(struct conn *c);
 static void conn_run(struct conn *c);
 
+/*
+ * Read buffers are lent to a connection only while it has unparsed bytes:
+ * between requests it holds none, so an idle connection costs its struct
+ * alone.  The worker keeps a few free buffers of the usual size so that
+ * lending one is a pointer move, not a malloc.
+ */
+static char *rbuf_pool_get(struct worker *w) {
+    if (w->nrbuf_free > 0)
+        return w->rbuf_free[--w->nrbuf_free];
+    return malloc(RBUF_INIT);
+}
+
+static void rbuf_pool_put(struct worker *w, char *b) {
+    if (w->nrbuf_free < RBUF_POOL)
+        w->rbuf_free[w->nrbuf_free++] = b;
+    else
+        free(b);
+}
+
+/* Gives an empty read buffer back (a grown one is freed). */
+static void rbuf_release(struct conn *c) {
+    if (c->rbuf == NULL || c->is_udp || c->rstart != c->rend)
+        return;
+    if (c->rsize == RBUF_INIT)
+        rbuf_pool_put(c->w, c->rbuf);
+    else
+        free(c->rbuf);
+    c->rbuf = NULL;
+    c->rsize = c->rstart = c->rend = 0;
+}
+
 static struct conn *conn_new(struct worker *w, struct pending_fd *p) {
     struct conn *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return NULL;
-    c->rbuf = malloc(RBUF_INIT);
-    if (c->rbuf == NULL) {
-        free(c);
-        return NULL;
-    }
-    c->rsize = RBUF_INIT;
     c->fd = p->fd;
     c->w = w;
     c->listen_fd = p->listen_fd;
@@ -50,7 +76,6 @@ static struct conn *conn_new(struct worker *w, struct pending_fd *p) {
     atomic_store(&c->last_cmd, engine_clock(w->srv->engine));
     out_init(&c->out);
     if (evloop_add(w->loop, c->fd, EV_READ, c) < 0) {
-        free(c->rbuf);
         free(c);
         return NULL;
     }
@@ -341,6 +366,14 @@ static bool conn_process(struct conn *c) {
 
 /* Makes room in rbuf for more input: compacts, and grows a buffer holding one long line. */
 static bool rbuf_make_room(struct conn *c) {
+    if (c->rbuf == NULL) {
+        c->rbuf = rbuf_pool_get(c->w);
+        if (c->rbuf == NULL)
+            return false;
+        c->rsize = RBUF_INIT;
+        c->rstart = c->rend = 0;
+        return true;
+    }
     if (c->rstart == c->rend) {
         c->rstart = c->rend = 0;
     } else if (c->rstart > 0) {
@@ -358,18 +391,6 @@ static bool rbuf_make_room(struct conn *c) {
     c->rbuf = n;
     c->rsize *= 2;
     return true;
-}
-
-/* Shrinks an oversized read buffer back once it is empty. */
-static void rbuf_shrink(struct conn *c) {
-    if (c->rsize > RBUF_INIT && c->rstart == c->rend) {
-        char *n = realloc(c->rbuf, RBUF_INIT);
-        if (n != NULL) {
-            c->rbuf = n;
-            c->rsize = RBUF_INIT;
-            c->rstart = c->rend = 0;
-        }
-    }
 }
 
 static void conn_on_readable(struct conn *c) {
@@ -397,7 +418,7 @@ static void conn_on_readable(struct conn *c) {
     }
     STAT_ADD(c->w->st.bytes_read, (uint64_t)r);
     if (conn_process(c))
-        rbuf_shrink(c);
+        rbuf_release(c);
 }
 
 /*
@@ -463,11 +484,8 @@ static void worker_open_udp(struct worker *w) {
         if (c == NULL)
             continue;
         c->is_udp = true;
-        char *big = realloc(c->rbuf, 65536);      /* the largest datagram */
-        if (big != NULL) {
-            c->rbuf = big;
-            c->rsize = 65536;
-        }
+        c->rbuf = malloc(65536);      /* the largest datagram */
+        c->rsize = c->rbuf != NULL ? 65536 : 0;
     }
 }
 
@@ -560,6 +578,8 @@ void worker_stop_all(struct server *s) {
             p = n;
         }
         evloop_destroy(&w->loop);
+        while (w->nrbuf_free > 0)
+            free(w->rbuf_free[--w->nrbuf_free]);
         free(w->iov);
         free(w->udp_fds);
         pthread_mutex_destroy(&w->queue_lock);
