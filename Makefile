@@ -27,7 +27,7 @@ PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
 
 .PHONY: all run test check unit integration asan clean deps
-all: $(B)/cellard unit-bins
+all: $(B)/cellard $(B)/cellar-bench unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
@@ -43,6 +43,16 @@ $(B)/obj/%.o: src/%.c
 
 $(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Tools sit on protocol + core (and the client library, once there is one).
+$(B)/cellar-bench: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/bench/*.c)) $(PROTOCOL_A) $(CORE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The benchmarks' null server: one self-contained file, built by bench/compare.
+$(B)/null_server: bench/null_server.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
 
 # Unit tests: tests/unit/<layer>/test_<module>.c links its layer and those below.
 deps_core     := $(CORE_A)
