@@ -26,8 +26,8 @@ STORAGE_A  := $(B)/libstorage.a
 PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
 
-.PHONY: all run test check unit integration asan clean deps
-all: $(B)/cellard $(B)/cellar-bench unit-bins
+.PHONY: all run test check unit integration asan clean deps sim
+all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
@@ -53,6 +53,10 @@ $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
+# The simulator runs the engine itself: storage + core only.
+$(B)/cellar-sim: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/sim/*.c)) $(STORAGE_A) $(CORE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+sim: $(B)/cellar-sim
 
 # Unit tests: tests/unit/<layer>/test_<module>.c links its layer and those below.
 deps_core     := $(CORE_A)

@@ -20,12 +20,30 @@
  *   create/destroy     once per class, single-threaded
  *   link/unlink/bump/
  *   victim/oldest      class lock held (and for link/unlink/bump the item
- *                      lock too); must not block or allocate
+ *                      lock too); must not block or allocate, except that
+ *                      a policy's side tables (ghost.h, sketch.h) grow by
+ *                      doubling there, amortised, and a failed growth only
+ *                      makes the policy forget (never an error)
  *   hit                item lock held, class lock NOT held: must be cheap
  *                      and touch only the item
  *
+ * Things a policy learns without being told:
+ *   - The class's capacity C is decided by memory, not by the policy.  A
+ *     policy that sizes regions as shares of C (S3-FIFO's 10%, ARC's p,
+ *     W-TinyLFU's window) takes C as the number of items linked when
+ *     victim(NULL) is called: the class is full then.
+ *   - unlink() is called for every departure.  A policy that treats
+ *     evictions apart (ghost lists) recognises one as the item its last
+ *     victim() returned; an item must be linked before it is unlinked, so
+ *     link() forgets a remembered candidate whose memory came back.
+ *   - The engine evicts before it links the item that needed the room, and
+ *     victim() does not see that item's key.  Policies whose eviction
+ *     depends on it (ARC) decide as for a plain miss; see their files.
+ *
  * Adding a policy: write evict_<name>.c defining a const struct
- * evict_policy, and list it in evict.c.
+ * evict_policy (evict_list.h has the shared list and pbits helpers), list
+ * it in evict.c, and give it tests/unit/storage/test_evict_<name>.c on
+ * hand-computed traces (evict_test.h drives a policy as the engine does).
  */
 #ifndef CELLAR_STORAGE_EVICT_H
 #define CELLAR_STORAGE_EVICT_H
@@ -81,10 +99,15 @@ extern const struct evict_policy evict_clock;
 extern const struct evict_policy evict_clock2;
 extern const struct evict_policy evict_sieve;
 extern const struct evict_policy evict_s3fifo;
+extern const struct evict_policy evict_lfu;
+extern const struct evict_policy evict_lfu_decay;
 extern const struct evict_policy evict_2q;
 extern const struct evict_policy evict_arc;
 extern const struct evict_policy evict_slru;
+extern const struct evict_policy evict_doubleclock;
+extern const struct evict_policy evict_doubleclock_rd;
 extern const struct evict_policy evict_wtinylfu;
+extern const struct evict_policy evict_wtinylfu_fixed;
 
 /* The number of policies, and the i-th (for listing them in -h and tools). */
 unsigned evict_policy_count(void);

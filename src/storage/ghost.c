@@ -20,6 +20,7 @@
 
 struct ghost_node {
     uint64_t h;
+    uint64_t val;
     uint32_t newer, older;
 };
 
@@ -121,14 +122,21 @@ bool ghost_contains(const struct ghost *g, uint64_t h) {
     return g->count > 0 && g->slot[slot_find(g, h)] != NIL;
 }
 
-bool ghost_add(struct ghost *g, uint64_t h) {
-    if (ghost_contains(g, h))
-        return true;
+bool ghost_add(struct ghost *g, uint64_t h) { return ghost_add_value(g, h, 0); }
+
+bool ghost_add_value(struct ghost *g, uint64_t h, uint64_t val) {
+    if (g->count > 0) {
+        uint32_t i = slot_find(g, h);
+        if (g->slot[i] != NIL) {
+            g->node[g->slot[i]].val = val;
+            return true;
+        }
+    }
     if (g->free == NIL && !grow(g))
         return false;
     uint32_t n = g->free;
     g->free = g->node[n].older;
-    g->node[n] = (struct ghost_node){.h = h, .newer = NIL, .older = g->newest};
+    g->node[n] = (struct ghost_node){.h = h, .val = val, .newer = NIL, .older = g->newest};
     if (g->newest != NIL)
         g->node[g->newest].newer = n;
     else
@@ -162,6 +170,17 @@ bool ghost_remove(struct ghost *g, uint64_t h) {
     uint32_t i = slot_find(g, h);
     if (g->slot[i] == NIL)
         return false;
+    node_drop(g, i, g->slot[i]);
+    return true;
+}
+
+bool ghost_take(struct ghost *g, uint64_t h, uint64_t *val) {
+    if (g->count == 0)
+        return false;
+    uint32_t i = slot_find(g, h);
+    if (g->slot[i] == NIL)
+        return false;
+    *val = g->node[g->slot[i]].val;
     node_drop(g, i, g->slot[i]);
     return true;
 }

@@ -7,7 +7,7 @@
  * but it tells the policy where to put the returning item.  A ghost holds
  * 64-bit key hashes (ht_hash()), not keys: two keys that share a hash are
  * one ghost, which at 2^-64 per pair changes nothing measurable and keeps
- * an entry at 16 bytes plus about 8 of index.
+ * an entry at 24 bytes plus about 8 of index.
  *
  * Operations are O(1): add as newest, remove by hash, test membership,
  * drop the oldest.  Entries live in one array linked newest to oldest,
@@ -45,6 +45,13 @@ void ghost_destroy(struct ghost **g);
 bool ghost_add(struct ghost *g, uint64_t h);
 /* Removes h; returns whether it was there. */
 bool ghost_remove(struct ghost *g, uint64_t h);
+/*
+ * Entries may carry a 64-bit value (Linux-style shadow entries keep an
+ * eviction counter): ghost_add_value() adds h with val (a present h keeps
+ * its place and gets val), ghost_take() removes h and gives its value.
+ */
+bool ghost_add_value(struct ghost *g, uint64_t h, uint64_t val);
+bool ghost_take(struct ghost *g, uint64_t h, uint64_t *val);
 bool ghost_contains(const struct ghost *g, uint64_t h);
 /* Drops the oldest entries until at most max remain. */
 void ghost_trim(struct ghost *g, size_t max);

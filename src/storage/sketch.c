@@ -35,6 +35,7 @@ void sketch_destroy(struct sketch **sp) {
 }
 
 size_t sketch_words(const struct sketch *s) { return s->words; }
+uint64_t sketch_sample(const struct sketch *s) { return s->table != NULL ? s->sample : 0; }
 size_t sketch_bytes(const struct sketch *s) { return sizeof(*s) + s->words * 8; }
 
 bool sketch_ensure(struct sketch *s, uint64_t n) {
@@ -99,7 +100,8 @@ unsigned sketch_estimate(const struct sketch *s, uint64_t h) {
     unsigned m = SKETCH_COUNTER_MAX;
     for (unsigned i = 0; i < 4; i++) {
         unsigned sh;
-        unsigned v = (unsigned)(*cell(s, h, i, &sh) >> sh) & 15;
+        const uint64_t *w = cell(s, h, i, &sh);
+        unsigned v = (unsigned)(*w >> sh) & 15;
         if (v < m)
             m = v;
     }

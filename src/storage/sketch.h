@@ -47,6 +47,8 @@ void sketch_increment(struct sketch *s, uint64_t h);
 /* The estimated recent count of h, 0..15. */
 unsigned sketch_estimate(const struct sketch *s, uint64_t h);
 
+/* Increments between resets (10 x n at the last resize; 0 with no table). */
+uint64_t sketch_sample(const struct sketch *s);
 /* Words in the table and bytes held. */
 size_t sketch_words(const struct sketch *s);
 size_t sketch_bytes(const struct sketch *s);

@@ -40,7 +40,7 @@ TEST(slru_age_limits) {
     tc_run(c, "11");                         /* HOT drains to 2 items: 9 10 */
     ASSERT_STR(c->evicted, "1");
     c->now += 100;                           /* COLD's tail is 100 s old */
-    tc_run(c, "12");                         /* 9, 10 (100 s > 20 s) -> COLD too */
+    tc_run(c, "12");                         /* 9 10 11 (100 s > 20 s) -> COLD */
     ASSERT_STR(c->evicted, "1 2");
     ASSERT(c->p->victim(c->q, NULL) == c->it[3]);
     tc_free(c);
