@@ -1037,6 +1037,8 @@ static const struct subopt sub_table[] = {
     {"resp_obj_mem_limit", NULL, F_NONE, 0, sub_resp_obj_mem_limit, 0},
     {"evict_policy", "(cellar) eviction policy of every slab class (default: %s)",
      F_STR, FIELD(evict_policy), sub_evict_policy, 0},
+    {"evict", "(cellar) the same as evict_policy", F_STR, FIELD(evict_policy),
+     sub_evict_policy, 0},
     {"delete_hold", "(cellar) \"delete <key> <seconds>\" deletes and refuses add\n"
      "of the key for <seconds> (cold cluster warm-up)",
      F_NONE, FIELD(delete_hold), NULL, OPT_TRUE},
