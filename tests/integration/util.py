@@ -7,6 +7,8 @@ is a poll with a deadline, never a fixed sleep.
 Environment:
   CELLARD    the server under test (default /usr/bin/memcached, so the tests
              can be developed and checked against the real memcached).
+  CELLARD_ARGS  extra flags for the server under test (not the oracle),
+             e.g. "-o evict=s3fifo" to run the suite under another policy.
   MEMCACHED  the oracle used by the differential test is always
              /usr/bin/memcached (Debian's 1.6.18).
 """
@@ -20,6 +22,8 @@ import tempfile
 import time
 
 CELLARD = os.environ.get("CELLARD", "/usr/bin/memcached")
+# Extra flags for the server under test only, e.g. CELLARD_ARGS="-o evict=s3fifo".
+CELLARD_ARGS = os.environ.get("CELLARD_ARGS", "").split()
 MEMCACHED = "/usr/bin/memcached"
 HOST = "127.0.0.1"
 
@@ -84,8 +88,9 @@ class Server:
         last = ""
         for _attempt in range(5):
             self.port = free_port()
+            extra = CELLARD_ARGS if self.binary == CELLARD and CELLARD != MEMCACHED else []
             argv = ([self.binary, "-l", HOST, "-p", str(self.port), "-U", "0"]
-                    + root_args() + self.args)
+                    + root_args() + extra + self.args)
             self._errf = tempfile.NamedTemporaryFile(
                 prefix="cellar-it-%s-" % self.name, suffix=".stderr", delete=False)
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
