@@ -60,7 +60,10 @@ def test_eviction_small_memory():
             assert int(st["curr_items"]) * value_size <= limit_mb * MB, st["curr_items"]
             early = [i for i in range(100) if c.get(b"key:%08d" % i) is not None]
             assert not early, "early keys still present: %s" % early[:10]
-            for i in range(n - 100, n):
+            # The newest keys survive under every eviction policy (W-TinyLFU
+            # keeps only about 1% of the items, its window, for new keys that
+            # have not yet shown frequency; LRU keeps far more).
+            for i in range(n - 10, n):
                 v = c.get(b"key:%08d" % i)
                 assert v == (b"%08d" % i) * (value_size // 8), "recent key %d missing or wrong" % i
             end_rss = srv.rss_kb()
