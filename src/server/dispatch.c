@@ -93,27 +93,29 @@ static void do_store(struct conn *c, struct mc_req *req) {
     struct item *it = engine_item_alloc(e, req->key.p, req->key.len, req->flags,
                                         req->exptime, req->vlen, &err);
     if (it == NULL) {
-        if (err == ENGINE_ALLOC_TOO_LARGE) {
-            STAT_INC(c->w->st.store_too_large);
+        if (err == ENGINE_ALLOC_TOO_LARGE)
             reply(c, req->noreply, S("SERVER_ERROR object too large for cache\r\n"));
-        } else {
-            STAT_INC(c->w->st.store_no_memory);
+        else
             reply(c, req->noreply, S("SERVER_ERROR out of memory storing object\r\n"));
-        }
-        if (req->cmd == MC_CMD_SET)
-            engine_delete(e, req->key.p, req->key.len, 0);
-        c->swallow = (uint64_t)req->vlen + 2;
-        atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
+        dispatch_alloc_failed(c, err, req->key.p, req->key.len, req->cmd == MC_CMD_SET,
+                              (uint64_t)req->vlen + 2);
         return;
     }
-    c->nitem = it;
     c->nop = store_op(req->cmd);
     c->ncas = req->cas;
     c->nnoreply = req->noreply;
-    c->ndone = 0;
-    c->nlen = req->vlen;
-    c->ncrlf_done = 0;
-    atomic_store_explicit(&c->state, CONN_NREAD, memory_order_relaxed);
+    conn_nread_begin(c, it, req->vlen, true);
+}
+
+void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
+                           size_t nkey, bool drop_old, uint64_t skip) {
+    if (err == ENGINE_ALLOC_TOO_LARGE)
+        STAT_INC(c->w->st.store_too_large);
+    else
+        STAT_INC(c->w->st.store_no_memory);
+    if (drop_old)
+        engine_delete(c->w->srv->engine, key, nkey, 0);
+    conn_swallow(c, skip);
 }
 
 void dispatch_nread_done(struct conn *c) {

@@ -108,32 +108,20 @@ static void bin_store(struct conn *c, struct mc_bin_req *r) {
     struct item *it = engine_item_alloc(e, r->key.p, r->key.len, cat ? 0 : r->flags,
                                         cat ? 0 : (int64_t)r->exptime, r->vlen, &err);
     if (it == NULL) {
-        if (err == ENGINE_ALLOC_TOO_LARGE) {
-            STAT_INC(c->w->st.store_too_large);
+        if (err == ENGINE_ALLOC_TOO_LARGE)
             bin_error(c, r->opcode, MC_BIN_ST_E2BIG, r->opaque);
-        } else {
-            STAT_INC(c->w->st.store_no_memory);
+        else
             bin_error_text(c, r->opcode, MC_BIN_ST_ENOMEM, r->opaque, MC_BIN_OOM_ITEM);
-        }
-        if (r->cmd == MC_BIN_OP_SET)
-            engine_delete(e, r->key.p, r->key.len, 0);
-        c->swallow = r->vlen;
-        atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
+        dispatch_alloc_failed(c, err, r->key.p, r->key.len, r->cmd == MC_BIN_OP_SET, r->vlen);
         return;
     }
-    c->nitem = it;
     c->nop = bin_store_op(r);
     c->ncas = r->cas;
     c->nnoreply = r->quiet;
     c->bop = r->opcode;
     c->bcmd = r->cmd;
     c->bopaque = r->opaque;
-    c->ndone = 0;
-    c->nlen = r->vlen;
-    c->ncrlf[0] = '\r';         /* binary values carry no terminator */
-    c->ncrlf[1] = '\n';
-    c->ncrlf_done = 2;
-    atomic_store_explicit(&c->state, CONN_NREAD, memory_order_relaxed);
+    conn_nread_begin(c, it, r->vlen, false);    /* binary values carry no terminator */
 }
 
 void dispatch_bin_nread_done(struct conn *c) {
@@ -358,10 +346,8 @@ void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
 /* A request the codec refused: memcached's status, then skip and maybe close. */
 void dispatch_bin_error(struct conn *c, struct mc_bin_req *r) {
     bin_error(c, r->opcode, r->status, r->opaque);
-    if (r->swallow > 0) {
-        c->swallow = r->swallow;
-        atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
-    }
+    if (r->swallow > 0)
+        conn_swallow(c, r->swallow);
     if (r->close)
         c->close_after_write = true;
 }

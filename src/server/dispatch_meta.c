@@ -271,16 +271,9 @@ static void meta_ms(struct conn *c, const struct mc_meta_req *req) {
         }
     }
     if (it == NULL) {
-        if (err == ENGINE_ALLOC_TOO_LARGE) {
-            STAT_INC(c->w->st.store_too_large);
-            meta_error(c, MC_META_ERR_TOO_LARGE);
-        } else {
-            STAT_INC(c->w->st.store_no_memory);
-            meta_error(c, MC_META_ERR_NO_MEMORY);
-        }
-        engine_delete(e, req->key.p, req->key.len, 0);
-        c->swallow = (uint64_t)req->vlen + 2;
-        atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
+        meta_error(c, err == ENGINE_ALLOC_TOO_LARGE ? MC_META_ERR_TOO_LARGE
+                                                    : MC_META_ERR_NO_MEMORY);
+        dispatch_alloc_failed(c, err, req->key.p, req->key.len, true, (uint64_t)req->vlen + 2);
         return;
     }
     struct meta_pending *p = c->mpend;
@@ -294,12 +287,8 @@ static void meta_ms(struct conn *c, const struct mc_meta_req *req) {
     };
     p->cas_op = p->opts.compare && (p->opts.mode == ENGINE_MSTORE_SET ||
                                     p->opts.mode == ENGINE_MSTORE_REPLACE);
-    c->nitem = it;
     c->nmeta = true;
-    c->ndone = 0;
-    c->nlen = req->vlen;
-    c->ncrlf_done = 0;
-    atomic_store_explicit(&c->state, CONN_NREAD, memory_order_relaxed);
+    conn_nread_begin(c, it, req->vlen, true);
 }
 
 void dispatch_meta_nread_done(struct conn *c) {
@@ -547,10 +536,8 @@ static void meta_me(struct conn *c, const struct mc_meta_req *req) {
 void dispatch_meta(struct conn *c, struct mc_meta_req *req, enum mc_parse r) {
     if (r != MC_PARSE_OK) {
         meta_error(c, req->err);
-        if (req->swallow > 0) {
-            c->swallow = req->swallow;
-            atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
-        }
+        if (req->swallow > 0)
+            conn_swallow(c, req->swallow);
         return;
     }
     switch (req->cmd) {

@@ -161,6 +161,8 @@ struct server {
 
 /* worker.c */
 int worker_start_all(struct server *s);
+void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool terminated);
+void conn_swallow(struct conn *c, uint64_t n);
 void worker_stop_all(struct server *s);
 void worker_hand_fd(struct worker *w, int fd, int listen_fd,
                     const struct sockaddr_storage *peer, socklen_t peerlen);
@@ -174,6 +176,13 @@ void udp_send_reply(struct conn *c);
 
 /* dispatch.c: runs one parsed text request; may change c->state. */
 void dispatch_text(struct conn *c, struct mc_req *req);
+/*
+ * dispatch.c: bookkeeping every protocol shares when a store gets no item:
+ * counts it, removes the old value when asked (a failed set must not leave
+ * stale data behind) and skips the value.  The caller writes its answer.
+ */
+void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
+                           size_t nkey, bool drop_old, uint64_t skip);
 /* dispatch.c: answers a request line the codec refused. */
 void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */

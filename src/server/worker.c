@@ -175,6 +175,27 @@ static bool conn_flush(struct conn *c) {
 }
 
 /*
+ * Starts reading a value of vlen bytes straight into it (CONN_NREAD).  A
+ * text or meta value must be followed by "\r\n"; a binary one is not, so
+ * its terminator counts as already read.
+ */
+void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool terminated) {
+    c->nitem = it;
+    c->ndone = 0;
+    c->nlen = vlen;
+    c->ncrlf[0] = '\r';
+    c->ncrlf[1] = '\n';
+    c->ncrlf_done = terminated ? 0 : 2;
+    atomic_store_explicit(&c->state, CONN_NREAD, memory_order_relaxed);
+}
+
+/* Skips the next n bytes of input (a value that will not be stored). */
+void conn_swallow(struct conn *c, uint64_t n) {
+    c->swallow = n;
+    atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
+}
+
+/*
  * Copies value bytes from rbuf into the item being read, then the two
  * bytes that must be "\r\n".  Returns true once the value is complete.
  */
