@@ -177,19 +177,27 @@ static void do_delete(struct conn *c, struct mc_req *req, uint32_t hold) {
     }
 }
 
+void dispatch_count_arith(struct conn *c, bool decr, bool hit) {
+    struct worker_counters *st = &c->w->st;
+    if (hit && decr)
+        STAT_INC(st->slab[0].decr_hits);
+    else if (hit)
+        STAT_INC(st->slab[0].incr_hits);
+    else if (decr)
+        STAT_INC(st->decr_misses);
+    else
+        STAT_INC(st->incr_misses);
+}
+
 static void do_arith(struct conn *c, struct mc_req *req) {
     struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
     bool incr = req->cmd == MC_CMD_INCR;
     uint64_t v = 0;
     enum engine_arith_result r = engine_arith(e, req->key.p, req->key.len, incr, req->delta,
                                               &v, NULL);
     switch (r) {
     case ENGINE_ARITH_OK: {
-        if (incr)
-            STAT_INC(st->slab[0].incr_hits);
-        else
-            STAT_INC(st->slab[0].decr_hits);
+        dispatch_count_arith(c, !incr, true);
         if (req->noreply)
             break;
         char *p = out_reserve(&c->out, 24);
@@ -198,10 +206,7 @@ static void do_arith(struct conn *c, struct mc_req *req) {
         break;
     }
     case ENGINE_ARITH_NOT_FOUND:
-        if (incr)
-            STAT_INC(st->incr_misses);
-        else
-            STAT_INC(st->decr_misses);
+        dispatch_count_arith(c, !incr, false);
         reply(c, req->noreply, S("NOT_FOUND\r\n"));
         break;
     case ENGINE_ARITH_NON_NUMERIC:

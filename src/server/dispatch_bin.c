@@ -188,7 +188,6 @@ static void bin_delete(struct conn *c, struct mc_bin_req *r) {
  * meta arithmetic does all of it under one item lock.
  */
 static void bin_arith(struct conn *c, struct mc_bin_req *r) {
-    struct worker_counters *st = &c->w->st;
     bool decr = r->cmd == MC_BIN_OP_DECREMENT;
     struct engine_marith_opts o = {
         .decr = decr,
@@ -203,16 +202,7 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
     memset(&res, 0, sizeof(res));
     switch (engine_marith(c->w->srv->engine, r->key.p, r->key.len, &o, &res)) {
     case ENGINE_MARITH_OK: {
-        if (!res.created) {
-            if (decr)
-                STAT_INC(st->slab[0].decr_hits);
-            else
-                STAT_INC(st->slab[0].incr_hits);
-        } else if (decr) {
-            STAT_INC(st->decr_misses);
-        } else {
-            STAT_INC(st->incr_misses);
-        }
+        dispatch_count_arith(c, decr, !res.created);
         if (r->quiet)
             break;
         char *p = out_reserve(&c->out, MC_BIN_INCR_LEN);
@@ -221,10 +211,7 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
         break;
     }
     case ENGINE_MARITH_NOT_FOUND:
-        if (decr)
-            STAT_INC(st->decr_misses);
-        else
-            STAT_INC(st->incr_misses);
+        dispatch_count_arith(c, decr, false);
         bin_error(c, r->opcode, MC_BIN_ST_KEY_ENOENT, r->opaque);
         break;
     case ENGINE_MARITH_EXISTS:

@@ -378,7 +378,6 @@ static void meta_md(struct conn *c, const struct mc_meta_req *req) {
  * cuts the line there (N still creates, without its TTL).
  */
 static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
-    struct worker_counters *st = &c->w->st;
     int late = mc_meta_late_error(req);
     bool decr = req->mode == MC_META_MODE_DECR;
     struct engine_marith_opts o = {
@@ -416,18 +415,11 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
     struct mc_meta_item_view v = {.rc = MC_META_RC_OK};
     switch (engine_marith(c->w->srv->engine, req->key.p, req->key.len, &o, &res)) {
     case ENGINE_MARITH_OK:
-        if (!res.created) {
-            if (decr)
-                STAT_INC(st->slab[0].decr_hits);
-            else
-                STAT_INC(st->slab[0].incr_hits);
-        }
+        if (!res.created)
+            dispatch_count_arith(c, decr, true);
         break;
     case ENGINE_MARITH_NOT_FOUND:
-        if (decr)
-            STAT_INC(st->decr_misses);
-        else
-            STAT_INC(st->incr_misses);
+        dispatch_count_arith(c, decr, false);
         v.rc = MC_META_RC_NF;
         break;
     case ENGINE_MARITH_EXISTS:
