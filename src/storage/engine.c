@@ -85,7 +85,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         e->cfg.hashpower_init = 16;
     if (e->cfg.lock_power > e->cfg.hashpower_init)
         e->cfg.lock_power = e->cfg.hashpower_init;
-    pthread_mutex_init(&e->step_lock, NULL);
+    mtx_init(&e->step_lock, !cfg->single_thread);
     expire_init(e, (uint32_t)time(NULL));
     atomic_init(&e->cas, 0);
 
@@ -95,15 +95,16 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         .min_chunk = sizeof(struct item) + cfg->chunk_min,
         .page_size = cfg->page_size,
         .chunk_max = cfg->slab_chunk_max,
+        .single_thread = cfg->single_thread,
     };
     e->slab = slab_create(&sc);
-    e->locks = e->slab ? lock_create(e->cfg.lock_power) : NULL;
+    e->locks = e->slab ? lock_create(e->cfg.lock_power, !cfg->single_thread) : NULL;
     e->ht = e->locks ? ht_create(e->cfg.hashpower_init, e->locks) : NULL;
     if (e->ht == NULL)
         goto fail;
     e->nclasses = slab_nclasses(e->slab);
     for (unsigned i = 1; i <= e->nclasses; i++) {
-        pthread_mutex_init(&e->cls[i].lock, NULL);
+        mtx_init(&e->cls[i].lock, !cfg->single_thread);
         atomic_init(&e->cls[i].crawler_checked, 0);
         if ((e->cls[i].q = e->policy->create()) == NULL)
             goto fail;
@@ -124,12 +125,12 @@ void engine_destroy(struct engine **ep) {
     for (unsigned i = 1; i <= e->nclasses; i++) {
         if (e->cls[i].q != NULL)
             e->policy->destroy(e->cls[i].q);
-        pthread_mutex_destroy(&e->cls[i].lock);
+        mtx_destroy(&e->cls[i].lock);
     }
     ht_destroy(&e->ht);
     lock_destroy(&e->locks);
     slab_destroy(&e->slab);
-    pthread_mutex_destroy(&e->step_lock);
+    mtx_destroy(&e->step_lock);
     free(e);
     *ep = NULL;
 }
@@ -141,10 +142,10 @@ void engine_destroy(struct engine **ep) {
 static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool touch,
                            int64_t exptime, bool ref, enum engine_miss *why) {
     uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, why, NULL);
     if (it != NULL) {
         if (touch)
@@ -154,7 +155,7 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool 
         if (ref)
             atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
     }
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     return it;
 }
 
@@ -232,10 +233,10 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     if (item_has(it, ITEM_LINKED))
         return ENGINE_NOT_STORED;
     uint64_t hv = ht_hash(item_key(it), it->nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     enum engine_store_result r = ENGINE_NOT_STORED;
     struct item *hold, *stored = NULL;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *old = item_find_locked(e, item_key(it), it->nkey, hv, NULL, &hold);
     if (old != NULL) {
         enum cas_cmp cc = cas == 0           ? CAS_NONE
@@ -311,7 +312,7 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
                 .stale = item_has(stored, ITEM_STALE),
             };
     }
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     return r;
 }
 
@@ -362,9 +363,9 @@ enum engine_store_result engine_mstore(struct engine *e, struct item *it,
 enum engine_delete_result engine_delete(struct engine *e, const char *key, size_t nkey,
                                         uint64_t cas) {
     uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     enum engine_delete_result r = ENGINE_DELETE_NOT_FOUND;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
     if (it != NULL && cas != 0 && cas != it->cas) {
         r = ENGINE_DELETE_EXISTS;
@@ -372,7 +373,7 @@ enum engine_delete_result engine_delete(struct engine *e, const char *key, size_
         item_unlink_locked(e, it, hv, UNLINK_DELETE);
         r = ENGINE_DELETED;
     }
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     return r;
 }
 
@@ -516,12 +517,12 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
                                         const struct engine_marith_opts *o,
                                         struct engine_marith_out *out) {
     uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     enum engine_marith_result r;
     struct engine_marith_out res = {0};
     struct item *hold, *linked = NULL;  /* the item whose exptime the steps set */
     uint32_t exp = 0;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
     if (it == NULL) {
         r = !o->vivify ? ENGINE_MARITH_NOT_FOUND
@@ -560,7 +561,7 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
         if (linked != NULL)
             linked->exptime = exp;
     }
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     if (out != NULL)
         *out = res;
     return r;
@@ -595,9 +596,9 @@ enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t 
 static uint64_t curr_items(struct engine *e) {
     uint64_t n = 0;
     for (unsigned i = 1; i <= e->nclasses; i++) {
-        pthread_mutex_lock(&e->cls[i].lock);
+        mtx_lock(&e->cls[i].lock);
         n += e->cls[i].number;
-        pthread_mutex_unlock(&e->cls[i].lock);
+        mtx_unlock(&e->cls[i].lock);
     }
     return n;
 }
@@ -612,7 +613,7 @@ unsigned engine_step(struct engine *e, unsigned budget) {
     unsigned work = 0;
     if (budget == 0)
         return 0;
-    pthread_mutex_lock(&e->step_lock);
+    mtx_lock(&e->step_lock);
     uint32_t now = expire_now(e);
     if (!ht_expanding(e->ht) && now >= e->expand_next) {
         uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
@@ -623,7 +624,7 @@ unsigned engine_step(struct engine *e, unsigned budget) {
         work += ht_expand_step(e->ht, budget);
     if (work < budget)
         work += expire_crawl_step(e, budget - work);
-    pthread_mutex_unlock(&e->step_lock);
+    mtx_unlock(&e->step_lock);
     return work;
 }
 
@@ -653,7 +654,7 @@ bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats
         .free_chunks = ss.free_chunks,
         .free_chunks_end = ss.free_chunks_end,
     };
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     struct item *old = e->policy->oldest(c->q);
     out->age = old != NULL && now > old->atime ? now - old->atime : 0;
     out->number = c->number;
@@ -667,7 +668,7 @@ bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats
     out->evicted_unfetched = c->evicted_unfetched;
     out->evicted_active = c->evicted_active;
     out->crawler_reclaimed = c->crawler_reclaimed;
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
     out->crawler_items_checked = atomic_load_explicit(&c->crawler_checked, memory_order_relaxed);
     return true;
 }
@@ -687,9 +688,9 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
         out->crawler_reclaimed += c.crawler_reclaimed;
         out->crawler_items_checked += c.crawler_items_checked;
         out->active_slabs += c.total_pages > 0;
-        pthread_mutex_lock(&e->cls[i].lock);
+        mtx_lock(&e->cls[i].lock);
         out->total_items += e->cls[i].total_items;
-        pthread_mutex_unlock(&e->cls[i].lock);
+        mtx_unlock(&e->cls[i].lock);
     }
     out->total_malloced = slab_total_malloced(e->slab);
     out->limit_maxbytes = e->cfg.mem_limit;

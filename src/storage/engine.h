@@ -57,6 +57,8 @@ struct engine_config {
     const char *policy;        /* eviction policy name ("lru") */
     bool delete_hold;          /* -o delete_hold: engine_delete_hold() leaves a
                                   tombstone that refuses add (default false) */
+    bool single_thread;        /* one thread only ever calls this engine (as in
+                                  cellar-sim): its locks are left alone */
 };
 
 /* Fills in memcached's defaults. */

@@ -69,7 +69,7 @@ struct item_chunk {
 
 /* One size class as the engine sees it: its eviction queue and counters. */
 struct eclass {
-    pthread_mutex_t lock;
+    struct mtx lock;
     struct evict_queue *q;
     uint64_t number, bytes, total_items;
     uint64_t evicted, evicted_nonzero, evicted_time, evicted_unfetched, evicted_active;
@@ -96,7 +96,7 @@ struct engine {
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
     /* Maintenance (engine_step), under step_lock. */
-    pthread_mutex_t step_lock;
+    struct mtx step_lock;
     uint64_t crawl_cursor;
     bool crawl_resting;
     uint32_t crawl_next;                /* engine second the next pass may start */

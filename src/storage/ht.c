@@ -121,8 +121,8 @@ unsigned ht_expand_step(struct ht *h, unsigned nbuckets) {
     unsigned done = 0;
     uint64_t b = atomic_load_explicit(&h->cursor, memory_order_relaxed);
     while (done < nbuckets && b < nold) {
-        pthread_mutex_t *m = lock_of(h->locks, b);
-        pthread_mutex_lock(m);
+        struct mtx *m = lock_of(h->locks, b);
+        mtx_lock(m);
         struct item *it = h->old[b];
         while (it != NULL) {
             struct item *next = it->hnext;
@@ -133,7 +133,7 @@ unsigned ht_expand_step(struct ht *h, unsigned nbuckets) {
         }
         h->old[b] = NULL;
         atomic_store_explicit(&h->cursor, ++b, memory_order_release);
-        pthread_mutex_unlock(m);
+        mtx_unlock(m);
         done++;
     }
     if (b == nold)
@@ -166,14 +166,14 @@ unsigned ht_visit(struct ht *h, uint64_t *cursor, unsigned budget, bool *wrapped
     unsigned work = 0;
     uint64_t b = *cursor < n ? *cursor : 0;
     while (work < budget) {
-        pthread_mutex_t *m = lock_of(h->locks, b);
-        pthread_mutex_lock(m);
+        struct mtx *m = lock_of(h->locks, b);
+        mtx_lock(m);
         for (struct item *it = h->primary[b], *next; it != NULL; it = next) {
             next = it->hnext;
             fn(it, ht_hash(it->data, it->nkey), arg);
             work++;
         }
-        pthread_mutex_unlock(m);
+        mtx_unlock(m);
         work++;
         if (++b == n) {
             b = 0;

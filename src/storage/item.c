@@ -187,7 +187,7 @@ static bool evict_pull(struct engine *e, unsigned id) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
     struct item *gone = NULL, *it = NULL;
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     for (int n = 0; n < ENGINE_EVICT_TRIES; n++) {
         it = e->policy->victim(c->q, it);
         if (it == NULL)
@@ -198,17 +198,17 @@ static bool evict_pull(struct engine *e, unsigned id) {
         bool dead = expire_dead(e, it, now) != ENGINE_MISS_NONE;
         if (atomic_load_explicit(&it->refcount, memory_order_acquire) != 1 ||
             (!dead && !e->cfg.evict)) {
-            pthread_mutex_unlock(lock_of(e->locks, hv));
+            mtx_unlock(lock_of(e->locks, hv));
             continue;
         }
         ht_delete_locked(e->ht, it, hv);
         unlink_q_locked(e, c, it, dead ? UNLINK_RECLAIM : UNLINK_EVICT, now);
         item_flag_clear(it, ITEM_LINKED);
-        pthread_mutex_unlock(lock_of(e->locks, hv));
+        mtx_unlock(lock_of(e->locks, hv));
         gone = it;
         break;
     }
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
     if (gone != NULL)
         item_unref(e, gone);        /* the table's reference, the last one */
     return gone != NULL;
@@ -280,9 +280,9 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
         it = NULL;
     }
     if (it == NULL) {
-        pthread_mutex_lock(&e->cls[id].lock);
+        mtx_lock(&e->cls[id].lock);
         e->cls[id].outofmemory++;
-        pthread_mutex_unlock(&e->cls[id].lock);
+        mtx_unlock(&e->cls[id].lock);
         *err = ENGINE_ALLOC_NO_MEMORY;
         return NULL;
     }
@@ -329,12 +329,12 @@ void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     item_flag_set(it, ITEM_LINKED);
     atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
     ht_insert_locked(e->ht, it, hv);
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     e->policy->link(c->q, it, now);
     c->number++;
     c->bytes += item_ntotal(it);
     c->total_items++;
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
 }
 
 /* Unlinks it (item stripe held) and drops the table's reference. */
@@ -343,9 +343,9 @@ void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unl
         return;
     struct eclass *c = &e->cls[it->clsid];
     ht_delete_locked(e->ht, it, hv);
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     unlink_q_locked(e, c, it, why, expire_now(e));
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
     item_flag_clear(it, ITEM_LINKED);
     item_unref(e, it);
 }
@@ -396,10 +396,10 @@ void item_hit_locked(struct engine *e, struct item *it) {
     if (!e->policy->hit(it, now))
         return;
     struct eclass *c = &e->cls[it->clsid];
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     if (item_has(it, ITEM_LINKED)) {
         e->policy->bump(c->q, it, now);
         it->atime = now;
     }
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
 }

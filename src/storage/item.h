@@ -34,7 +34,13 @@ enum item_flag {
 
 struct item {
     struct item *hnext;             /* hash bucket chain */
-    struct item *prev, *next;       /* eviction queue links */
+    union {                         /* the eviction policy's while linked (evict.h) */
+        struct {
+            struct item *prev, *next;   /* eviction queue links */
+        };
+        uint64_t pword[2];          /* the same space as integers, for a policy
+                                       that keeps no links (evict_sampled.c) */
+    };
     _Atomic uint64_t cas;           /* atomic: an invalidating md rewrites it in
                                        place while holders may be reading it */
     uint32_t atime;                 /* last access, engine seconds */

@@ -58,10 +58,10 @@ static void meta_read_locked(const struct item *it, uint32_t now, struct engine_
 }
 
 void engine_item_meta(struct engine *e, const struct item *it, struct engine_item_meta *m) {
-    pthread_mutex_t *mx = lock_of(e->locks, ht_hash(item_key(it), it->nkey));
-    pthread_mutex_lock(mx);
+    struct mtx *mx = lock_of(e->locks, ht_hash(item_key(it), it->nkey));
+    mtx_lock(mx);
     meta_read_locked(it, expire_now(e), m);
-    pthread_mutex_unlock(mx);
+    mtx_unlock(mx);
 }
 
 /*
@@ -74,12 +74,12 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
                          const struct engine_mget_opts *o, struct engine_item_meta *meta,
                          enum engine_miss *why) {
     uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     struct item *hold;
     bool created = false;
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, why, &hold);
     if (it == NULL && o->vivify && hold == NULL) {
         enum engine_alloc_err err;
@@ -90,7 +90,7 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
         }
     }
     if (it == NULL) {
-        pthread_mutex_unlock(m);
+        mtx_unlock(m);
         return NULL;
     }
     uint32_t now = expire_now(e), exp = it->exptime;
@@ -141,7 +141,7 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     }
     if (!created)
         atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     if (meta != NULL)
         *meta = mt;
     return it;
@@ -156,9 +156,9 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
 enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, size_t nkey,
                                           const struct engine_mdelete_opts *o) {
     uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     enum engine_mdelete_result r = ENGINE_MDELETE_DELETED;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
     if (it == NULL) {
         r = ENGINE_MDELETE_NOT_FOUND;
@@ -191,7 +191,7 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
         item_unlink_locked(e, it, hv, UNLINK_DELETE);
     }
 out:
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     return r;
 }
 
@@ -211,9 +211,9 @@ enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, 
     if (tomb != NULL)
         item_flag_set(tomb, ITEM_HOLD);
     uint64_t hv = ht_hash(key, nkey);
-    pthread_mutex_t *m = lock_of(e->locks, hv);
+    struct mtx *m = lock_of(e->locks, hv);
     struct item *hold;
-    pthread_mutex_lock(m);
+    mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
     struct item *old = it != NULL ? it : hold;
     if (tomb != NULL && old != NULL)
@@ -222,7 +222,7 @@ enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, 
         item_link_locked(e, tomb, hv, 0);
     else if (it != NULL)
         item_unlink_locked(e, it, hv, UNLINK_DELETE);
-    pthread_mutex_unlock(m);
+    mtx_unlock(m);
     if (tomb != NULL)
         item_unref(e, tomb);
     return it != NULL ? ENGINE_DELETED : ENGINE_DELETE_NOT_FOUND;

@@ -13,6 +13,11 @@
  * another.
  *
  * Allocates once at create; never blocks except on its own mutexes.
+ *
+ * A single-threaded owner (cellar-sim runs one engine per thread) creates
+ * its mutexes "off": struct mtx then costs one predictable branch per lock
+ * and unlock, and try-lock always succeeds.  Every storage lock is a
+ * struct mtx so that one switch at engine_create() covers them all.
  */
 #ifndef CELLAR_STORAGE_LOCK_H
 #define CELLAR_STORAGE_LOCK_H
@@ -21,14 +26,41 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct lock_stripes;
+struct mtx {
+    pthread_mutex_t m;
+    bool on;                    /* false: single-threaded owner, no locking */
+};
 
-/* Returns NULL when memory is short. */
-struct lock_stripes *lock_create(unsigned power);
+static inline void mtx_init(struct mtx *x, bool on) {
+    x->on = on;
+    pthread_mutex_init(&x->m, NULL);
+}
+static inline void mtx_destroy(struct mtx *x) { pthread_mutex_destroy(&x->m); }
+static inline void mtx_lock(struct mtx *x) {
+    if (x->on)
+        pthread_mutex_lock(&x->m);
+}
+static inline void mtx_unlock(struct mtx *x) {
+    if (x->on)
+        pthread_mutex_unlock(&x->m);
+}
+static inline bool mtx_trylock(struct mtx *x) {
+    return !x->on || pthread_mutex_trylock(&x->m) == 0;
+}
+
+struct lock_stripes {
+    uint64_t mask;
+    struct mtx m[];
+};
+
+/* Returns NULL when memory is short; on = false for a single-threaded owner. */
+struct lock_stripes *lock_create(unsigned power, bool on);
 void lock_destroy(struct lock_stripes **l);
 
 /* The mutex that guards keys hashing to hv. */
-pthread_mutex_t *lock_of(struct lock_stripes *l, uint64_t hv);
+static inline struct mtx *lock_of(struct lock_stripes *l, uint64_t hv) {
+    return &l->m[hv & l->mask];
+}
 
 /* Takes every stripe, in index order, and releases them all. */
 void lock_all(struct lock_stripes *l);

@@ -1,5 +1,7 @@
 #include "storage/slab.h"
 
+#include "storage/lock.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -24,7 +26,7 @@ struct free_chunk {
 };
 
 struct slab_class {
-    pthread_mutex_t lock;
+    struct mtx lock;
     uint32_t size;              /* chunk size */
     uint32_t perpage;           /* chunks per page */
     struct free_chunk *free;    /* free list */
@@ -72,7 +74,7 @@ struct slab *slab_create(const struct slab_config *cfg) {
     s->cls[i].size = cfg->chunk_max;
     s->n = i;
     for (i = 1; i <= s->n; i++) {
-        pthread_mutex_init(&s->cls[i].lock, NULL);
+        mtx_init(&s->cls[i].lock, !cfg->single_thread);
         s->cls[i].perpage = cfg->page_size / s->cls[i].size;
     }
     return s;
@@ -87,7 +89,7 @@ void slab_destroy(struct slab **sp) {
         for (uint64_t p = 0; p < c->npages; p++)
             free(c->pages[p]);
         free(c->pages);
-        pthread_mutex_destroy(&c->lock);
+        mtx_destroy(&c->lock);
     }
     free(s);
     *sp = NULL;
@@ -158,7 +160,7 @@ fail:
 void *slab_alloc(struct slab *s, unsigned id) {
     struct slab_class *c = &s->cls[id];
     void *p = NULL;
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     if (c->free != NULL) {
         struct free_chunk *f = c->free;
         UNPOISON(f, c->size);
@@ -171,24 +173,24 @@ void *slab_alloc(struct slab *s, unsigned id) {
         c->end += c->size;
         c->nend--;
     }
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
     return p;
 }
 
 void slab_free(struct slab *s, unsigned id, void *chunk) {
     struct slab_class *c = &s->cls[id];
     struct free_chunk *f = chunk;
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     f->next = c->free;
     POISON(f, c->size);
     c->free = f;
     c->nfree++;
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
 }
 
 void slab_class_stats(struct slab *s, unsigned id, struct slab_class_stats *out) {
     struct slab_class *c = &s->cls[id];
-    pthread_mutex_lock(&c->lock);
+    mtx_lock(&c->lock);
     out->chunk_size = c->size;
     out->chunks_per_page = c->perpage;
     out->total_pages = c->npages;
@@ -196,7 +198,7 @@ void slab_class_stats(struct slab *s, unsigned id, struct slab_class_stats *out)
     out->free_chunks = c->nfree;
     out->free_chunks_end = c->nend;
     out->used_chunks = out->total_chunks - c->nfree - c->nend;
-    pthread_mutex_unlock(&c->lock);
+    mtx_unlock(&c->lock);
 }
 
 uint64_t slab_total_malloced(const struct slab *s) {

@@ -27,6 +27,7 @@
 #ifndef CELLAR_STORAGE_SLAB_H
 #define CELLAR_STORAGE_SLAB_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,7 @@ struct slab_config {
     uint32_t min_chunk;         /* smallest chunk before rounding */
     uint32_t page_size;
     uint32_t chunk_max;         /* largest chunk, <= page_size */
+    bool single_thread;         /* one thread only: no locking (lock.h) */
 };
 
 /* Returns NULL when memory is short; the config must already be valid. */

@@ -36,6 +36,7 @@ static struct engine *object_engine(const struct replay_cfg *c, struct item ***h
     struct engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.policy = c->policy;
+    cfg.single_thread = true;          /* one engine per thread */
     cfg.chunk_min = 8;
     cfg.page_size = OBJ_PAGE;
     cfg.slab_chunk_max = OBJ_PAGE;
@@ -95,6 +96,7 @@ static struct engine *byte_engine(const struct replay_cfg *c, char *err, size_t 
     struct engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.policy = c->policy;
+    cfg.single_thread = true;          /* one engine per thread */
     uint32_t page = c->page_size;
     if (page == 0) {
         page = 4096;

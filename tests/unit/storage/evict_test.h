@@ -142,10 +142,12 @@ struct obj_engine {
     size_t nhold;
 };
 
-static inline bool obj_engine_open(struct obj_engine *o, const char *policy, uint64_t cap) {
+static inline bool obj_engine_open_mode(struct obj_engine *o, const char *policy, uint64_t cap,
+                                        bool single_thread) {
     struct engine_config cfg;
     engine_config_defaults(&cfg);
     cfg.policy = policy;
+    cfg.single_thread = single_thread;
     cfg.chunk_min = 8;
     cfg.page_size = cfg.slab_chunk_max = cfg.item_size_max = 4096;
     cfg.mem_limit = 8192;
@@ -171,6 +173,10 @@ static inline bool obj_engine_open(struct obj_engine *o, const char *policy, uin
             return false;
     }
     return true;
+}
+
+static inline bool obj_engine_open(struct obj_engine *o, const char *policy, uint64_t cap) {
+    return obj_engine_open_mode(o, policy, cap, false);
 }
 
 static inline void obj_engine_close(struct obj_engine *o) {

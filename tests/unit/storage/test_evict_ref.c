@@ -84,13 +84,14 @@ TEST(policies_match_references_through_the_seam) {
             }
 }
 
+/* Odd sizes run the engine single-threaded (its locks off, as in cellar-sim). */
 TEST(policies_match_references_through_the_engine) {
-    static const size_t caps[] = {1, 4, 31, 200};
+    static const size_t caps[] = {1, 4, 31, 200, 7, 64};
     for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ci++)
         for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
             uint64_t seed = 0xabcdef + k;
             struct obj_engine o;
-            ASSERT(obj_engine_open(&o, cases[ci].policy, caps[k]));
+            ASSERT(obj_engine_open_mode(&o, cases[ci].policy, caps[k], caps[k] % 2 == 1));
             struct ref r = {.kind = cases[ci].kind, .max = cases[ci].max, .cap = caps[k]};
             unsigned keys = (unsigned)caps[k] * 2 + 3;
             for (int i = 0; i < 5000; i++) {

@@ -21,28 +21,28 @@ static struct item *mkitem(int i) {
 
 static struct item *find(struct ht *h, struct lock_stripes *l, struct item *it) {
     uint64_t hv = ht_hash(it->data, it->nkey);
-    pthread_mutex_lock(lock_of(l, hv));
+    mtx_lock(lock_of(l, hv));
     struct item *r = ht_find_locked(h, hv, it->data, it->nkey);
-    pthread_mutex_unlock(lock_of(l, hv));
+    mtx_unlock(lock_of(l, hv));
     return r;
 }
 
 static void insert(struct ht *h, struct lock_stripes *l, struct item *it) {
     uint64_t hv = ht_hash(it->data, it->nkey);
-    pthread_mutex_lock(lock_of(l, hv));
+    mtx_lock(lock_of(l, hv));
     ht_insert_locked(h, it, hv);
-    pthread_mutex_unlock(lock_of(l, hv));
+    mtx_unlock(lock_of(l, hv));
 }
 
 static void delete(struct ht *h, struct lock_stripes *l, struct item *it) {
     uint64_t hv = ht_hash(it->data, it->nkey);
-    pthread_mutex_lock(lock_of(l, hv));
+    mtx_lock(lock_of(l, hv));
     ht_delete_locked(h, it, hv);
-    pthread_mutex_unlock(lock_of(l, hv));
+    mtx_unlock(lock_of(l, hv));
 }
 
 TEST(find_insert_delete) {
-    struct lock_stripes *l = lock_create(2);
+    struct lock_stripes *l = lock_create(2, true);
     struct ht *h = ht_create(4, l);
     struct item *a = mkitem(1), *b = mkitem(2);
     ASSERT(find(h, l, a) == NULL);
@@ -61,7 +61,7 @@ TEST(find_insert_delete) {
 }
 
 TEST(doubling_moves_bucket_by_bucket) {
-    struct lock_stripes *l = lock_create(2);
+    struct lock_stripes *l = lock_create(2, true);
     struct ht *h = ht_create(4, l);
     struct item *its[N + 1];
     for (int i = 0; i < N; i++)
@@ -105,7 +105,7 @@ static void count(struct item *it, uint64_t hv, void *arg) {
 }
 
 TEST(visit_walks_every_item_once_per_pass) {
-    struct lock_stripes *l = lock_create(2);
+    struct lock_stripes *l = lock_create(2, true);
     struct ht *h = ht_create(4, l);
     struct item *its[N];
     for (int i = 0; i < N; i++)
