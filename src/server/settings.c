@@ -43,6 +43,7 @@
 /* Static defaults; any other string in the struct is an owned copy. */
 static const char default_inter[] = SETTINGS_DEFAULT_INTER;
 static const char default_policy[] = SETTINGS_DEFAULT_POLICY;
+static const char flat_policy[] = SETTINGS_FLAT_POLICY;
 
 /* ------------------------------------------------------------------ */
 /* Printing one field, for -h defaults and for `stats settings`.       */
@@ -153,7 +154,7 @@ struct parse {
 
 /* Frees a string field unless it holds one of the static defaults. */
 static void str_free(const char *p) {
-    if (p != NULL && p != default_inter && p != default_policy)
+    if (p != NULL && p != default_inter && p != default_policy && p != flat_policy)
         free((void *)p);
 }
 
@@ -980,7 +981,7 @@ static const struct subopt sub_table[] = {
      "0 means unlimited (default: 0)", F_NONE, 0, sub_read_buf_mem_limit, OPT_TODO},
     {"lru_maintainer", NULL, F_NONE, 0, sub_lru_maintainer, 0},
     {"no_lru_maintainer", "disable new LRU system + background thread.", F_NONE, 0,
-     sub_no_lru_maintainer, OPT_TODO},
+     sub_no_lru_maintainer, 0},
     {"hot_lru_pct", "pct of slab memory to reserve for hot lru.\n"
      "(requires lru_maintainer, default pct: %s)", F_INT, FIELD(hot_lru_pct),
      sub_hot_lru_pct, OPT_TODO},
@@ -1486,6 +1487,10 @@ static int finish(struct parse *p) {
         fprintf(err, "temporary_ttl requires lru_maintainer to be enabled\n");
         return SETTINGS_EX_USAGE;
     }
+    /* Without segmented LRU (no_lru_maintainer, no_modern) memcached's LRU is
+       flat; an explicit evict_policy wins. */
+    if (s->evict_policy == default_policy && !s->lru_segmented)
+        s->evict_policy = flat_policy;
     /* With only -U given, TCP listens on the same port, as in memcached. */
     if (p->udp_specified && !p->tcp_specified)
         s->port = s->udpport;

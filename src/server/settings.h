@@ -59,7 +59,8 @@
 #define SETTINGS_EXIT_OK (-1)           /* -h, -V or -i was served: exit 0 */
 #define SETTINGS_EX_USAGE 64            /* sysexits' EX_USAGE, as memcached */
 #define SETTINGS_DEFAULT_INTER "127.0.0.1"
-#define SETTINGS_DEFAULT_POLICY "lru"
+#define SETTINGS_DEFAULT_POLICY "slru"       /* memcached 1.6: segmented LRU */
+#define SETTINGS_FLAT_POLICY "lru"           /* with -o no_lru_maintainer or no_modern */
 #define SETTINGS_SLAB_PAGE_SIZE (1024 * 1024)
 #define SETTINGS_MAX_SLAB_SIZES 63      /* -o slab_sizes entries, as memcached */
 
@@ -107,7 +108,8 @@ struct settings {
     bool lock_memory;           /* -k */
     bool large_pages;           /* -L */
     const char *memory_file;    /* -e; NULL when not used */
-    const char *evict_policy;   /* -o evict_policy (cellar; "lru") */
+    const char *evict_policy;   /* -o evict_policy (cellar; "slru", or "lru" when
+                                   lru_segmented is turned off) */
     bool delete_hold;           /* -o delete_hold (cellar): "delete <key> <seconds>"
                                    refuses add of the key for that long */
 

@@ -31,7 +31,7 @@ void engine_config_defaults(struct engine_config *cfg) {
         .use_cas = true,
         .hashpower_init = 16,
         .lock_power = 12,
-        .policy = "lru",
+        .policy = "slru",
     };
 }
 

@@ -54,7 +54,7 @@ struct engine_config {
     bool use_cas;              /* false (-C): CAS always 0 */
     uint32_t hashpower_init;   /* log2 initial buckets (16) */
     uint32_t lock_power;       /* log2 item lock stripes (12) */
-    const char *policy;        /* eviction policy name ("lru") */
+    const char *policy;        /* eviction policy name ("slru") */
     bool delete_hold;          /* -o delete_hold: engine_delete_hold() leaves a
                                   tombstone that refuses add (default false) */
     bool single_thread;        /* one thread only ever calls this engine (as in

@@ -137,7 +137,7 @@ TEST(defaults_from_init_and_from_parse) {
     ASSERT_EQ(s.slab_chunk_size_max, 1 << 19);
     ASSERT_EQ(s.slab_page_size, 1 << 20);
     ASSERT(s.use_cas);
-    ASSERT_STR(s.evict_policy, "lru");
+    ASSERT_STR(s.evict_policy, "slru");
     ASSERT_EQ(s.hashpower_init, 0);
     ASSERT_EQ(s.verbose, 0);
     ASSERT_EQ(s.prefix_delimiter, ':');
@@ -178,7 +178,7 @@ static const char default_stats[] =
     "temporary_ttl 61\n" "idle_timeout 0\n" "watcher_logbuf_size 262144\n"
     "worker_logbuf_size 65536\n" "read_buf_mem_limit 0\n" "track_sizes no\n"
     "inline_ascii_response no\n" "num_napi_ids (null)\n" "memory_file (null)\n"
-    "evict_policy lru\n";                   /* cellar's one extra line */
+    "evict_policy slru\n";                  /* cellar's one extra line */
 
 TEST(stats_settings_defaults_match_memcached) {
     struct run *r = P(NOARGS);
@@ -355,10 +355,20 @@ TEST(extended_lists) {
         {"maxconns_fast", "no"}, {"slab_reassign", "no"}, {"slab_automove", "0"},
         {"slab_chunk_max", "1048576"}, {"lru_crawler", "no"}, {"hash_algorithm", "jenkins"},
         {"lru_maintainer_thread", "no"}, {"lru_segmented", "no"},
-        {"inline_ascii_response", "no"},
+        {"inline_ascii_response", "no"}, {"evict_policy", "lru"},
     };
     for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++)
         ASSERT_STR(stat_of(&r->s, old[i][0]), old[i][1]);
+    done(r);
+
+    /* Without segmented LRU the LRU is flat, unless a policy is named. */
+    r = P("-o", "no_lru_maintainer");
+    ASSERT_EQ(r->rc, 0);
+    ASSERT_STR(r->s.evict_policy, "lru");
+    done(r);
+    r = P("-o", "evict=s3fifo,no_modern");
+    ASSERT_EQ(r->rc, 0);
+    ASSERT_STR(r->s.evict_policy, "s3fifo");
     done(r);
 
     /* No-ops and an empty list; a trailing comma ends the list. */
@@ -688,7 +698,7 @@ TEST(usage_text) {
         "\n-vv                       very verbose",
         "\n   - hot_lru_pct:         pct of slab memory to reserve for hot lru.\n"
         "                          (requires lru_maintainer, default pct: 20)\n",
-        "(default: lru)\n",
+        "(default: slru)\n",
         "\n-L, --enable-largepages   try to use large memory pages (if available)\n"
         "                          (accepted; not implemented yet)\n",
     };

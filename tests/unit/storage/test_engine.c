@@ -381,9 +381,11 @@ TEST(append_prepend_across_chains) {
 
 /* ---- memory limit and eviction ---- */
 
+/* Eviction order here is the flat LRU's (the default, slru, has its own tests). */
 static struct engine *small(size_t limit, bool evict) {
     struct engine_config cfg;
     engine_config_defaults(&cfg);
+    cfg.policy = "lru";
     cfg.mem_limit = limit;
     cfg.evict = evict;
     return mk_cfg(&cfg);

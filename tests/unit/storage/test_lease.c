@@ -871,8 +871,12 @@ TEST(recache_wins_once_below_its_token) {
     engine_destroy(&e);
 }
 
+/* Under the flat LRU (slru moves atime only when an item turns active). */
 TEST(mget_fetched_last_access_and_no_bump) {
-    struct engine *e = mk();
+    struct engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.policy = "lru";
+    struct engine *e = mk_cfg(&cfg);
     bool hit;
     ASSERT(put_val(e, "k", "v", 0));
     engine_clock_set(e, T0 + 5);
