@@ -639,8 +639,10 @@ unsigned engine_class_for(const struct engine *e, size_t ntotal) {
 }
 
 bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out) {
-    if (id < 1 || id > e->nclasses)
+    if (id < 1 || id > e->nclasses) {
+        *out = (struct engine_class_stats){0};
         return false;
+    }
     struct slab_class_stats ss;
     slab_class_stats(e->slab, id, &ss);
     struct eclass *c = &e->cls[id];
