@@ -10,6 +10,7 @@ published algorithms' numbers.
 
     reference.py TRACE.txt SIZES POLICIES     (one object id per line)
 """
+import os
 import sys
 from collections import OrderedDict
 
@@ -341,9 +342,12 @@ def mix(k):
     return z ^ (z >> 31)
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ref_lirs import lirs  # noqa: E402
+
 POL = {'lru-exact': lru, 'fifo': fifo, 'clock': clock, 'clock2': lambda t, C: clock(t, C, 2),
        'sieve': sieve, 'lfu': lfu, 's3fifo': s3fifo, '2q': twoq, 'arc': arc, 'wtinylfu': wtinylfu,
-       'wtinylfu-fixed': lambda t, C: wtinylfu(t, C, False)}
+       'wtinylfu-fixed': lambda t, C: wtinylfu(t, C, False), 'lirs': lirs}
 
 if __name__ == '__main__':
     path = sys.argv[1]

@@ -108,6 +108,7 @@ extern const struct evict_policy evict_doubleclock;
 extern const struct evict_policy evict_doubleclock_rd;
 extern const struct evict_policy evict_wtinylfu;
 extern const struct evict_policy evict_wtinylfu_fixed;
+extern const struct evict_policy evict_lirs;
 
 /* The number of policies, and the i-th (for listing them in -h and tools). */
 unsigned evict_policy_count(void);
