@@ -16,7 +16,7 @@ set -eu
 SIM=${SIM:-build/cellar-sim}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-POLICIES=${POLICIES:-lru-exact,fifo,clock,clock2,sieve,lfu,s3fifo,2q,arc,wtinylfu-fixed,lirs}
+POLICIES=${POLICIES:-lru-exact,fifo,clock,clock2,sieve,lfu,s3fifo,2q,arc,wtinylfu-fixed,lirs,sampled,sampled-lfu}
 SIZES=${SIZES:-100,1000,5000}
 HERE=$(dirname "$0")
 status=0

@@ -344,10 +344,12 @@ def mix(k):
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ref_lirs import lirs  # noqa: E402
+from ref_sampled import sampled, sampled_lfu  # noqa: E402
 
 POL = {'lru-exact': lru, 'fifo': fifo, 'clock': clock, 'clock2': lambda t, C: clock(t, C, 2),
        'sieve': sieve, 'lfu': lfu, 's3fifo': s3fifo, '2q': twoq, 'arc': arc, 'wtinylfu': wtinylfu,
-       'wtinylfu-fixed': lambda t, C: wtinylfu(t, C, False), 'lirs': lirs}
+       'wtinylfu-fixed': lambda t, C: wtinylfu(t, C, False), 'lirs': lirs,
+       'sampled': sampled, 'sampled-lfu': sampled_lfu}
 
 if __name__ == '__main__':
     path = sys.argv[1]

@@ -14,7 +14,7 @@ static const struct evict_policy *const policies[] = {
     &evict_clock2,      &evict_sieve,          &evict_slru,     &evict_doubleclock,
     &evict_doubleclock_rd, &evict_lfu,         &evict_lfu_decay, &evict_2q,
     &evict_arc,         &evict_s3fifo,         &evict_wtinylfu, &evict_wtinylfu_fixed,
-    &evict_lirs,
+    &evict_lirs,        &evict_sampled,        &evict_sampled_lfu,
 };
 
 #define NPOLICIES (sizeof(policies) / sizeof(policies[0]))

@@ -11,8 +11,9 @@
  * The same policy code runs in cellard and in cellar-sim.
  *
  * What a policy may use in struct item: prev/next (its queue links, free
- * for it while the item is linked), atime (read only: the engine sets it at
- * link and after each bump), pbits (its own bits; relaxed atomics, because
+ * for it while the item is linked; pword[] is the same 16 bytes as
+ * integers), atime (read only: the engine sets it at link and after each
+ * bump), pbits (its own bits; relaxed atomics, because
  * hit() runs without the class lock) and the ITEM_ACTIVE/ITEM_FETCHED flags
  * (read only).
  *
@@ -109,6 +110,8 @@ extern const struct evict_policy evict_doubleclock_rd;
 extern const struct evict_policy evict_wtinylfu;
 extern const struct evict_policy evict_wtinylfu_fixed;
 extern const struct evict_policy evict_lirs;
+extern const struct evict_policy evict_sampled;
+extern const struct evict_policy evict_sampled_lfu;
 
 /* The number of policies, and the i-th (for listing them in -h and tools). */
 unsigned evict_policy_count(void);

@@ -39,22 +39,24 @@
  * (where a generated trace packs 10,000 requests into a trace second)
  * turns the policy into random eviction among a second's worth of items.
  * With the logical clock ties never happen, the policy is the algorithm
- * Redis approximates (with as fine a clock as one likes), and with 5
- * samples or more than the items in the class it is exact LRU.  The LFU
- * decay keeps wall time, as Redis does (it is a rate per minute): the
- * item's last access is the engine's atime (set by the engine at link and
- * after every bump), and since victim() is given no time, the decay there
- * uses the latest time the queue saw (link or bump).  In cellar-sim a
- * one-id-per-line trace advances one second per request, so there an
- * item decays by one for each 60 requests without a hit.
+ * Redis approximates (with as fine a clock as one likes), and in a class
+ * of at most 5 items, where every round samples them all, it is exact
+ * LRU.  The LFU decay keeps wall time, as Redis does (it is a rate per
+ * minute): the item's last access is the engine's atime (set by the
+ * engine at link and after every bump), and since victim() is given no
+ * time, the decay there uses the latest time the queue saw (link or
+ * bump).  In cellar-sim a one-id-per-line trace advances one second per
+ * request, so there an item decays by one for each 60 requests without a
+ * hit (and sampled-lfu forgets fast); a generated trace replayed directly
+ * packs 10,000 requests into a second, and counts barely decay.
  *
  * Where we differ from Redis, on purpose:
  *   - The pool holds item pointers and is rescored at the start of each
  *     round (16 score computations and an insertion sort).  Redis freezes
  *     a key's score when it is sampled, so a key read since then is still
  *     evicted on its old idle time, and old entries compete with fresh
- *     samples on understated idle times.  Rescoring keeps the
- *     pool's order true; a sample already in the pool is not added twice.
+ *     samples on understated idle times.  Rescoring keeps the pool's
+ *     order true; a sample already in the pool is not added twice.
  *   - A pooled item that is unlinked (delete, replace, expiry, eviction)
  *     leaves the pool at once; Redis leaves the key and skips it at
  *     eviction when the lookup fails.  So no entry ever points at freed
