@@ -30,7 +30,7 @@ STORAGE_A  := $(B)/libstorage.a
 PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
 
-.PHONY: all run test check unit integration asan clean deps sim
+.PHONY: all run test check unit integration asan clean deps sim policies
 all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim unit-bins
 
 $(CORE_A): $(call obj_of,core)
@@ -102,6 +102,14 @@ integration: $(B)/cellard
 	CELLARD=$(abspath $(B)/cellard) /usr/bin/python3 tests/integration/run.py
 
 check: unit integration
+
+# The integration suite once per eviction policy (about 35 s each; not part
+# of `make test`): every policy must serve memcached's protocols the same.
+policies: $(B)/cellard $(B)/cellar-sim
+	@for p in $$($(B)/cellar-sim -l); do \
+	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
+	    /usr/bin/python3 tests/integration/run.py 2>&1) || { echo "$$out"; exit 1; }; \
+	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
 
 test: deps
 	$(MAKE) all

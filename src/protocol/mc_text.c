@@ -458,6 +458,21 @@ enum mc_parse mc_text_parse(struct mc_req *req, const char *buf, size_t len, siz
         end = nul;
     *consumed = (size_t)(nl - buf) + 1;
 
+    /* The commonest line, "get <key>", needs no general tokenizer. */
+    if (end - buf > 4 && memcmp(buf, "get ", 4) == 0) {
+        const char *k = buf + 4;
+        size_t klen = (size_t)(end - k);
+        if (klen <= MC_KEY_MAX && memchr(k, ' ', klen) == NULL) {
+            req->cmd = MC_CMD_GET;
+            req->ntokens = 2;
+            req->tok[0] = (struct mc_span){buf, 3};
+            req->tok[1] = (struct mc_span){k, klen};
+            req->key = req->keys = req->tok[1];
+            req->nkeys = 1;
+            return MC_PARSE_OK;
+        }
+    }
+
     const char *rest;
     int n = tokenize(buf, end, req->tok, &rest);
     req->ntokens = n;

@@ -17,7 +17,7 @@
 
 static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
     if (!noreply)
-        out_add(&c->out, s, len);
+        out_text(&c->out, s, len);
 }
 
 /* Appends "VALUE ..." and the item's value, holding a reference until written. */
@@ -30,11 +30,16 @@ static void add_value(struct conn *c, struct item *it, bool with_cas) {
     size_t n = mc_text_fmt_value(line, item_key(it), item_nkey(it), item_flags(it),
                                  item_nbytes(it), with_cas, item_cas(it));
     out_commit(&c->out, line, n);
-    struct iovec *iov = c->w->iov;
-    int k = engine_item_iov(it, iov, c->w->iov_max);
-    for (int i = 0; i < k; i++)
-        out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
-    out_add(&c->out, S("\r\n"));
+    const char *flat = item_value_flat(it);
+    if (flat != NULL) {
+        out_add(&c->out, flat, item_nbytes(it));
+    } else {
+        struct iovec *iov = c->w->iov;
+        int k = engine_item_iov(it, iov, c->w->iov_max);
+        for (int i = 0; i < k; i++)
+            out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
+    }
+    out_text(&c->out, S("\r\n"));
     out_hold(&c->out, it);
 }
 
@@ -67,7 +72,7 @@ static void do_get(struct conn *c, struct mc_req *req) {
                 STAT_INC(st->get_flushed);
         }
     }
-    out_add(&c->out, S("END\r\n"));
+    out_text(&c->out, S("END\r\n"));
 }
 
 static enum engine_store_op store_op(enum mc_cmd cmd) {
@@ -238,7 +243,7 @@ static bool tok_is(const struct mc_req *req, int i, const char *s) {
 static void do_shutdown(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
     if (!s->cfg->shutdown_command) {
-        out_add(&c->out, S("ERROR: shutdown not enabled\r\n"));
+        out_text(&c->out, S("ERROR: shutdown not enabled\r\n"));
         return;
     }
     if (req->ntokens <= 1 || tok_is(req, 1, "graceful")) {
@@ -247,7 +252,7 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
         atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
         return;
     }
-    out_add(&c->out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
+    out_text(&c->out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
 }
 
 /*
@@ -281,7 +286,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         break;
     default:
         /* Meta lines (MC_CMD_META) never come here: worker.c hands them to dispatch_meta. */
-        out_add(&c->out, S("ERROR\r\n"));
+        out_text(&c->out, S("ERROR\r\n"));
         break;
     }
 }
@@ -340,7 +345,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_VERSION:
-        out_add(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
+        out_text(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
         break;
     case MC_CMD_VERBOSITY:
         atomic_store(&s->verbose, req->delta > 2 ? 2 : (int)req->delta);

@@ -36,17 +36,10 @@ static bool grow(void **arr, int *cap, size_t elem) {
     return true;
 }
 
-bool out_add(struct out *o, const void *p, size_t len) {
+/* out_add() when a new iovec is needed and the array is full, or len is 0. */
+bool out_add_slow(struct out *o, const void *p, size_t len) {
     if (len == 0)
         return true;
-    if (o->niov > o->sent) {
-        struct iovec *last = &o->iov[o->niov - 1];
-        if ((const char *)last->iov_base + last->iov_len == (const char *)p) {
-            last->iov_len += len;
-            o->bytes += len;
-            return true;
-        }
-    }
     if (o->niov == o->iov_cap && !grow((void **)&o->iov, &o->iov_cap, sizeof(struct iovec)))
         return false;
     o->iov[o->niov++] = (struct iovec){(void *)p, len};
@@ -59,10 +52,9 @@ bool out_add(struct out *o, const void *p, size_t len) {
  * out_reset(), so an iovec may point into them.  A request larger than a
  * block gets a block of its own size.
  */
-char *out_reserve(struct out *o, size_t n) {
+/* out_reserve() when the current block lacks room. */
+char *out_reserve_slow(struct out *o, size_t n) {
     struct out_block *b = o->cur;
-    if (b != NULL && b->size - b->used >= n)
-        return b->data + b->used;
     if (b != NULL && b->next != NULL && b->next->size >= n) {
         o->cur = b->next;
         o->cur->used = 0;
@@ -83,11 +75,6 @@ char *out_reserve(struct out *o, size_t n) {
     }
     o->cur = nb;
     return nb->data;
-}
-
-bool out_commit(struct out *o, char *p, size_t used) {
-    o->cur->used = (size_t)(p - o->cur->data) + used;
-    return out_add(o, p, used);
 }
 
 bool out_copy(struct out *o, const void *p, size_t len) {

@@ -9,10 +9,14 @@
  *     scratch blocks that never move, so iovecs into them stay valid;
  *   - item values, pointed at inside the item, with a reference held in
  *     the item list and dropped only once the bytes have left.
- * Adjacent pieces that touch in memory are merged into one iovec.
+ * Adjacent pieces that touch in memory are merged into one iovec.  Short
+ * constant replies go through out_text(), which copies them into scratch,
+ * so that a run of them ("STORED\r\n" x 16) or the "\r\n" after a value
+ * and the next VALUE line share one iovec: the kernel's cost of a writev
+ * grows with its iovecs.
  *
  *   [VALUE k 0 5\r\n][hello][\r\nEND\r\n]    <- 3 iovecs, 1 item ref
- *      scratch        item    constant/scratch
+ *      scratch        item    scratch
  *
  * Used by one thread (the connection's worker); allocates as it grows and
  * keeps its first scratch block between batches.
@@ -22,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/uio.h>
 
 struct engine;
@@ -48,13 +53,49 @@ void out_init(struct out *o);
 /* Drops item references and frees everything. */
 void out_deinit(struct out *o, struct engine *e);
 
-/* Appends bytes that stay valid until out_reset() (constants, items). */
-bool out_add(struct out *o, const void *p, size_t len);
+bool out_add_slow(struct out *o, const void *p, size_t len);
+
+/* Appends bytes that stay valid until out_reset() (item values). */
+static inline bool out_add(struct out *o, const void *p, size_t len) {
+    if (o->niov > o->sent) {
+        struct iovec *last = &o->iov[o->niov - 1];
+        if ((const char *)last->iov_base + last->iov_len == (const char *)p) {
+            last->iov_len += len;
+            o->bytes += len;
+            return true;
+        }
+    }
+    if (len == 0 || o->niov == o->iov_cap)
+        return out_add_slow(o, p, len);
+    o->iov[o->niov++] = (struct iovec){(void *)p, len};
+    o->bytes += len;
+    return true;
+}
+char *out_reserve_slow(struct out *o, size_t n);
+
 /* Reserves n contiguous scratch bytes; commit what was used with out_commit(). */
-char *out_reserve(struct out *o, size_t n);
-bool out_commit(struct out *o, char *p, size_t used);
+static inline char *out_reserve(struct out *o, size_t n) {
+    struct out_block *b = o->cur;
+    if (b != NULL && b->size - b->used >= n)
+        return b->data + b->used;
+    return out_reserve_slow(o, n);
+}
 /* Copies bytes into scratch and appends them. */
 bool out_copy(struct out *o, const void *p, size_t len);
+/* Takes the first used bytes of what out_reserve() gave and appends them. */
+static inline bool out_commit(struct out *o, char *p, size_t used) {
+    o->cur->used = (size_t)(p - o->cur->data) + used;
+    return out_add(o, p, used);
+}
+
+/* Copies short text (a constant reply) into scratch, joining what precedes it. */
+static inline bool out_text(struct out *o, const char *s, size_t len) {
+    char *d = out_reserve(o, len);
+    if (d == NULL)
+        return false;
+    memcpy(d, s, len);
+    return out_commit(o, d, len);
+}
 /* Formats into scratch (for stats). */
 bool out_printf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Keeps a reference on it until out_reset(). */

@@ -18,6 +18,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum item_flag {
@@ -63,6 +64,12 @@ static inline uint64_t item_cas(const struct item *it) {
     return atomic_load_explicit(&it->cas, memory_order_relaxed);
 }
 static inline unsigned item_clsid(const struct item *it) { return it->clsid; }
+/* The value when it lies in one piece, else NULL (see engine_item_iov()). */
+static inline const char *item_value_flat(const struct item *it) {
+    return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_CHAINED)
+               ? NULL
+               : it->data + it->nkey;
+}
 static inline bool item_key_binary(const struct item *it) {
     return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_KEY_BINARY) != 0;
 }

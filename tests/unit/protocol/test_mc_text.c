@@ -682,6 +682,35 @@ TEST(next_key_edges) {
     ASSERT_EQ(rest.len, 0);
 }
 
+/*
+ * "get <key>" has a fast path; a leading space sends the same line through
+ * the general tokenizer (memcached skips leading spaces), and the two must
+ * agree on every field, shifted by that one byte, for keys of every length
+ * up to one past the limit and of every awkward byte.
+ */
+TEST(get_fast_path_matches_tokenizer) {
+    static const char bytes[] = "aZ9_\t\r\x01\x7f\xff ";
+    char line[300], key[260];
+    for (size_t n = 1; n <= MC_KEY_MAX + 1; n++) {
+        for (size_t v = 0; v < 4; v++) {
+            for (size_t i = 0; i < n; i++)
+                key[i] = bytes[(i * 7 + v * 3 + n) % (sizeof(bytes) - 1)];
+            if (v == 0)
+                memset(key, 'k', n);
+            int len = snprintf(line, sizeof(line), " get %.*s\r\n", (int)n, key);
+            struct mc_req fast, slow;
+            size_t cf = 0, cs = 0;
+            enum mc_parse rf = mc_text_parse(&fast, line + 1, (size_t)len - 1, &cf);
+            enum mc_parse rs = mc_text_parse(&slow, line, (size_t)len, &cs);
+            ASSERT_EQ(rf, rs);
+            ASSERT_EQ(cf + 1, cs);
+            const char *d = req_diff(&fast, line + 1, &slow, line + 1);
+            if (d != NULL)
+                TH_FAIL("key length %zu variant %zu: %s differs", n, v, d);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------------- */
 /* Round trips                                                              */
 /* ---------------------------------------------------------------------- */
