@@ -2,21 +2,23 @@
  * out.h -- a connection's pending response: iovecs, scratch, references.
  *
  * Responses of a whole batch of pipelined requests are gathered here and
- * sent with as few writev() calls as the kernel allows.  Three kinds of
+ * sent with as few writev() calls as the kernel allows.  Two kinds of
  * bytes end up in the iovec list:
- *   - constant strings ("STORED\r\n"), pointed at where they lie;
  *   - formatted lines (VALUE headers, numbers, stats), written into
  *     scratch blocks that never move, so iovecs into them stay valid;
- *   - item values, pointed at inside the item, with a reference held in
- *     the item list and dropped only once the bytes have left.
+ *     constant replies are copied there too (out_text());
+ *   - item values larger than OUT_COPY_MAX, pointed at inside the item,
+ *     with a reference held in the item list and dropped only once the
+ *     bytes have left (smaller ones are copied into scratch).
  * Adjacent pieces that touch in memory are merged into one iovec.  Short
  * constant replies go through out_text(), which copies them into scratch,
  * so that a run of them ("STORED\r\n" x 16) or the "\r\n" after a value
  * and the next VALUE line share one iovec: the kernel's cost of a writev
  * grows with its iovecs.
  *
- *   [VALUE k 0 5\r\n][hello][\r\nEND\r\n]    <- 3 iovecs, 1 item ref
- *      scratch        item    scratch
+ *   [VALUE k 0 5\r\nhello\r\nVALUE j 0 900\r\n][<900 bytes>][\r\nEND\r\n]
+ *    scratch (small value copied)              item          scratch
+ *                                              (1 reference held)
  *
  * Used by one thread (the connection's worker); allocates as it grows and
  * keeps its first scratch block between batches.
@@ -33,6 +35,12 @@ struct engine;
 struct item;
 
 #define OUT_BLOCK 16384
+/*
+ * Values up to this size are copied into scratch rather than pointed at:
+ * the kernel's cost per iovec of a writev, and a held reference per value,
+ * outweigh copying a few hundred bytes that the kernel copies anyway.
+ */
+#define OUT_COPY_MAX 512
 
 struct out_block {
     struct out_block *next;
