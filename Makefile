@@ -11,10 +11,12 @@
 CC      ?= cc
 AR      := gcc-ar
 B       ?= build
-# Link-time optimisation lets the hot path inline across files and layers
-# (hashing, the engine's lookups, output batching): about 10% fewer
-# instructions per request.  Layering is still enforced by the archives.
-OPT     ?= -O2 -flto=auto
+# Link-time optimisation lets cellard's hot path inline across files and
+# layers (hashing, the engine's lookups, output batching): about 10% fewer
+# instructions per request.  Objects carry both forms (fat), so a program
+# can link without it: cellar-sim replays 20% faster without (measured).
+# Layering is still enforced by the archives.
+OPT     ?= -O2 -flto=auto -ffat-lto-objects
 SAN     ?=
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
            -Isrc -Iinclude -MMD -MP $(SAN) $(EXTRA_CFLAGS)
@@ -59,7 +61,7 @@ $(B)/null_server: bench/null_server.c
 
 # The simulator runs the engine itself: storage + core only.
 $(B)/cellar-sim: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/sim/*.c)) $(STORAGE_A) $(CORE_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -fno-lto -o $@ $^ $(LDLIBS)
 sim: $(B)/cellar-sim
 
 # Unit tests: tests/unit/<layer>/test_<module>.c links its layer and those below.

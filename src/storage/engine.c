@@ -153,7 +153,7 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool 
         item_flag_set(it, ITEM_FETCHED);
         item_hit_locked(e, it);
         if (ref)
-            atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
+            item_ref(e, it);
     }
     mtx_unlock(m);
     return it;

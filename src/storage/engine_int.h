@@ -125,6 +125,28 @@ static inline void item_flag_clear(struct item *it, uint8_t flag) {
     atomic_store_explicit(&it->iflags, f & ~flag, memory_order_relaxed);
 }
 
+/*
+ * Reference counts.  A single-threaded engine (engine_config.single_thread)
+ * needs no locked instruction: a plain load and store does.
+ */
+static inline void item_ref(const struct engine *e, struct item *it) {
+    if (e->cfg.single_thread)
+        atomic_store_explicit(&it->refcount,
+                              atomic_load_explicit(&it->refcount, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
+}
+/* Drops one reference; returns the count before. */
+static inline uint16_t item_deref(const struct engine *e, struct item *it) {
+    if (e->cfg.single_thread) {
+        uint16_t r = atomic_load_explicit(&it->refcount, memory_order_relaxed);
+        atomic_store_explicit(&it->refcount, r - 1, memory_order_relaxed);
+        return r;
+    }
+    return atomic_fetch_sub_explicit(&it->refcount, 1, memory_order_acq_rel);
+}
+
 /* item.c */
 size_t item_ntotal(const struct item *it);
 struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,

@@ -25,7 +25,8 @@ void expire_init(struct engine *e, uint32_t unix_now) {
 
 void engine_clock_set(struct engine *e, uint32_t unix_now) {
     int64_t started;
-    if (!atomic_exchange(&e->clock_seen, true)) {
+    if (!atomic_load_explicit(&e->clock_seen, memory_order_acquire) &&
+        !atomic_exchange(&e->clock_seen, true)) {
         started = (int64_t)unix_now - atomic_load(&e->now);
         atomic_store(&e->started, started);
     } else {

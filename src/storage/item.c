@@ -166,7 +166,7 @@ static void item_free(struct engine *e, struct item *it) {
 }
 
 void item_unref(struct engine *e, struct item *it) {
-    if (atomic_fetch_sub_explicit(&it->refcount, 1, memory_order_acq_rel) == 1)
+    if (item_deref(e, it) == 1)
         item_free(e, it);
 }
 
@@ -327,7 +327,7 @@ void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     it->cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
     it->atime = now;
     item_flag_set(it, ITEM_LINKED);
-    atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
+    item_ref(e, it);
     ht_insert_locked(e->ht, it, hv);
     mtx_lock(&c->lock);
     e->policy->link(c->q, it, now);

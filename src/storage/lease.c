@@ -140,7 +140,7 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
         item_hit_locked(e, it);
     }
     if (!created)
-        atomic_fetch_add_explicit(&it->refcount, 1, memory_order_relaxed);
+        item_ref(e, it);
     mtx_unlock(m);
     if (meta != NULL)
         *meta = mt;
