@@ -100,7 +100,7 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
 
-integration: $(B)/cellard
+integration: $(B)/cellard $(B)/cellar-sim
 	CELLARD=$(abspath $(B)/cellard) /usr/bin/python3 tests/integration/run.py
 
 check: unit integration
