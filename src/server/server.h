@@ -89,6 +89,7 @@ struct conn {
 
     char *rbuf;
     size_t rsize, rstart, rend;     /* unparsed bytes are rbuf[rstart..rend) */
+    size_t pf_end;                  /* rbuf[..pf_end) scanned for keys to prefetch */
 
     /* CONN_NREAD: the value being read */
     struct item *nitem;

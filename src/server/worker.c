@@ -61,7 +61,7 @@ static void rbuf_release(struct conn *c) {
     else
         free(c->rbuf);
     c->rbuf = NULL;
-    c->rsize = c->rstart = c->rend = 0;
+    c->rsize = c->rstart = c->rend = c->pf_end = 0;
 }
 
 static struct conn *conn_new(struct worker *w, struct pending_fd *p) {
@@ -117,7 +117,7 @@ static void udp_reset(struct conn *c) {
     }
     c->nmeta = false;
     out_reset(&c->out, c->w->srv->engine);
-    c->rstart = c->rend = 0;
+    c->rstart = c->rend = c->pf_end = 0;
     c->close_after_write = false;
     atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
 }
@@ -285,6 +285,51 @@ static bool conn_process_bin(struct conn *c) {
 }
 
 /*
+ * Read-ahead for pipelined text gets: hashes the keys of the complete
+ * get/gets lines from rstart on (up to PREFETCH_KEYS keys, stopping at the
+ * first other line, so a value block is never read as a command) and lets
+ * the engine start loading them all at once; the lookups then find them
+ * in cache.  Each line is scanned once (pf_end).  Only a hint: a key it
+ * gets wrong costs a wasted prefetch, nothing else.
+ */
+#define PREFETCH_KEYS 64
+
+static void prefetch_gets(struct conn *c) {
+    if (c->pf_end > c->rstart)
+        return;
+    const char *p = c->rbuf + c->rstart, *end = c->rbuf + c->rend;
+    uint64_t hv[PREFETCH_KEYS];
+    unsigned n = 0;
+    while (n < PREFETCH_KEYS) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *k;
+        if (nl == NULL)
+            break;
+        if (nl - p > 4 && memcmp(p, "get ", 4) == 0)
+            k = p + 4;
+        else if (nl - p > 5 && memcmp(p, "gets ", 5) == 0)
+            k = p + 5;
+        else
+            break;
+        const char *le = nl[-1] == '\r' ? nl - 1 : nl;
+        while (k < le && n < PREFETCH_KEYS) {
+            while (k < le && *k == ' ')
+                k++;
+            const char *q = k;
+            while (q < le && *q != ' ')
+                q++;
+            if (q > k && q - k <= MC_KEY_MAX)
+                hv[n++] = engine_key_hash(k, (size_t)(q - k));
+            k = q;
+        }
+        p = nl + 1;
+    }
+    c->pf_end = (size_t)(p - c->rbuf) + 1;
+    if (n > 1)
+        engine_prefetch(c->w->srv->engine, hv, n);
+}
+
+/*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
@@ -349,6 +394,8 @@ static bool conn_process(struct conn *c) {
                 break;
             continue;
         }
+        if (!c->is_udp)
+            prefetch_gets(c);
         struct mc_req req;
         size_t used = 0;
         enum mc_parse r = mc_text_parse(&req, c->rbuf + c->rstart, c->rend - c->rstart, &used);
@@ -387,6 +434,7 @@ static bool conn_process(struct conn *c) {
 
 /* Makes room in rbuf for more input: compacts, and grows a buffer holding one long line. */
 static bool rbuf_make_room(struct conn *c) {
+    c->pf_end = 0;
     if (c->rbuf == NULL) {
         c->rbuf = rbuf_pool_get(c->w);
         if (c->rbuf == NULL)
@@ -460,6 +508,7 @@ static void udp_on_readable(struct conn *c) {
     c->udp_reqid = (uint16_t)id;
     c->rstart = 8;
     c->rend = (size_t)n;
+    c->pf_end = 0;
     conn_process(c);
     udp_reset(c);
 }

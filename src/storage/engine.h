@@ -85,6 +85,16 @@ enum engine_miss {
 };
 
 /*
+ * Read-ahead for a batch of lookups (a multi-get, pipelined gets): give
+ * the keys' hashes (engine_key_hash()) and the engine starts loading their
+ * hash buckets and then their items, so that the lookups that follow
+ * overlap their cache misses instead of taking them one after another.
+ * Only a hint: it changes nothing.
+ */
+uint64_t engine_key_hash(const char *key, size_t nkey);
+void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n);
+
+/*
  * Looks a key up.  Returns the item with a reference for the caller, or
  * NULL (and *why, if non-NULL, says why).  An expired or flushed item found
  * on the way is unlinked.  A hit marks the item fetched and tells the

@@ -70,6 +70,20 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
     return NULL;
 }
 
+void ht_prefetch_bucket(struct ht *h, uint64_t hv) {
+    __builtin_prefetch(bucket_of(h, hv));
+}
+
+void ht_prefetch_head_locked(struct ht *h, uint64_t hv) {
+    const char *it = (const char *)*bucket_of(h, hv);
+    if (it != NULL) {
+        /* the header and key, and the start of a small value after them */
+        __builtin_prefetch(it);
+        __builtin_prefetch(it + 64);
+        __builtin_prefetch(it + 128);
+    }
+}
+
 void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv) {
     struct item **b = bucket_of(h, hv);
     it->hnext = *b;

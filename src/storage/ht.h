@@ -49,6 +49,14 @@ uint64_t ht_hash(const char *key, size_t nkey);
 struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t nkey);
 /* Puts it at the head of its bucket (the key must not be present). */
 void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv);
+
+/*
+ * Prefetch hints: the bucket of hv (no lock needed: a prefetch of a stale
+ * address is harmless), then, once that is likely in cache, the first item
+ * of its chain (stripe held, as the bucket is read).
+ */
+void ht_prefetch_bucket(struct ht *h, uint64_t hv);
+void ht_prefetch_head_locked(struct ht *h, uint64_t hv);
 /* Takes exactly it out of its bucket. */
 void ht_delete_locked(struct ht *h, struct item *it, uint64_t hv);
 
