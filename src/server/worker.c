@@ -285,44 +285,62 @@ static bool conn_process_bin(struct conn *c) {
 }
 
 /*
- * Read-ahead for pipelined text gets: hashes the keys of the complete
- * get/gets lines from rstart on (up to PREFETCH_KEYS keys, stopping at the
- * first other line, so a value block is never read as a command) and lets
- * the engine start loading them all at once; the lookups then find them
- * in cache.  Each line is scanned once (pf_end).  Only a hint: a key it
- * gets wrong costs a wasted prefetch, nothing else.
+ * Read-ahead for pipelined text requests: hashes the keys of the complete
+ * get/gets and set lines from rstart on (up to PREFETCH_KEYS keys; a set's
+ * value block is stepped over by its length, and the scan stops at any
+ * other line) and lets the engine start loading their buckets and items
+ * all at once; the requests then find them in cache.  Each line is
+ * scanned once (pf_end).  Only a hint: a line it reads wrong costs a
+ * wasted prefetch, nothing else.
  */
 #define PREFETCH_KEYS 64
 
-static void prefetch_gets(struct conn *c) {
+/* The next space-separated word of [*p, end), or an empty span. */
+static struct mc_span next_word(const char **p, const char *end) {
+    const char *k = *p;
+    while (k < end && *k == ' ')
+        k++;
+    const char *q = k;
+    while (q < end && *q != ' ')
+        q++;
+    *p = q;
+    return (struct mc_span){k, (size_t)(q - k)};
+}
+
+static void prefetch_requests(struct conn *c) {
     if (c->pf_end > c->rstart)
         return;
     const char *p = c->rbuf + c->rstart, *end = c->rbuf + c->rend;
     uint64_t hv[PREFETCH_KEYS];
     unsigned n = 0;
-    while (n < PREFETCH_KEYS) {
+    while (n < PREFETCH_KEYS && p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *k;
-        if (nl == NULL)
+        if (nl == NULL || nl - p < 5)
             break;
-        if (nl - p > 4 && memcmp(p, "get ", 4) == 0)
-            k = p + 4;
-        else if (nl - p > 5 && memcmp(p, "gets ", 5) == 0)
-            k = p + 5;
-        else
+        const char *le = nl[-1] == '\r' ? nl - 1 : nl, *k = p + 4;
+        bool get = memcmp(p, "get ", 4) == 0, gets = memcmp(p, "gets ", 5) == 0;
+        if (get || gets) {
+            k += gets;
+            for (struct mc_span w; n < PREFETCH_KEYS && (w = next_word(&k, le)).len > 0;)
+                if (w.len <= MC_KEY_MAX)
+                    hv[n++] = engine_key_hash(w.p, w.len);
+            p = nl + 1;
+        } else if (memcmp(p, "set ", 4) == 0) {
+            struct mc_span key = next_word(&k, le);
+            next_word(&k, le);                          /* flags */
+            next_word(&k, le);                          /* exptime */
+            struct mc_span len = next_word(&k, le);
+            uint64_t vlen = 0;
+            for (size_t i = 0; i < len.len && len.p[i] >= '0' && len.p[i] <= '9'; i++)
+                vlen = vlen * 10 + (uint64_t)(len.p[i] - '0');
+            if (key.len == 0 || key.len > MC_KEY_MAX || len.len == 0 || len.len > 9 ||
+                vlen + 2 > (uint64_t)(end - nl - 1))
+                break;
+            hv[n++] = engine_key_hash(key.p, key.len);
+            p = nl + 1 + vlen + 2;
+        } else {
             break;
-        const char *le = nl[-1] == '\r' ? nl - 1 : nl;
-        while (k < le && n < PREFETCH_KEYS) {
-            while (k < le && *k == ' ')
-                k++;
-            const char *q = k;
-            while (q < le && *q != ' ')
-                q++;
-            if (q > k && q - k <= MC_KEY_MAX)
-                hv[n++] = engine_key_hash(k, (size_t)(q - k));
-            k = q;
         }
-        p = nl + 1;
     }
     c->pf_end = (size_t)(p - c->rbuf) + 1;
     if (n > 1)
@@ -395,7 +413,7 @@ static bool conn_process(struct conn *c) {
             continue;
         }
         if (!c->is_udp)
-            prefetch_gets(c);
+            prefetch_requests(c);
         struct mc_req req;
         size_t used = 0;
         enum mc_parse r = mc_text_parse(&req, c->rbuf + c->rstart, c->rend - c->rstart, &used);
