@@ -296,13 +296,13 @@ static bool conn_process_bin(struct conn *c) {
 #define PREFETCH_KEYS 64
 
 /* The next space-separated word of [*p, end), or an empty span. */
-static struct mc_span next_word(const char **p, const char *end) {
+static inline struct mc_span next_word(const char **p, const char *end) {
     const char *k = *p;
     while (k < end && *k == ' ')
         k++;
-    const char *q = k;
-    while (q < end && *q != ' ')
-        q++;
+    const char *q = k < end ? memchr(k, ' ', (size_t)(end - k)) : end;
+    if (q == NULL)
+        q = end;
     *p = q;
     return (struct mc_span){k, (size_t)(q - k)};
 }
@@ -326,14 +326,20 @@ static void prefetch_requests(struct conn *c) {
                     hv[n++] = engine_key_hash(w.p, w.len);
             p = nl + 1;
         } else if (memcmp(p, "set ", 4) == 0) {
+            /* "set <key> <flags> <exptime> <bytes> [noreply]": the key, and
+               the length read backwards from the end of the line */
             struct mc_span key = next_word(&k, le);
-            next_word(&k, le);                          /* flags */
-            next_word(&k, le);                          /* exptime */
-            struct mc_span len = next_word(&k, le);
-            uint64_t vlen = 0;
-            for (size_t i = 0; i < len.len && len.p[i] >= '0' && len.p[i] <= '9'; i++)
-                vlen = vlen * 10 + (uint64_t)(len.p[i] - '0');
-            if (key.len == 0 || key.len > MC_KEY_MAX || len.len == 0 || len.len > 9 ||
+            const char *e = le;
+            if (e - k > 8 && memcmp(e - 8, " noreply", 8) == 0)
+                e -= 8;
+            uint64_t vlen = 0, scale = 1;
+            const char *d = e;
+            while (d > k && d[-1] >= '0' && d[-1] <= '9' && e - d < 9) {
+                d--;
+                vlen += (uint64_t)(*d - '0') * scale;
+                scale *= 10;
+            }
+            if (key.len == 0 || key.len > MC_KEY_MAX || d == e || d[-1] != ' ' ||
                 vlen + 2 > (uint64_t)(end - nl - 1))
                 break;
             hv[n++] = engine_key_hash(key.p, key.len);
@@ -342,7 +348,8 @@ static void prefetch_requests(struct conn *c) {
             break;
         }
     }
-    c->pf_end = (size_t)(p - c->rbuf) + 1;
+    /* Scanned up to p; when nothing could be (p did not move), past rstart. */
+    c->pf_end = (size_t)(p - c->rbuf) + (p == c->rbuf + c->rstart);
     if (n > 1)
         engine_prefetch(c->w->srv->engine, hv, n);
 }

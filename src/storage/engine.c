@@ -162,16 +162,9 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool 
 uint64_t engine_key_hash(const char *key, size_t nkey) { return ht_hash(key, nkey); }
 
 void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n) {
-    for (unsigned i = 0; i < n; i++) {
-        ht_prefetch_bucket(e->ht, hv[i]);
+    for (unsigned i = 0; i < n; i++)
         __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
-    }
-    for (unsigned i = 0; i < n; i++) {
-        struct mtx *m = lock_of(e->locks, hv[i]);
-        mtx_lock(m);
-        ht_prefetch_head_locked(e->ht, hv[i]);
-        mtx_unlock(m);
-    }
+    ht_prefetch(e->ht, hv, n);
 }
 
 struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {

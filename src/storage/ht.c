@@ -1,6 +1,7 @@
 #include "storage/ht.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ struct ht {
     _Atomic unsigned power;         /* log2 buckets of primary */
     _Atomic bool expanding;
     _Atomic uint64_t cursor;        /* old buckets below this have moved */
+    _Atomic unsigned readers;       /* inside ht_prefetch(), which takes no lock */
 };
 
 static uint64_t mask(unsigned power) { return ((uint64_t)1 << power) - 1; }
@@ -33,6 +35,7 @@ struct ht *ht_create(unsigned hashpower, struct lock_stripes *locks) {
     atomic_init(&h->power, hashpower);
     atomic_init(&h->expanding, false);
     atomic_init(&h->cursor, 0);
+    atomic_init(&h->readers, 0);
     return h;
 }
 
@@ -70,18 +73,41 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
     return NULL;
 }
 
-void ht_prefetch_bucket(struct ht *h, uint64_t hv) {
-    __builtin_prefetch(bucket_of(h, hv));
-}
-
-void ht_prefetch_head_locked(struct ht *h, uint64_t hv) {
-    const char *it = (const char *)*bucket_of(h, hv);
-    if (it != NULL) {
-        /* the header and key, and the start of a small value after them */
-        __builtin_prefetch(it);
-        __builtin_prefetch(it + 64);
-        __builtin_prefetch(it + 128);
+/*
+ * ht_prefetch() reads the tables without any stripe, so two things must
+ * hold.  The emptied table outlives every reader that may have seen it:
+ * readers count themselves in h->readers and expand_finish() frees the
+ * table only once that count is 0 (its NULL store and the reader's
+ * increment are both sequentially consistent, so either the reader sees
+ * NULL or the finisher sees the reader).  And an index never exceeds its
+ * table: expand_start() publishes a table before the power that indexes
+ * it (release), and the reader loads the power first (acquire).  The
+ * bucket contents it reads may be stale; they are only prefetched.
+ */
+void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n) {
+    struct item **b[HT_PREFETCH_MAX];
+    if (n > HT_PREFETCH_MAX)
+        n = HT_PREFETCH_MAX;
+    atomic_fetch_add(&h->readers, 1);
+    unsigned power = atomic_load_explicit(&h->power, memory_order_acquire);
+    struct item **primary = __atomic_load_n(&h->primary, __ATOMIC_ACQUIRE);
+    struct item **old = __atomic_load_n(&h->old, __ATOMIC_SEQ_CST);
+    uint64_t cursor = atomic_load_explicit(&h->cursor, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t ob = hv[i] & mask(power - 1);
+        b[i] = old != NULL && ob >= cursor ? &old[ob] : &primary[hv[i] & mask(power)];
+        __builtin_prefetch(b[i]);
     }
+    for (unsigned i = 0; i < n; i++) {
+        const char *it = (const char *)__atomic_load_n(b[i], __ATOMIC_RELAXED);
+        if (it != NULL) {
+            /* the header and key, and the start of a small value after them */
+            __builtin_prefetch(it);
+            __builtin_prefetch(it + 64);
+            __builtin_prefetch(it + 128);
+        }
+    }
+    atomic_fetch_sub(&h->readers, 1);
 }
 
 void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv) {
@@ -108,10 +134,10 @@ bool ht_expand_start(struct ht *h) {
     if (bigger == NULL)
         return false;
     lock_all(h->locks);
-    h->old = h->primary;
-    h->primary = bigger;
+    __atomic_store_n(&h->old, h->primary, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->primary, bigger, __ATOMIC_RELEASE);
     atomic_store_explicit(&h->cursor, 0, memory_order_relaxed);
-    atomic_store_explicit(&h->power, power + 1, memory_order_relaxed);
+    atomic_store_explicit(&h->power, power + 1, memory_order_release);
     atomic_store_explicit(&h->expanding, true, memory_order_relaxed);
     lock_all_release(h->locks);
     return true;
@@ -121,9 +147,11 @@ bool ht_expand_start(struct ht *h) {
 static void expand_finish(struct ht *h) {
     lock_all(h->locks);
     struct item **old = h->old;
-    h->old = NULL;
+    __atomic_store_n(&h->old, NULL, __ATOMIC_SEQ_CST);
     atomic_store_explicit(&h->expanding, false, memory_order_relaxed);
     lock_all_release(h->locks);
+    while (atomic_load(&h->readers) != 0)       /* see ht_prefetch() */
+        sched_yield();
     free(old);
 }
 

@@ -51,12 +51,12 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
 void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv);
 
 /*
- * Prefetch hints: the bucket of hv (no lock needed: a prefetch of a stale
- * address is harmless), then, once that is likely in cache, the first item
- * of its chain (stripe held, as the bucket is read).
+ * Starts loading the buckets of the n hashes and then the first item of
+ * each chain, without taking their stripes (n at most HT_PREFETCH_MAX;
+ * more are ignored).  Only a hint; safe against a concurrent expansion.
  */
-void ht_prefetch_bucket(struct ht *h, uint64_t hv);
-void ht_prefetch_head_locked(struct ht *h, uint64_t hv);
+#define HT_PREFETCH_MAX 64
+void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n);
 /* Takes exactly it out of its bucket. */
 void ht_delete_locked(struct ht *h, struct item *it, uint64_t hv);
 

@@ -37,12 +37,19 @@ struct slab_class {
     uint64_t npages, cap;
 };
 
+/* Items up to this size find their class in a table, not by search. */
+#define SMALL_MAX 4096
+
 struct slab {
     struct slab_config cfg;
     unsigned n;                 /* classes 1..n */
+    uint32_t small_max;         /* sizes up to this use small[]; 0: none */
+    uint8_t small[SMALL_MAX / SLAB_ALIGN + 1]; /* class of a size, by size / SLAB_ALIGN rounded up */
     _Atomic uint64_t malloced;  /* bytes of pages taken */
     struct slab_class cls[SLAB_MAX_CLASSES];
 };
+
+static unsigned slab_class_search(const struct slab *s, size_t size);
 
 static uint32_t round_up(double size) {
     uint32_t s = (uint32_t)size;
@@ -77,6 +84,13 @@ struct slab *slab_create(const struct slab_config *cfg) {
         mtx_init(&s->cls[i].lock, !cfg->single_thread);
         s->cls[i].perpage = cfg->page_size / s->cls[i].size;
     }
+    /* The table needs every class it covers to be a multiple of SLAB_ALIGN. */
+    s->small_max = SMALL_MAX < s->cls[s->n].size ? SMALL_MAX : s->cls[s->n].size;
+    for (i = 1; i <= s->n && s->cls[i].size <= s->small_max; i++)
+        if (s->cls[i].size % SLAB_ALIGN != 0)
+            s->small_max = 0;
+    for (uint32_t j = 0; j * SLAB_ALIGN <= s->small_max; j++)
+        s->small[j] = (uint8_t)slab_class_search(s, (size_t)j * SLAB_ALIGN);
     return s;
 }
 
@@ -98,6 +112,12 @@ void slab_destroy(struct slab **sp) {
 unsigned slab_nclasses(const struct slab *s) { return s->n; }
 
 unsigned slab_class_for(const struct slab *s, size_t size) {
+    if (size <= s->small_max)
+        return s->small[(size + SLAB_ALIGN - 1) / SLAB_ALIGN];
+    return slab_class_search(s, size);
+}
+
+static unsigned slab_class_search(const struct slab *s, size_t size) {
     if (size > s->cls[s->n].size)
         return 0;
     unsigned lo = 1, hi = s->n;         /* binary search: first class >= size */

@@ -77,6 +77,28 @@ TEST(class_for_picks_smallest_fit) {
     slab_destroy(&s);
 }
 
+/* The small-size table and the search agree with a scan of every class. */
+TEST(class_for_every_size_matches_a_scan) {
+    static const double f[] = {1.01, 1.07, 1.25, 2.0, 3.0};
+    static const uint32_t min[] = {8, 53, 104, 150};
+    for (unsigned a = 0; a < sizeof(f) / sizeof(f[0]); a++)
+        for (unsigned b = 0; b < sizeof(min) / sizeof(min[0]); b++) {
+            struct slab *s = mk(f[a], min[b], 0);
+            unsigned n = slab_nclasses(s);
+            for (size_t size = 0; size <= 20000; size++) {
+                unsigned want = 0;
+                for (unsigned i = 1; i <= n && want == 0; i++)
+                    if (slab_chunk_size(s, i) >= size)
+                        want = i;
+                if (slab_class_for(s, size) != want)
+                    TH_FAIL("f %.2f min %u size %zu: %u, want %u", f[a], min[b], size,
+                            slab_class_for(s, size), want);
+            }
+            ASSERT_EQ(slab_class_for(s, MiB / 2 + 1), 0);
+            slab_destroy(&s);
+        }
+}
+
 TEST(chunks_are_aligned_and_distinct) {
     struct slab *s = mk(1.25, 96, 0);
     char *a = slab_alloc(s, 1), *b = slab_alloc(s, 1);
