@@ -1,6 +1,25 @@
 #include "storage/lock.h"
 
+#include <linux/futex.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void futex(_Atomic uint32_t *addr, int op, uint32_t val) {
+    syscall(SYS_futex, (uint32_t *)addr, op, val, NULL, NULL, 0);
+}
+
+/* The lock was taken: mark it waited for (2) and sleep until it is free. */
+void mtx_lock_wait(struct mtx *x) {
+    while (atomic_exchange_explicit(&x->v, 2, memory_order_acquire) != 0)
+        futex(&x->v, FUTEX_WAIT_PRIVATE, 2);
+}
+
+/* Someone may wait (the word was 2): free it and wake one. */
+void mtx_unlock_wake(struct mtx *x) {
+    atomic_store_explicit(&x->v, 0, memory_order_release);
+    futex(&x->v, FUTEX_WAKE_PRIVATE, 1);
+}
 
 struct lock_stripes *lock_create(unsigned power, bool on) {
     size_t n = (size_t)1 << power;

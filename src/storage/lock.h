@@ -22,30 +22,43 @@
 #ifndef CELLAR_STORAGE_LOCK_H
 #define CELLAR_STORAGE_LOCK_H
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+/*
+ * struct mtx is a futex mutex (Drepper, "Futexes Are Tricky", mutex 3):
+ * 0 free, 1 locked, 2 locked and maybe waited for.  An uncontended lock
+ * or unlock is one atomic instruction, inline (a pthread mutex pair costs
+ * about 60 instructions through the PLT), and a stripe is 8 bytes instead
+ * of 48, so the stripe array stays in cache.  A waiter sleeps in the
+ * kernel; unlock wakes one when the word says someone may wait.
+ */
 struct mtx {
-    pthread_mutex_t m;
+    _Atomic uint32_t v;
     bool on;                    /* false: single-threaded owner, no locking */
 };
 
+void mtx_lock_wait(struct mtx *x);
+void mtx_unlock_wake(struct mtx *x);
+
 static inline void mtx_init(struct mtx *x, bool on) {
+    atomic_init(&x->v, 0);
     x->on = on;
-    pthread_mutex_init(&x->m, NULL);
 }
-static inline void mtx_destroy(struct mtx *x) { pthread_mutex_destroy(&x->m); }
+static inline void mtx_destroy(struct mtx *x) { (void)x; }
+static inline bool mtx_trylock(struct mtx *x) {
+    uint32_t free = 0;
+    return !x->on || atomic_compare_exchange_strong_explicit(&x->v, &free, 1, memory_order_acquire,
+                                                             memory_order_relaxed);
+}
 static inline void mtx_lock(struct mtx *x) {
-    if (x->on)
-        pthread_mutex_lock(&x->m);
+    if (!mtx_trylock(x))
+        mtx_lock_wait(x);
 }
 static inline void mtx_unlock(struct mtx *x) {
-    if (x->on)
-        pthread_mutex_unlock(&x->m);
-}
-static inline bool mtx_trylock(struct mtx *x) {
-    return !x->on || pthread_mutex_trylock(&x->m) == 0;
+    if (x->on && atomic_fetch_sub_explicit(&x->v, 1, memory_order_release) != 1)
+        mtx_unlock_wake(x);
 }
 
 struct lock_stripes {
