@@ -311,7 +311,7 @@ static void prefetch_requests(struct conn *c) {
     if (c->pf_end > c->rstart)
         return;
     const char *p = c->rbuf + c->rstart, *end = c->rbuf + c->rend;
-    uint64_t hv[PREFETCH_KEYS];
+    struct mc_span key[PREFETCH_KEYS];
     unsigned n = 0;
     while (n < PREFETCH_KEYS && p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -323,12 +323,12 @@ static void prefetch_requests(struct conn *c) {
             k += gets;
             for (struct mc_span w; n < PREFETCH_KEYS && (w = next_word(&k, le)).len > 0;)
                 if (w.len <= MC_KEY_MAX)
-                    hv[n++] = engine_key_hash(w.p, w.len);
+                    key[n++] = w;
             p = nl + 1;
         } else if (memcmp(p, "set ", 4) == 0) {
             /* "set <key> <flags> <exptime> <bytes> [noreply]": the key, and
                the length read backwards from the end of the line */
-            struct mc_span key = next_word(&k, le);
+            struct mc_span w = next_word(&k, le);
             const char *e = le;
             if (e - k > 8 && memcmp(e - 8, " noreply", 8) == 0)
                 e -= 8;
@@ -339,10 +339,10 @@ static void prefetch_requests(struct conn *c) {
                 vlen += (uint64_t)(*d - '0') * scale;
                 scale *= 10;
             }
-            if (key.len == 0 || key.len > MC_KEY_MAX || d == e || d[-1] != ' ' ||
+            if (w.len == 0 || w.len > MC_KEY_MAX || d == e || d[-1] != ' ' ||
                 vlen + 2 > (uint64_t)(end - nl - 1))
                 break;
-            hv[n++] = engine_key_hash(key.p, key.len);
+            key[n++] = w;
             p = nl + 1 + vlen + 2;
         } else {
             break;
@@ -350,8 +350,12 @@ static void prefetch_requests(struct conn *c) {
     }
     /* Scanned up to p; when nothing could be (p did not move), past rstart. */
     c->pf_end = (size_t)(p - c->rbuf) + (p == c->rbuf + c->rstart);
-    if (n > 1)
-        engine_prefetch(c->w->srv->engine, hv, n);
+    if (n < 2)              /* one request waiting: nothing to overlap */
+        return;
+    uint64_t hv[PREFETCH_KEYS];
+    for (unsigned i = 0; i < n; i++)
+        hv[i] = engine_key_hash(key[i].p, key[i].len);
+    engine_prefetch(c->w->srv->engine, hv, n);
 }
 
 /*
