@@ -88,26 +88,30 @@
  *
  * pbits: bit 0 = LIR, bit 1 = has an S node.
  */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "storage/evict.h"
 #include "storage/evict_list.h"
 #include "storage/ht.h"
+#include "storage/slotindex.h"
 
 #define LIRS_LIR 0x01
 #define LIRS_INS 0x02
 #define LIRS_HIRS_RATIO 0.01
 #define LIRS_STACK_FACTOR 2
 
-#define NIL UINT32_MAX
+#define NIL SLOT_NIL
 #define NODES_MIN 64
 
 struct lirs_node {
-    uint64_t h;                 /* ht_hash() of the key */
+    uint64_t h;                 /* ht_hash() of the key; first: slotindex.h reads it */
     struct item *it;            /* NULL: a non-resident HIR entry */
     uint32_t up, down;          /* S: toward the top, toward the bottom */
     uint32_t newer, older;      /* non-resident FIFO; free nodes chain by older */
 };
+
+_Static_assert(offsetof(struct lirs_node, h) == 0, "slotindex.h finds the hash first");
 
 struct evict_queue {
     struct evict_list q;        /* Q: head = end (newest), tail = front */
@@ -142,32 +146,13 @@ static uint64_t key_hash(const struct item *it) { return ht_hash(it->data, it->n
 
 /* ---- the side table: nodes found by hash ---- */
 
-/* The slot holding h, or the empty slot where its probe ends. */
-static uint32_t slot_find(const struct evict_queue *q, uint64_t h) {
-    uint32_t i = (uint32_t)h & q->mask;
-    while (q->slot[i] != NIL && q->node[q->slot[i]].h != h)
-        i = (i + 1) & q->mask;
-    return i;
+/* The slot holding h, or the empty slot where its probe ends (slotindex.h). */
+static uint32_t find(const struct evict_queue *q, uint64_t h) {
+    return slot_find(q->slot, q->mask, q->node, sizeof(struct lirs_node), h);
 }
 
-/*
- * Empties slot i and moves later members of the probe run back into the
- * hole when their home slot does not lie cyclically in (i, j].
- */
-static void slot_delete(struct evict_queue *q, uint32_t i) {
-    uint32_t j = i;
-    for (;;) {
-        j = (j + 1) & q->mask;
-        if (q->slot[j] == NIL)
-            break;
-        uint32_t k = (uint32_t)q->node[q->slot[j]].h & q->mask;
-        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-        if (stays)
-            continue;
-        q->slot[i] = q->slot[j];
-        i = j;
-    }
-    q->slot[i] = NIL;
+static void unslot(struct evict_queue *q, uint32_t i) {
+    slot_delete(q->slot, q->mask, q->node, sizeof(struct lirs_node), i);
 }
 
 /*
@@ -193,7 +178,7 @@ static bool grow(struct evict_queue *q) {
     q->slot = slot;
     q->mask = nslots - 1;
     for (uint32_t n = q->top; n != NIL; n = q->node[n].down)
-        q->slot[slot_find(q, q->node[n].h)] = n;
+        q->slot[find(q, q->node[n].h)] = n;
     for (uint32_t n = ncap; n-- > q->ncap;) {
         q->node[n].older = q->free;
         q->free = n;
@@ -204,7 +189,7 @@ static bool grow(struct evict_queue *q) {
 
 /* The node of hash h, or NIL. */
 static uint32_t node_find(const struct evict_queue *q, uint64_t h) {
-    return q->nused > 0 ? q->slot[slot_find(q, h)] : NIL;
+    return q->nused > 0 ? q->slot[find(q, h)] : NIL;
 }
 
 /*
@@ -218,14 +203,14 @@ static uint32_t node_new(struct evict_queue *q, uint64_t h, struct item *it) {
     q->free = q->node[n].older;
     q->node[n] = (struct lirs_node){.h = h, .it = it, .up = NIL, .down = NIL,
                                     .newer = NIL, .older = NIL};
-    q->slot[slot_find(q, h)] = n;
+    q->slot[find(q, h)] = n;
     q->nused++;
     return n;
 }
 
 /* Frees node n (already out of S and of the non-resident FIFO). */
 static void node_free(struct evict_queue *q, uint32_t n) {
-    slot_delete(q, slot_find(q, q->node[n].h));
+    unslot(q, find(q, q->node[n].h));
     q->node[n].older = q->free;
     q->free = n;
     q->nused--;

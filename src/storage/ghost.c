@@ -9,20 +9,25 @@
  * A slot holds a node index or NIL.  The slot of hash h is found by
  * probing from h & mask; nodes keep their hash, so a probe compares
  * hashes and deletion can re-home the slots that follow (backward shift),
- * which keeps every probe run unbroken without tombstones.
+ * which keeps every probe run unbroken without tombstones (slotindex.h,
+ * shared with evict_lirs.c).
  */
 #include "storage/ghost.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
-#define NIL UINT32_MAX
+#include "storage/slotindex.h"
+
+#define NIL SLOT_NIL
 #define GHOST_MIN 64
 
 struct ghost_node {
-    uint64_t h;
+    uint64_t h;                 /* first: slotindex.h reads it there */
     uint64_t val;
     uint32_t newer, older;
 };
+_Static_assert(offsetof(struct ghost_node, h) == 0, "slotindex.h finds the hash first");
 
 struct ghost {
     struct ghost_node *node;
@@ -59,32 +64,13 @@ size_t ghost_bytes(const struct ghost *g) {
     return sizeof(*g) + (size_t)g->cap * sizeof(struct ghost_node) + slots * sizeof(uint32_t);
 }
 
-/* The slot holding h, or the empty slot where its probe ends. */
-static uint32_t slot_find(const struct ghost *g, uint64_t h) {
-    uint32_t i = (uint32_t)h & g->mask;
-    while (g->slot[i] != NIL && g->node[g->slot[i]].h != h)
-        i = (i + 1) & g->mask;
-    return i;
+/* The slot holding h, or the empty slot where its probe ends (slotindex.h). */
+static uint32_t find(const struct ghost *g, uint64_t h) {
+    return slot_find(g->slot, g->mask, g->node, sizeof(struct ghost_node), h);
 }
 
-/*
- * Empties slot i and moves later members of the probe run back into the
- * hole when their home slot does not lie cyclically in (i, j].
- */
-static void slot_delete(struct ghost *g, uint32_t i) {
-    uint32_t j = i;
-    for (;;) {
-        j = (j + 1) & g->mask;
-        if (g->slot[j] == NIL)
-            break;
-        uint32_t k = (uint32_t)g->node[g->slot[j]].h & g->mask;
-        bool stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-        if (stays)
-            continue;
-        g->slot[i] = g->slot[j];
-        i = j;
-    }
-    g->slot[i] = NIL;
+static void unslot(struct ghost *g, uint32_t i) {
+    slot_delete(g->slot, g->mask, g->node, sizeof(struct ghost_node), i);
 }
 
 /*
@@ -109,7 +95,7 @@ static bool grow(struct ghost *g) {
     g->slot = slot;
     g->mask = nslots - 1;
     for (uint32_t n = g->newest; n != NIL; n = g->node[n].older)
-        g->slot[slot_find(g, g->node[n].h)] = n;
+        g->slot[find(g, g->node[n].h)] = n;
     for (uint32_t n = ncap; n-- > g->cap;) {
         g->node[n].older = g->free;
         g->free = n;
@@ -119,14 +105,14 @@ static bool grow(struct ghost *g) {
 }
 
 bool ghost_contains(const struct ghost *g, uint64_t h) {
-    return g->count > 0 && g->slot[slot_find(g, h)] != NIL;
+    return g->count > 0 && g->slot[find(g, h)] != NIL;
 }
 
 bool ghost_add(struct ghost *g, uint64_t h) { return ghost_add_value(g, h, 0); }
 
 bool ghost_add_value(struct ghost *g, uint64_t h, uint64_t val) {
     if (g->count > 0) {
-        uint32_t i = slot_find(g, h);
+        uint32_t i = find(g, h);
         if (g->slot[i] != NIL) {
             g->node[g->slot[i]].val = val;
             return true;
@@ -142,7 +128,7 @@ bool ghost_add_value(struct ghost *g, uint64_t h, uint64_t val) {
     else
         g->oldest = n;
     g->newest = n;
-    g->slot[slot_find(g, h)] = n;
+    g->slot[find(g, h)] = n;
     g->count++;
     return true;
 }
@@ -158,7 +144,7 @@ static void node_drop(struct ghost *g, uint32_t i, uint32_t n) {
         g->node[x->older].newer = x->newer;
     else
         g->oldest = x->newer;
-    slot_delete(g, i);
+    unslot(g, i);
     x->older = g->free;
     g->free = n;
     g->count--;
@@ -167,7 +153,7 @@ static void node_drop(struct ghost *g, uint32_t i, uint32_t n) {
 bool ghost_remove(struct ghost *g, uint64_t h) {
     if (g->count == 0)
         return false;
-    uint32_t i = slot_find(g, h);
+    uint32_t i = find(g, h);
     if (g->slot[i] == NIL)
         return false;
     node_drop(g, i, g->slot[i]);
@@ -177,7 +163,7 @@ bool ghost_remove(struct ghost *g, uint64_t h) {
 bool ghost_take(struct ghost *g, uint64_t h, uint64_t *val) {
     if (g->count == 0)
         return false;
-    uint32_t i = slot_find(g, h);
+    uint32_t i = find(g, h);
     if (g->slot[i] == NIL)
         return false;
     *val = g->node[g->slot[i]].val;
@@ -189,7 +175,7 @@ bool ghost_drop_oldest(struct ghost *g) {
     if (g->count == 0)
         return false;
     uint32_t n = g->oldest;
-    node_drop(g, slot_find(g, g->node[n].h), n);
+    node_drop(g, find(g, g->node[n].h), n);
     return true;
 }
 
