@@ -75,24 +75,26 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
 
 /*
  * ht_prefetch() reads the tables without any stripe, so two things must
- * hold.  The emptied table outlives every reader that may have seen it:
- * readers count themselves in h->readers and expand_finish() frees the
- * table only once that count is 0 (its NULL store and the reader's
- * increment are both sequentially consistent, so either the reader sees
- * NULL or the finisher sees the reader).  And an index never exceeds its
- * table: expand_start() publishes a table before the power that indexes
- * it (release), and the reader loads the power first (acquire).  The
- * bucket contents it reads may be stale; they are only prefetched.
+ * hold.  A table outlives every reader that may have seen it: readers
+ * count themselves in h->readers before they look, and expand_finish()
+ * frees the emptied table only once that count is 0.  And an index never
+ * exceeds its table: expand_start() publishes a table before the power
+ * that indexes it, and the reader loads the power first.  Every access to
+ * readers, power, primary and old on both sides is sequentially
+ * consistent, so in their single order a reader either comes after the
+ * finisher's look at readers (and then sees the new primary and no old
+ * table) or is seen by it.  The bucket contents it reads may be stale;
+ * they are only prefetched.
  */
 void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n) {
     struct item **b[HT_PREFETCH_MAX];
     if (n > HT_PREFETCH_MAX)
         n = HT_PREFETCH_MAX;
     atomic_fetch_add(&h->readers, 1);
-    unsigned power = atomic_load_explicit(&h->power, memory_order_acquire);
-    struct item **primary = __atomic_load_n(&h->primary, __ATOMIC_ACQUIRE);
+    unsigned power = atomic_load(&h->power);
+    struct item **primary = __atomic_load_n(&h->primary, __ATOMIC_SEQ_CST);
     struct item **old = __atomic_load_n(&h->old, __ATOMIC_SEQ_CST);
-    uint64_t cursor = atomic_load_explicit(&h->cursor, memory_order_acquire);
+    uint64_t cursor = atomic_load(&h->cursor);
     for (unsigned i = 0; i < n; i++) {
         uint64_t ob = hv[i] & mask(power - 1);
         b[i] = old != NULL && ob >= cursor ? &old[ob] : &primary[hv[i] & mask(power)];
@@ -134,10 +136,10 @@ bool ht_expand_start(struct ht *h) {
     if (bigger == NULL)
         return false;
     lock_all(h->locks);
-    __atomic_store_n(&h->old, h->primary, __ATOMIC_RELEASE);
-    __atomic_store_n(&h->primary, bigger, __ATOMIC_RELEASE);
-    atomic_store_explicit(&h->cursor, 0, memory_order_relaxed);
-    atomic_store_explicit(&h->power, power + 1, memory_order_release);
+    __atomic_store_n(&h->old, h->primary, __ATOMIC_SEQ_CST);     /* see ht_prefetch() */
+    __atomic_store_n(&h->primary, bigger, __ATOMIC_SEQ_CST);
+    atomic_store(&h->cursor, 0);
+    atomic_store(&h->power, power + 1);
     atomic_store_explicit(&h->expanding, true, memory_order_relaxed);
     lock_all_release(h->locks);
     return true;
