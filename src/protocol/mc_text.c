@@ -534,6 +534,53 @@ bool mc_text_next_key(struct mc_span *rest, struct mc_span *key) {
     return true;
 }
 
+/* The value length at the end of "set <key> <flags> <exptime> <bytes>
+   [noreply]" in [p, end), read backwards; false when there is none. */
+static bool set_length(const char *p, const char *end, uint64_t *vlen) {
+    if (end - p > 8 && memcmp(end - 8, " noreply", 8) == 0)
+        end -= 8;
+    uint64_t v = 0, scale = 1;
+    const char *d = end;
+    while (d > p && d[-1] >= '0' && d[-1] <= '9' && end - d < 9) {
+        d--;
+        v += (uint64_t)(*d - '0') * scale;
+        scale *= 10;
+    }
+    *vlen = v;
+    return d != end && d > p && d[-1] == ' ';
+}
+
+unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, unsigned max,
+                           size_t *used) {
+    const char *p = buf, *end = buf + len;
+    unsigned n = 0;
+    while (n < max && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL || nl - p < 5)
+            break;
+        const char *le = nl[-1] == '\r' ? nl - 1 : nl;
+        bool gets = memcmp(p, "gets ", 5) == 0;
+        struct mc_span rest = {p + 4 + gets, (size_t)(le - (p + 4 + gets))}, w;
+        if (gets || memcmp(p, "get ", 4) == 0) {
+            while (n < max && mc_text_next_key(&rest, &w))
+                if (w.len <= MC_KEY_MAX)
+                    key[n++] = w;
+            p = nl + 1;
+        } else if (memcmp(p, "set ", 4) == 0) {
+            uint64_t vlen;
+            if (!mc_text_next_key(&rest, &w) || w.len > MC_KEY_MAX ||
+                !set_length(rest.p, le, &vlen) || vlen + 2 > (uint64_t)(end - nl - 1))
+                break;
+            key[n++] = w;
+            p = nl + 1 + vlen + 2;
+        } else {
+            break;
+        }
+    }
+    *used = (size_t)(p - buf);
+    return n;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Formatting                                                               */
 /* ---------------------------------------------------------------------- */

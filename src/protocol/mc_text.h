@@ -114,6 +114,17 @@ enum mc_parse mc_text_parse(struct mc_req *req, const char *buf, size_t len, siz
  */
 bool mc_text_next_key(struct mc_span *rest, struct mc_span *key);
 
+/*
+ * For read-ahead: the keys of the complete get, gets and set lines at the
+ * start of buf, up to max of them, stopping at the first other line (a
+ * set's value block is stepped over by the length at the end of its line,
+ * so a value is never read as a command).  Returns how many keys; *used
+ * gets the bytes of the lines taken.  Lines are read loosely (a malformed
+ * one may give a wrong key): the result is a hint, never a request.
+ */
+unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, unsigned max,
+                           size_t *used);
+
 /* The full response line for an error code, with its "\r\n". */
 const char *mc_text_err_str(enum mc_err err);
 size_t mc_text_err_len(enum mc_err err);

@@ -18,7 +18,7 @@
 
 static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
     if (!noreply)
-        out_text(&c->out, s, len);
+        out_copy(&c->out, s, len);
 }
 
 /*
@@ -56,7 +56,7 @@ static void add_value(struct conn *c, struct item *it, bool with_cas) {
         for (int i = 0; i < k; i++)
             out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
     }
-    out_text(&c->out, S("\r\n"));
+    out_copy(&c->out, S("\r\n"));
     out_hold(&c->out, it);
 }
 
@@ -89,7 +89,7 @@ static void do_get(struct conn *c, struct mc_req *req) {
                 STAT_INC(st->get_flushed);
         }
     }
-    out_text(&c->out, S("END\r\n"));
+    out_copy(&c->out, S("END\r\n"));
 }
 
 static enum engine_store_op store_op(enum mc_cmd cmd) {
@@ -260,7 +260,7 @@ static bool tok_is(const struct mc_req *req, int i, const char *s) {
 static void do_shutdown(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
     if (!s->cfg->shutdown_command) {
-        out_text(&c->out, S("ERROR: shutdown not enabled\r\n"));
+        out_copy(&c->out, S("ERROR: shutdown not enabled\r\n"));
         return;
     }
     if (req->ntokens <= 1 || tok_is(req, 1, "graceful")) {
@@ -269,7 +269,7 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
         atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
         return;
     }
-    out_text(&c->out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
+    out_copy(&c->out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
 }
 
 /*
@@ -303,7 +303,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         break;
     default:
         /* Meta lines (MC_CMD_META) never come here: worker.c hands them to dispatch_meta. */
-        out_text(&c->out, S("ERROR\r\n"));
+        out_copy(&c->out, S("ERROR\r\n"));
         break;
     }
 }
@@ -362,7 +362,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_VERSION:
-        out_text(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
+        out_copy(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
         break;
     case MC_CMD_VERBOSITY:
         atomic_store(&s->verbose, req->delta > 2 ? 2 : (int)req->delta);

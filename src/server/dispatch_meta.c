@@ -66,7 +66,7 @@ static int64_t view_ttl(int64_t ttl) {
 }
 
 static void meta_error(struct conn *c, enum mc_meta_err err) {
-    out_text(&c->out, mc_meta_err_str(err), mc_meta_err_len(err));
+    out_copy(&c->out, mc_meta_err_str(err), mc_meta_err_len(err));
 }
 
 /* Formats the answer line into scratch; returns whether a value must follow. */
@@ -196,7 +196,7 @@ static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
     int k = engine_item_iov(it, iov, c->w->iov_max);
     for (int i = 0; i < k; i++)
         out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
-    out_text(&c->out, S("\r\n"));
+    out_copy(&c->out, S("\r\n"));
     out_hold(&c->out, it);
 }
 
@@ -549,7 +549,7 @@ void dispatch_meta(struct conn *c, struct mc_meta_req *req, enum mc_parse r) {
         meta_me(c, req);
         break;
     case MC_META_MN:
-        out_text(&c->out, S("MN\r\n"));
+        out_copy(&c->out, S("MN\r\n"));
         break;
     default:
         meta_error(c, MC_META_ERR_ERROR);

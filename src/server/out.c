@@ -77,14 +77,6 @@ char *out_reserve_slow(struct out *o, size_t n) {
     return nb->data;
 }
 
-bool out_copy(struct out *o, const void *p, size_t len) {
-    char *d = out_reserve(o, len);
-    if (d == NULL)
-        return false;
-    memcpy(d, p, len);
-    return out_commit(o, d, len);
-}
-
 bool out_printf(struct out *o, const char *fmt, ...) {
     char buf[1024];
     va_list ap;

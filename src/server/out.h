@@ -6,12 +6,12 @@
  * bytes end up in the iovec list:
  *   - formatted lines (VALUE headers, numbers, stats), written into
  *     scratch blocks that never move, so iovecs into them stay valid;
- *     constant replies are copied there too (out_text());
+ *     constant replies are copied there too (out_copy());
  *   - item values larger than OUT_COPY_MAX, pointed at inside the item,
  *     with a reference held in the item list and dropped only once the
  *     bytes have left (smaller ones are copied into scratch).
  * Adjacent pieces that touch in memory are merged into one iovec.  Short
- * constant replies go through out_text(), which copies them into scratch,
+ * constant replies go through out_copy(), which copies them into scratch,
  * so that a run of them ("STORED\r\n" x 16) or the "\r\n" after a value
  * and the next VALUE line share one iovec: the kernel's cost of a writev
  * grows with its iovecs.
@@ -88,20 +88,18 @@ static inline char *out_reserve(struct out *o, size_t n) {
         return b->data + b->used;
     return out_reserve_slow(o, n);
 }
-/* Copies bytes into scratch and appends them. */
-bool out_copy(struct out *o, const void *p, size_t len);
 /* Takes the first used bytes of what out_reserve() gave and appends them. */
 static inline bool out_commit(struct out *o, char *p, size_t used) {
     o->cur->used = (size_t)(p - o->cur->data) + used;
     return out_add(o, p, used);
 }
 
-/* Copies short text (a constant reply) into scratch, joining what precedes it. */
-static inline bool out_text(struct out *o, const char *s, size_t len) {
+/* Copies bytes (a constant reply, short text) into scratch, joining what precedes them. */
+static inline bool out_copy(struct out *o, const void *p, size_t len) {
     char *d = out_reserve(o, len);
     if (d == NULL)
         return false;
-    memcpy(d, s, len);
+    memcpy(d, p, len);
     return out_commit(o, d, len);
 }
 /* Formats into scratch (for stats). */

@@ -396,18 +396,18 @@ void stats_text(struct conn *c, struct mc_req *req) {
     size_t len = req->ntokens > 1 ? req->tok[1].len : 0;
     if (len == 6 && memcmp(sub, "detail", 6) == 0) {
         /* FIXME: per-prefix detail stats are not collected yet. */
-        out_text(&c->out, S("OK\r\n"));
+        out_copy(&c->out, S("OK\r\n"));
         return;
     }
     switch (stats_run(c, &k, sub, len)) {
     case STATS_RESET:
-        out_text(&c->out, S("RESET\r\n"));
+        out_copy(&c->out, S("RESET\r\n"));
         break;
     case STATS_LINES:
-        out_text(&c->out, S("END\r\n"));
+        out_copy(&c->out, S("END\r\n"));
         break;
     case STATS_UNKNOWN:
-        out_text(&c->out, S("ERROR\r\n"));
+        out_copy(&c->out, S("ERROR\r\n"));
         break;
     }
 }

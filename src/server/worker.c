@@ -285,71 +285,23 @@ static bool conn_process_bin(struct conn *c) {
 }
 
 /*
- * Read-ahead for pipelined text requests: hashes the keys of the complete
- * get/gets and set lines from rstart on (up to PREFETCH_KEYS keys; a set's
- * value block is stepped over by its length, and the scan stops at any
- * other line) and lets the engine start loading their buckets and items
- * all at once; the requests then find them in cache.  Each line is
- * scanned once (pf_end).  Only a hint: a line it reads wrong costs a
- * wasted prefetch, nothing else.
+ * Read-ahead for pipelined text requests: the keys of the get/gets/set
+ * lines waiting in rbuf (mc_text_scan_keys()) are hashed and the engine
+ * starts loading their buckets and items all at once, so the requests then
+ * find them in cache.  Each line is scanned once (pf_end).  Only a hint: a
+ * line read wrong costs a wasted prefetch, nothing else.
  */
 #define PREFETCH_KEYS 64
-
-/* The next space-separated word of [*p, end), or an empty span. */
-static inline struct mc_span next_word(const char **p, const char *end) {
-    const char *k = *p;
-    while (k < end && *k == ' ')
-        k++;
-    const char *q = k < end ? memchr(k, ' ', (size_t)(end - k)) : end;
-    if (q == NULL)
-        q = end;
-    *p = q;
-    return (struct mc_span){k, (size_t)(q - k)};
-}
 
 static void prefetch_requests(struct conn *c) {
     if (c->pf_end > c->rstart)
         return;
-    const char *p = c->rbuf + c->rstart, *end = c->rbuf + c->rend;
     struct mc_span key[PREFETCH_KEYS];
-    unsigned n = 0;
-    while (n < PREFETCH_KEYS && p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (nl == NULL || nl - p < 5)
-            break;
-        const char *le = nl[-1] == '\r' ? nl - 1 : nl, *k = p + 4;
-        bool get = memcmp(p, "get ", 4) == 0, gets = memcmp(p, "gets ", 5) == 0;
-        if (get || gets) {
-            k += gets;
-            for (struct mc_span w; n < PREFETCH_KEYS && (w = next_word(&k, le)).len > 0;)
-                if (w.len <= MC_KEY_MAX)
-                    key[n++] = w;
-            p = nl + 1;
-        } else if (memcmp(p, "set ", 4) == 0) {
-            /* "set <key> <flags> <exptime> <bytes> [noreply]": the key, and
-               the length read backwards from the end of the line */
-            struct mc_span w = next_word(&k, le);
-            const char *e = le;
-            if (e - k > 8 && memcmp(e - 8, " noreply", 8) == 0)
-                e -= 8;
-            uint64_t vlen = 0, scale = 1;
-            const char *d = e;
-            while (d > k && d[-1] >= '0' && d[-1] <= '9' && e - d < 9) {
-                d--;
-                vlen += (uint64_t)(*d - '0') * scale;
-                scale *= 10;
-            }
-            if (w.len == 0 || w.len > MC_KEY_MAX || d == e || d[-1] != ' ' ||
-                vlen + 2 > (uint64_t)(end - nl - 1))
-                break;
-            key[n++] = w;
-            p = nl + 1 + vlen + 2;
-        } else {
-            break;
-        }
-    }
-    /* Scanned up to p; when nothing could be (p did not move), past rstart. */
-    c->pf_end = (size_t)(p - c->rbuf) + (p == c->rbuf + c->rstart);
+    size_t used;
+    unsigned n = mc_text_scan_keys(c->rbuf + c->rstart, c->rend - c->rstart, key, PREFETCH_KEYS,
+                                   &used);
+    /* Scanned up to there; when nothing could be, just past rstart. */
+    c->pf_end = c->rstart + used + (used == 0);
     if (n < 2)              /* one request waiting: nothing to overlap */
         return;
     uint64_t hv[PREFETCH_KEYS];
