@@ -69,7 +69,8 @@ static void do_get(struct conn *c, struct mc_req *req) {
     while (mc_text_next_key(&rest, &key)) {
         enum engine_miss why = ENGINE_MISS_NONE;
         struct item *it = touch ? engine_get_touch(e, key.p, key.len, req->exptime, &why)
-                                : engine_get(e, key.p, key.len, &why);
+                                : engine_get_hashed(e, key.p, key.len,
+                                                    conn_key_hash(c, key.p, key.len), &why);
         if (touch)
             STAT_INC(st->touch_cmds);
         STAT_INC(st->get_cmds);

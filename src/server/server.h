@@ -110,6 +110,8 @@ struct conn {
     struct out out;
 };
 
+#define PREFETCH_KEYS 64            /* keys a read-ahead hashes at most (worker.c) */
+
 struct worker {
     struct server *srv;
     int id;
@@ -126,6 +128,16 @@ struct worker {
     int nudp;
     struct iovec *iov;              /* room for the pieces of the largest item */
     int iov_max;
+    /*
+     * The last read-ahead's keys, as pointers into pf_conn's rbuf, and
+     * their hashes, for the requests that follow (conn_key_hash()); pf_conn
+     * is cleared whenever that rbuf's bytes may move or change (pf_forget()).
+     */
+    struct conn *pf_conn;
+    unsigned pf_n, pf_i;
+    const char *pf_key[PREFETCH_KEYS];
+    uint8_t pf_len[PREFETCH_KEYS];
+    uint64_t pf_hv[PREFETCH_KEYS];
     struct worker_counters st;
     struct worker_counters base;    /* snapshot at `stats reset` */
 };
@@ -164,6 +176,8 @@ struct server {
 int worker_start_all(struct server *s);
 void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool terminated);
 void conn_swallow(struct conn *c, uint64_t n);
+/* The hash of a key of a text request in c's rbuf: the read-ahead's, else computed. */
+uint64_t conn_key_hash(struct conn *c, const char *key, size_t nkey);
 void worker_stop_all(struct server *s);
 void worker_hand_fd(struct worker *w, int fd, int listen_fd,
                     const struct sockaddr_storage *peer, socklen_t peerlen);

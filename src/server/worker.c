@@ -52,6 +52,16 @@ static void rbuf_pool_put(struct worker *w, char *b) {
         free(b);
 }
 
+/*
+ * The bytes of c's rbuf are about to move or change: rescan for the
+ * read-ahead, and forget the hashes it keeps for keys in there.
+ */
+static void pf_forget(struct conn *c) {
+    c->pf_end = 0;
+    if (c->w->pf_conn == c)
+        c->w->pf_conn = NULL;
+}
+
 /* Gives an empty read buffer back (a grown one is freed). */
 static void rbuf_release(struct conn *c) {
     if (c->rbuf == NULL || c->is_udp || c->rstart != c->rend)
@@ -61,7 +71,8 @@ static void rbuf_release(struct conn *c) {
     else
         free(c->rbuf);
     c->rbuf = NULL;
-    c->rsize = c->rstart = c->rend = c->pf_end = 0;
+    c->rsize = c->rstart = c->rend = 0;
+    pf_forget(c);
 }
 
 static struct conn *conn_new(struct worker *w, struct pending_fd *p) {
@@ -103,6 +114,7 @@ static void conn_free(struct conn *c) {
     if (c->nitem != NULL)
         engine_item_unref(e, c->nitem);
     out_deinit(&c->out, e);
+    pf_forget(c);
     free(c->mpend);
     free(c->rbuf);
     free(c);
@@ -117,7 +129,8 @@ static void udp_reset(struct conn *c) {
     }
     c->nmeta = false;
     out_reset(&c->out, c->w->srv->engine);
-    c->rstart = c->rend = c->pf_end = 0;
+    c->rstart = c->rend = 0;
+    pf_forget(c);
     c->close_after_write = false;
     atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
 }
@@ -291,23 +304,43 @@ static bool conn_process_bin(struct conn *c) {
  * find them in cache.  Each line is scanned once (pf_end).  Only a hint: a
  * line read wrong costs a wasted prefetch, nothing else.
  */
-#define PREFETCH_KEYS 64
-
 static void prefetch_requests(struct conn *c) {
     if (c->pf_end > c->rstart)
         return;
+    struct worker *w = c->w;
     struct mc_span key[PREFETCH_KEYS];
     size_t used;
     unsigned n = mc_text_scan_keys(c->rbuf + c->rstart, c->rend - c->rstart, key, PREFETCH_KEYS,
                                    &used);
     /* Scanned up to there; when nothing could be, just past rstart. */
     c->pf_end = c->rstart + used + (used == 0);
+    w->pf_conn = NULL;
     if (n < 2)              /* one request waiting: nothing to overlap */
         return;
-    uint64_t hv[PREFETCH_KEYS];
-    for (unsigned i = 0; i < n; i++)
-        hv[i] = engine_key_hash(key[i].p, key[i].len);
-    engine_prefetch(c->w->srv->engine, hv, n);
+    for (unsigned i = 0; i < n; i++) {
+        w->pf_key[i] = key[i].p;
+        w->pf_len[i] = (uint8_t)key[i].len;     /* <= MC_KEY_MAX */
+        w->pf_hv[i] = engine_key_hash(key[i].p, key[i].len);
+    }
+    w->pf_conn = c;
+    w->pf_n = n;
+    w->pf_i = 0;
+    engine_prefetch(w->srv->engine, w->pf_hv, n);
+}
+
+/*
+ * The keys come in the order the read-ahead found them; one it has no
+ * hash for (a key of a line it did not read) is hashed here.
+ */
+uint64_t conn_key_hash(struct conn *c, const char *key, size_t nkey) {
+    struct worker *w = c->w;
+    if (w->pf_conn == c) {
+        while (w->pf_i < w->pf_n && (uintptr_t)w->pf_key[w->pf_i] < (uintptr_t)key)
+            w->pf_i++;
+        if (w->pf_i < w->pf_n && w->pf_key[w->pf_i] == key && w->pf_len[w->pf_i] == nkey)
+            return w->pf_hv[w->pf_i++];
+    }
+    return engine_key_hash(key, nkey);
 }
 
 /*
@@ -415,7 +448,7 @@ static bool conn_process(struct conn *c) {
 
 /* Makes room in rbuf for more input: compacts, and grows a buffer holding one long line. */
 static bool rbuf_make_room(struct conn *c) {
-    c->pf_end = 0;
+    pf_forget(c);
     if (c->rbuf == NULL) {
         c->rbuf = rbuf_pool_get(c->w);
         if (c->rbuf == NULL)
@@ -489,7 +522,7 @@ static void udp_on_readable(struct conn *c) {
     c->udp_reqid = (uint16_t)id;
     c->rstart = 8;
     c->rend = (size_t)n;
-    c->pf_end = 0;
+    pf_forget(c);
     conn_process(c);
     udp_reset(c);
 }

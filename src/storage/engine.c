@@ -139,9 +139,8 @@ void engine_destroy(struct engine **ep) {
  * get, gat and touch in one: a hit is marked fetched and reported to the
  * policy, optionally gets a new exptime, and optionally a reference.
  */
-static struct item *lookup(struct engine *e, const char *key, size_t nkey, bool touch,
-                           int64_t exptime, bool ref, enum engine_miss *why) {
-    uint64_t hv = ht_hash(key, nkey);
+static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                           bool touch, int64_t exptime, bool ref, enum engine_miss *why) {
     struct mtx *m = lock_of(e->locks, hv);
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
@@ -168,16 +167,21 @@ void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n) {
 }
 
 struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {
-    return lookup(e, key, nkey, false, 0, true, why);
+    return lookup(e, key, nkey, ht_hash(key, nkey), false, 0, true, why);
+}
+
+struct item *engine_get_hashed(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                               enum engine_miss *why) {
+    return lookup(e, key, nkey, hv, false, 0, true, why);
 }
 
 struct item *engine_get_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime,
                               enum engine_miss *why) {
-    return lookup(e, key, nkey, true, exptime, true, why);
+    return lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, why);
 }
 
 bool engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime) {
-    return lookup(e, key, nkey, true, exptime, false, NULL) != NULL;
+    return lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, false, NULL) != NULL;
 }
 
 /*

@@ -103,6 +103,10 @@ void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n);
 struct item *engine_get(struct engine *e, const char *key, size_t nkey,
                         enum engine_miss *why);
 
+/* engine_get() for a caller that already has the key's engine_key_hash(). */
+struct item *engine_get_hashed(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                               enum engine_miss *why);
+
 /*
  * Like engine_get(), and on a hit also sets the item's exptime from the
  * client's exptime (gat/gats).

@@ -1,5 +1,6 @@
 /* Unit tests for src/core: hashing and the event loop. */
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "core/evloop.h"
@@ -11,6 +12,45 @@ TEST(hash_is_deterministic_and_length_sensitive) {
     ASSERT(hash_bytes("a", 1, 0) != hash_bytes("a\0", 2, 0));
     ASSERT(hash_bytes("key", 3, 0) != hash_bytes("key", 3, 1));
     ASSERT(hash_bytes("", 0, 0) != hash_bytes("\0", 1, 0));
+}
+
+/*
+ * The definition, written out plainly: 8-byte words, then the tail as one
+ * zero-padded little-endian word (hash.c reads that tail without memcpy).
+ */
+static uint64_t ref_hash(const unsigned char *s, size_t n, uint64_t seed) {
+    const uint64_t k1 = 0x9e3779b97f4a7c15ULL, k2 = 0xd6e8feb86659fd93ULL;
+    uint64_t h = seed ^ (n * k1), w;
+    for (; n >= 8; s += 8, n -= 8) {
+        w = 0;
+        for (int i = 0; i < 8; i++)
+            w |= (uint64_t)s[i] << (8 * i);
+        h = (h ^ w) * k1;
+        h ^= h >> 29;
+    }
+    w = 0;
+    for (size_t i = 0; i < n; i++)
+        w |= (uint64_t)s[i] << (8 * i);
+    h = (h ^ w ^ ((uint64_t)n << 56)) * k2;
+    for (int r = 0; r < 2; r++) {
+        h ^= h >> 32;
+        h *= k2;
+    }
+    return h ^ (h >> 32);
+}
+
+/* Every length and alignment; the key ends the allocation (ASan sees any over-read). */
+TEST(hash_matches_definition_and_reads_only_the_key) {
+    for (size_t n = 0; n <= 40; n++) {
+        for (size_t off = 0; off < 8; off++) {
+            unsigned char *buf = malloc(off + n == 0 ? 1 : off + n);
+            ASSERT(buf != NULL);
+            for (size_t i = 0; i < off + n; i++)
+                buf[i] = (unsigned char)(0x80 + 37 * i + n);
+            ASSERT_U64(hash_bytes(buf + off, n, 7), ref_hash(buf + off, n, 7));
+            free(buf);
+        }
+    }
 }
 
 /* Sequential keys must spread evenly over the low bits that pick a bucket. */

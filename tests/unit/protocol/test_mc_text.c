@@ -666,6 +666,44 @@ TEST(long_multiget_of_long_keys) {
     free(line);
 }
 
+/*
+ * mc_text_next_key() against a plain byte-by-byte split, on random lines of
+ * spaces and every other kind of byte (high bytes, 0x21, 0x1f around the
+ * space), at every length and alignment; each line ends its allocation.
+ */
+TEST(next_key_matches_plain_split) {
+    static const unsigned char bytes[] = {' ', ' ', ' ', 'a', '!', 0x1f, 0x80, 0xa0, 0xff, 0x00};
+    unsigned seed = 12345;
+    for (int round = 0; round < 20000; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t len = (seed >> 16) % 41, off = (seed >> 8) % 8;
+        unsigned char *buf = malloc(off + len + 1);
+        ASSERT(buf != NULL);
+        unsigned char *line = buf + off + 1;    /* the line ends the allocation */
+        for (size_t i = 0; i < len; i++) {
+            seed = seed * 1103515245u + 12345u;
+            line[i] = bytes[(seed >> 16) % sizeof(bytes)];
+        }
+        struct mc_span rest = {(const char *)line, len}, key;
+        size_t i = 0;
+        for (;;) {
+            while (i < len && line[i] == ' ')
+                i++;
+            if (i == len)
+                break;
+            size_t j = i;
+            while (j < len && line[j] != ' ')
+                j++;
+            ASSERT(mc_text_next_key(&rest, &key));
+            ASSERT_EQ(key.p, (const char *)line + i);
+            ASSERT_EQ(key.len, j - i);
+            i = j;
+        }
+        ASSERT(!mc_text_next_key(&rest, &key));
+        free(buf);
+    }
+}
+
 TEST(next_key_edges) {
     struct mc_span rest = {NULL, 0}, key;
     ASSERT(!mc_text_next_key(&rest, &key));
