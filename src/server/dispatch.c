@@ -66,11 +66,11 @@ static void do_get(struct conn *c, struct mc_req *req) {
     bool with_cas = req->cmd == MC_CMD_GETS || req->cmd == MC_CMD_GATS;
     bool touch = req->cmd == MC_CMD_GAT || req->cmd == MC_CMD_GATS;
     struct mc_span rest = req->keys, key;
-    while (mc_text_next_key(&rest, &key)) {
+    uint64_t hv;
+    while (conn_next_key(c, &rest, &key, &hv)) {
         enum engine_miss why = ENGINE_MISS_NONE;
         struct item *it = touch ? engine_get_touch(e, key.p, key.len, req->exptime, &why)
-                                : engine_get_hashed(e, key.p, key.len,
-                                                    conn_key_hash(c, key.p, key.len), &why);
+                                : engine_get_hashed(e, key.p, key.len, hv, &why);
         if (touch)
             STAT_INC(st->touch_cmds);
         STAT_INC(st->get_cmds);

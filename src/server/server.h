@@ -130,7 +130,7 @@ struct worker {
     int iov_max;
     /*
      * The last read-ahead's keys, as pointers into pf_conn's rbuf, and
-     * their hashes, for the requests that follow (conn_key_hash()); pf_conn
+     * their hashes, for the requests that follow (conn_next_key()); pf_conn
      * is cleared whenever that rbuf's bytes may move or change (pf_forget()).
      */
     struct conn *pf_conn;
@@ -176,8 +176,11 @@ struct server {
 int worker_start_all(struct server *s);
 void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool terminated);
 void conn_swallow(struct conn *c, uint64_t n);
-/* The hash of a key of a text request in c's rbuf: the read-ahead's, else computed. */
-uint64_t conn_key_hash(struct conn *c, const char *key, size_t nkey);
+/*
+ * mc_text_next_key() over a text request in c's rbuf, with the key's hash:
+ * the read-ahead's key and hash where it has them, else split and hashed.
+ */
+bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, uint64_t *hv);
 void worker_stop_all(struct server *s);
 void worker_hand_fd(struct worker *w, int fd, int listen_fd,
                     const struct sockaddr_storage *peer, socklen_t peerlen);

@@ -329,18 +329,34 @@ static void prefetch_requests(struct conn *c) {
 }
 
 /*
- * The keys come in the order the read-ahead found them; one it has no
- * hash for (a key of a line it did not read) is hashed here.
+ * The keys come in the order the read-ahead found them, so the one for a
+ * key starting at p is at or after pf_i.  It is taken only if it is that
+ * whole word of the line: it starts at p and ends where [p, end) has a
+ * space or ends (the read-ahead split the same bytes at the same spaces,
+ * but may have seen a longer line: memcached ends a line at a NUL).
  */
-uint64_t conn_key_hash(struct conn *c, const char *key, size_t nkey) {
+bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, uint64_t *hv) {
     struct worker *w = c->w;
-    if (w->pf_conn == c) {
-        while (w->pf_i < w->pf_n && (uintptr_t)w->pf_key[w->pf_i] < (uintptr_t)key)
+    const char *p = rest->p, *end = p + rest->len;
+    while (p < end && *p == ' ')
+        p++;
+    if (p < end && w->pf_conn == c) {
+        while (w->pf_i < w->pf_n && (uintptr_t)w->pf_key[w->pf_i] < (uintptr_t)p)
             w->pf_i++;
-        if (w->pf_i < w->pf_n && w->pf_key[w->pf_i] == key && w->pf_len[w->pf_i] == nkey)
-            return w->pf_hv[w->pf_i++];
+        size_t len = w->pf_i < w->pf_n ? w->pf_len[w->pf_i] : 0;
+        if (len > 0 && w->pf_key[w->pf_i] == p && len <= (size_t)(end - p) &&
+            (len == (size_t)(end - p) || p[len] == ' ')) {
+            *key = (struct mc_span){p, len};
+            *hv = w->pf_hv[w->pf_i++];
+            rest->p = p + len;
+            rest->len = (size_t)(end - rest->p);
+            return true;
+        }
     }
-    return engine_key_hash(key, nkey);
+    if (!mc_text_next_key(rest, key))
+        return false;
+    *hv = engine_key_hash(key->p, key->len);
+    return true;
 }
 
 /*

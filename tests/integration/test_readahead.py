@@ -96,3 +96,19 @@ def test_pipelined_requests_cut_anywhere():
             raise AssertionError("replies differ at byte %d of %d (got %d): want %r, got %r"
                                  % (i, len(want), len(got), want[max(0, i - 80):i + 80],
                                     bytes(got[max(0, i - 80):i + 80])))
+
+
+def test_nul_ends_the_line_for_the_read_ahead_too():
+    """memcached ends a command line at a NUL byte; the read-ahead splits
+    the whole line, so its keys past the NUL (or one running through it)
+    must not be used."""
+    with Server() as srv:
+        with srv.conn() as c:
+            for k in (b"na", b"na\x00b", b"nb", b"nc", b"nd"):
+                if b"\x00" not in k:
+                    c.expect(b"set %s 0 0 2\r\nv%s\r\n" % (k, k[-1:]), b"STORED\r\n")
+            c.send(b"get na\x00b nb\r\nget nc na nd\r\nget nb nc\x00 nd\r\n")
+            assert c.read_get_reply() == [(b"na", 0, b"va", None)]
+            assert c.read_get_reply() == [(b"nc", 0, b"vc", None), (b"na", 0, b"va", None),
+                                          (b"nd", 0, b"vd", None)]
+            assert c.read_get_reply() == [(b"nb", 0, b"vb", None), (b"nc", 0, b"vc", None)]
