@@ -26,6 +26,7 @@
  */
 #include "protocol/mc_text.h"
 
+#include "core/copy.h"
 #include "protocol/mc_num.h"
 
 #include <limits.h>
@@ -668,7 +669,7 @@ size_t mc_text_fmt_value(char *out, const char *key, size_t nkey, uint32_t flags
 
     memcpy(p, "VALUE ", 6);
     p += 6;
-    memcpy(p, key, nkey);
+    copy_short(p, key, nkey);
     p += nkey;
     *p++ = ' ';
     p = put_u64(p, flags);

@@ -31,6 +31,8 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "core/copy.h"
+
 struct engine;
 struct item;
 
@@ -99,7 +101,10 @@ static inline bool out_copy(struct out *o, const void *p, size_t len) {
     char *d = out_reserve(o, len);
     if (d == NULL)
         return false;
-    memcpy(d, p, len);
+    if (len <= 64)
+        copy_short(d, p, len);      /* replies: no call, no rep movs (core/copy.h) */
+    else
+        memcpy(d, p, len);
     return out_commit(o, d, len);
 }
 /* Formats into scratch (for stats). */

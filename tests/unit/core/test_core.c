@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/copy.h"
 #include "core/evloop.h"
 #include "core/hash.h"
 #include "harness.h"
@@ -50,6 +51,23 @@ TEST(hash_matches_definition_and_reads_only_the_key) {
             ASSERT_U64(hash_bytes(buf + off, n, 7), ref_hash(buf + off, n, 7));
             free(buf);
         }
+    }
+}
+
+/* Every length up to 300; the source ends its allocation; no byte outside [0, n) changes. */
+TEST(copy_short_copies_exactly_n_bytes) {
+    for (size_t n = 0; n <= 300; n++) {
+        unsigned char *src = malloc(n == 0 ? 1 : n), *dst = malloc(n + 2);
+        ASSERT(src != NULL && dst != NULL);
+        for (size_t i = 0; i < n; i++)
+            src[i] = (unsigned char)(i * 7 + n);
+        memset(dst, 0xee, n + 2);
+        copy_short(dst + 1, src, n);
+        ASSERT_EQ(dst[0], 0xee);
+        ASSERT_EQ(dst[n + 1], 0xee);
+        ASSERT(memcmp(dst + 1, src, n) == 0);
+        free(src);
+        free(dst);
     }
 }
 
