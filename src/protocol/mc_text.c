@@ -552,9 +552,10 @@ static bool set_length(const char *p, const char *end, uint64_t *vlen) {
 }
 
 unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, unsigned max,
-                           size_t *used) {
+                           uint64_t *stores, size_t *used) {
     const char *p = buf, *end = buf + len;
     unsigned n = 0;
+    *stores = 0;
     while (n < max && p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (nl == NULL || nl - p < 5)
@@ -572,6 +573,7 @@ unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, uns
             if (!mc_text_next_key(&rest, &w) || w.len > MC_KEY_MAX ||
                 !set_length(rest.p, le, &vlen) || vlen + 2 > (uint64_t)(end - nl - 1))
                 break;
+            *stores |= 1ULL << n;
             key[n++] = w;
             p = nl + 1 + vlen + 2;
         } else {

@@ -119,11 +119,12 @@ bool mc_text_next_key(struct mc_span *rest, struct mc_span *key);
  * start of buf, up to max of them, stopping at the first other line (a
  * set's value block is stepped over by the length at the end of its line,
  * so a value is never read as a command).  Returns how many keys; *used
- * gets the bytes of the lines taken.  Lines are read loosely (a malformed
- * one may give a wrong key): the result is a hint, never a request.
+ * gets the bytes of the lines taken, and bit i of *stores is set when key i
+ * is a set's (max is at most 64).  Lines are read loosely (a malformed one
+ * may give a wrong key): the result is a hint, never a request.
  */
 unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, unsigned max,
-                           size_t *used);
+                           uint64_t *stores, size_t *used);
 
 /* The full response line for an error code, with its "\r\n". */
 const char *mc_text_err_str(enum mc_err err);

@@ -310,8 +310,9 @@ static void prefetch_requests(struct conn *c) {
     struct worker *w = c->w;
     struct mc_span key[PREFETCH_KEYS];
     size_t used;
+    uint64_t stores;
     unsigned n = mc_text_scan_keys(c->rbuf + c->rstart, c->rend - c->rstart, key, PREFETCH_KEYS,
-                                   &used);
+                                   &stores, &used);
     /* Scanned up to there; when nothing could be, just past rstart. */
     c->pf_end = c->rstart + used + (used == 0);
     w->pf_conn = NULL;
@@ -325,7 +326,7 @@ static void prefetch_requests(struct conn *c) {
     w->pf_conn = c;
     w->pf_n = n;
     w->pf_i = 0;
-    engine_prefetch(w->srv->engine, w->pf_hv, n);
+    engine_prefetch(w->srv->engine, w->pf_hv, n, stores);
 }
 
 /*

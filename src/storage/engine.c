@@ -160,10 +160,26 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
 
 uint64_t engine_key_hash(const char *key, size_t nkey) { return ht_hash(key, nkey); }
 
-void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n) {
+/*
+ * The neighbours are read from an item nobody holds, which may be unlinked
+ * and reused meanwhile (slab memory stays mapped while the engine lives):
+ * the links read may be anything, and are only prefetched.  For a policy
+ * that keeps no links in prev/next they are not addresses at all, which a
+ * prefetch also ignores.
+ */
+void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n, uint64_t stores) {
+    struct item *first[HT_PREFETCH_MAX];
+    if (n > HT_PREFETCH_MAX)
+        n = HT_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++)
         __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
-    ht_prefetch(e->ht, hv, n);
+    ht_prefetch(e->ht, hv, n, first);
+    for (unsigned i = 0; i < n && (stores >> i) != 0; i++) {
+        if (((stores >> i) & 1) && first[i] != NULL) {
+            __builtin_prefetch(__atomic_load_n(&first[i]->prev, __ATOMIC_RELAXED), 1);
+            __builtin_prefetch(__atomic_load_n(&first[i]->next, __ATOMIC_RELAXED), 1);
+        }
+    }
 }
 
 struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {

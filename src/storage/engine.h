@@ -89,10 +89,14 @@ enum engine_miss {
  * the keys' hashes (engine_key_hash()) and the engine starts loading their
  * hash buckets and then their items, so that the lookups that follow
  * overlap their cache misses instead of taking them one after another.
- * Only a hint: it changes nothing.
+ * Bit i of stores (for the first 64 keys) says key i is about to be
+ * stored: the item it replaces will leave its eviction queue, so that
+ * item's queue neighbours, which the unlink writes, are loaded too.  Only
+ * a hint: it changes nothing.
  */
 uint64_t engine_key_hash(const char *key, size_t nkey);
-void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n);
+#define ENGINE_PREFETCH_MAX 64      /* keys per call; more are ignored */
+void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n, uint64_t stores);
 
 /*
  * Looks a key up.  Returns the item with a reference for the caller, or

@@ -86,7 +86,7 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
  * table) or is seen by it.  The bucket contents it reads may be stale;
  * they are only prefetched.
  */
-void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n) {
+void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first) {
     struct item **b[HT_PREFETCH_MAX];
     if (n > HT_PREFETCH_MAX)
         n = HT_PREFETCH_MAX;
@@ -101,7 +101,7 @@ void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n) {
         __builtin_prefetch(b[i]);
     }
     for (unsigned i = 0; i < n; i++) {
-        const char *it = (const char *)__atomic_load_n(b[i], __ATOMIC_RELAXED);
+        const char *it = (const char *)(first[i] = __atomic_load_n(b[i], __ATOMIC_RELAXED));
         if (it != NULL) {
             /* the header and key, and the start of a small value after them */
             __builtin_prefetch(it);

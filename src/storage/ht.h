@@ -53,10 +53,12 @@ void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv);
 /*
  * Starts loading the buckets of the n hashes and then the first item of
  * each chain, without taking their stripes (n at most HT_PREFETCH_MAX;
- * more are ignored).  Only a hint; safe against a concurrent expansion.
+ * more are ignored), and leaves those items in first[] (NULL for an empty
+ * bucket).  Only a hint, safe against a concurrent expansion: an item in
+ * first[] may already be unlinked, even reused.
  */
 #define HT_PREFETCH_MAX 64
-void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n);
+void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first);
 /* Takes exactly it out of its bucket. */
 void ht_delete_locked(struct ht *h, struct item *it, uint64_t hv);
 

@@ -755,18 +755,22 @@ TEST(scan_keys_for_read_ahead) {
                              "set e 1 2 3\r\nabc\r\ndelete f\r\nget g\r\n";
     struct mc_span k[8];
     size_t used = 0;
-    unsigned n = mc_text_scan_keys(in, sizeof(in) - 1, k, 8, &used);
+    uint64_t stores = 0;
+    unsigned n = mc_text_scan_keys(in, sizeof(in) - 1, k, 8, &stores, &used);
     ASSERT_EQ(n, 5);
+    ASSERT_EQ(stores, 0x18);                /* d and e */
     ASSERT_MEM(k[0].p, "a", 1);
     ASSERT_MEM(k[1].p, "bb", 2);
     ASSERT_MEM(k[2].p, "c", 1);
     ASSERT_MEM(k[3].p, "d", 1);             /* its value "get x" is not a line */
     ASSERT_MEM(k[4].p, "e", 1);
     ASSERT_EQ(used, strstr(in, "delete") - in);
-    ASSERT_EQ(mc_text_scan_keys(in, sizeof(in) - 1, k, 2, &used), 2);
+    ASSERT_EQ(mc_text_scan_keys(in, sizeof(in) - 1, k, 2, &stores, &used), 2);
+    ASSERT_EQ(stores, 0);
     ASSERT_EQ(used, strstr(in, "gets") - in);
     /* a set whose value has not all arrived ends the scan before it */
-    ASSERT_EQ(mc_text_scan_keys("get a\r\nset b 0 0 9\r\nxy", 22, k, 8, &used), 1);
+    ASSERT_EQ(mc_text_scan_keys("get a\r\nset b 0 0 9\r\nxy", 22, k, 8, &stores, &used), 1);
+    ASSERT_EQ(stores, 0);
     ASSERT_EQ(used, 7);
 }
 

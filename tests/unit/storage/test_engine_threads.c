@@ -74,7 +74,7 @@ static void *work(void *arg) {
                 int n = snprintf(key, sizeof(key), "w%d:%d", (w->id + k) % WORKERS, i + k);
                 hv[k] = engine_key_hash(key, (size_t)n);
             }
-            engine_prefetch(e, hv, 16);
+            engine_prefetch(e, hv, 16, 0xaaaa);     /* half of them as stores */
         }
         snprintf(key, sizeof(key), "w%d:%d", w->id, i);
         snprintf(val, sizeof(val), "value-%d-%d", w->id, i);
