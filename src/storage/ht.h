@@ -51,8 +51,8 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
 void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv);
 
 /*
- * Starts loading the buckets of the n hashes and then the first item of
- * each chain, without taking their stripes (n at most HT_PREFETCH_MAX;
+ * Starts loading the buckets of the n hashes and then the first two items
+ * of each chain, without taking their stripes (n at most HT_PREFETCH_MAX;
  * more are ignored), and leaves those items in first[] (NULL for an empty
  * bucket).  Only a hint, safe against a concurrent expansion: an item in
  * first[] may already be unlinked, even reused.
