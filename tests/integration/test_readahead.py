@@ -25,31 +25,32 @@ KEYS = 300
 LINES = 4000
 
 
-def _key(i):
-    return b"rk%06d" % i
+def _key(i, who=0):
+    return b"rk%d%06d" % (who, i)
 
 
-def _stream(rng):
-    """The requests, and the replies the model expects, as bytes."""
+def _stream(rng, who=0):
+    """The requests, and the replies the model expects, as bytes (the keys
+    of connection `who` are its own, all of one length)."""
     value = {}
     for i in range(KEYS):
-        value[_key(i)] = b"first-%d" % i
+        value[_key(i, who)] = b"first-%d" % i
     req, want = [], []
     for i in range(KEYS):
-        k = _key(i)
+        k = _key(i, who)
         req.append(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(value[k]), value[k]))
         want.append(b"STORED\r\n")
     for n in range(LINES):
         r = rng.random()
         if r < 0.2:
-            k = _key(rng.randrange(KEYS))
+            k = _key(rng.randrange(KEYS), who)
             v = b"v%d-%s" % (n, b"x" * rng.randrange(0, 40))
             value[k] = v
             req.append(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v))
             want.append(b"STORED\r\n")
             continue
         # keys beyond KEYS were never set: same length, a miss
-        keys = [_key(rng.randrange(KEYS + KEYS // 3)) for _ in range(rng.randrange(1, 9))]
+        keys = [_key(rng.randrange(KEYS + KEYS // 3), who) for _ in range(rng.randrange(1, 9))]
         req.append(b"get " + b" ".join(keys) + b"\r\n")
         out = b""
         for k in keys:
@@ -59,43 +60,68 @@ def _stream(rng):
     return b"".join(req), b"".join(want)
 
 
+def _run_stream(port, seed, who, errors):
+    """Sends connection `who`'s stream cut at random bytes while a thread
+    reads the replies; appends what went wrong to errors."""
+    rng = random.Random(seed)
+    data, want = _stream(rng, who)
+    s = socket.create_connection((HOST, port), timeout=30)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    got = bytearray()
+    failed = []
+
+    def reader():
+        deadline = time.monotonic() + 60
+        try:
+            while len(got) < len(want) and time.monotonic() < deadline:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                got.extend(chunk)
+        except OSError as e:
+            failed.append(e)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    at = 0
+    while at < len(data):
+        n = rng.randrange(1, 3000)
+        s.sendall(data[at:at + n])
+        at += n
+    t.join(70)
+    s.close()
+    if t.is_alive():
+        errors.append("connection %d: reader still running" % who)
+    elif failed:
+        errors.append("connection %d: %r" % (who, failed))
+    elif bytes(got) != want:
+        i = next((j for j in range(min(len(got), len(want))) if got[j] != want[j]),
+                 min(len(got), len(want)))
+        errors.append("connection %d: replies differ at byte %d of %d (got %d): want %r, got %r"
+                      % (who, i, len(want), len(got), want[max(0, i - 80):i + 80],
+                         bytes(got[max(0, i - 80):i + 80])))
+
+
 def test_pipelined_requests_cut_anywhere():
-    rng = random.Random(7)
-    data, want = _stream(rng)
     with Server() as srv:
-        s = socket.create_connection((HOST, srv.port), timeout=30)
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        got = bytearray()
-        failed = []
+        errors = []
+        _run_stream(srv.port, 7, 0, errors)
+        assert not errors, errors[0]
 
-        def reader():
-            deadline = time.monotonic() + 60
-            try:
-                while len(got) < len(want) and time.monotonic() < deadline:
-                    chunk = s.recv(1 << 16)
-                    if not chunk:
-                        break
-                    got.extend(chunk)
-            except OSError as e:
-                failed.append(e)
 
-        t = threading.Thread(target=reader)
-        t.start()
-        at = 0
-        while at < len(data):
-            n = rng.randrange(1, 3000)
-            s.sendall(data[at:at + n])
-            at += n
-        t.join(70)
-        s.close()
-        assert not t.is_alive(), "reader still running"
-        assert not failed, failed
-        if bytes(got) != want:
-            i = next((j for j in range(min(len(got), len(want))) if got[j] != want[j]),
-                     min(len(got), len(want)))
-            raise AssertionError("replies differ at byte %d of %d (got %d): want %r, got %r"
-                                 % (i, len(want), len(got), want[max(0, i - 80):i + 80],
-                                    bytes(got[max(0, i - 80):i + 80])))
+def test_many_connections_at_once():
+    """Several connections readable together: cellard reads them all before
+    it runs any, and keeps the keys of all of them for their lookups."""
+    with Server() as srv:
+        errors = []
+        threads = [threading.Thread(target=_run_stream, args=(srv.port, 100 + w, w, errors))
+                   for w in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+        assert not any(t.is_alive() for t in threads), "a connection is still running"
+        assert not errors, errors[0]
 
 
 def test_nul_ends_the_line_for_the_read_ahead_too():
