@@ -29,6 +29,13 @@ static bool num_scan(const char *s, size_t len, bool *minus, uint64_t *mag) {
         *minus = *p == '-';
         p++;
     }
+    /* 19 digits cannot overflow 64 bits; only later ones are checked */
+    const unsigned char *fast = end - p > 19 ? p + 19 : end;
+    while (p < fast && *p >= '0' && *p <= '9') {
+        v = v * 10 + (uint64_t)(*p - '0');
+        any = true;
+        p++;
+    }
     while (p < end && *p >= '0' && *p <= '9') {
         uint64_t d = (uint64_t)(*p - '0');
         if (v > UINT64_MAX / 10 || v * 10 > UINT64_MAX - d)

@@ -640,6 +640,10 @@ static inline unsigned ndigits_u64(uint64_t v) {
  * time, in 32-bit arithmetic once the value fits.
  */
 static char *put_u64(char *p, uint64_t v) {
+    if (v < 10) {               /* client flags are mostly 0 */
+        *p = (char)('0' + v);
+        return p + 1;
+    }
     char *end = p + ndigits_u64(v);
     char *q = end;
 
