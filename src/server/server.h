@@ -90,8 +90,6 @@ struct conn {
     char *rbuf;
     size_t rsize, rstart, rend;     /* unparsed bytes are rbuf[rstart..rend) */
     size_t pf_end;                  /* rbuf[..pf_end) scanned for keys to prefetch */
-    uint64_t pf_gen;                /* its keys are the worker's pf_*[pf_i..pf_e) while */
-    uint16_t pf_i, pf_e;            /* this equals the worker's pf_gen (conn_next_key()) */
 
     /* CONN_NREAD: the value being read */
     struct item *nitem;
@@ -112,8 +110,7 @@ struct conn {
     struct out out;
 };
 
-#define PREFETCH_KEYS 64            /* keys one connection's read-ahead takes at most */
-#define PF_STASH 256                /* keys a worker keeps for the requests that follow */
+#define PREFETCH_KEYS 64            /* keys a read-ahead hashes at most (worker.c) */
 
 struct worker {
     struct server *srv;
@@ -132,19 +129,15 @@ struct worker {
     struct iovec *iov;              /* room for the pieces of the largest item */
     int iov_max;
     /*
-     * The read-ahead's keys, as pointers into the read buffers of the
-     * connections that own them (each a range, valid while its pf_gen is
-     * this pf_gen; pf_forget() clears a connection's when its rbuf's bytes
-     * may move or change), their hashes for the requests that follow
-     * (conn_next_key()), and which are stores (bit i of pf_stores[i / 64]).
-     * Emptied, under a new generation, when full.
+     * The last read-ahead's keys, as pointers into pf_conn's rbuf, and
+     * their hashes, for the requests that follow (conn_next_key()); pf_conn
+     * is cleared whenever that rbuf's bytes may move or change (pf_forget()).
      */
-    uint64_t pf_gen;
-    unsigned pf_n;
-    const char *pf_key[PF_STASH];
-    uint8_t pf_len[PF_STASH];
-    uint64_t pf_hv[PF_STASH];
-    uint64_t pf_stores[PF_STASH / 64];
+    struct conn *pf_conn;
+    unsigned pf_n, pf_i;
+    const char *pf_key[PREFETCH_KEYS];
+    uint8_t pf_len[PREFETCH_KEYS];
+    uint64_t pf_hv[PREFETCH_KEYS];
     struct worker_counters st;
     struct worker_counters base;    /* snapshot at `stats reset` */
 };

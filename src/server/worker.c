@@ -58,7 +58,8 @@ static void rbuf_pool_put(struct worker *w, char *b) {
  */
 static void pf_forget(struct conn *c) {
     c->pf_end = 0;
-    c->pf_gen = 0;
+    if (c->w->pf_conn == c)
+        c->w->pf_conn = NULL;
 }
 
 /* Gives an empty read buffer back (a grown one is freed). */
@@ -297,19 +298,25 @@ static bool conn_process_bin(struct conn *c) {
 }
 
 /*
- * Read-ahead for text requests: the keys of the get/gets/set lines waiting
- * in rbuf (mc_text_scan_keys()) are hashed and the engine starts loading
- * their buckets and items all at once, so the requests then find them in
- * cache.  Each line is scanned once (pf_end).  Only a hint: a line read
- * wrong costs a wasted prefetch, nothing else.
- *
- * stash_keys() scans what is new in c's rbuf and keeps the keys and their
- * hashes in the worker's stash, as c's range; it returns how many, or 0
- * when fewer than min (>= 1) were found (then it keeps none).
+ * Read-ahead for pipelined text requests: the keys of the get/gets/set
+ * lines waiting in rbuf (mc_text_scan_keys()) are hashed and the engine
+ * starts loading their buckets and items all at once, so the requests then
+ * find them in cache.  Each line is scanned once (pf_end).  Only a hint: a
+ * line read wrong costs a wasted prefetch, nothing else.
  */
-static unsigned stash_keys(struct conn *c, unsigned min) {
+static void prefetch_requests(struct conn *c) {
     if (c->pf_end > c->rstart)
-        return 0;
+        return;
+    /* One line of one word or two ("get <key>") and nothing after it: nothing to overlap. */
+    const char *p = c->rbuf + c->rstart;
+    const char *nl = memchr(p, '\n', c->rend - c->rstart);
+    const char *sp = nl != NULL ? memchr(p, ' ', (size_t)(nl - p)) : NULL;
+    if (nl != NULL && nl + 1 == c->rbuf + c->rend &&
+        (sp == NULL || memchr(sp + 1, ' ', (size_t)(nl - sp - 1)) == NULL)) {
+        c->pf_end = c->rend;
+        c->w->pf_conn = NULL;
+        return;
+    }
     struct worker *w = c->w;
     struct mc_span key[PREFETCH_KEYS];
     size_t used;
@@ -318,43 +325,18 @@ static unsigned stash_keys(struct conn *c, unsigned min) {
                                    &stores, &used);
     /* Scanned up to there; when nothing could be, just past rstart. */
     c->pf_end = c->rstart + used + (used == 0);
-    c->pf_gen = 0;
-    if (n < min)
-        return 0;
-    if (w->pf_n + n > PF_STASH) {
-        w->pf_gen++;
-        w->pf_n = 0;
-        memset(w->pf_stores, 0, sizeof(w->pf_stores));
+    w->pf_conn = NULL;
+    if (n < 2)              /* one request waiting: nothing to overlap */
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        w->pf_key[i] = key[i].p;
+        w->pf_len[i] = (uint8_t)key[i].len;     /* <= MC_KEY_MAX */
+        w->pf_hv[i] = engine_key_hash(key[i].p, key[i].len);
     }
-    c->pf_gen = w->pf_gen;
-    c->pf_i = (uint16_t)w->pf_n;
-    for (unsigned i = 0; i < n; i++, w->pf_n++) {
-        w->pf_key[w->pf_n] = key[i].p;
-        w->pf_len[w->pf_n] = (uint8_t)key[i].len;     /* <= MC_KEY_MAX */
-        w->pf_hv[w->pf_n] = engine_key_hash(key[i].p, key[i].len);
-        if ((stores >> i) & 1)
-            w->pf_stores[w->pf_n / 64] |= 1ULL << (w->pf_n % 64);
-    }
-    c->pf_e = (uint16_t)w->pf_n;
-    return n;
-}
-
-/* Prefetches the stash's keys [from, to). */
-static void prefetch_stash(struct worker *w, unsigned from, unsigned to) {
-    while (from < to) {
-        /* engine_prefetch() takes up to 64 keys and their 64 bits of pf_stores */
-        unsigned n = to - from, off = from % 64;
-        if (n > ENGINE_PREFETCH_MAX - off)
-            n = ENGINE_PREFETCH_MAX - off;
-        engine_prefetch(w->srv->engine, w->pf_hv + from, n, w->pf_stores[from / 64] >> off);
-        from += n;
-    }
-}
-
-/* Pipelined requests of one connection: one waiting has nothing to overlap. */
-static void prefetch_requests(struct conn *c) {
-    if (stash_keys(c, 2) > 0)
-        prefetch_stash(c->w, c->pf_i, c->pf_e);
+    w->pf_conn = c;
+    w->pf_n = n;
+    w->pf_i = 0;
+    engine_prefetch(w->srv->engine, w->pf_hv, n, stores);
 }
 
 /*
@@ -369,14 +351,14 @@ bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, ui
     const char *p = rest->p, *end = p + rest->len;
     while (p < end && *p == ' ')
         p++;
-    if (p < end && c->pf_gen == w->pf_gen) {
-        while (c->pf_i < c->pf_e && (uintptr_t)w->pf_key[c->pf_i] < (uintptr_t)p)
-            c->pf_i++;
-        size_t len = c->pf_i < c->pf_e ? w->pf_len[c->pf_i] : 0;
-        if (len > 0 && w->pf_key[c->pf_i] == p && len <= (size_t)(end - p) &&
+    if (p < end && w->pf_conn == c) {
+        while (w->pf_i < w->pf_n && (uintptr_t)w->pf_key[w->pf_i] < (uintptr_t)p)
+            w->pf_i++;
+        size_t len = w->pf_i < w->pf_n ? w->pf_len[w->pf_i] : 0;
+        if (len > 0 && w->pf_key[w->pf_i] == p && len <= (size_t)(end - p) &&
             (len == (size_t)(end - p) || p[len] == ' ')) {
             *key = (struct mc_span){p, len};
-            *hv = w->pf_hv[c->pf_i++];
+            *hv = w->pf_hv[w->pf_i++];
             rest->p = p + len;
             rest->len = (size_t)(end - rest->p);
             return true;
@@ -521,39 +503,32 @@ static bool rbuf_make_room(struct conn *c) {
     return true;
 }
 
-enum read_result { READ_SKIPPED, READ_DATA, READ_NOTHING, READ_CLOSE };
-
-/* One read from the socket, into rbuf or straight into a large value. */
-static enum read_result conn_read(struct conn *c) {
+static void conn_on_readable(struct conn *c) {
     ssize_t r;
     int st = atomic_load_explicit(&c->state, memory_order_relaxed);
     if (st == CONN_NREAD && c->rstart == c->rend && c->nlen - c->ndone >= 4096) {
         r = nread_direct(c);
     } else {
-        if (!rbuf_make_room(c))
-            return READ_CLOSE;
+        if (!rbuf_make_room(c)) {
+            conn_close(c);
+            return;
+        }
         r = read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
         if (r > 0)
             c->rend += (size_t)r;
     }
-    if (r == 0)
-        return READ_CLOSE;
-    if (r < 0)
-        return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? READ_CLOSE
-                                                                          : READ_NOTHING;
-    STAT_ADD(c->w->st.bytes_read, (uint64_t)r);
-    return READ_DATA;
-}
-
-static void conn_read_done(struct conn *c, enum read_result r) {
-    if (r == READ_CLOSE)
+    if (r == 0) {
         conn_close(c);
-    else if (r == READ_DATA && conn_process(c))
+        return;
+    }
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            conn_close(c);
+        return;
+    }
+    STAT_ADD(c->w->st.bytes_read, (uint64_t)r);
+    if (conn_process(c))
         rbuf_release(c);
-}
-
-static void conn_on_readable(struct conn *c) {
-    conn_read_done(c, conn_read(c));
 }
 
 /*
@@ -625,48 +600,15 @@ static void worker_open_udp(struct worker *w) {
     }
 }
 
-/*
- * Several connections readable at once: read them all first and start
- * loading what their text requests name, so that one connection's cache
- * misses overlap the system calls and the work of the others, pipelined
- * or not.  About PREFETCH_KEYS keys at a time, as many as a pipeline's
- * read-ahead takes: more would not stay in the first-level cache (the
- * connections past them read ahead on their own).  rr[i] gets what event
- * i's read gave, or READ_SKIPPED for an event left to conn_run().
- */
-static void read_ahead(struct worker *w, const struct ev_fired *ev, int n,
-                       enum read_result *rr) {
-    w->pf_gen++;
-    w->pf_n = 0;
-    memset(w->pf_stores, 0, sizeof(w->pf_stores));
-    for (int i = 0; i < n; i++) {
-        struct conn *c = ev[i].ptr;
-        rr[i] = READ_SKIPPED;
-        if (c == NULL || c->is_udp || c->want_write)
-            continue;
-        rr[i] = conn_read(c);
-        if (rr[i] == READ_DATA && !c->binary && w->pf_n < PREFETCH_KEYS &&
-            atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_PARSE)
-            stash_keys(c, 1);
-    }
-    prefetch_stash(w, 0, w->pf_n);
-}
-
 static void *worker_main(void *arg) {
     struct worker *w = arg;
     struct ev_fired ev[256];
-    enum read_result rr[256];
-    w->pf_gen = 1;
     worker_open_udp(w);
     while (!atomic_load(&w->srv->stop)) {
         int n = evloop_wait(w->loop, ev, 256, w->ready ? 0 : 1000);
-        if (n > 1)
-            read_ahead(w, ev, n, rr);
         for (int i = 0; i < n; i++) {
             if (ev[i].ptr == NULL)
                 worker_accept_pending(w);
-            else if (n > 1 && rr[i] != READ_SKIPPED)
-                conn_read_done(ev[i].ptr, rr[i]);
             else
                 conn_run(ev[i].ptr);
         }

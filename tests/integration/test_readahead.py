@@ -110,8 +110,8 @@ def test_pipelined_requests_cut_anywhere():
 
 
 def test_many_connections_at_once():
-    """Several connections readable together: cellard reads them all before
-    it runs any, and keeps the keys of all of them for their lookups."""
+    """Several connections' streams at once, so that the worker's read-ahead
+    state serves one connection after another's."""
     with Server() as srv:
         errors = []
         threads = [threading.Thread(target=_run_stream, args=(srv.port, 100 + w, w, errors))
