@@ -167,7 +167,8 @@ uint64_t engine_key_hash(const char *key, size_t nkey) { return ht_hash(key, nke
  * that keeps no links in prev/next they are not addresses at all, which a
  * prefetch also ignores.
  */
-void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n, uint64_t stores) {
+ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
+                               uint64_t stores) {
     struct item *first[HT_PREFETCH_MAX];
     if (n > HT_PREFETCH_MAX)
         n = HT_PREFETCH_MAX;

@@ -86,7 +86,7 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
  * table) or is seen by it.  The bucket contents it reads may be stale;
  * they are only prefetched.
  */
-void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first) {
+ITEM_PEEK void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first) {
     struct item **b[HT_PREFETCH_MAX];
     if (n > HT_PREFETCH_MAX)
         n = HT_PREFETCH_MAX;
