@@ -110,7 +110,7 @@ struct conn {
     struct out out;
 };
 
-#define PREFETCH_KEYS 64            /* keys a read-ahead hashes at most (worker.c) */
+#define PREFETCH_KEYS ENGINE_PREFETCH_MAX  /* keys a read-ahead hashes at most (worker.c) */
 
 struct worker {
     struct server *srv;

@@ -169,9 +169,10 @@ uint64_t engine_key_hash(const char *key, size_t nkey) { return ht_hash(key, nke
  */
 ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
                                uint64_t stores) {
-    struct item *first[HT_PREFETCH_MAX];
-    if (n > HT_PREFETCH_MAX)
-        n = HT_PREFETCH_MAX;
+    _Static_assert(ENGINE_PREFETCH_MAX <= HT_PREFETCH_MAX, "one table read-ahead per call");
+    struct item *first[ENGINE_PREFETCH_MAX];
+    if (n > ENGINE_PREFETCH_MAX)
+        n = ENGINE_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++)
         __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
     ht_prefetch(e->ht, hv, n, first);
