@@ -727,7 +727,9 @@ def test_meta_stats_counters():
               b"md a\r\n", b"md a\r\n", b"md nn C1\r\n", b"me nn\r\n", b"me none\r\n",
               b"mn\r\n", b"mg nn O" + b"x" * 40 + b"\r\n", b"mg nn2 k O" + b"x" * 40 + b"\r\n",
               b"ms big %d\r\n" % (ITEM_MAX + 10) + b"x" * (ITEM_MAX + 10) + b"\r\n",
-              b"ms k 2 T-1\r\nxx\r\n", b"mg k v\r\n", b"ms a 2\r\nxxx\r\n"]
+              # one batch: between two round trips cellard's expiry crawler may
+              # reap k first (a miss, not an expired get)
+              b"ms k 2 T-1\r\nxx\r\nmg k v\r\n", b"ms a 2\r\nxxx\r\n"]
     deltas = []
     for binary in (CELLARD, MEMCACHED):
         with Server(binary) as srv, srv.conn() as c:
