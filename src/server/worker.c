@@ -307,25 +307,24 @@ static bool conn_process_bin(struct conn *c) {
 static void prefetch_requests(struct conn *c) {
     if (c->pf_end > c->rstart)
         return;
+    struct worker *w = c->w;
+    w->pf_conn = NULL;
     /* One line of one word or two ("get <key>") and nothing after it: nothing to overlap. */
     const char *p = c->rbuf + c->rstart;
     const char *nl = memchr(p, '\n', c->rend - c->rstart);
-    const char *sp = nl != NULL ? memchr(p, ' ', (size_t)(nl - p)) : NULL;
-    if (nl != NULL && nl + 1 == c->rbuf + c->rend &&
-        (sp == NULL || memchr(sp + 1, ' ', (size_t)(nl - sp - 1)) == NULL)) {
-        c->pf_end = c->rend;
-        c->w->pf_conn = NULL;
-        return;
+    if (nl != NULL && nl + 1 == c->rbuf + c->rend) {
+        const char *sp = memchr(p, ' ', (size_t)(nl - p));
+        if (sp == NULL || memchr(sp + 1, ' ', (size_t)(nl - sp - 1)) == NULL) {
+            c->pf_end = c->rend;
+            return;
+        }
     }
-    struct worker *w = c->w;
     struct mc_span key[PREFETCH_KEYS];
     size_t used;
     uint64_t stores;
-    unsigned n = mc_text_scan_keys(c->rbuf + c->rstart, c->rend - c->rstart, key, PREFETCH_KEYS,
-                                   &stores, &used);
+    unsigned n = mc_text_scan_keys(p, c->rend - c->rstart, key, PREFETCH_KEYS, &stores, &used);
     /* Scanned up to there; when nothing could be, just past rstart. */
     c->pf_end = c->rstart + used + (used == 0);
-    w->pf_conn = NULL;
     if (n < 2)              /* one request waiting: nothing to overlap */
         return;
     for (unsigned i = 0; i < n; i++) {
