@@ -9,21 +9,25 @@
 
 #include "storage/engine.h"
 
-void out_init(struct out *o) {
+void out_init(struct out *o, struct out_pool *pool) {
     memset(o, 0, sizeof(*o));
+    o->pool = pool;
 }
 
 void out_deinit(struct out *o, struct engine *e) {
     out_reset(o, e);
-    struct out_block *b = o->head;
-    while (b != NULL) {
-        struct out_block *n = b->next;
-        free(b);
-        b = n;
-    }
     free(o->iov);
     free(o->items);
     memset(o, 0, sizeof(*o));
+}
+
+void out_pool_drain(struct out_pool *pool) {
+    while (pool->free != NULL) {
+        struct out_block *b = pool->free;
+        pool->free = b->next;
+        free(b);
+    }
+    pool->n = 0;
 }
 
 static bool grow(void **arr, int *cap, size_t elem) {
@@ -49,30 +53,31 @@ bool out_add_slow(struct out *o, const void *p, size_t len) {
 
 /*
  * Scratch space comes from blocks that are never moved or freed before
- * out_reset(), so an iovec may point into them.  A request larger than a
- * block gets a block of its own size.
+ * out_reset(), so an iovec may point into them.  They are chained from
+ * head in the order used; cur is the last.  A request larger than a block
+ * gets a block of its own size.
  */
 /* out_reserve() when the current block lacks room. */
 char *out_reserve_slow(struct out *o, size_t n) {
-    struct out_block *b = o->cur;
-    if (b != NULL && b->next != NULL && b->next->size >= n) {
-        o->cur = b->next;
-        o->cur->used = 0;
-        return o->cur->data;
-    }
-    size_t size = n > OUT_BLOCK ? n : OUT_BLOCK;
-    struct out_block *nb = malloc(sizeof(*nb) + size);
-    if (nb == NULL)
-        return NULL;
-    nb->used = 0;
-    nb->size = size;
-    if (b == NULL) {
-        nb->next = o->head;
-        o->head = nb;
+    struct out_block *nb;
+    struct out_pool *pool = o->pool;
+    if (n <= OUT_BLOCK && pool != NULL && pool->free != NULL) {
+        nb = pool->free;
+        pool->free = nb->next;
+        pool->n--;
     } else {
-        nb->next = b->next;
-        b->next = nb;
+        size_t size = n > OUT_BLOCK ? n : OUT_BLOCK;
+        nb = malloc(sizeof(*nb) + size);
+        if (nb == NULL)
+            return NULL;
+        nb->size = size;
     }
+    nb->used = 0;
+    nb->next = NULL;
+    if (o->cur == NULL)
+        o->head = nb;
+    else
+        o->cur->next = nb;
     o->cur = nb;
     return nb->data;
 }
@@ -103,18 +108,21 @@ void out_reset(struct out *o, struct engine *e) {
     o->nitems = 0;
     o->niov = o->sent = 0;
     o->bytes = 0;
-    /* Keep the first scratch block; later ones are freed so a burst does not pin memory. */
-    if (o->head != NULL) {
-        struct out_block *b = o->head->next;
-        while (b != NULL) {
-            struct out_block *n = b->next;
+    /* Blocks of the usual size go back to the pool (the last used first
+       out, still warm); the rest are freed, so a burst pins no memory. */
+    struct out_block *b = o->head;
+    while (b != NULL) {
+        struct out_block *n = b->next;
+        if (b->size == OUT_BLOCK && o->pool != NULL && o->pool->n < o->pool->max) {
+            b->next = o->pool->free;
+            o->pool->free = b;
+            o->pool->n++;
+        } else {
             free(b);
-            b = n;
         }
-        o->head->next = NULL;
-        o->head->used = 0;
+        b = n;
     }
-    o->cur = o->head;
+    o->head = o->cur = NULL;
 }
 
 int out_flush(struct out *o, int fd, struct engine *e, size_t *written) {

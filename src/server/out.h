@@ -20,8 +20,10 @@
  *    scratch (small value copied)              item          scratch
  *                                              (1 reference held)
  *
- * Used by one thread (the connection's worker); allocates as it grows and
- * keeps its first scratch block between batches.
+ * Used by one thread (the connection's worker).  Scratch blocks of the
+ * usual size come from, and go back to, that worker's out_pool once all is
+ * written, so between batches a connection holds none, and at depth 1 every
+ * connection writes into the same few blocks, which stay in cache.
  */
 #ifndef CELLAR_SERVER_OUT_H
 #define CELLAR_SERVER_OUT_H
@@ -50,7 +52,14 @@ struct out_block {
     char data[];
 };
 
+/* Free scratch blocks of OUT_BLOCK bytes, shared by one thread's outs. */
+struct out_pool {
+    struct out_block *free;
+    unsigned n, max;
+};
+
 struct out {
+    struct out_pool *pool;
     struct iovec *iov;
     int niov, iov_cap, sent;        /* iov[sent..niov) still to write */
     struct item **items;
@@ -59,9 +68,11 @@ struct out {
     size_t bytes;                   /* bytes not yet written */
 };
 
-void out_init(struct out *o);
+void out_init(struct out *o, struct out_pool *pool);
 /* Drops item references and frees everything. */
 void out_deinit(struct out *o, struct engine *e);
+/* Frees the pool's blocks (once no out uses it). */
+void out_pool_drain(struct out_pool *pool);
 
 bool out_add_slow(struct out *o, const void *p, size_t len);
 

@@ -124,6 +124,7 @@ struct worker {
     struct conn *ready;             /* connections that yielded with work left */
     char *rbuf_free[64];            /* idle read buffers (worker.c, RBUF_POOL) */
     int nrbuf_free;
+    struct out_pool outpool;        /* idle reply scratch blocks (OUT_POOL) */
     int *udp_fds;                   /* this worker's UDP sockets (one per -l address) */
     int nudp;
     struct iovec *iov;              /* room for the pieces of the largest item */

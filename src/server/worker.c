@@ -26,8 +26,9 @@
 #include "server/server.h"
 
 #define RBUF_INIT 16384
-#define RBUF_MAX (64u << 20)
-#define RBUF_POOL 64            /* free read buffers a worker keeps */    /* a get line with very many keys may grow this far */
+#define RBUF_MAX (64u << 20)    /* a get line with very many keys may grow this far */
+#define RBUF_POOL 64            /* free read buffers a worker keeps */
+#define OUT_POOL 64             /* free reply scratch blocks a worker keeps */
 #define OUT_HIGH_WATER (1u << 20)
 
 static void conn_close(struct conn *c);
@@ -85,7 +86,7 @@ static struct conn *conn_new(struct worker *w, struct pending_fd *p) {
     c->peer = p->peer;
     c->peerlen = p->peerlen;
     atomic_store(&c->last_cmd, engine_clock(w->srv->engine));
-    out_init(&c->out);
+    out_init(&c->out, &w->outpool);
     if (evloop_add(w->loop, c->fd, EV_READ, c) < 0) {
         free(c);
         return NULL;
@@ -655,6 +656,7 @@ int worker_start_all(struct server *s) {
         w->loop = evloop_create();
         w->iov_max = engine_item_iov_max(s->engine);
         w->iov = calloc((size_t)w->iov_max, sizeof(struct iovec));
+        w->outpool.max = OUT_POOL;
         if (w->loop == NULL || w->iov == NULL)
             return -1;
         pthread_mutex_init(&w->queue_lock, NULL);
@@ -690,6 +692,7 @@ void worker_stop_all(struct server *s) {
         evloop_destroy(&w->loop);
         while (w->nrbuf_free > 0)
             free(w->rbuf_free[--w->nrbuf_free]);
+        out_pool_drain(&w->outpool);
         free(w->iov);
         free(w->udp_fds);
         pthread_mutex_destroy(&w->queue_lock);
