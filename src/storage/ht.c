@@ -86,6 +86,17 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
  * table) or is seen by it.  The bucket contents it reads may be stale;
  * they are only prefetched.
  */
+/*
+ * The header, key and a small value: the first 192 bytes of the item,
+ * which start anywhere in a cache line, so they may span four lines.
+ */
+static inline void prefetch_item(const char *it) {
+    __builtin_prefetch(it);
+    __builtin_prefetch(it + 64);
+    __builtin_prefetch(it + 128);
+    __builtin_prefetch(it + 191);
+}
+
 ITEM_PEEK void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first) {
     struct item **b[HT_PREFETCH_MAX];
     if (n > HT_PREFETCH_MAX)
@@ -102,12 +113,8 @@ ITEM_PEEK void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct 
     }
     for (unsigned i = 0; i < n; i++) {
         const char *it = (const char *)(first[i] = __atomic_load_n(b[i], __ATOMIC_RELAXED));
-        if (it != NULL) {
-            /* the header and key, and the start of a small value after them */
-            __builtin_prefetch(it);
-            __builtin_prefetch(it + 64);
-            __builtin_prefetch(it + 128);
-        }
+        if (it != NULL)
+            prefetch_item(it);
     }
     atomic_fetch_sub(&h->readers, 1);
     /*
@@ -120,11 +127,8 @@ ITEM_PEEK void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct 
         if (first[i] == NULL)
             continue;
         const char *it = (const char *)__atomic_load_n(&first[i]->hnext, __ATOMIC_RELAXED);
-        if (it != NULL) {
-            __builtin_prefetch(it);
-            __builtin_prefetch(it + 64);
-            __builtin_prefetch(it + 128);
-        }
+        if (it != NULL)
+            prefetch_item(it);
     }
 }
 
