@@ -326,8 +326,11 @@ static void prefetch_requests(struct conn *c) {
     unsigned n = mc_text_scan_keys(p, c->rend - c->rstart, key, PREFETCH_KEYS, &stores, &used);
     /* Scanned up to there; when nothing could be, just past rstart. */
     c->pf_end = c->rstart + used + (used == 0);
-    if (n < 2)              /* one request waiting: nothing to overlap */
+    if (n < 2) {            /* one request: only a store has work to overlap */
+        if (n == 1 && stores != 0)
+            engine_prefetch_one(w->srv->engine, engine_key_hash(key[0].p, key[0].len));
         return;
+    }
     for (unsigned i = 0; i < n; i++) {
         w->pf_key[i] = key[i].p;
         w->pf_len[i] = (uint8_t)key[i].len;     /* <= MC_KEY_MAX */

@@ -184,6 +184,11 @@ ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
     }
 }
 
+void engine_prefetch_one(struct engine *e, uint64_t hv) {
+    __builtin_prefetch(lock_of(e->locks, hv), 1);
+    ht_prefetch_bucket(e->ht, hv);
+}
+
 struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {
     return lookup(e, key, nkey, ht_hash(key, nkey), false, 0, true, why);
 }

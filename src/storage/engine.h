@@ -97,6 +97,12 @@ enum engine_miss {
 uint64_t engine_key_hash(const char *key, size_t nkey);
 #define ENGINE_PREFETCH_MAX 64      /* keys per call; more are ignored */
 void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n, uint64_t stores);
+/*
+ * For a lone request with work to do before its lookup (a store reads its
+ * value first): starts loading the key's lock stripe and bucket and
+ * returns at once.
+ */
+void engine_prefetch_one(struct engine *e, uint64_t hv);
 
 /*
  * Looks a key up.  Returns the item with a reference for the caller, or

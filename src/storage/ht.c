@@ -132,6 +132,16 @@ ITEM_PEEK void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct 
     }
 }
 
+/*
+ * A prefetch never faults, so the table may be swapped under it: the worst
+ * it does is load a line of the wrong table.
+ */
+void ht_prefetch_bucket(struct ht *h, uint64_t hv) {
+    unsigned power = atomic_load_explicit(&h->power, memory_order_relaxed);
+    struct item **primary = __atomic_load_n(&h->primary, __ATOMIC_RELAXED);
+    __builtin_prefetch(&primary[hv & mask(power)]);
+}
+
 void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv) {
     struct item **b = bucket_of(h, hv);
     it->hnext = *b;

@@ -59,6 +59,8 @@ void ht_insert_locked(struct ht *h, struct item *it, uint64_t hv);
  */
 #define HT_PREFETCH_MAX 64
 void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first);
+/* Starts loading the bucket of hv, and waits for nothing (a hint, lock-free). */
+void ht_prefetch_bucket(struct ht *h, uint64_t hv);
 /* Takes exactly it out of its bucket. */
 void ht_delete_locked(struct ht *h, struct item *it, uint64_t hv);
 
