@@ -6,6 +6,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/sys.h"
+
 #define EVLOOP_BATCH 256
 
 struct evloop {
@@ -61,7 +63,7 @@ int evloop_wait(struct evloop *l, struct ev_fired *out, int max, int timeout_ms)
     struct epoll_event evs[EVLOOP_BATCH];
     if (max > EVLOOP_BATCH)
         max = EVLOOP_BATCH;
-    int n = epoll_wait(l->epfd, evs, max, timeout_ms);
+    int n = sys_epoll_wait(l->epfd, evs, max, timeout_ms);
     if (n < 0)
         return 0;       /* EINTR: the caller checks its stop flag and waits again */
     for (int i = 0; i < n; i++) {

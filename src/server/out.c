@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sys.h"
 #include "storage/engine.h"
 
 void out_init(struct out *o, struct out_pool *pool) {
@@ -131,7 +132,10 @@ int out_flush(struct out *o, int fd, struct engine *e, size_t *written) {
         int cnt = o->niov - o->sent;
         if (cnt > IOV_MAX)
             cnt = IOV_MAX;
-        ssize_t n = writev(fd, &o->iov[o->sent], cnt);
+        /* one piece (the usual reply to one request) by write(), which the kernel does for less */
+        const struct iovec *first = &o->iov[o->sent];
+        ssize_t n = cnt == 1 ? sys_write(fd, first->iov_base, first->iov_len)
+                             : sys_writev(fd, first, cnt);
         if (n < 0) {
             if (errno == EINTR)
                 continue;

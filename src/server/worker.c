@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/sys.h"
 #include "protocol/mc_bin.h"
 #include "protocol/mc_meta.h"
 #include "server/server.h"
@@ -260,7 +261,7 @@ static ssize_t nread_direct(struct conn *c) {
     }
     if (i == n)     /* the whole rest of the value is covered: the terminator follows */
         rv[k++] = (struct iovec){c->ncrlf + c->ncrlf_done, 2 - c->ncrlf_done};
-    ssize_t r = readv(c->fd, rv, k);
+    ssize_t r = sys_readv(c->fd, rv, k);
     if (r <= 0)
         return r == 0 ? 0 : -1;
     size_t got = (size_t)r;
@@ -516,7 +517,7 @@ static void conn_on_readable(struct conn *c) {
             conn_close(c);
             return;
         }
-        r = read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
+        r = sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
         if (r > 0)
             c->rend += (size_t)r;
     }
