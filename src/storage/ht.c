@@ -74,6 +74,17 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
 }
 
 /*
+ * The header, key and a small value: the first 192 bytes of the item,
+ * which start anywhere in a cache line, so they may span four lines.
+ */
+static inline void prefetch_item(const char *it) {
+    __builtin_prefetch(it);
+    __builtin_prefetch(it + 64);
+    __builtin_prefetch(it + 128);
+    __builtin_prefetch(it + 191);
+}
+
+/*
  * ht_prefetch() reads the tables without any stripe, so two things must
  * hold.  A table outlives every reader that may have seen it: readers
  * count themselves in h->readers before they look, and expand_finish()
@@ -86,17 +97,6 @@ struct item *ht_find_locked(struct ht *h, uint64_t hv, const char *key, size_t n
  * table) or is seen by it.  The bucket contents it reads may be stale;
  * they are only prefetched.
  */
-/*
- * The header, key and a small value: the first 192 bytes of the item,
- * which start anywhere in a cache line, so they may span four lines.
- */
-static inline void prefetch_item(const char *it) {
-    __builtin_prefetch(it);
-    __builtin_prefetch(it + 64);
-    __builtin_prefetch(it + 128);
-    __builtin_prefetch(it + 191);
-}
-
 ITEM_PEEK void ht_prefetch(struct ht *h, const uint64_t *hv, unsigned n, struct item **first) {
     struct item **b[HT_PREFETCH_MAX];
     if (n > HT_PREFETCH_MAX)
