@@ -316,6 +316,7 @@ int main(int argc, char **argv) {
         ec.hashpower_init = (uint32_t)cfg.hashpower_init;
     ec.policy = cfg.evict_policy;
     ec.delete_hold = cfg.delete_hold;
+    ec.crawl = cfg.lru_crawler || cfg.lru_maintainer_thread;   /* see do_lru_crawler() */
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {
@@ -331,6 +332,9 @@ int main(int argc, char **argv) {
     srv.nworkers = cfg.num_threads;
     srv.started = engine_clock(engine);
     atomic_store(&srv.verbose, cfg.verbose);
+    atomic_store(&srv.crawler_on, cfg.lru_crawler);
+    atomic_store(&srv.crawler_sleep, (uint32_t)cfg.lru_crawler_sleep);
+    atomic_store(&srv.crawler_tocrawl, cfg.lru_crawler_tocrawl);
     atomic_store(&srv.accepting, true);
     pthread_mutex_init(&srv.stats_lock, NULL);
 

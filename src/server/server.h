@@ -166,6 +166,8 @@ struct server {
     int next_worker;
     atomic_bool stop;
     _Atomic int verbose;
+    _Atomic bool crawler_on;        /* lru_crawler enable / disable (dispatch.c) */
+    _Atomic uint32_t crawler_sleep, crawler_tocrawl;  /* lru_crawler sleep / tocrawl */
     uint32_t started;               /* unix time */
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
     atomic_bool accepting;

@@ -970,7 +970,7 @@ static const struct subopt sub_table[] = {
      sub_hash_algorithm, OPT_TODO},
     {"lru_crawler", NULL, F_NONE, FIELD(lru_crawler), NULL, OPT_TRUE},
     {"no_lru_crawler", "disable LRU Crawler background thread.",
-     F_NONE, FIELD(lru_crawler), NULL, OPT_TODO | OPT_FALSE},
+     F_NONE, FIELD(lru_crawler), NULL, OPT_FALSE},
     {"lru_crawler_sleep", "microseconds to sleep between items\n"
      "default is %s.", F_INT, FIELD(lru_crawler_sleep), sub_lru_crawler_sleep, OPT_TODO},
     {"lru_crawler_tocrawl", "max items to crawl per slab per run\n"

@@ -177,8 +177,10 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("slab_reassign_busy_deletes", 0);
     STAT_U("slab_reassign_running", 0);
     STAT_U("slabs_moved", 0);
-    STAT_U("lru_crawler_running", 0);
-    STAT_U("lru_crawler_starts", 0);
+    if (atomic_load(&s->crawler_on)) {  /* memcached lists these only while its crawler runs */
+        STAT_U("lru_crawler_running", 0);
+        STAT_U("lru_crawler_starts", 0);
+    }
     STAT_U("lru_maintainer_juggles", 0);
     STAT_U("malloc_fails", 0);
     STAT_U("log_worker_dropped", 0);
@@ -212,6 +214,12 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
     struct stat_sink *k = ctx;
     if (strcmp(name, "verbosity") == 0)
         sink_printf(k, "verbosity", "%d", atomic_load(&k->c->w->srv->verbose));
+    else if (strcmp(name, "lru_crawler") == 0)    /* these three: the lru_crawler command */
+        k->emit(k, name, atomic_load(&k->c->w->srv->crawler_on) ? "yes" : "no");
+    else if (strcmp(name, "lru_crawler_sleep") == 0)
+        sink_printf(k, name, "%u", atomic_load(&k->c->w->srv->crawler_sleep));
+    else if (strcmp(name, "lru_crawler_tocrawl") == 0)
+        sink_printf(k, name, "%u", atomic_load(&k->c->w->srv->crawler_tocrawl));
     else
         k->emit(k, name, value);
 }

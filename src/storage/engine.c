@@ -32,6 +32,7 @@ void engine_config_defaults(struct engine_config *cfg) {
         .hashpower_init = 16,
         .lock_power = 12,
         .policy = "slru",
+        .crawl = true,
     };
 }
 
@@ -88,6 +89,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     mtx_init(&e->step_lock, !cfg->single_thread);
     expire_init(e, (uint32_t)time(NULL));
     atomic_init(&e->cas, 0);
+    atomic_init(&e->crawl_on, cfg->crawl);
 
     struct slab_config sc = {
         .mem_limit = cfg->mem_limit,
@@ -657,10 +659,24 @@ unsigned engine_step(struct engine *e, unsigned budget) {
     }
     if (ht_expanding(e->ht))
         work += ht_expand_step(e->ht, budget);
-    if (work < budget)
+    if (work < budget && engine_crawl(e))
         work += expire_crawl_step(e, budget - work);
     mtx_unlock(&e->step_lock);
     return work;
+}
+
+void engine_set_crawl(struct engine *e, bool on) {
+    atomic_store_explicit(&e->crawl_on, on, memory_order_relaxed);
+}
+
+bool engine_crawl(struct engine *e) {
+    return atomic_load_explicit(&e->crawl_on, memory_order_relaxed);
+}
+
+void engine_crawl_now(struct engine *e) {
+    mtx_lock(&e->step_lock);
+    e->crawl_resting = false;
+    mtx_unlock(&e->step_lock);
 }
 
 unsigned engine_nclasses(const struct engine *e) { return e->nclasses; }

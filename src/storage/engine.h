@@ -59,6 +59,8 @@ struct engine_config {
                                   tombstone that refuses add (default false) */
     bool single_thread;        /* one thread only ever calls this engine (as in
                                   cellar-sim): its locks are left alone */
+    bool crawl;                /* engine_step() crawls for expired items (true;
+                                  memcached's -o no_lru_crawler: false) */
 };
 
 /* Fills in memcached's defaults. */
@@ -230,6 +232,13 @@ void engine_flush(struct engine *e, int64_t delay);
  * done (0 when there is nothing to do, so the caller may sleep longer).
  */
 unsigned engine_step(struct engine *e, unsigned budget);
+/*
+ * Switches the expiry crawl of engine_step() on or off; engine_crawl_now()
+ * ends its rest between passes, so that the next step starts a pass.
+ */
+void engine_set_crawl(struct engine *e, bool on);
+bool engine_crawl(struct engine *e);
+void engine_crawl_now(struct engine *e);
 
 /*
  * ---- Meta commands: leases and stale values ----

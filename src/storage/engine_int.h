@@ -95,6 +95,8 @@ struct engine {
     _Atomic uint32_t oldest_live;       /* flush_all point, engine seconds; 0 none */
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
+    _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
+
     /* Maintenance (engine_step), under step_lock. */
     struct mtx step_lock;
     uint64_t crawl_cursor;

@@ -158,3 +158,82 @@ def test_hash_table_grows_in_the_background():
         st = srv.stats()
         assert st["curr_items"] == "20000", st["curr_items"]
         assert int(st["hash_bytes"]) == 8 * (1 << 14), st["hash_bytes"]
+
+
+
+# lru_crawler lines whose answer memcached gives the same every time: its
+# crawler thread starts synchronously, but stops (and runs crawls) in its
+# own time, so nothing here follows a disable or asks for a crawl while the
+# crawler is on.
+CRAWLER_SYNTAX = [
+    b"lru_crawler", b"lru_crawler bogus", b"lru_crawler crawl", b"lru_crawler crawl all extra",
+    b"lru_crawler sleep 100", b"lru_crawler sleep 1000001", b"lru_crawler sleep -1",
+    b"lru_crawler sleep x", b"lru_crawler tocrawl 7", b"lru_crawler tocrawl -1",
+    b"lru_crawler enable now",
+]
+
+
+def _crawler_transcript(binary, args, lines):
+    """Each line's reply; at every None, the crawler lines of stats settings
+    and the names of the crawler counters `stats` lists."""
+    out = []
+    with Server(binary, args=args) as srv:
+        with srv.conn() as c:
+            for line in lines:
+                if line is None:
+                    out.append(sorted((k, v) for k, v in c.stats("settings").items()
+                                      if "crawler" in k))
+                    out.append(sorted(k for k in c.stats() if "crawler" in k))
+                else:
+                    out.append((line, c.call(line + b"\r\n")))
+    return out
+
+
+def test_lru_crawler_command_matches_memcached():
+    """Same lines to cellard and memcached, with the crawler running and
+    with it off at start (-o no_lru_crawler, then enabled): every reply,
+    the crawler settings and the crawler counters listed agree."""
+    cases = [
+        ([], CRAWLER_SYNTAX + [None, b"lru_crawler enable", None]),
+        (["-o", "no_lru_crawler"],
+         [b"lru_crawler crawl all", b"lru_crawler metadump all"] + CRAWLER_SYNTAX +
+         [None, b"lru_crawler enable", None, b"lru_crawler enable"]),
+    ]
+    for args, lines in cases:
+        want = _crawler_transcript("/usr/bin/memcached", args, lines)
+        got = _crawler_transcript(CELLARD, args, lines)
+        for w, g in zip(want, got):
+            assert g == w, "%s: cellard %r, memcached %r" % (args, g, w)
+
+
+def test_no_crawler_and_no_maintainer_leave_expired_items():
+    """With neither the crawler nor the LRU maintainer, nothing reaps an
+    expired item in the background; `lru_crawler enable` and a crawl (which
+    memcached needs asking for; cellard's crawl runs once enabled) do."""
+    with Server(args=["-o", "no_lru_crawler,no_lru_maintainer"]) as srv:
+        with srv.conn() as c:
+            c.expect(b"set gone 0 1 1\r\nx\r\n", b"STORED\r\n")
+            t0 = int(c.stats()["time"])
+            wait_for(lambda: int(c.stats()["time"]) >= t0 + 2, 10, 0.05, "the item to expire")
+            st = c.stats()
+            assert (st["curr_items"], st["crawler_reclaimed"]) == ("1", "0"), st
+            c.expect(b"lru_crawler enable\r\n", b"OK\r\n")
+            c.expect(b"lru_crawler crawl all\r\n", b"OK\r\n")
+            wait_for(lambda: c.stats()["crawler_reclaimed"] == "1", 10, 0.05,
+                     "the crawler to reclaim the expired item")
+            assert c.stats()["curr_items"] == "0"
+
+
+def test_lru_crawler_crawl_reaps_expired_items_now():
+    """`lru_crawler crawl all` has the crawl look at every item now, not
+    after its rest between passes: an expired item soon leaves curr_items
+    (memcached's LRU maintainer may take it first; either will do)."""
+    with Server() as srv:
+        with srv.conn() as c:
+            c.expect(b"set gone 0 1 1\r\nx\r\n", b"STORED\r\n")
+            t0 = int(c.stats()["time"])
+            wait_for(lambda: int(c.stats()["time"]) >= t0 + 2, 10, 0.05, "the item to expire")
+            reply = c.call(b"lru_crawler crawl all\r\n")
+            assert reply in (b"OK\r\n", b"BUSY currently processing crawler request\r\n"), reply
+            wait_for(lambda: c.stats()["curr_items"] == "0", 10, 0.05,
+                     "the expired item to be reaped")
