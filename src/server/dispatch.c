@@ -278,9 +278,9 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
  * lru_crawler, answered as memcached 1.6.18 answers it.  cellard's one
  * background crawl for expired items (engine_step()) does the work of
  * both memcached's LRU crawler and its LRU maintainer, which also reaps
- * expired items at the queue tails; so it runs while either is on, and
- * enable/disable switch it only under -o no_lru_maintainer (or
- * no_modern).  crawl starts a pass over the whole table now (there are no
+ * expired items at the queue tails; so it runs while either is on
+ * (server_crawl_runs()), and enable/disable switch it only under
+ * -o no_lru_maintainer (or no_modern).  crawl starts a pass over the whole table now (there are no
  * per-class passes), where one would otherwise wait out the minute's rest
  * between passes; sleep and tocrawl are kept for `stats settings` only;
  * metadump dumps nothing.
@@ -288,35 +288,35 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
 static void do_lru_crawler(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
     bool on = atomic_load(&s->crawler_on);
+    bool crawl = tok_is(req, 1, "crawl"), sleep = tok_is(req, 1, "sleep");
+    bool enable = tok_is(req, 1, "enable");
     uint64_t v;
-    if (req->ntokens == 3 && (tok_is(req, 1, "crawl") || tok_is(req, 1, "metadump"))) {
-        if (!on)
+    if (req->ntokens == 3 && (crawl || tok_is(req, 1, "metadump"))) {
+        if (!on) {
             out_copy(&c->out, S("CLIENT_ERROR lru crawler disabled\r\n"));
-        else if (tok_is(req, 1, "metadump") && !s->cfg->dump_enabled)
+        } else if (!crawl && !s->cfg->dump_enabled) {
             out_copy(&c->out, S("ERROR metadump not allowed\r\n"));
-        else {
-            if (tok_is(req, 1, "crawl"))
+        } else {
+            if (crawl)
                 engine_crawl_now(s->engine);
             out_copy(&c->out, S("OK\r\n"));
         }
-    } else if (req->ntokens == 3 && (tok_is(req, 1, "tocrawl") || tok_is(req, 1, "sleep"))) {
+    } else if (req->ntokens == 3 && (sleep || tok_is(req, 1, "tocrawl"))) {
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &v)) {
             out_copy(&c->out, S("CLIENT_ERROR bad command line format\r\n"));
-        } else if (tok_is(req, 1, "sleep") && (uint32_t)v > 1000000) {
+        } else if (sleep && (uint32_t)v > 1000000) {
             out_copy(&c->out, S("CLIENT_ERROR sleep must be one second or less\r\n"));
         } else {
-            atomic_store(tok_is(req, 1, "sleep") ? &s->crawler_sleep : &s->crawler_tocrawl,
-                         (uint32_t)v);
+            atomic_store(sleep ? &s->crawler_sleep : &s->crawler_tocrawl, (uint32_t)v);
             out_copy(&c->out, S("OK\r\n"));
         }
-    } else if (req->ntokens == 2 && (tok_is(req, 1, "enable") || tok_is(req, 1, "disable"))) {
-        bool enable = tok_is(req, 1, "enable");
+    } else if (req->ntokens == 2 && (enable || tok_is(req, 1, "disable"))) {
         if (enable && on) {
             out_copy(&c->out, S("ERROR failed to start lru crawler thread\r\n"));
             return;
         }
         atomic_store(&s->crawler_on, enable);
-        engine_set_crawl(s->engine, enable || s->cfg->lru_maintainer_thread);
+        engine_set_crawl(s->engine, server_crawl_runs(s->cfg, enable));
         out_copy(&c->out, S("OK\r\n"));
     } else {
         out_copy(&c->out, S("ERROR\r\n"));

@@ -316,7 +316,7 @@ int main(int argc, char **argv) {
         ec.hashpower_init = (uint32_t)cfg.hashpower_init;
     ec.policy = cfg.evict_policy;
     ec.delete_hold = cfg.delete_hold;
-    ec.crawl = cfg.lru_crawler || cfg.lru_maintainer_thread;   /* see do_lru_crawler() */
+    ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {

@@ -184,6 +184,14 @@ void conn_swallow(struct conn *c, uint64_t n);
  * the read-ahead's key and hash where it has them, else split and hashed.
  */
 bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, uint64_t *hv);
+/*
+ * Whether the engine's expiry crawl runs: it stands in for both memcached's
+ * LRU crawler (crawler_on: -o no_lru_crawler, lru_crawler enable/disable)
+ * and its LRU maintainer, which also reaps expired items (dispatch.c).
+ */
+static inline bool server_crawl_runs(const struct settings *cfg, bool crawler_on) {
+    return crawler_on || cfg->lru_maintainer_thread;
+}
 void worker_stop_all(struct server *s);
 void worker_hand_fd(struct worker *w, int fd, int listen_fd,
                     const struct sockaddr_storage *peer, socklen_t peerlen);
