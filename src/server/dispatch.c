@@ -282,8 +282,8 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
  * (server_crawl_runs()), and enable/disable switch it only under
  * -o no_lru_maintainer (or no_modern).  crawl starts a pass over the whole table now (there are no
  * per-class passes), where one would otherwise wait out the minute's rest
- * between passes; sleep and tocrawl are kept for `stats settings` only;
- * metadump dumps nothing.
+ * between passes; sleep and tocrawl are kept for `stats settings` only.
+ * metadump streams its lines from the worker (dump.c).
  */
 static void do_lru_crawler(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
@@ -294,12 +294,15 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
     if (req->ntokens == 3 && (crawl || tok_is(req, 1, "metadump"))) {
         if (!on) {
             out_copy(&c->out, S("CLIENT_ERROR lru crawler disabled\r\n"));
-        } else if (!crawl && !s->cfg->dump_enabled) {
-            out_copy(&c->out, S("ERROR metadump not allowed\r\n"));
-        } else {
-            if (crawl)
-                engine_crawl_now(s->engine);
+        } else if (crawl) {
+            engine_crawl_now(s->engine);
             out_copy(&c->out, S("OK\r\n"));
+        } else if (!s->cfg->dump_enabled) {
+            out_copy(&c->out, S("ERROR metadump not allowed\r\n"));
+        } else if (c->is_udp) {
+            out_copy(&c->out, S("CLIENT_ERROR metadump not available over UDP\r\n"));
+        } else if (!dump_start(c, req->tok[2].p, req->tok[2].len)) {
+            out_copy(&c->out, S("BADCLASS invalid class id\r\n"));
         }
     } else if (req->ntokens == 3 && (sleep || tok_is(req, 1, "tocrawl"))) {
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &v)) {

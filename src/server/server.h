@@ -106,6 +106,7 @@ struct conn {
     size_t ncrlf_done;
     /* CONN_SWALLOW */
     uint64_t swallow;
+    struct dump *dump;              /* a metadump under way (dump.c) */
 
     struct out out;
 };
@@ -202,6 +203,18 @@ int udp_open(const char *host, int port);
 int udp_open_worker(struct server *s, struct worker *w);
 int udp_frame_parse(const unsigned char *d, size_t n);
 void udp_send_reply(struct conn *c);
+
+/*
+ * dump.c: `lru_crawler metadump <classes>`.  dump_start() returns false
+ * for a bad class list; else c->dump is set and the worker calls
+ * dump_fill() for slices of output, which ends with "END" and clears
+ * c->dump.  dump_free() ends a dump early (the connection closes).
+ */
+bool dump_start(struct conn *c, const char *arg, size_t len);
+void dump_fill(struct conn *c);
+void dump_free(struct conn *c);
+/* dump.c: `stats cachedump <class> <limit>`, answered at once. */
+void dump_cachedump(struct conn *c, const struct mc_req *req);
 
 /* dispatch.c: runs one parsed text request; may change c->state. */
 void dispatch_text(struct conn *c, struct mc_req *req);

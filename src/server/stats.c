@@ -402,6 +402,10 @@ void stats_text(struct conn *c, struct mc_req *req) {
     struct stat_sink k = {.emit = text_emit, .c = c};
     const char *sub = req->ntokens > 1 ? req->tok[1].p : "";
     size_t len = req->ntokens > 1 ? req->tok[1].len : 0;
+    if (len == 9 && memcmp(sub, "cachedump", 9) == 0) {
+        dump_cachedump(c, req);
+        return;
+    }
     if (len == 6 && memcmp(sub, "detail", 6) == 0) {
         /* FIXME: per-prefix detail stats are not collected yet. */
         out_copy(&c->out, S("OK\r\n"));

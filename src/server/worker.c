@@ -115,6 +115,7 @@ static void conn_free(struct conn *c) {
     pthread_mutex_unlock(&w->conns_lock);
     if (c->nitem != NULL)
         engine_item_unref(e, c->nitem);
+    dump_free(c);
     out_deinit(&c->out, e);
     pf_forget(c);
     free(c->mpend);
@@ -374,6 +375,16 @@ bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, ui
     return true;
 }
 
+/* Puts c on its worker's ready list, to go on after the others have had a turn. */
+static void conn_yield(struct conn *c) {
+    STAT_INC(c->w->st.conn_yields);
+    if (!c->yielded) {
+        c->yielded = true;
+        c->ready_next = c->w->ready;
+        c->w->ready = c;
+    }
+}
+
 /*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
@@ -392,6 +403,19 @@ static bool conn_process(struct conn *c) {
                 return false;
             if (c->want_write)
                 return true;
+        }
+        if (c->dump != NULL) {
+            /* A metadump: a slice of it at a time, sent before the next (dump.c). */
+            if (budget-- <= 0) {
+                conn_yield(c);
+                break;
+            }
+            dump_fill(c);
+            if (!conn_flush(c))
+                return false;
+            if (c->want_write)
+                return true;
+            continue;
         }
         int st = atomic_load_explicit(&c->state, memory_order_relaxed);
         if (st == CONN_NREAD) {
@@ -426,12 +450,7 @@ static bool conn_process(struct conn *c) {
             c->proto_known = !c->is_udp;    /* UDP decides per datagram */
         }
         if (budget-- <= 0) {
-            STAT_INC(c->w->st.conn_yields);
-            if (!c->yielded) {
-                c->yielded = true;
-                c->ready_next = c->w->ready;
-                c->w->ready = c;
-            }
+            conn_yield(c);
             break;
         }
         if (c->binary) {

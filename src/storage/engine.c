@@ -652,7 +652,7 @@ unsigned engine_step(struct engine *e, unsigned budget) {
         return 0;
     mtx_lock(&e->step_lock);
     uint32_t now = expire_now(e);
-    if (!ht_expanding(e->ht) && now >= e->expand_next) {
+    if (!ht_expanding(e->ht) && now >= e->expand_next && e->dumpers == 0) {
         uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
         if (curr_items(e) > buckets + buckets / 2 && !ht_expand_start(e->ht))
             e->expand_next = now + ENGINE_EXPAND_RETRY;
@@ -677,6 +677,67 @@ void engine_crawl_now(struct engine *e) {
     mtx_lock(&e->step_lock);
     e->crawl_resting = false;
     mtx_unlock(&e->step_lock);
+}
+
+void engine_dump_begin(struct engine *e, uint64_t *cursor) {
+    mtx_lock(&e->step_lock);
+    e->dumpers++;
+    mtx_unlock(&e->step_lock);
+    *cursor = 0;
+}
+
+void engine_dump_end(struct engine *e) {
+    mtx_lock(&e->step_lock);
+    e->dumpers--;
+    mtx_unlock(&e->step_lock);
+}
+
+struct dump_visit {
+    struct engine *e;
+    uint32_t now;
+    int64_t started;
+    engine_dump_fn fn;
+    void *arg;
+};
+
+static void dump_visit(struct item *it, uint64_t hv, void *arg) {
+    (void)hv;
+    struct dump_visit *dv = arg;
+    /* memcached's crawler keeps an item of the expiring second (exptime < now), as here. */
+    enum engine_miss dead = expire_dead(dv->e, it, dv->now);
+    if (item_has(it, ITEM_HOLD) || dead == ENGINE_MISS_FLUSHED ||
+        (dead == ENGINE_MISS_EXPIRED && it->exptime < dv->now))
+        return;
+    struct engine_dump_item d = {
+        .key = it->data,
+        .nkey = it->nkey,
+        .key_binary = item_has(it, ITEM_KEY_BINARY),
+        .exptime = it->exptime != 0 ? dv->started + it->exptime : 0,
+        .atime = dv->started + it->atime,
+        .cas = item_cas(it),
+        .nbytes = it->nbytes,
+        .ntotal = item_ntotal(it),
+        .clsid = it->clsid,
+        .fetched = item_has(it, ITEM_FETCHED),
+    };
+    dv->fn(&d, dv->arg);
+}
+
+bool engine_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
+                      void *arg) {
+    if (ht_expanding(e->ht)) {
+        /* Begun while the table was doubling: finish that first (none starts now). */
+        mtx_lock(&e->step_lock);
+        if (ht_expanding(e->ht))
+            ht_expand_step(e->ht, budget);
+        mtx_unlock(&e->step_lock);
+        return true;
+    }
+    struct dump_visit dv = {e, expire_now(e), atomic_load_explicit(&e->started,
+                            memory_order_relaxed), fn, arg};
+    bool wrapped;
+    ht_visit(e->ht, cursor, budget, &wrapped, dump_visit, &dv);
+    return !wrapped;
 }
 
 unsigned engine_nclasses(const struct engine *e) { return e->nclasses; }

@@ -241,6 +241,39 @@ bool engine_crawl(struct engine *e);
 void engine_crawl_now(struct engine *e);
 
 /*
+ * Dumps (`lru_crawler metadump`): a walk over every live item that the
+ * caller advances a slice at a time, between its other work, so that
+ * dumping millions of items holds no lock for long and needs no buffer for
+ * all of them.  Each slice walks hash buckets under their stripe locks.
+ * From engine_dump_begin() to engine_dump_end() the table starts no
+ * doubling (engine_step() waits; a doubling already under way is finished
+ * by the dump's own first steps), so an item linked for the whole walk is
+ * seen exactly once; one stored or deleted meanwhile may or may not be.
+ * Expired, flushed and held-off (delete_hold) items are left out.
+ */
+struct engine_dump_item {
+    const char *key;
+    unsigned nkey;
+    bool key_binary;
+    int64_t exptime;            /* unix time; 0 = never */
+    int64_t atime;              /* unix time of the last access */
+    uint64_t cas;
+    uint32_t nbytes;            /* value length */
+    uint64_t ntotal;            /* header, key and value bytes */
+    unsigned clsid;
+    bool fetched;
+};
+/* Called with the item's stripe held: copy what is needed, call nothing in the engine. */
+typedef void (*engine_dump_fn)(const struct engine_dump_item *d, void *arg);
+/* Starts a walk; *cursor is its position, for the steps. */
+void engine_dump_begin(struct engine *e, uint64_t *cursor);
+/* Walks about budget buckets and items on.  Returns false once the walk is complete. */
+bool engine_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
+                      void *arg);
+/* Ends a walk, complete or not. */
+void engine_dump_end(struct engine *e);
+
+/*
  * ---- Meta commands: leases and stale values ----
  *
  * memcached 1.6's meta protocol (mg/ms/md/ma) carries the leases of

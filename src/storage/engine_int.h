@@ -96,6 +96,9 @@ struct engine {
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
+    unsigned dumpers;                   /* dumps under way (engine_dump_begin()); no
+                                           table doubling starts while nonzero; under
+                                           step_lock */
 
     /* Maintenance (engine_step), under step_lock. */
     struct mtx step_lock;

@@ -19,8 +19,9 @@
  * of the hash held (the _locked suffix).  The cursor moves one bucket at a
  * time under that bucket's stripe, so its comparison with a bucket cannot
  * change under a holder of the bucket's stripe.  Switching tables (start,
- * finish) takes every stripe briefly.  ht_expand_*() and ht_visit() are for
- * one maintenance thread at a time.
+ * finish) takes every stripe briefly.  ht_expand_*() are for one
+ * maintenance thread at a time; so is ht_visit(), except that several
+ * threads may visit while no doubling can start (engine dumps).
  *
  * The table holds no references: the engine links and unlinks items.
  */
