@@ -988,4 +988,76 @@ TEST(crawler_reclaims_dead_items) {
     engine_destroy(&e);
 }
 
+/* ---- dumps ---- */
+
+struct seen {
+    unsigned char count[2000];
+    int other;
+    bool bad_fields;
+};
+
+static void count_item(const struct engine_dump_item *d, void *arg) {
+    struct seen *sn = arg;
+    char k[32] = "";
+    int i;
+    if (d->nkey < sizeof(k))
+        memcpy(k, d->key, d->nkey);
+    if (sscanf(k, "grow:%d", &i) != 1 || i < 0 || i >= 2000) {
+        sn->other++;
+        return;
+    }
+    sn->count[i]++;
+    if (i < 1000 && (d->nbytes != 1 || d->clsid == 0 || d->atime != T0 || d->cas == 0 ||
+                     d->exptime != (i % 2 ? T0 + 100 : 0) || d->fetched != (i == 7)))
+        sn->bad_fields = true;
+}
+
+TEST(dump_sees_every_item_once_even_begun_mid_growth) {
+    struct engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.hashpower_init = 8;
+    struct engine *e = mk_cfg(&cfg);
+    char key[32];
+    for (int i = 0; i < 1000; i++) {           /* 1000 > 1.5 x 256: growth is due */
+        key_of(key, sizeof(key), i);
+        ASSERT_EQ(store(e, ENGINE_SET, key, "v", 0, i % 2 ? 100 : 0, 0, NULL), ENGINE_STORED);
+    }
+    ASSERT(get(e, "grow:7") != NULL);
+    ASSERT_EQ(set(e, "gone", "x"), ENGINE_STORED);
+    ASSERT_EQ(engine_delete(e, "gone", 4, 0), ENGINE_DELETED);
+    ASSERT_EQ(set(e, "short", "x"), ENGINE_STORED);
+    ASSERT_EQ(store(e, ENGINE_SET, "dead", "x", 0, 5, 0, NULL), ENGINE_STORED);
+    engine_clock_set(e, T0 + 6);               /* "dead" expired, the rest alive */
+    ASSERT_EQ(engine_step(e, 1), 1);            /* a doubling starts... */
+    ASSERT(stats(e).hash_is_expanding);
+    uint64_t cursor;
+    struct seen sn = {0};
+    engine_dump_begin(e, &cursor);
+    int steps = 0;
+    while (engine_dump_step(e, &cursor, 7, count_item, &sn)) {
+        /* ...the dump finishes it, and none starts while it runs */
+        for (int i = 1000 + steps * 2; i < 1000 + steps * 2 + 2 && i < 2000; i++) {
+            key_of(key, sizeof(key), i);
+            set(e, key, "v");
+        }
+        engine_step(e, 100);
+        ASSERT(steps < 100000);
+        steps++;
+    }
+    ASSERT(!stats(e).hash_is_expanding);
+    ASSERT_EQ(stats(e).hash_power_level, 9);
+    for (int i = 0; i < 1000; i++)
+        if (sn.count[i] != 1)
+            TH_FAIL("key %d dumped %d times", i, sn.count[i]);
+    for (int i = 1000; i < 2000; i++)
+        ASSERT(sn.count[i] <= 1);
+    ASSERT_EQ(sn.other, 1);                     /* "short"; not "gone" nor "dead" */
+    ASSERT(!sn.bad_fields);
+    engine_dump_end(e);
+    while (engine_step(e, 1000) != 0 && !stats(e).hash_is_expanding)
+        ;
+    ASSERT(stats(e).hash_is_expanding || stats(e).hash_power_level > 9);  /* growth resumes */
+    engine_destroy(&e);
+}
+
 int main(void) { return RUN_TESTS(); }
