@@ -303,6 +303,16 @@ int main(int argc, char **argv) {
         }
     }
 
+    /* memcached sizes its item lock table by -t and refuses a hashpower that is not larger. */
+    int lock_power = cfg.num_threads < 3 ? 10 : cfg.num_threads < 4 ? 11 : cfg.num_threads < 5 ? 12
+                   : cfg.num_threads <= 10 ? 13 : cfg.num_threads <= 20 ? 14 : 15;
+    if (cfg.hashpower_init > 0 && lock_power >= cfg.hashpower_init) {
+        fprintf(stderr, "Hash table power size (%d) cannot be equal to or less than item lock "
+                        "table (%d)\nItem lock table grows with `-t N` (worker threadcount)\n"
+                        "Hash table grows with `-o hashpower=N` \n",
+                cfg.hashpower_init, lock_power);
+        return 1;
+    }
     struct engine_config ec;
     engine_config_defaults(&ec);
     ec.mem_limit = cfg.maxbytes;

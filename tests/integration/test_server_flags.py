@@ -118,6 +118,12 @@ def test_option_errors_and_info():
     assert b'Illegal suboption "no_such_thing"' in r.stderr, r.stderr
     r = subprocess.run([CELLARD, "-t", "0"] + root_args(), capture_output=True, timeout=10)
     assert r.returncode == 1 and b"Number of threads must be greater than 0" in r.stderr, r
+    # memcached's item lock table has 2^12 stripes at -t 4: a hashpower must exceed it.
+    for args in (["-o", "hashpower=12"], ["-t", "5", "-o", "hashpower=13"]):
+        r = subprocess.run([CELLARD, "-p", str(free_port())] + args + root_args(),
+                           capture_output=True, timeout=10)
+        assert r.returncode == 1, r
+        assert b"cannot be equal to or less than item lock table" in r.stderr, r.stderr
     r = subprocess.run([CELLARD, "-h"], capture_output=True, timeout=10)
     assert r.returncode == 0 and b"-p, --port=<num>" in r.stdout, r.stdout[:300]
     r = subprocess.run([CELLARD, "-V"], capture_output=True, timeout=10)
