@@ -301,8 +301,10 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
             out_copy(&c->out, S("ERROR metadump not allowed\r\n"));
         } else if (c->is_udp) {
             out_copy(&c->out, S("CLIENT_ERROR metadump not available over UDP\r\n"));
-        } else if (!dump_start(c, req->tok[2].p, req->tok[2].len)) {
-            out_copy(&c->out, S("BADCLASS invalid class id\r\n"));
+        } else {
+            const char *err = dump_start(c, req->tok[2].p, req->tok[2].len);
+            if (err != NULL)
+                out_copy(&c->out, err, strlen(err));
         }
     } else if (req->ntokens == 3 && (sleep || tok_is(req, 1, "tocrawl"))) {
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &v)) {

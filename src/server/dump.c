@@ -46,12 +46,15 @@ struct dump {
 /*
  * memcached's class list: "all", "hash", or class ids separated by commas
  * (empty pieces skipped), each read as safe_strtoul reads it and in
- * 1..63.  Returns the set as a bit mask, 0 for a bad list.
+ * 1..63.  Sets *set (bit i: class i; 0 when only commas) and returns true,
+ * or returns false for a bad id.
  */
-static uint64_t dump_classes(const char *p, size_t len) {
-    if ((len == 3 && memcmp(p, "all", 3) == 0) || (len == 4 && memcmp(p, "hash", 4) == 0))
-        return ~(uint64_t)1;
-    uint64_t set = 0;
+static bool dump_classes(const char *p, size_t len, uint64_t *set) {
+    *set = 0;
+    if ((len == 3 && memcmp(p, "all", 3) == 0) || (len == 4 && memcmp(p, "hash", 4) == 0)) {
+        *set = ~(uint64_t)1;
+        return true;
+    }
     const char *end = p + len;
     while (p < end) {
         const char *comma = memchr(p, ',', (size_t)(end - p));
@@ -59,27 +62,27 @@ static uint64_t dump_classes(const char *p, size_t len) {
         uint64_t id;
         if (stop > p) {
             if (!mc_num_u64(p, (size_t)(stop - p), &id) || id < 1 || id >= ENGINE_MAX_CLASSES)
-                return 0;
-            set |= (uint64_t)1 << id;
+                return false;
+            *set |= (uint64_t)1 << id;
         }
         p = stop + (comma != NULL);
     }
-    return set != 0 ? set : ~(uint64_t)1;   /* only commas: nothing named, as "all" */
+    return true;
 }
 
-bool dump_start(struct conn *c, const char *arg, size_t len) {
-    uint64_t classes = dump_classes(arg, len);
+const char *dump_start(struct conn *c, const char *arg, size_t len) {
+    uint64_t classes;
+    if (!dump_classes(arg, len, &classes))
+        return "BADCLASS invalid class id\r\n";
     if (classes == 0)
-        return false;
+        return "NOTSTARTED no items to crawl\r\n";
     struct dump *d = malloc(sizeof(*d));
-    if (d == NULL) {
-        out_copy(&c->out, "SERVER_ERROR out of memory\r\n", 28);
-        return true;
-    }
+    if (d == NULL)
+        return "SERVER_ERROR out of memory\r\n";
     d->classes = classes;
     engine_dump_begin(c->w->srv->engine, &d->cursor);
     c->dump = d;
-    return true;
+    return NULL;
 }
 
 void dump_free(struct conn *c) {

@@ -205,12 +205,12 @@ int udp_frame_parse(const unsigned char *d, size_t n);
 void udp_send_reply(struct conn *c);
 
 /*
- * dump.c: `lru_crawler metadump <classes>`.  dump_start() returns false
- * for a bad class list; else c->dump is set and the worker calls
- * dump_fill() for slices of output, which ends with "END" and clears
- * c->dump.  dump_free() ends a dump early (the connection closes).
+ * dump.c: `lru_crawler metadump <classes>`.  dump_start() returns the
+ * error reply for a bad class list; else NULL, c->dump is set and the
+ * worker calls dump_fill() for slices of output, which ends with "END" and
+ * clears c->dump.  dump_free() ends a dump early (the connection closes).
  */
-bool dump_start(struct conn *c, const char *arg, size_t len);
+const char *dump_start(struct conn *c, const char *arg, size_t len);
 void dump_fill(struct conn *c);
 void dump_free(struct conn *c);
 /* dump.c: `stats cachedump <class> <limit>`, answered at once. */

@@ -703,7 +703,7 @@ struct dump_visit {
 static void dump_visit(struct item *it, uint64_t hv, void *arg) {
     (void)hv;
     struct dump_visit *dv = arg;
-    /* memcached's crawler keeps an item of the expiring second (exptime < now), as here. */
+    /* As memcached's crawler: an item of the expiring second (exptime == now) is still listed. */
     enum engine_miss dead = expire_dead(dv->e, it, dv->now);
     if (item_has(it, ITEM_HOLD) || dead == ENGINE_MISS_FLUSHED ||
         (dead == ENGINE_MISS_EXPIRED && it->exptime < dv->now))
@@ -711,7 +711,6 @@ static void dump_visit(struct item *it, uint64_t hv, void *arg) {
     struct engine_dump_item d = {
         .key = it->data,
         .nkey = it->nkey,
-        .key_binary = item_has(it, ITEM_KEY_BINARY),
         .exptime = it->exptime != 0 ? dv->started + it->exptime : 0,
         .atime = dv->started + it->atime,
         .cas = item_cas(it),

@@ -254,7 +254,6 @@ void engine_crawl_now(struct engine *e);
 struct engine_dump_item {
     const char *key;
     unsigned nkey;
-    bool key_binary;
     int64_t exptime;            /* unix time; 0 = never */
     int64_t atime;              /* unix time of the last access */
     uint64_t cas;

@@ -141,13 +141,15 @@ def test_metadump_class_lists():
             assert set(two) == {k for k, f in every.items()
                                 if int(f[b"cls"]) in (classes[0], classes[-1])}
             empty = next(i for i in range(63, 0, -1) if i not in classes)
-            out = [c.call(b"lru_crawler metadump %d\r\n" % empty)]
+            out = [c.call(b"lru_crawler metadump %d\r\n" % empty),
+                   c.call(b"lru_crawler metadump ,\r\n")]
             out += [c.call(b"lru_crawler metadump " + a + b"\r\n") for a in bad]
             out += [c.call(line + b"\r\n") for line in syntax]
             c.expect(b"get ttl\r\n", b"VALUE ttl 0 1\r\nx\r\nEND\r\n")   # still serving
             replies.append(out)
     assert replies[1] == replies[0]
-    assert replies[0][0] == b"END\r\n" and replies[0][1] == b"BADCLASS invalid class id\r\n"
+    assert replies[0][:3] == [b"END\r\n", b"NOTSTARTED no items to crawl\r\n",
+                              b"BADCLASS invalid class id\r\n"]
 
 
 def test_dumps_refused_with_X():
