@@ -190,10 +190,9 @@ void dispatch_nread_done(struct conn *c) {
  */
 static void do_delete(struct conn *c, struct mc_req *req, uint32_t hold) {
     struct engine *e = c->w->srv->engine;
-    enum engine_delete_result r = hold > 0 ? engine_delete_hold(e, req->key.p, req->key.len, hold)
-                                           : engine_delete(e, req->key.p, req->key.len, 0);
-    if (r == ENGINE_DELETED) {
-        STAT_INC(c->w->st.slab[0].delete_hits);
+    unsigned cls;
+    if (engine_delete_hold(e, req->key.p, req->key.len, hold, &cls) == ENGINE_DELETED) {
+        STAT_INC(c->w->st.slab[cls].delete_hits);
         reply(c, req->noreply, S("DELETED\r\n"));
     } else {
         STAT_INC(c->w->st.delete_misses);
@@ -201,12 +200,12 @@ static void do_delete(struct conn *c, struct mc_req *req, uint32_t hold) {
     }
 }
 
-void dispatch_count_arith(struct conn *c, bool decr, bool hit) {
+void dispatch_count_arith(struct conn *c, bool decr, unsigned hit_cls) {
     struct worker_counters *st = &c->w->st;
-    if (hit && decr)
-        STAT_INC(st->slab[0].decr_hits);
-    else if (hit)
-        STAT_INC(st->slab[0].incr_hits);
+    if (hit_cls != 0 && decr)
+        STAT_INC(st->slab[hit_cls].decr_hits);
+    else if (hit_cls != 0)
+        STAT_INC(st->slab[hit_cls].incr_hits);
     else if (decr)
         STAT_INC(st->decr_misses);
     else
@@ -215,29 +214,30 @@ void dispatch_count_arith(struct conn *c, bool decr, bool hit) {
 
 static void do_arith(struct conn *c, struct mc_req *req) {
     struct engine *e = c->w->srv->engine;
-    bool incr = req->cmd == MC_CMD_INCR;
-    uint64_t v = 0;
-    enum engine_arith_result r = engine_arith(e, req->key.p, req->key.len, incr, req->delta,
-                                              &v, NULL);
-    switch (r) {
-    case ENGINE_ARITH_OK: {
-        dispatch_count_arith(c, !incr, true);
+    bool decr = req->cmd != MC_CMD_INCR;
+    struct engine_marith_opts o = {.decr = decr, .delta = req->delta};
+    struct engine_marith_out res = {0};
+    switch (engine_marith(e, req->key.p, req->key.len, &o, &res)) {
+    case ENGINE_MARITH_OK: {
+        dispatch_count_arith(c, decr, res.clsid);
         if (req->noreply)
             break;
         char *p = out_reserve(&c->out, 24);
         if (p != NULL)
-            out_commit(&c->out, p, mc_text_fmt_u64_line(p, v));
+            out_commit(&c->out, p, mc_text_fmt_u64_line(p, res.value));
         break;
     }
-    case ENGINE_ARITH_NOT_FOUND:
-        dispatch_count_arith(c, !incr, false);
-        reply(c, req->noreply, S("NOT_FOUND\r\n"));
-        break;
-    case ENGINE_ARITH_NON_NUMERIC:
+    case ENGINE_MARITH_NON_NUMERIC:
         reply(c, req->noreply, S("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"));
         break;
-    case ENGINE_ARITH_NO_MEMORY:
+    case ENGINE_MARITH_NO_MEMORY:
         reply(c, req->noreply, S("SERVER_ERROR out of memory\r\n"));
+        break;
+    case ENGINE_MARITH_NOT_FOUND:
+    case ENGINE_MARITH_EXISTS:          /* needs compare: not here */
+    case ENGINE_MARITH_NOT_STORED:      /* needs vivify: not here */
+        dispatch_count_arith(c, decr, 0);
+        reply(c, req->noreply, S("NOT_FOUND\r\n"));
         break;
     }
 }
@@ -245,8 +245,9 @@ static void do_arith(struct conn *c, struct mc_req *req) {
 static void do_touch(struct conn *c, struct mc_req *req) {
     struct engine *e = c->w->srv->engine;
     STAT_INC(c->w->st.touch_cmds);
-    if (engine_touch(e, req->key.p, req->key.len, req->exptime)) {
-        STAT_INC(c->w->st.slab[0].touch_hits);
+    unsigned cls = engine_touch(e, req->key.p, req->key.len, req->exptime);
+    if (cls != 0) {
+        STAT_INC(c->w->st.slab[cls].touch_hits);
         reply(c, req->noreply, S("TOUCHED\r\n"));
     } else {
         STAT_INC(c->w->st.touch_misses);

@@ -166,18 +166,22 @@ void dispatch_bin_nread_done(struct conn *c) {
 
 static void bin_delete(struct conn *c, struct mc_bin_req *r) {
     struct engine *e = c->w->srv->engine;
-    switch (engine_delete(e, r->key.p, r->key.len, r->cas)) {
-    case ENGINE_DELETED:
-        STAT_INC(c->w->st.slab[0].delete_hits);
+    struct engine_mdelete_opts o = {.compare = r->cas != 0, .cas = r->cas};
+    unsigned cls;
+    switch (engine_mdelete(e, r->key.p, r->key.len, &o, &cls)) {
+    case ENGINE_MDELETE_DELETED:
+        STAT_INC(c->w->st.slab[cls].delete_hits);
         if (!r->quiet)
             bin_ok(c, r->opcode, r->opaque, 0);
         break;
-    case ENGINE_DELETE_NOT_FOUND:
+    case ENGINE_MDELETE_EXISTS:
+        bin_error(c, r->opcode, MC_BIN_ST_KEY_EEXISTS, r->opaque);
+        break;
+    case ENGINE_MDELETE_NOT_FOUND:
+    case ENGINE_MDELETE_INVALIDATED:    /* needs invalidate: not here */
+    case ENGINE_MDELETE_NO_MEMORY:      /* needs remove_value: not here */
         STAT_INC(c->w->st.delete_misses);
         bin_error(c, r->opcode, MC_BIN_ST_KEY_ENOENT, r->opaque);
-        break;
-    case ENGINE_DELETE_EXISTS:
-        bin_error(c, r->opcode, MC_BIN_ST_KEY_EEXISTS, r->opaque);
         break;
     }
 }
@@ -202,7 +206,7 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
     memset(&res, 0, sizeof(res));
     switch (engine_marith(c->w->srv->engine, r->key.p, r->key.len, &o, &res)) {
     case ENGINE_MARITH_OK: {
-        dispatch_count_arith(c, decr, !res.created);
+        dispatch_count_arith(c, decr, res.created ? 0 : res.clsid);
         if (r->quiet)
             break;
         char *p = out_reserve(&c->out, MC_BIN_INCR_LEN);
@@ -211,7 +215,7 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
         break;
     }
     case ENGINE_MARITH_NOT_FOUND:
-        dispatch_count_arith(c, decr, false);
+        dispatch_count_arith(c, decr, 0);
         bin_error(c, r->opcode, MC_BIN_ST_KEY_ENOENT, r->opaque);
         break;
     case ENGINE_MARITH_EXISTS:

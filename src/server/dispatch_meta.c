@@ -352,9 +352,10 @@ static void meta_md(struct conn *c, const struct mc_meta_req *req) {
         .touch_exptime = meta_time(req->ttl),
     };
     struct mc_meta_item_view v = {.rc = MC_META_RC_OK};
-    switch (engine_mdelete(c->w->srv->engine, req->key.p, req->key.len, &o)) {
+    unsigned cls;
+    switch (engine_mdelete(c->w->srv->engine, req->key.p, req->key.len, &o, &cls)) {
     case ENGINE_MDELETE_DELETED:
-        STAT_INC(st->slab[0].delete_hits);
+        STAT_INC(st->slab[cls].delete_hits);
         break;
     case ENGINE_MDELETE_INVALIDATED:
         break;
@@ -416,10 +417,10 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
     switch (engine_marith(c->w->srv->engine, req->key.p, req->key.len, &o, &res)) {
     case ENGINE_MARITH_OK:
         if (!res.created)
-            dispatch_count_arith(c, decr, true);
+            dispatch_count_arith(c, decr, res.clsid);
         break;
     case ENGINE_MARITH_NOT_FOUND:
-        dispatch_count_arith(c, decr, false);
+        dispatch_count_arith(c, decr, 0);
         v.rc = MC_META_RC_NF;
         break;
     case ENGINE_MARITH_EXISTS:

@@ -225,8 +225,8 @@ void dispatch_text(struct conn *c, struct mc_req *req);
  */
 void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
                            size_t nkey, bool drop_old, uint64_t skip);
-/* dispatch.c: counts an incr/decr as a hit or a miss, in memcached's counters. */
-void dispatch_count_arith(struct conn *c, bool decr, bool hit);
+/* dispatch.c: counts an incr/decr as a hit in class hit_cls, or a miss (hit_cls 0). */
+void dispatch_count_arith(struct conn *c, bool decr, unsigned hit_cls);
 /* dispatch.c: answers a request line the codec refused. */
 void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */

@@ -205,8 +205,13 @@ struct item *engine_get_touch(struct engine *e, const char *key, size_t nkey, in
     return lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, why);
 }
 
-bool engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime) {
-    return lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, false, NULL) != NULL;
+unsigned engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime) {
+    struct item *it = lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, NULL);
+    if (it == NULL)
+        return 0;
+    unsigned cls = it->clsid;
+    item_unref(e, it);
+    return cls;
 }
 
 /*
@@ -397,21 +402,21 @@ enum engine_store_result engine_mstore(struct engine *e, struct item *it,
     return store_core(e, it, op, o->compare ? o->cas : 0, o, out);
 }
 
+/* delete: engine_mdelete() without its options. */
 enum engine_delete_result engine_delete(struct engine *e, const char *key, size_t nkey,
                                         uint64_t cas) {
-    uint64_t hv = ht_hash(key, nkey);
-    struct mtx *m = lock_of(e->locks, hv);
-    enum engine_delete_result r = ENGINE_DELETE_NOT_FOUND;
-    mtx_lock(m);
-    struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
-    if (it != NULL && cas != 0 && cas != it->cas) {
-        r = ENGINE_DELETE_EXISTS;
-    } else if (it != NULL) {
-        item_unlink_locked(e, it, hv, UNLINK_DELETE);
-        r = ENGINE_DELETED;
+    struct engine_mdelete_opts o = {.compare = cas != 0, .cas = cas};
+    switch (engine_mdelete(e, key, nkey, &o, NULL)) {
+    case ENGINE_MDELETE_DELETED:
+        return ENGINE_DELETED;
+    case ENGINE_MDELETE_EXISTS:
+        return ENGINE_DELETE_EXISTS;
+    case ENGINE_MDELETE_NOT_FOUND:
+    case ENGINE_MDELETE_INVALIDATED:    /* needs invalidate: not here */
+    case ENGINE_MDELETE_NO_MEMORY:      /* needs remove_value: not here */
+        break;
     }
-    mtx_unlock(m);
-    return r;
+    return ENGINE_DELETE_NOT_FOUND;
 }
 
 static bool is_space(char c) {
@@ -575,6 +580,7 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
         }
     } else {
         exp = it->exptime;              /* read first: a replaced item may be freed */
+        res.clsid = it->clsid;
         r = add_delta_locked(e, it, hv, o, &res, &linked);
     }
     if (r == ENGINE_MARITH_OK) {

@@ -126,8 +126,8 @@ struct item *engine_get_hashed(struct engine *e, const char *key, size_t nkey, u
 struct item *engine_get_touch(struct engine *e, const char *key, size_t nkey,
                               int64_t exptime, enum engine_miss *why);
 
-/* Sets the exptime of an existing item.  Returns true if the key was found. */
-bool engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime);
+/* Sets the exptime of an existing item.  Returns its slab class, 0 if the key was not found. */
+unsigned engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime);
 
 /* Why an allocation failed. */
 enum engine_alloc_err {
@@ -433,9 +433,9 @@ enum engine_mdelete_result {
     ENGINE_MDELETE_NO_MEMORY,   /* remove_value found no memory for the empty item */
 };
 
-/* memcached 1.6.18's md. */
+/* memcached 1.6.18's md.  *clsid (if non-NULL): the slab class of the item found, else 0. */
 enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, size_t nkey,
-                                          const struct engine_mdelete_opts *o);
+                                          const struct engine_mdelete_opts *o, unsigned *clsid);
 
 struct engine_marith_opts {
     bool decr;                  /* false: incr (wraps at 2^64); true: decr (stops at 0) */
@@ -457,6 +457,7 @@ struct engine_marith_out {
     uint64_t value;             /* the new number (created: initial) */
     uint64_t cas;               /* the item's new CAS */
     int64_t ttl;                /* remaining seconds at ttl_at, -1 = never */
+    unsigned clsid;             /* slab class of the item computed on (0: none) */
     bool created;               /* vivified; with ENGINE_MARITH_NO_MEMORY: the
                                    allocation that failed was the vivify */
 };
@@ -506,10 +507,11 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
  * (best effort: with no memory for it, the key is only deleted).  A hold
  * is placed whether or not the key existed.  Without cfg.delete_hold, or
  * with seconds 0, this is engine_delete(e, key, nkey, 0).  Returns
- * ENGINE_DELETED when a live item was deleted, else ENGINE_DELETE_NOT_FOUND.
+ * ENGINE_DELETED when a live item was deleted (*clsid, if non-NULL: its
+ * slab class), else ENGINE_DELETE_NOT_FOUND (*clsid 0).
  */
 enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, size_t nkey,
-                                             uint32_t seconds);
+                                             uint32_t seconds, unsigned *clsid);
 
 /* Totals, as `stats` names them. */
 struct engine_stats {

@@ -154,12 +154,14 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
  * unlink (an emptied item stays).
  */
 enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, size_t nkey,
-                                          const struct engine_mdelete_opts *o) {
+                                          const struct engine_mdelete_opts *o, unsigned *clsid) {
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *m = lock_of(e->locks, hv);
     enum engine_mdelete_result r = ENGINE_MDELETE_DELETED;
     mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
+    if (clsid != NULL)
+        *clsid = it != NULL ? it->clsid : 0;
     if (it == NULL) {
         r = ENGINE_MDELETE_NOT_FOUND;
         goto out;
@@ -201,9 +203,12 @@ out:
  * older tombstone, or of nothing.
  */
 enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, size_t nkey,
-                                             uint32_t seconds) {
-    if (!e->cfg.delete_hold || seconds == 0)
-        return engine_delete(e, key, nkey, 0);
+                                             uint32_t seconds, unsigned *clsid) {
+    if (!e->cfg.delete_hold || seconds == 0) {
+        struct engine_mdelete_opts plain = {0};
+        return engine_mdelete(e, key, nkey, &plain, clsid) == ENGINE_MDELETE_DELETED
+                   ? ENGINE_DELETED : ENGINE_DELETE_NOT_FOUND;
+    }
     enum engine_alloc_err err;
     uint64_t until = (uint64_t)expire_now(e) + seconds;
     uint32_t exptime = until > UINT32_MAX ? UINT32_MAX : (uint32_t)until;
@@ -216,6 +221,8 @@ enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, 
     mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
     struct item *old = it != NULL ? it : hold;
+    if (clsid != NULL)
+        *clsid = it != NULL ? it->clsid : 0;
     if (tomb != NULL && old != NULL)
         item_replace_locked(e, old, tomb, hv, 0);
     else if (tomb != NULL)

@@ -218,7 +218,7 @@ static void do_md(struct engine *e, char **tok, int n, struct out *o) {
         case 'q': quiet = true; break;
         }
     }
-    enum engine_mdelete_result r = engine_mdelete(e, tok[1], strlen(tok[1]), &op);
+    enum engine_mdelete_result r = engine_mdelete(e, tok[1], strlen(tok[1]), &op, NULL);
     bool ok = r == ENGINE_MDELETE_DELETED || r == ENGINE_MDELETE_INVALIDATED;
     if (ok && quiet)
         return;
@@ -726,7 +726,7 @@ TEST(fifty_readers_of_an_invalidated_item_one_winner) {
     struct engine *e = mk();
     ASSERT(put_val(e, "hot", "v1", 0));
     struct engine_mdelete_opts inv = {.invalidate = true, .touch = true, .touch_exptime = 30};
-    ASSERT_EQ(engine_mdelete(e, "hot", 3, &inv), ENGINE_MDELETE_INVALIDATED);
+    ASSERT_EQ(engine_mdelete(e, "hot", 3, &inv, NULL), ENGINE_MDELETE_INVALIDATED);
     struct engine_mget_opts o = {0};
     struct race r = {.e = e, .o = &o};
     race(&r);
@@ -779,7 +779,7 @@ static void *churn_invalidator(void *arg) {
     struct churn *c = arg;
     struct engine_mdelete_opts inv = {.invalidate = true};
     for (int i = 0; i < 3000; i++)
-        engine_mdelete(c->e, "c", 1, &inv);
+        engine_mdelete(c->e, "c", 1, &inv, NULL);
     return NULL;
 }
 
@@ -816,7 +816,7 @@ TEST(lease_state_machine) {
     ASSERT(hit && !m.won && m.token_sent && !m.created && !m.stale);
 
     struct engine_mdelete_opts inv = {.invalidate = true};
-    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv), ENGINE_MDELETE_INVALIDATED);
+    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv, NULL), ENGINE_MDELETE_INVALIDATED);
     struct engine_mstore_opts fill = {.compare = true, .cas = lease};
     struct engine_mstore_out out;
     ASSERT_EQ(mstore(e, "k", "late", &fill, &out), ENGINE_EXISTS);
@@ -963,7 +963,7 @@ TEST(delete_hold_refuses_add_for_its_window) {
     struct engine *e = mk_cfg(&cfg);
     struct engine_stats s;
     ASSERT(put_val(e, "k", "v", 0));
-    ASSERT_EQ(engine_delete_hold(e, "k", 1, 2), ENGINE_DELETED);
+    ASSERT_EQ(engine_delete_hold(e, "k", 1, 2, NULL), ENGINE_DELETED);
     ASSERT(get(e, "k") == NULL);
     ASSERT_EQ(engine_delete(e, "k", 1, 0), ENGINE_DELETE_NOT_FOUND);
     ASSERT(!engine_touch(e, "k", 1, 100));
@@ -985,7 +985,7 @@ TEST(delete_hold_refuses_add_for_its_window) {
     ASSERT_EQ(engine_marith(e, "k", 1, &ma, NULL), ENGINE_MARITH_NOT_STORED);
     ASSERT_EQ(engine_arith(e, "k", 1, true, 1, NULL, NULL), ENGINE_ARITH_NOT_FOUND);
     struct engine_mdelete_opts md = {0};
-    ASSERT_EQ(engine_mdelete(e, "k", 1, &md), ENGINE_MDELETE_NOT_FOUND);
+    ASSERT_EQ(engine_mdelete(e, "k", 1, &md, NULL), ENGINE_MDELETE_NOT_FOUND);
     /* the tombstone is an item: it holds memory and counts */
     engine_stats(e, &s);
     ASSERT_EQ(s.curr_items, 1);
@@ -995,7 +995,7 @@ TEST(delete_hold_refuses_add_for_its_window) {
     ASSERT_STR(get(e, "k"), "a");
 
     /* a set ends a hold; a hold also applies to a key that was missing */
-    ASSERT_EQ(engine_delete_hold(e, "n", 1, 60), ENGINE_DELETE_NOT_FOUND);
+    ASSERT_EQ(engine_delete_hold(e, "n", 1, 60, NULL), ENGINE_DELETE_NOT_FOUND);
     ASSERT_EQ(mstore(e, "n", "a", &add, NULL), ENGINE_NOT_STORED);
     ASSERT(put_val(e, "n", "set", 0));
     ASSERT_STR(get(e, "n"), "set");
@@ -1003,15 +1003,15 @@ TEST(delete_hold_refuses_add_for_its_window) {
     ASSERT_EQ(engine_delete(e, "n", 1, 0), ENGINE_DELETED);
     ASSERT_EQ(mstore(e, "n", "b", &add, NULL), ENGINE_STORED);
     /* a second hold extends the first */
-    ASSERT_EQ(engine_delete_hold(e, "h", 1, 5), ENGINE_DELETE_NOT_FOUND);
+    ASSERT_EQ(engine_delete_hold(e, "h", 1, 5, NULL), ENGINE_DELETE_NOT_FOUND);
     engine_clock_set(e, T0 + 4);
-    ASSERT_EQ(engine_delete_hold(e, "h", 1, 5), ENGINE_DELETE_NOT_FOUND);
+    ASSERT_EQ(engine_delete_hold(e, "h", 1, 5, NULL), ENGINE_DELETE_NOT_FOUND);
     engine_clock_set(e, T0 + 8);
     ASSERT_EQ(mstore(e, "h", "a", &add, NULL), ENGINE_NOT_STORED);
     engine_clock_set(e, T0 + 9);
     ASSERT_EQ(mstore(e, "h", "a", &add, NULL), ENGINE_STORED);
     /* tombstones leave no trace in the reclaim counters; the crawler drops them */
-    ASSERT_EQ(engine_delete_hold(e, "gone", 4, 1), ENGINE_DELETE_NOT_FOUND);
+    ASSERT_EQ(engine_delete_hold(e, "gone", 4, 1, NULL), ENGINE_DELETE_NOT_FOUND);
     engine_clock_set(e, T0 + 100);
     while (engine_step(e, 1000) > 0)
         ;
@@ -1025,7 +1025,7 @@ TEST(delete_hold_refuses_add_for_its_window) {
 TEST(delete_hold_off_by_default) {
     struct engine *e = mk();
     ASSERT(put_val(e, "k", "v", 0));
-    ASSERT_EQ(engine_delete_hold(e, "k", 1, 60), ENGINE_DELETED);
+    ASSERT_EQ(engine_delete_hold(e, "k", 1, 60, NULL), ENGINE_DELETED);
     struct engine_mstore_opts add = {.mode = ENGINE_MSTORE_ADD};
     ASSERT_EQ(mstore(e, "k", "a", &add, NULL), ENGINE_STORED);
     struct engine_stats s;
@@ -1072,13 +1072,13 @@ TEST(head_options) {
     ASSERT_EQ(mstore(e, "k", "d", &app, &out), ENGINE_STORED);
     ASSERT(out.cas == 1001 && out.nbytes == 4);
     struct engine_mdelete_opts x = {.remove_value = true, .flags = 9};
-    ASSERT_EQ(engine_mdelete(e, "k", 1, &x), ENGINE_MDELETE_DELETED);
+    ASSERT_EQ(engine_mdelete(e, "k", 1, &x, NULL), ENGINE_MDELETE_DELETED);
     struct item *it = engine_get(e, "k", 1, NULL);
     ASSERT(it != NULL && item_nbytes(it) == 0 && item_cas(it) == 1001 && item_flags(it) == 9);
     engine_item_unref(e, it);
     struct engine_mdelete_opts xi = {.remove_value = true, .invalidate = true, .new_cas = 7};
     ASSERT(put_val(e, "s", "value", 0));
-    ASSERT_EQ(engine_mdelete(e, "s", 1, &xi), ENGINE_MDELETE_INVALIDATED);
+    ASSERT_EQ(engine_mdelete(e, "s", 1, &xi, NULL), ENGINE_MDELETE_INVALIDATED);
     bool hit;
     struct engine_item_meta m = mg(e, "s", &(struct engine_mget_opts){0}, &hit);
     ASSERT(hit && m.stale && m.won);
@@ -1118,7 +1118,7 @@ TEST(meta_without_cas) {
     struct engine_mstore_opts c0 = {.compare = true, .cas = 0};
     ASSERT_EQ(mstore(e, "k", "v", &c0, NULL), ENGINE_EXISTS);
     struct engine_mdelete_opts inv = {.invalidate = true, .compare = true, .cas = 0};
-    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv), ENGINE_MDELETE_INVALIDATED);
+    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv, NULL), ENGINE_MDELETE_INVALIDATED);
     struct engine_item_meta m = mg(e, "k", &(struct engine_mget_opts){0}, &hit);
     ASSERT(hit && m.stale && m.won);
     struct engine_marith_opts ma = {.delta = 1, .vivify = true, .initial = 1};
@@ -1136,7 +1136,7 @@ TEST(append_to_stale_item_clears_state) {
     bool hit;
     ASSERT(put_val(e, "k", "a", 0));
     struct engine_mdelete_opts inv = {.invalidate = true};
-    engine_mdelete(e, "k", 1, &inv);
+    engine_mdelete(e, "k", 1, &inv, NULL);
     struct engine_mstore_opts app = {.mode = ENGINE_MSTORE_APPEND};
     ASSERT_EQ(mstore(e, "k", "b", &app, NULL), ENGINE_STORED);
     struct engine_item_meta m = mg(e, "k", &(struct engine_mget_opts){0}, &hit);
@@ -1154,7 +1154,7 @@ TEST(no_claim_leaves_the_token_free) {
     bool hit;
     ASSERT(put_val(e, "k", "a", 0));
     struct engine_mdelete_opts inv = {.invalidate = true};
-    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv), ENGINE_MDELETE_INVALIDATED);
+    ASSERT_EQ(engine_mdelete(e, "k", 1, &inv, NULL), ENGINE_MDELETE_INVALIDATED);
     struct engine_mget_opts look = {.no_claim = true, .no_bump = true};
     struct engine_item_meta m = mg(e, "k", &look, &hit);
     ASSERT(hit && m.stale && m.won && !m.token_sent && !m.fetched);
@@ -1211,7 +1211,7 @@ TEST(held_arith_copy_acts_in_place) {
     bool hit;
     ASSERT(put_val(e, "n", "20", 0));
     struct engine_mdelete_opts inv = {.invalidate = true};
-    engine_mdelete(e, "n", 1, &inv);
+    engine_mdelete(e, "n", 1, &inv, NULL);
     struct item *held = engine_get(e, "n", 1, NULL);
     ASSERT(held != NULL);
     struct engine_marith_opts o = {.delta = 5, .touch = true, .touch_exptime = 100,
@@ -1226,7 +1226,7 @@ TEST(held_arith_copy_acts_in_place) {
     engine_item_unref(e, held);
     /* grows: 99 + 1 = 100 needs a new item */
     ASSERT(put_val(e, "g", "99", 0));
-    engine_mdelete(e, "g", 1, &inv);
+    engine_mdelete(e, "g", 1, &inv, NULL);
     o.delta = 1;
     ASSERT_EQ(engine_marith(e, "g", 1, &o, &out), ENGINE_MARITH_OK);
     ASSERT_EQ(out.ttl, 100);
