@@ -66,12 +66,15 @@ static void do_get(struct conn *c, struct mc_req *req) {
     struct worker_counters *st = &c->w->st;
     bool with_cas = req->cmd == MC_CMD_GETS || req->cmd == MC_CMD_GATS;
     bool touch = req->cmd == MC_CMD_GAT || req->cmd == MC_CMD_GATS;
+    bool detail = detail_on(c->w->srv);
     struct mc_span rest = req->keys, key;
     uint64_t hv;
     while (conn_next_key(c, &rest, &key, &hv)) {
         enum engine_miss why = ENGINE_MISS_NONE;
         struct item *it = touch ? engine_get_touch(e, key.p, key.len, req->exptime, &why)
                                 : engine_get_hashed(e, key.p, key.len, hv, &why);
+        if (detail)
+            detail_count(c->w->srv, key.p, key.len, DETAIL_GET, it != NULL);
         if (touch)
             STAT_INC(st->touch_cmds);
         STAT_INC(st->get_cmds);
@@ -114,6 +117,8 @@ static enum engine_store_op store_op(enum mc_cmd cmd) {
 static void do_store(struct conn *c, struct mc_req *req) {
     struct engine *e = c->w->srv->engine;
     enum engine_alloc_err err = ENGINE_ALLOC_OK;
+    if (detail_on(c->w->srv))
+        detail_count(c->w->srv, req->key.p, req->key.len, DETAIL_SET, false);
     struct item *it = engine_item_alloc(e, req->key.p, req->key.len, req->flags,
                                         req->exptime, req->vlen, &err);
     if (it == NULL) {
@@ -191,6 +196,8 @@ void dispatch_nread_done(struct conn *c) {
 static void do_delete(struct conn *c, struct mc_req *req, uint32_t hold) {
     struct engine *e = c->w->srv->engine;
     unsigned cls;
+    if (detail_on(c->w->srv))
+        detail_count(c->w->srv, req->key.p, req->key.len, DETAIL_DEL, false);
     if (engine_delete_hold(e, req->key.p, req->key.len, hold, &cls) == ENGINE_DELETED) {
         STAT_INC(c->w->st.slab[cls].delete_hits);
         reply(c, req->noreply, S("DELETED\r\n"));

@@ -41,6 +41,8 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
     enum engine_miss why = ENGINE_MISS_NONE;
     struct item *it = touch ? engine_get_touch(e, r->key.p, r->key.len, r->exptime, &why)
                             : engine_get(e, r->key.p, r->key.len, &why);
+    if (detail_on(c->w->srv))       /* memcached counts a binary touch as a get here */
+        detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_GET, it != NULL);
     if (touch)
         STAT_INC(st->touch_cmds);
     if (r->cmd != MC_BIN_OP_TOUCH)
@@ -105,6 +107,8 @@ static void bin_store(struct conn *c, struct mc_bin_req *r) {
     struct engine *e = c->w->srv->engine;
     bool cat = r->cmd == MC_BIN_OP_APPEND || r->cmd == MC_BIN_OP_PREPEND;
     enum engine_alloc_err err = ENGINE_ALLOC_OK;
+    if (detail_on(c->w->srv))
+        detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_SET, false);
     struct item *it = engine_item_alloc(e, r->key.p, r->key.len, cat ? 0 : r->flags,
                                         cat ? 0 : (int64_t)r->exptime, r->vlen, &err);
     if (it == NULL) {
@@ -168,6 +172,8 @@ static void bin_delete(struct conn *c, struct mc_bin_req *r) {
     struct engine *e = c->w->srv->engine;
     struct engine_mdelete_opts o = {.compare = r->cas != 0, .cas = r->cas};
     unsigned cls;
+    if (detail_on(c->w->srv))
+        detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_DEL, false);
     switch (engine_mdelete(e, r->key.p, r->key.len, &o, &cls)) {
     case ENGINE_MDELETE_DELETED:
         STAT_INC(c->w->st.slab[cls].delete_hits);

@@ -347,6 +347,10 @@ int main(int argc, char **argv) {
     atomic_store(&srv.crawler_tocrawl, cfg.lru_crawler_tocrawl);
     atomic_store(&srv.accepting, true);
     pthread_mutex_init(&srv.stats_lock, NULL);
+    if (detail_init(&srv) != 0) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
 
     if (open_listeners(&srv) < 0) {
         fprintf(stderr, "failed to listen\n");
@@ -419,6 +423,7 @@ int main(int argc, char **argv) {
     close(sfd);
     free(srv.listeners);
     engine_destroy(&srv.engine);
+    detail_free(&srv);
     pthread_mutex_destroy(&srv.stats_lock);
     if (cfg.pid_file != NULL)
         unlink(cfg.pid_file);

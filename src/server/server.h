@@ -169,6 +169,8 @@ struct server {
     _Atomic int verbose;
     _Atomic bool crawler_on;        /* lru_crawler enable / disable (dispatch.c) */
     _Atomic uint32_t crawler_sleep, crawler_tocrawl;  /* lru_crawler sleep / tocrawl */
+    _Atomic bool detail_on;         /* stats detail on / off, -D (detail.c) */
+    struct detail *detail;
     uint32_t started;               /* unix time */
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
     atomic_bool accepting;
@@ -215,6 +217,19 @@ void dump_fill(struct conn *c);
 void dump_free(struct conn *c);
 /* dump.c: `stats cachedump <class> <limit>`, answered at once. */
 void dump_cachedump(struct conn *c, const struct mc_req *req);
+
+/*
+ * detail.c: `stats detail` counts by key prefix.  Callers check detail_on
+ * (one relaxed load) before detail_count().
+ */
+enum detail_op { DETAIL_GET, DETAIL_SET, DETAIL_DEL };
+int detail_init(struct server *s);
+void detail_free(struct server *s);
+void detail_count(struct server *s, const char *key, size_t nkey, enum detail_op op, bool hit);
+void detail_command(struct conn *c, const struct mc_req *req);
+static inline bool detail_on(const struct server *s) {
+    return atomic_load_explicit(&s->detail_on, memory_order_relaxed);
+}
 
 /* dispatch.c: runs one parsed text request; may change c->state. */
 void dispatch_text(struct conn *c, struct mc_req *req);

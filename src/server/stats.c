@@ -214,6 +214,8 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
     struct stat_sink *k = ctx;
     if (strcmp(name, "verbosity") == 0)
         sink_printf(k, "verbosity", "%d", atomic_load(&k->c->w->srv->verbose));
+    else if (strcmp(name, "detail_enabled") == 0)     /* stats detail on|off */
+        k->emit(k, name, atomic_load(&k->c->w->srv->detail_on) ? "yes" : "no");
     else if (strcmp(name, "lru_crawler") == 0)    /* these three: the lru_crawler command */
         k->emit(k, name, atomic_load(&k->c->w->srv->crawler_on) ? "yes" : "no");
     else if (strcmp(name, "lru_crawler_sleep") == 0)
@@ -407,8 +409,7 @@ void stats_text(struct conn *c, struct mc_req *req) {
         return;
     }
     if (len == 6 && memcmp(sub, "detail", 6) == 0) {
-        /* FIXME: per-prefix detail stats are not collected yet. */
-        out_copy(&c->out, S("OK\r\n"));
+        detail_command(c, req);
         return;
     }
     switch (stats_run(c, &k, sub, len)) {
