@@ -337,10 +337,9 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
 }
 
 /*
- * Administrative commands that tune memcached's background machinery.
- * cellard has no separate LRU maintainer or slab mover to steer yet, so
- * valid forms get memcached's answer and change nothing (the README says
- * so); cache_memlimit checks its argument as memcached does.
+ * Administrative commands that tune memcached's background machinery
+ * (slabs and lru: tune.c).  cache_memlimit checks its argument as memcached
+ * does and changes nothing (the README says so).
  */
 static void do_admin(struct conn *c, struct mc_req *req) {
     switch (req->cmd) {
@@ -353,8 +352,10 @@ static void do_admin(struct conn *c, struct mc_req *req) {
             reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_LRU:
+        tune_lru(c, req);
+        break;
     case MC_CMD_SLABS:
-        reply(c, req->noreply, S("OK\r\n"));
+        tune_slabs(c, req);
         break;
     case MC_CMD_LRU_CRAWLER:
         do_lru_crawler(c, req);

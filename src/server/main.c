@@ -347,6 +347,7 @@ int main(int argc, char **argv) {
     atomic_store(&srv.crawler_tocrawl, cfg.lru_crawler_tocrawl);
     atomic_store(&srv.accepting, true);
     pthread_mutex_init(&srv.stats_lock, NULL);
+    pthread_mutex_init(&srv.tune_lock, NULL);
     if (detail_init(&srv) != 0) {
         fprintf(stderr, "out of memory\n");
         return 1;
@@ -425,6 +426,7 @@ int main(int argc, char **argv) {
     engine_destroy(&srv.engine);
     detail_free(&srv);
     pthread_mutex_destroy(&srv.stats_lock);
+    pthread_mutex_destroy(&srv.tune_lock);
     if (cfg.pid_file != NULL)
         unlink(cfg.pid_file);
     settings_deinit(&cfg);

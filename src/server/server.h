@@ -170,6 +170,7 @@ struct server {
     _Atomic bool crawler_on;        /* lru_crawler enable / disable (dispatch.c) */
     _Atomic uint32_t crawler_sleep, crawler_tocrawl;  /* lru_crawler sleep / tocrawl */
     _Atomic bool detail_on;         /* stats detail on / off, -D (detail.c) */
+    pthread_mutex_t tune_lock;      /* cfg fields that slabs / lru change (tune.c) */
     struct detail *detail;
     uint32_t started;               /* unix time */
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
@@ -230,6 +231,10 @@ void detail_command(struct conn *c, const struct mc_req *req);
 static inline bool detail_on(const struct server *s) {
     return atomic_load_explicit(&s->detail_on, memory_order_relaxed);
 }
+
+/* tune.c: `slabs reassign|automove` and `lru tune|mode|temp_ttl`. */
+void tune_slabs(struct conn *c, const struct mc_req *req);
+void tune_lru(struct conn *c, const struct mc_req *req);
 
 /* dispatch.c: runs one parsed text request; may change c->state. */
 void dispatch_text(struct conn *c, struct mc_req *req);

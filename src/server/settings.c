@@ -1012,7 +1012,7 @@ static const struct subopt sub_table[] = {
     {"modern", "enables options which will be default in future.\n"
      "currently: nothing", F_NONE, 0, sub_nothing, 0},
     {"no_modern", "uses defaults of previous major version (1.4.x)", F_NONE, 0,
-     sub_no_modern, OPT_TODO},
+     sub_no_modern, 0},
     {"sock_cookie_id", "attributes an ID to a socket for ip filtering/firewalls", F_NONE, 0,
      sub_sock_cookie_id, OPT_TODO},
     {"slab_reassign", "allow moving slab pages between classes (default: %s)",

@@ -384,7 +384,9 @@ enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub,
         stats_reset(s);
         return STATS_RESET;
     } else if (IS("settings")) {
+        pthread_mutex_lock(&s->tune_lock);         /* slabs / lru change some (tune.c) */
         settings_each_stat(s->cfg, emit_setting, k);
+        pthread_mutex_unlock(&s->tune_lock);
     } else if (IS("items")) {
         stats_items(c, k);
     } else if (IS("slabs")) {

@@ -243,3 +243,37 @@ def test_lru_crawler_crawl_reaps_expired_items_now():
             assert reply in (b"OK\r\n", b"BUSY currently processing crawler request\r\n"), reply
             wait_for(lambda: c.stats()["curr_items"] == "0", 10, 0.05,
                      "the expired item to be reaped")
+
+
+# slabs and lru: every form memcached checks, then the settings they change.
+TUNE_LINES = [
+    b"slabs", b"slabs bogus", b"slabs reassign", b"slabs reassign 1", b"slabs reassign 1 2 3",
+    b"slabs reassign x y", b"slabs reassign 1 x", b"slabs reassign 1 1", b"slabs reassign -5 70",
+    b"slabs reassign 2 1", b"slabs reassign 0 1", b"slabs reassign -1 1", b"slabs reassign 1 -1",
+    b"slabs reassign 1 0", b"slabs reassign 99 1", b"slabs reassign 99999999999 1",
+    b"slabs automove", b"slabs automove 0", b"slabs automove 2", b"slabs automove 3",
+    b"slabs automove -1", b"slabs automove x", b"slabs automove 1 2", b"slabs automove ratio 0.5",
+    b"slabs automove freeratio 0.1", b"slabs automove ratio x", b"slabs automove bogus 1",
+    b"lru", b"lru bogus", b"lru mode", b"lru mode flat", b"lru mode bogus", b"lru temp_ttl 10",
+    b"lru temp_ttl x", b"lru tune 10 20 0.1 2", b"lru tune 10 20 0.1", b"lru tune x 20 0.1 2",
+    b"lru tune 10 20 x 2", b"lru tune 50 40 0.1 2", b"lru tune 10 20 0 2", b"lru tune 5 6 0.3 1.5 9",
+]
+TUNED = ["hot_lru_pct", "warm_lru_pct", "hot_max_factor", "warm_max_factor", "lru_segmented",
+         "temp_lru", "temporary_ttl", "slab_automove", "slab_automove_ratio", "slab_reassign"]
+
+
+def test_slabs_and_lru_commands_match_memcached():
+    """Each line's reply, and the settings they leave in stats settings, as
+    memcached gives them; with the modern defaults and with no_modern."""
+    for args in ([], ["-o", "no_modern"]):
+        outs = []
+        for binary in ("/usr/bin/memcached", CELLARD):
+            with Server(binary, args=args) as srv, srv.conn() as c:
+                c.expect(b"set k 0 0 1\r\nx\r\n", b"STORED\r\n")
+                replies = [c.call(line + b"\r\n") for line in TUNE_LINES]
+                c.expect(b"lru temp_ttl -1 noreply\r\nslabs automove 1 noreply\r\nmn\r\n",
+                         b"MN\r\n")
+                st = c.stats("settings")
+                outs.append((replies, {k: st[k] for k in TUNED}))
+        assert outs[1] == outs[0], (args, outs)
+    assert outs[0][1]["slab_reassign"] == "no" and outs[0][1]["slab_automove"] == "1"

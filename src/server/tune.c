@@ -1,0 +1,149 @@
+/*
+ * tune.c -- `slabs` and `lru`: memcached's run-time knobs.
+ *
+ * Every form is checked and answered as memcached 1.6.18 answers it, and a
+ * valid one updates the setting that `stats settings` shows.  What they
+ * would steer does not follow yet: the engine's policy and its classes'
+ * percentages are fixed when it starts, and there is no slab mover, so a
+ * reassign that memcached would start (the source has a spare page) is
+ * answered OK and moves nothing (README).  Settings change under
+ * srv->tune_lock, which `stats settings` also takes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/mc_num.h"
+#include "server/server.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+static void answer(struct conn *c, const struct mc_req *req, const char *s, size_t len) {
+    if (!req->noreply)
+        out_copy(&c->out, s, len);
+}
+
+static bool tok_eq(const struct mc_req *req, int i, const char *w) {
+    size_t n = strlen(w);
+    return req->ntokens > i && req->tok[i].len == n && memcmp(req->tok[i].p, w, n) == 0;
+}
+
+/* safe_strtod: the whole token (or up to whitespace) is a double strtod accepts. */
+static bool tok_f64(const struct mc_req *req, int i, double *out) {
+    char buf[64];
+    size_t n = req->tok[i].len;
+    if (n == 0 || n >= sizeof(buf))
+        return false;
+    memcpy(buf, req->tok[i].p, n);
+    buf[n] = '\0';
+    char *end;
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (errno == ERANGE || end == buf || *end != '\0')
+        return false;
+    *out = d;
+    return true;
+}
+
+/* safe_strtol: a number that fits a long, kept as memcached keeps it (in 32 bits). */
+static bool tok_i32(const struct mc_req *req, int i, int32_t *out) {
+    int64_t v;
+    if (!mc_num_i64(req->tok[i].p, req->tok[i].len, &v))
+        return false;
+    *out = (int32_t)v;
+    return true;
+}
+
+/* memcached's slabs_reassign(): the answer for moving a page from src to dst. */
+static const char *reassign(struct engine *e, int32_t src, int32_t dst) {
+    unsigned n = engine_nclasses(e);
+    struct engine_class_stats cs;
+    if (src == dst)
+        return "SAME src and dst class are identical\r\n";
+    if (src == -1) {                /* pick any class with a spare page */
+        for (unsigned i = 1; i <= n && src == -1; i++)
+            if ((int32_t)i != dst && engine_class_stats(e, i, &cs) && cs.total_pages >= 2)
+                src = (int32_t)i;
+    }
+    if (src < 0 || src > (int32_t)n || dst < 0 || dst > (int32_t)n)
+        return "BADCLASS invalid src or dst class id\r\n";
+    /* Class 0 is memcached's pool of free pages, which cellard keeps empty. */
+    if (src == 0 || !engine_class_stats(e, (unsigned)src, &cs) || cs.total_pages < 2)
+        return "NOSPARE source class has no spare pages\r\n";
+    return "OK\r\n";
+}
+
+void tune_slabs(struct conn *c, const struct mc_req *req) {
+    struct server *s = c->w->srv;
+    const char *r = "ERROR\r\n";
+    if (req->ntokens == 4 && tok_eq(req, 1, "reassign")) {
+        int32_t src, dst;
+        if (!s->cfg->slab_reassign)
+            r = "CLIENT_ERROR slab reassignment disabled\r\n";
+        else if (!tok_i32(req, 2, &src) || !tok_i32(req, 3, &dst))
+            r = "CLIENT_ERROR bad command line format\r\n";
+        else
+            r = reassign(s->engine, src, dst);
+        out_copy(&c->out, r, strlen(r));   /* memcached ignores noreply here */
+        return;
+    }
+    if (req->ntokens >= 3 && tok_eq(req, 1, "automove")) {
+        double ratio;
+        uint64_t level;
+        pthread_mutex_lock(&s->tune_lock);
+        if (tok_eq(req, 2, "ratio")) {
+            if (req->ntokens >= 4 && tok_f64(req, 3, &ratio)) {
+                s->cfg->slab_automove_ratio = ratio;
+                r = "OK\r\n";
+            }
+        } else if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &level)) {
+            r = "CLIENT_ERROR bad command line format\r\n";
+        } else if (level <= 2) {
+            s->cfg->slab_automove = (int)level;
+            r = "OK\r\n";
+        }
+        pthread_mutex_unlock(&s->tune_lock);
+    }
+    answer(c, req, r, strlen(r));
+}
+
+void tune_lru(struct conn *c, const struct mc_req *req) {
+    struct server *s = c->w->srv;
+    struct settings *cfg = s->cfg;
+    const char *r = "ERROR\r\n";
+    pthread_mutex_lock(&s->tune_lock);
+    if (tok_eq(req, 1, "tune") && req->ntokens >= 6) {
+        uint64_t hot, warm;
+        double hot_factor, factor;
+        if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &hot) ||
+            !mc_num_u64(req->tok[3].p, req->tok[3].len, &warm) || !tok_f64(req, 4, &hot_factor) ||
+            !tok_f64(req, 5, &factor)) {
+            r = "ERROR\r\n";
+        } else if (hot + warm > 80) {
+            r = "ERROR hot and warm pcts must not exceed 80\r\n";
+        } else if (factor <= 0 || hot_factor <= 0) {
+            r = "ERROR hot/warm age factors must be greater than 0\r\n";
+        } else {
+            cfg->hot_lru_pct = (int)hot;
+            cfg->warm_lru_pct = (int)warm;
+            cfg->hot_max_factor = hot_factor;
+            cfg->warm_max_factor = factor;
+            r = "OK\r\n";
+        }
+    } else if (tok_eq(req, 1, "mode") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
+        if (tok_eq(req, 2, "flat") || tok_eq(req, 2, "segmented")) {
+            cfg->lru_segmented = tok_eq(req, 2, "segmented");
+            r = "OK\r\n";
+        }
+    } else if (tok_eq(req, 1, "temp_ttl") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
+        int32_t ttl;
+        if (tok_i32(req, 2, &ttl)) {
+            cfg->temp_lru = ttl >= 0;
+            if (ttl >= 0)
+                cfg->temporary_ttl = ttl;
+            r = "OK\r\n";
+        }
+    }
+    pthread_mutex_unlock(&s->tune_lock);
+    answer(c, req, r, strlen(r));
+}
