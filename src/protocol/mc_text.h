@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define MC_KEY_MAX 250          /* longest key */
 #define MC_LINE_MAX 2048        /* a longer line without \n closes the connection (not get/gets) */
@@ -98,6 +99,12 @@ struct mc_req {
                                    memcached ignores words past that, except get's keys) */
     struct mc_span tok[MC_MAX_TOKENS];
 };
+
+/* Whether word i of the line is exactly w (for the subcommands of admin lines). */
+static inline bool mc_req_word_is(const struct mc_req *req, int i, const char *w) {
+    size_t n = strlen(w);
+    return i < req->ntokens && req->tok[i].len == n && memcmp(req->tok[i].p, w, n) == 0;
+}
 
 /*
  * Parses the request line at buf[0..len).  Returns MC_PARSE_OK (and the

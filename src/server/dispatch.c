@@ -262,18 +262,13 @@ static void do_touch(struct conn *c, struct mc_req *req) {
     }
 }
 
-static bool tok_is(const struct mc_req *req, int i, const char *s) {
-    size_t n = strlen(s);
-    return i < req->ntokens && req->tok[i].len == n && memcmp(req->tok[i].p, s, n) == 0;
-}
-
 static void do_shutdown(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
     if (!s->cfg->shutdown_command) {
         out_copy(&c->out, S("ERROR: shutdown not enabled\r\n"));
         return;
     }
-    if (req->ntokens <= 1 || tok_is(req, 1, "graceful")) {
+    if (req->ntokens <= 1 || mc_req_word_is(req, 1, "graceful")) {
         atomic_store(&s->stop, true);
         kill(getpid(), SIGUSR2);    /* wakes the acceptor */
         atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
@@ -296,10 +291,10 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
 static void do_lru_crawler(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
     bool on = atomic_load(&s->crawler_on);
-    bool crawl = tok_is(req, 1, "crawl"), sleep = tok_is(req, 1, "sleep");
-    bool enable = tok_is(req, 1, "enable");
+    bool crawl = mc_req_word_is(req, 1, "crawl"), sleep = mc_req_word_is(req, 1, "sleep");
+    bool enable = mc_req_word_is(req, 1, "enable");
     uint64_t v;
-    if (req->ntokens == 3 && (crawl || tok_is(req, 1, "metadump"))) {
+    if (req->ntokens == 3 && (crawl || mc_req_word_is(req, 1, "metadump"))) {
         if (!on) {
             out_copy(&c->out, S("CLIENT_ERROR lru crawler disabled\r\n"));
         } else if (crawl) {
@@ -314,7 +309,7 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
             if (err != NULL)
                 out_copy(&c->out, err, strlen(err));
         }
-    } else if (req->ntokens == 3 && (sleep || tok_is(req, 1, "tocrawl"))) {
+    } else if (req->ntokens == 3 && (sleep || mc_req_word_is(req, 1, "tocrawl"))) {
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &v)) {
             out_copy(&c->out, S("CLIENT_ERROR bad command line format\r\n"));
         } else if (sleep && (uint32_t)v > 1000000) {
@@ -323,7 +318,7 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
             atomic_store(sleep ? &s->crawler_sleep : &s->crawler_tocrawl, (uint32_t)v);
             out_copy(&c->out, S("OK\r\n"));
         }
-    } else if (req->ntokens == 2 && (enable || tok_is(req, 1, "disable"))) {
+    } else if (req->ntokens == 2 && (enable || mc_req_word_is(req, 1, "disable"))) {
         if (enable && on) {
             out_copy(&c->out, S("ERROR failed to start lru crawler thread\r\n"));
             return;

@@ -23,11 +23,6 @@ static void answer(struct conn *c, const struct mc_req *req, const char *s, size
         out_copy(&c->out, s, len);
 }
 
-static bool tok_eq(const struct mc_req *req, int i, const char *w) {
-    size_t n = strlen(w);
-    return req->ntokens > i && req->tok[i].len == n && memcmp(req->tok[i].p, w, n) == 0;
-}
-
 /* safe_strtod: the whole token (or up to whitespace) is a double strtod accepts. */
 static bool tok_f64(const struct mc_req *req, int i, double *out) {
     char buf[64];
@@ -76,7 +71,7 @@ static const char *reassign(struct engine *e, int32_t src, int32_t dst) {
 void tune_slabs(struct conn *c, const struct mc_req *req) {
     struct server *s = c->w->srv;
     const char *r = "ERROR\r\n";
-    if (req->ntokens == 4 && tok_eq(req, 1, "reassign")) {
+    if (req->ntokens == 4 && mc_req_word_is(req, 1, "reassign")) {
         int32_t src, dst;
         if (!s->cfg->slab_reassign)
             r = "CLIENT_ERROR slab reassignment disabled\r\n";
@@ -84,14 +79,14 @@ void tune_slabs(struct conn *c, const struct mc_req *req) {
             r = "CLIENT_ERROR bad command line format\r\n";
         else
             r = reassign(s->engine, src, dst);
-        out_copy(&c->out, r, strlen(r));   /* memcached ignores noreply here */
+        answer(c, req, r, strlen(r));       /* the codec takes no noreply here */
         return;
     }
-    if (req->ntokens >= 3 && tok_eq(req, 1, "automove")) {
+    if (req->ntokens >= 3 && mc_req_word_is(req, 1, "automove")) {
         double ratio;
         uint64_t level;
         pthread_mutex_lock(&s->tune_lock);
-        if (tok_eq(req, 2, "ratio")) {
+        if (mc_req_word_is(req, 2, "ratio")) {
             if (req->ntokens >= 4 && tok_f64(req, 3, &ratio)) {
                 s->cfg->slab_automove_ratio = ratio;
                 r = "OK\r\n";
@@ -112,7 +107,7 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
     struct settings *cfg = s->cfg;
     const char *r = "ERROR\r\n";
     pthread_mutex_lock(&s->tune_lock);
-    if (tok_eq(req, 1, "tune") && req->ntokens >= 6) {
+    if (mc_req_word_is(req, 1, "tune") && req->ntokens >= 6) {
         uint64_t hot, warm;
         double hot_factor, factor;
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &hot) ||
@@ -130,12 +125,12 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
             cfg->warm_max_factor = factor;
             r = "OK\r\n";
         }
-    } else if (tok_eq(req, 1, "mode") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
-        if (tok_eq(req, 2, "flat") || tok_eq(req, 2, "segmented")) {
-            cfg->lru_segmented = tok_eq(req, 2, "segmented");
+    } else if (mc_req_word_is(req, 1, "mode") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
+        if (mc_req_word_is(req, 2, "flat") || mc_req_word_is(req, 2, "segmented")) {
+            cfg->lru_segmented = mc_req_word_is(req, 2, "segmented");
             r = "OK\r\n";
         }
-    } else if (tok_eq(req, 1, "temp_ttl") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
+    } else if (mc_req_word_is(req, 1, "temp_ttl") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
         int32_t ttl;
         if (tok_i32(req, 2, &ttl)) {
             cfg->temp_lru = ttl >= 0;
