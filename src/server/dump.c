@@ -82,6 +82,7 @@ const char *dump_start(struct conn *c, const char *arg, size_t len) {
     d->classes = classes;
     engine_dump_begin(c->w->srv->engine, &d->cursor);
     c->dump = d;
+    atomic_store_explicit(&c->state, CONN_DUMP, memory_order_relaxed);
     return NULL;
 }
 
@@ -91,6 +92,7 @@ void dump_free(struct conn *c) {
     engine_dump_end(c->w->srv->engine);
     free(c->dump);
     c->dump = NULL;
+    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
 }
 
 /* memcached's uriencode: letters, digits and "-._~" stay, every other byte is %XX. */

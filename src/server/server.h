@@ -66,6 +66,7 @@ enum conn_state {
     CONN_PARSE,         /* parsing requests from rbuf */
     CONN_NREAD,         /* reading a value into an item */
     CONN_SWALLOW,       /* discarding a value we will not store */
+    CONN_DUMP,          /* sending a metadump (dump.c) */
     CONN_CLOSING,
 };
 
@@ -106,7 +107,7 @@ struct conn {
     size_t ncrlf_done;
     /* CONN_SWALLOW */
     uint64_t swallow;
-    struct dump *dump;              /* a metadump under way (dump.c) */
+    struct dump *dump;              /* CONN_DUMP: the metadump under way (dump.c) */
 
     struct out out;
 };
@@ -209,12 +210,14 @@ void udp_send_reply(struct conn *c);
 
 /*
  * dump.c: `lru_crawler metadump <classes>`.  dump_start() returns the
- * error reply for a bad class list; else NULL, c->dump is set and the
- * worker calls dump_fill() for slices of output, which ends with "END" and
- * clears c->dump.  dump_free() ends a dump early (the connection closes).
+ * error reply for a bad class list; else NULL, the connection is in
+ * CONN_DUMP and the worker calls dump_fill() for slices of output, which
+ * ends with "END" and returns it to CONN_PARSE.  dump_free() ends a dump
+ * early (the connection closes).
  */
 const char *dump_start(struct conn *c, const char *arg, size_t len);
-void dump_fill(struct conn *c);
+/* cold: kept out of conn_process(), whose registers the hot path needs */
+__attribute__((cold)) void dump_fill(struct conn *c);
 void dump_free(struct conn *c);
 /* dump.c: `stats cachedump <class> <limit>`, answered at once. */
 void dump_cachedump(struct conn *c, const struct mc_req *req);
@@ -226,7 +229,8 @@ void dump_cachedump(struct conn *c, const struct mc_req *req);
 enum detail_op { DETAIL_GET, DETAIL_SET, DETAIL_DEL };
 int detail_init(struct server *s);
 void detail_free(struct server *s);
-void detail_count(struct server *s, const char *key, size_t nkey, enum detail_op op, bool hit);
+__attribute__((cold)) void detail_count(struct server *s, const char *key, size_t nkey,
+                                        enum detail_op op, bool hit);
 void detail_command(struct conn *c, const struct mc_req *req);
 static inline bool detail_on(const struct server *s) {
     return atomic_load_explicit(&s->detail_on, memory_order_relaxed);

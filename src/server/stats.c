@@ -325,6 +325,7 @@ static const char *state_name(int st) {
     switch (st) {
     case CONN_NREAD: return "conn_nread";
     case CONN_SWALLOW: return "conn_swallow";
+    case CONN_DUMP: return "conn_watch";        /* memcached's state for a metadump */
     case CONN_CLOSING: return "conn_closing";
     default: return "conn_parse_cmd";
     }

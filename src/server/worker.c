@@ -394,7 +394,8 @@ static bool conn_process(struct conn *c) {
     struct server *s = c->w->srv;
     int budget = c->is_udp ? INT32_MAX : s->cfg->reqs_per_event;
     for (;;) {
-        if (atomic_load_explicit(&c->state, memory_order_relaxed) == CONN_CLOSING) {
+        int st = atomic_load_explicit(&c->state, memory_order_relaxed);
+        if (st == CONN_CLOSING) {
             conn_close(c);
             return false;
         }
@@ -404,7 +405,7 @@ static bool conn_process(struct conn *c) {
             if (c->want_write)
                 return true;
         }
-        if (c->dump != NULL) {
+        if (st == CONN_DUMP) {
             /* A metadump: a slice of it at a time, sent before the next (dump.c). */
             if (budget-- <= 0) {
                 conn_yield(c);
@@ -417,7 +418,6 @@ static bool conn_process(struct conn *c) {
                 return true;
             continue;
         }
-        int st = atomic_load_explicit(&c->state, memory_order_relaxed);
         if (st == CONN_NREAD) {
             if (!nread_from_rbuf(c))
                 break;
