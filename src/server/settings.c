@@ -1125,7 +1125,8 @@ static const struct stat_row stat_table[] = {
     {"inline_ascii_response", F_YESNO, FIELD(inline_ascii_response)},
     {"num_napi_ids", F_NAPI, FIELD(num_napi_ids)},
     {"memory_file", F_STR_PNULL, FIELD(memory_file)},
-    {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's one extra */
+    {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's two extras */
+    {"delete_hold", F_YESNO, FIELD(delete_hold)},
 };
 
 /* ------------------------------------------------------------------ */

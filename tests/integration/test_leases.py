@@ -174,6 +174,7 @@ def test_delete_hold_refuses_add():
         print("skipped: %s has no -o delete_hold (a cellar extension)" % CELLARD)
         return
     with Server(args=["-o", "delete_hold"]) as srv, srv.conn() as c:
+        assert c.stats("settings")["delete_hold"] == "yes"
         c.expect(b"set k 0 0 1\r\nx\r\n", b"STORED\r\n")
         c.expect(b"delete k 2\r\n", b"DELETED\r\n")
         c.expect(b"get k\r\n", b"END\r\n")

@@ -158,7 +158,7 @@ TEST(defaults_from_init_and_from_parse) {
  * memcached 1.6.18's `stats settings` for `memcached -u root -U 0 -p 11211`
  * (Debian's build; its ext_* and ssl_* lines, which a build without
  * extstore and TLS does not print, are left out).  Ours differs in inter
- * (memcached: NULL, all interfaces) and adds evict_policy.
+ * (memcached: NULL, all interfaces) and adds evict_policy and delete_hold.
  */
 static const char default_stats[] =
     "maxbytes 67108864\n" "maxconns 1024\n" "tcpport 11211\n" "udpport 0\n"
@@ -178,7 +178,7 @@ static const char default_stats[] =
     "temporary_ttl 61\n" "idle_timeout 0\n" "watcher_logbuf_size 262144\n"
     "worker_logbuf_size 65536\n" "read_buf_mem_limit 0\n" "track_sizes no\n"
     "inline_ascii_response no\n" "num_napi_ids (null)\n" "memory_file (null)\n"
-    "evict_policy slru\n";                  /* cellar's one extra line */
+    "evict_policy slru\n" "delete_hold no\n"; /* cellar's two extra lines */
 
 TEST(stats_settings_defaults_match_memcached) {
     struct run *r = P(NOARGS);
