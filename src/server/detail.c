@@ -110,12 +110,11 @@ void detail_count(struct server *s, const char *key, size_t nkey, enum detail_op
 
 void detail_command(struct conn *c, const struct mc_req *req) {
     struct server *s = c->w->srv;
-    const struct mc_span *arg = req->ntokens > 2 ? &req->tok[2] : NULL;
-#define ARG_IS(w) (arg != NULL && arg->len == sizeof(w) - 1 && memcmp(arg->p, w, arg->len) == 0)
-    if (ARG_IS("on") || ARG_IS("off")) {
-        atomic_store(&s->detail_on, ARG_IS("on"));
-        out_copy(&c->out, "OK\r\n", 4);
-    } else if (ARG_IS("dump")) {
+    bool on = mc_req_word_is(req, 2, "on");
+    if (on || mc_req_word_is(req, 2, "off")) {
+        atomic_store(&s->detail_on, on);
+        out_copy(&c->out, S("OK\r\n"));
+    } else if (mc_req_word_is(req, 2, "dump")) {
         pthread_mutex_lock(&s->detail->lock);
         for (int b = 0; b < DETAIL_BUCKETS; b++)
             for (struct prefix *p = s->detail->bucket[b]; p != NULL; p = p->next)
@@ -123,9 +122,8 @@ void detail_command(struct conn *c, const struct mc_req *req) {
                            "PREFIX %s get %" PRIu64 " hit %" PRIu64 " set %" PRIu64
                            " del %" PRIu64 "\r\n", p->name, p->get, p->hit, p->set, p->del);
         pthread_mutex_unlock(&s->detail->lock);
-        out_copy(&c->out, "END\r\n", 5);
+        out_copy(&c->out, S("END\r\n"));
     } else {
-        out_copy(&c->out, "CLIENT_ERROR usage: stats detail on|off|dump\r\n", 46);
+        out_copy(&c->out, S("CLIENT_ERROR usage: stats detail on|off|dump\r\n"));
     }
-#undef ARG_IS
 }

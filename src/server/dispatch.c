@@ -15,7 +15,6 @@
 #include "protocol/mc_num.h"
 #include "server/server.h"
 
-#define S(x) x, sizeof(x) - 1
 
 static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
     if (!noreply)

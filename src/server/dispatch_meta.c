@@ -37,7 +37,6 @@
 #include "protocol/mc_meta.h"
 #include "server/server.h"
 
-#define S(x) x, sizeof(x) - 1
 
 /*
  * What an ms needs once its value is in: the engine's options, and the

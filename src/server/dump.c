@@ -134,7 +134,7 @@ void dump_fill(struct conn *c) {
     for (int i = 0; i < DUMP_STEPS && c->out.bytes - start < DUMP_SLICE; i++) {
         if (!engine_dump_step(e, &c->dump->cursor, DUMP_STEP, dump_line, c)) {
             dump_free(c);
-            out_copy(&c->out, "END\r\n", 5);
+            out_copy(&c->out, S("END\r\n"));
             return;
         }
     }
@@ -168,14 +168,14 @@ void dump_cachedump(struct conn *c, const struct mc_req *req) {
     struct engine *e = c->w->srv->engine;
     uint64_t id, limit;
     if (!c->w->srv->cfg->dump_enabled) {
-        out_copy(&c->out, "CLIENT_ERROR stats cachedump not allowed\r\n", 42);
+        out_copy(&c->out, S("CLIENT_ERROR stats cachedump not allowed\r\n"));
     } else if (req->ntokens < 4) {
-        out_copy(&c->out, "CLIENT_ERROR bad command line\r\n", 31);
+        out_copy(&c->out, S("CLIENT_ERROR bad command line\r\n"));
     } else if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &id) || id > UINT32_MAX ||
                !mc_num_u64(req->tok[3].p, req->tok[3].len, &limit) || limit > UINT32_MAX) {
-        out_copy(&c->out, "CLIENT_ERROR bad command line format\r\n", 38);
+        out_copy(&c->out, S("CLIENT_ERROR bad command line format\r\n"));
     } else if (id >= ENGINE_MAX_CLASSES) {
-        out_copy(&c->out, "CLIENT_ERROR Illegal slab id\r\n", 30);
+        out_copy(&c->out, S("CLIENT_ERROR Illegal slab id\r\n"));
     } else {
         struct cachedump cd = {.c = c, .clsid = (unsigned)id, .limit = limit};
         uint64_t cursor;
@@ -183,6 +183,6 @@ void dump_cachedump(struct conn *c, const struct mc_req *req) {
         while (!cd.full && engine_dump_step(e, &cursor, DUMP_STEP, cachedump_line, &cd))
             ;
         engine_dump_end(e);
-        out_copy(&c->out, "END\r\n", 5);
+        out_copy(&c->out, S("END\r\n"));
     }
 }

@@ -62,6 +62,9 @@ struct worker_counters {
 struct server;
 struct worker;
 
+/* A string literal as (pointer, length), for out_copy() and friends. */
+#define S(lit) lit, sizeof(lit) - 1
+
 enum conn_state {
     CONN_PARSE,         /* parsing requests from rbuf */
     CONN_NREAD,         /* reading a value into an item */

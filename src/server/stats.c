@@ -18,7 +18,6 @@
 
 #include "server/server.h"
 
-#define S(x) x, sizeof(x) - 1
 
 static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
     memset(out, 0, sizeof(*out));
@@ -407,11 +406,11 @@ void stats_text(struct conn *c, struct mc_req *req) {
     struct stat_sink k = {.emit = text_emit, .c = c};
     const char *sub = req->ntokens > 1 ? req->tok[1].p : "";
     size_t len = req->ntokens > 1 ? req->tok[1].len : 0;
-    if (len == 9 && memcmp(sub, "cachedump", 9) == 0) {
+    if (mc_req_word_is(req, 1, "cachedump")) {
         dump_cachedump(c, req);
         return;
     }
-    if (len == 6 && memcmp(sub, "detail", 6) == 0) {
+    if (mc_req_word_is(req, 1, "detail")) {
         detail_command(c, req);
         return;
     }

@@ -16,8 +16,6 @@
 #include "protocol/mc_num.h"
 #include "server/server.h"
 
-#define S(lit) lit, sizeof(lit) - 1
-
 static void answer(struct conn *c, const struct mc_req *req, const char *s, size_t len) {
     if (!req->noreply)
         out_copy(&c->out, s, len);
