@@ -125,8 +125,8 @@ static void do_store(struct conn *c, struct mc_req *req) {
             reply(c, req->noreply, S("SERVER_ERROR object too large for cache\r\n"));
         else
             reply(c, req->noreply, S("SERVER_ERROR out of memory storing object\r\n"));
-        dispatch_alloc_failed(c, err, req->key.p, req->key.len, req->cmd == MC_CMD_SET,
-                              (uint64_t)req->vlen + 2);
+        dispatch_alloc_failed(c, err, req->key.p, req->key.len, store_op(req->cmd),
+                              req->cmd == MC_CMD_SET, (uint64_t)req->vlen + 2);
         return;
     }
     c->nop = store_op(req->cmd);
@@ -136,11 +136,12 @@ static void do_store(struct conn *c, struct mc_req *req) {
 }
 
 void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
-                           size_t nkey, bool drop_old, uint64_t skip) {
+                           size_t nkey, enum engine_store_op op, bool drop_old, uint64_t skip) {
     if (err == ENGINE_ALLOC_TOO_LARGE)
         STAT_INC(c->w->st.store_too_large);
     else
         STAT_INC(c->w->st.store_no_memory);
+    watch_refused_store(c->w->srv, key, nkey, op, err == ENGINE_ALLOC_TOO_LARGE);
     if (drop_old)
         engine_delete(c->w->srv->engine, key, nkey, 0);
     conn_swallow(c, skip);
@@ -359,8 +360,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
             reply(c, req->noreply, S("CLIENT_ERROR watch commands not allowed\r\n"));
             break;
         }
-        /* FIXME: log watchers are not implemented yet. */
-        reply(c, req->noreply, S("ERROR\r\n"));
+        watch_command(c, req);
         break;
     default:
         /* Meta lines (MC_CMD_META) never come here: worker.c hands them to dispatch_meta. */
@@ -432,6 +432,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
     case MC_CMD_QUIT:
         /* Replies to earlier pipelined requests still go out, then the close. */
         c->close_after_write = true;
+        c->close_normal = true;
         break;
     case MC_CMD_SHUTDOWN:
         do_shutdown(c, req);

@@ -116,7 +116,8 @@ static void bin_store(struct conn *c, struct mc_bin_req *r) {
             bin_error(c, r->opcode, MC_BIN_ST_E2BIG, r->opaque);
         else
             bin_error_text(c, r->opcode, MC_BIN_ST_ENOMEM, r->opaque, MC_BIN_OOM_ITEM);
-        dispatch_alloc_failed(c, err, r->key.p, r->key.len, r->cmd == MC_BIN_OP_SET, r->vlen);
+        dispatch_alloc_failed(c, err, r->key.p, r->key.len, bin_store_op(r),
+                              r->cmd == MC_BIN_OP_SET, r->vlen);
         return;
     }
     c->nop = bin_store_op(r);
@@ -307,6 +308,7 @@ void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
         if (!r->quiet)
             bin_ok(c, r->opcode, r->opaque, 0);
         c->close_after_write = true;
+        c->close_normal = true;
         break;
     case MC_BIN_OP_FLUSH:
         STAT_INC(c->w->st.flush_cmds);

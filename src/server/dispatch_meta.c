@@ -272,7 +272,8 @@ static void meta_ms(struct conn *c, const struct mc_meta_req *req) {
     if (it == NULL) {
         meta_error(c, err == ENGINE_ALLOC_TOO_LARGE ? MC_META_ERR_TOO_LARGE
                                                     : MC_META_ERR_NO_MEMORY);
-        dispatch_alloc_failed(c, err, req->key.p, req->key.len, true, (uint64_t)req->vlen + 2);
+        dispatch_alloc_failed(c, err, req->key.p, req->key.len, ENGINE_SET, true,
+                              (uint64_t)req->vlen + 2);
         return;
     }
     struct meta_pending *p = c->mpend;

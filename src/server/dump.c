@@ -96,7 +96,7 @@ void dump_free(struct conn *c) {
 }
 
 /* memcached's uriencode: letters, digits and "-._~" stay, every other byte is %XX. */
-static char *uri_encode(char *q, const char *s, unsigned n) {
+char *uri_encode(char *q, const char *s, unsigned n) {
     static const char hex[] = "0123456789ABCDEF";
     for (unsigned i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];

@@ -385,6 +385,10 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+    if (watch_init(&srv) != 0) {
+        fprintf(stderr, "failed to start the watch thread\n");
+        return 1;
+    }
     if (worker_start_all(&srv) < 0) {
         fprintf(stderr, "failed to start worker threads\n");
         return 1;
@@ -418,11 +422,13 @@ int main(int argc, char **argv) {
         if (srv.listeners[i].is_unix && cfg.socketpath != NULL)
             unlink(cfg.socketpath);
     }
+    watch_stop(&srv);
     worker_stop_all(&srv);
     pthread_join(maint, NULL);
     evloop_destroy(&loop);
     close(sfd);
     free(srv.listeners);
+    watch_free(&srv);
     engine_destroy(&srv.engine);
     detail_free(&srv);
     pthread_mutex_destroy(&srv.stats_lock);

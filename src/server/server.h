@@ -70,6 +70,7 @@ enum conn_state {
     CONN_NREAD,         /* reading a value into an item */
     CONN_SWALLOW,       /* discarding a value we will not store */
     CONN_DUMP,          /* sending a metadump (dump.c) */
+    CONN_WATCH,         /* a log watcher (watch.c): input is dropped */
     CONN_CLOSING,
 };
 
@@ -81,6 +82,7 @@ struct conn {
     _Atomic uint32_t last_cmd;      /* unix time of the last command */
     bool want_write;                /* registered for EV_WRITE */
     bool close_after_write;
+    bool close_normal;              /* the client quit or hung up (watch's conn_close reason) */
     bool yielded;                   /* on the worker's ready list */
     bool proto_known;               /* the first byte has been seen */
     bool is_udp;                    /* a worker's UDP socket, not a stream */
@@ -111,6 +113,8 @@ struct conn {
     /* CONN_SWALLOW */
     uint64_t swallow;
     struct dump *dump;              /* CONN_DUMP: the metadump under way (dump.c) */
+    struct watcher *watcher;        /* CONN_WATCH: attached to the watch thread (watch.c) */
+    unsigned watch_kinds;           /* CONN_WATCH: what it asked for */
 
     struct out out;
 };
@@ -176,6 +180,7 @@ struct server {
     _Atomic bool detail_on;         /* stats detail on / off, -D (detail.c) */
     pthread_mutex_t tune_lock;      /* cfg fields that slabs / lru change (tune.c) */
     struct detail *detail;
+    struct watch_hub *watch;        /* watch.c */
     uint32_t started;               /* unix time */
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
     atomic_bool accepting;
@@ -239,6 +244,40 @@ static inline bool detail_on(const struct server *s) {
     return atomic_load_explicit(&s->detail_on, memory_order_relaxed);
 }
 
+/*
+ * watch.c: memcached's `watch`.  watch_command() answers a bad request or
+ * puts c in CONN_WATCH; once c has sent all it owed, the worker calls
+ * watch_attach() (false: close it), and watch_detach() before closing the
+ * fd.  Workers call watch_bind_thread() once; watch_cfd is the client fd
+ * the thread is serving, for the lines it makes.
+ */
+enum watch_kind {
+    WATCH_FETCHERS = 1,
+    WATCH_MUTATIONS = 2,
+    WATCH_EVICTIONS = 4,
+    WATCH_CONNEVENTS = 8,
+    WATCH_SILENT = 16,          /* accepted words cellard has no lines for */
+};
+struct watch_counts {
+    uint64_t worker_written, worker_dropped, watcher_skipped, watcher_sent, watchers;
+};
+extern _Thread_local int watch_cfd;
+int watch_init(struct server *s);
+void watch_bind_thread(struct server *s, int worker);
+void watch_stop(struct server *s);
+void watch_free(struct server *s);
+void watch_command(struct conn *c, const struct mc_req *req);
+bool watch_attach(struct conn *c);
+void watch_detach(struct conn *c);
+/* connevents: a connection accepted (open) or closing for reason ("normal", "error") */
+__attribute__((cold)) void watch_conn_event(struct conn *c, bool open, const char *reason);
+/* mutations: a store refused before it reached the engine (no item could be made) */
+__attribute__((cold)) void watch_refused_store(struct server *s, const char *key, size_t nkey,
+                                               enum engine_store_op op, bool too_large);
+void watch_stats(struct server *s, struct watch_counts *out);
+/* dump.c: memcached's uriencode of n bytes at s into q (room for 3n); returns the end. */
+char *uri_encode(char *q, const char *s, unsigned n);
+
 /* tune.c: `slabs reassign|automove` and `lru tune|mode|temp_ttl`. */
 void tune_slabs(struct conn *c, const struct mc_req *req);
 void tune_lru(struct conn *c, const struct mc_req *req);
@@ -251,7 +290,7 @@ void dispatch_text(struct conn *c, struct mc_req *req);
  * stale data behind) and skips the value.  The caller writes its answer.
  */
 void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
-                           size_t nkey, bool drop_old, uint64_t skip);
+                           size_t nkey, enum engine_store_op op, bool drop_old, uint64_t skip);
 /* dispatch.c: counts an incr/decr as a hit in class hit_cls, or a miss (hit_cls 0). */
 void dispatch_count_arith(struct conn *c, bool decr, unsigned hit_cls);
 /* dispatch.c: answers a request line the codec refused. */

@@ -182,11 +182,13 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     }
     STAT_U("lru_maintainer_juggles", 0);
     STAT_U("malloc_fails", 0);
-    STAT_U("log_worker_dropped", 0);
-    STAT_U("log_worker_written", 0);
-    STAT_U("log_watcher_skipped", 0);
-    STAT_U("log_watcher_sent", 0);
-    STAT_U("log_watchers", 0);
+    struct watch_counts wc;
+    watch_stats(s, &wc);
+    STAT_U("log_worker_dropped", wc.worker_dropped);
+    STAT_U("log_worker_written", wc.worker_written);
+    STAT_U("log_watcher_skipped", wc.watcher_skipped);
+    STAT_U("log_watcher_sent", wc.watcher_sent);
+    STAT_U("log_watchers", wc.watchers);
     STAT_U("unexpected_napi_ids", 0);
     STAT_U("round_robin_fallback", 0);
     STAT_U("bytes", es.bytes);
@@ -325,6 +327,7 @@ static const char *state_name(int st) {
     case CONN_NREAD: return "conn_nread";
     case CONN_SWALLOW: return "conn_swallow";
     case CONN_DUMP: return "conn_watch";        /* memcached's state for a metadump */
+    case CONN_WATCH: return "conn_watch";
     case CONN_CLOSING: return "conn_closing";
     default: return "conn_parse_cmd";
     }

@@ -115,6 +115,7 @@ static void conn_free(struct conn *c) {
     pthread_mutex_unlock(&w->conns_lock);
     if (c->nitem != NULL)
         engine_item_unref(e, c->nitem);
+    watch_detach(c);
     dump_free(c);
     out_deinit(&c->out, e);
     pf_forget(c);
@@ -144,6 +145,9 @@ static void conn_close(struct conn *c) {
         udp_reset(c);
         return;
     }
+    /* memcached reports a watcher's end as an error, whoever ended it */
+    watch_conn_event(c, false, c->close_normal && c->watcher == NULL ? "normal" : "error");
+    watch_detach(c);
     evloop_del(w->loop, c->fd);
     close(c->fd);
     atomic_fetch_sub(&w->srv->curr_conns, 1);
@@ -386,6 +390,27 @@ static void conn_yield(struct conn *c) {
 }
 
 /*
+ * A watcher (watch.c): what it sends is dropped; once the replies it was
+ * owed are out, the watch thread takes over its output.
+ */
+__attribute__((cold)) static bool conn_watch(struct conn *c) {
+    c->rstart = c->rend;
+    if (c->watcher != NULL)
+        return true;
+    if (!out_empty(&c->out)) {
+        if (!conn_flush(c))
+            return false;
+        if (c->want_write)
+            return true;
+    }
+    if (!watch_attach(c)) {
+        conn_close(c);
+        return false;
+    }
+    return true;
+}
+
+/*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
@@ -405,6 +430,8 @@ static bool conn_process(struct conn *c) {
             if (c->want_write)
                 return true;
         }
+        if (st == CONN_WATCH)
+            return conn_watch(c);
         if (st == CONN_DUMP) {
             /* A metadump: a slice of it at a time, sent before the next (dump.c). */
             if (budget-- <= 0) {
@@ -541,6 +568,7 @@ static void conn_on_readable(struct conn *c) {
             c->rend += (size_t)r;
     }
     if (r == 0) {
+        c->close_normal = true;
         conn_close(c);
         return;
     }
@@ -601,9 +629,12 @@ static void worker_accept_pending(struct worker *w) {
     pthread_mutex_unlock(&w->queue_lock);
     while (p != NULL) {
         struct pending_fd *next = p->next;
-        if (conn_new(w, p) == NULL) {
+        struct conn *c = conn_new(w, p);
+        if (c == NULL) {
             close(p->fd);
             atomic_fetch_sub(&w->srv->curr_conns, 1);
+        } else {
+            watch_conn_event(c, true, NULL);
         }
         free(p);
         p = next;
@@ -627,13 +658,17 @@ static void *worker_main(void *arg) {
     struct worker *w = arg;
     struct ev_fired ev[256];
     worker_open_udp(w);
+    watch_bind_thread(w->srv, w->id);
     while (!atomic_load(&w->srv->stop)) {
         int n = evloop_wait(w->loop, ev, 256, w->ready ? 0 : 1000);
         for (int i = 0; i < n; i++) {
-            if (ev[i].ptr == NULL)
+            if (ev[i].ptr == NULL) {
                 worker_accept_pending(w);
-            else
-                conn_run(ev[i].ptr);
+            } else {
+                struct conn *c = ev[i].ptr;
+                watch_cfd = c->fd;
+                conn_run(c);
+            }
         }
         /* Resume connections that yielded; they go to the back of the line. */
         struct conn *r = w->ready;
@@ -641,6 +676,7 @@ static void *worker_main(void *arg) {
         while (r != NULL) {
             struct conn *next = r->ready_next;
             r->yielded = false;
+            watch_cfd = r->fd;
             if (!r->want_write)
                 conn_process(r);
             r = next;

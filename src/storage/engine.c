@@ -354,6 +354,18 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
                 .stale = item_has(stored, ITEM_STALE),
             };
     }
+    if (watching(e, ENGINE_WATCH_STORE)) {
+        /* memcached reports the item it made: an append's is the combined one */
+        const struct item *x = stored != NULL ? stored : it;
+        struct engine_watch_event ev = {
+            .kind = ENGINE_WATCH_STORE,
+            .it = x,
+            .status = r,
+            .op = op,
+            .ttl = item_ttl(x->exptime, expire_now(e)),
+        };
+        watch_report(e, &ev);
+    }
     mtx_unlock(m);
     return r;
 }
@@ -544,6 +556,16 @@ static struct item *arith_create_locked(struct engine *e, const char *key, size_
         return NULL;
     memcpy(item_value(it), buf, (size_t)len);
     item_link_locked(e, it, hv, cas);
+    /* memcached stores it as an add, whose own lookup and store it reports */
+    if (watching(e, ENGINE_WATCH_FETCH))
+        watch_fetch(e, key, nkey, NULL);
+    if (watching(e, ENGINE_WATCH_STORE)) {
+        struct engine_watch_event ev = {
+            .kind = ENGINE_WATCH_STORE, .it = it, .status = ENGINE_STORED, .op = ENGINE_ADD,
+            .ttl = item_ttl(it->exptime, expire_now(e)),
+        };
+        watch_report(e, &ev);
+    }
     item_unref(e, it);
     return it;
 }
@@ -673,6 +695,22 @@ unsigned engine_step(struct engine *e, unsigned budget) {
 
 void engine_set_crawl(struct engine *e, bool on) {
     atomic_store_explicit(&e->crawl_on, on, memory_order_relaxed);
+}
+
+void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg) {
+    e->watch_fn = fn;
+    e->watch_arg = arg;
+}
+
+void engine_watch_set(struct engine *e, unsigned kinds) {
+    atomic_store_explicit(&e->watch, e->watch_fn != NULL ? kinds : 0, memory_order_relaxed);
+}
+
+void watch_report(struct engine *e, struct engine_watch_event *ev) { e->watch_fn(e->watch_arg, ev); }
+
+void watch_fetch(struct engine *e, const char *key, size_t nkey, const struct item *it) {
+    struct engine_watch_event ev = {.kind = ENGINE_WATCH_FETCH, .key = key, .nkey = nkey, .it = it};
+    watch_report(e, &ev);
 }
 
 bool engine_crawl(struct engine *e) {

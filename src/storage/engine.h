@@ -542,4 +542,35 @@ bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats
 /* The class an item of this total size would go to (0 if too large). */
 unsigned engine_class_for(const struct engine *e, size_t ntotal);
 
+/*
+ * Watching, for memcached's `watch` command: while a kind is switched on,
+ * the engine reports each event of that kind to the hook, in the thread
+ * that caused it.  A lookup (every get, and the lookup inside each store,
+ * delete, touch and arithmetic, as memcached's item fetches are) is
+ * reported with the item's stripe held; a store and an eviction after the
+ * locks are let go.  The hook must not call the engine.
+ */
+enum engine_watch_kind {
+    ENGINE_WATCH_FETCH = 1,
+    ENGINE_WATCH_STORE = 2,
+    ENGINE_WATCH_EVICT = 4,
+};
+struct engine_watch_event {
+    enum engine_watch_kind kind;
+    const char *key;            /* FETCH: the key asked for */
+    size_t nkey;
+    const struct item *it;      /* FETCH: the item found (NULL on a miss, expired and
+                                   flushed included, as memcached reports them); STORE:
+                                   the item stored or refused; EVICT: the victim */
+    enum engine_store_result status;    /* STORE */
+    enum engine_store_op op;    /* STORE */
+    int64_t ttl;                /* STORE, EVICT: item_ttl() as of now (-1: never) */
+    uint32_t idle;              /* EVICT: seconds since its last access */
+};
+typedef void (*engine_watch_fn)(void *arg, const struct engine_watch_event *ev);
+/* Sets the hook, once, before the engine is shared between threads. */
+void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg);
+/* Which kinds are reported (a mask of engine_watch_kind; 0: none). */
+void engine_watch_set(struct engine *e, unsigned kinds);
+
 #endif

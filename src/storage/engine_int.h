@@ -96,6 +96,9 @@ struct engine {
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
+    _Atomic unsigned watch;             /* engine_watch_kind mask (engine_watch_set) */
+    engine_watch_fn watch_fn;
+    void *watch_arg;
     unsigned dumpers;                   /* dumps under way (engine_dump_begin()); no
                                            table doubling starts while nonzero; under
                                            step_lock */
@@ -188,6 +191,18 @@ struct step {
     enum step_kind kind;
 };
 unsigned steps_sort(struct step *s, unsigned n);
+
+/*
+ * Reports ev if its kind is watched.  The test is one load; the report
+ * itself stays out of line.
+ */
+__attribute__((cold)) void watch_report(struct engine *e, struct engine_watch_event *ev);
+/* A lookup's report: it is the item found, NULL for a miss. */
+__attribute__((cold)) void watch_fetch(struct engine *e, const char *key, size_t nkey,
+                                       const struct item *it);
+static inline bool watching(const struct engine *e, enum engine_watch_kind k) {
+    return (atomic_load_explicit(&e->watch, memory_order_relaxed) & k) != 0;
+}
 
 /* expire.c */
 uint32_t expire_now(const struct engine *e);

@@ -188,6 +188,7 @@ static bool evict_pull(struct engine *e, unsigned id) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
     struct item *gone = NULL, *it = NULL;
+    bool dead = false;
     mtx_lock(&c->lock);
     for (int n = 0; n < ENGINE_EVICT_TRIES; n++) {
         it = e->policy->victim(c->q, it);
@@ -196,7 +197,7 @@ static bool evict_pull(struct engine *e, unsigned id) {
         uint64_t hv = ht_hash(it->data, it->nkey);
         if (!lock_try(e->locks, hv))
             continue;
-        bool dead = expire_dead(e, it, now) != ENGINE_MISS_NONE;
+        dead = expire_dead(e, it, now) != ENGINE_MISS_NONE;
         if (atomic_load_explicit(&it->refcount, memory_order_acquire) != 1 ||
             (!dead && !e->cfg.evict)) {
             mtx_unlock(lock_of(e->locks, hv));
@@ -210,6 +211,15 @@ static bool evict_pull(struct engine *e, unsigned id) {
         break;
     }
     mtx_unlock(&c->lock);
+    if (gone != NULL && !dead && watching(e, ENGINE_WATCH_EVICT)) {
+        struct engine_watch_event ev = {
+            .kind = ENGINE_WATCH_EVICT,
+            .it = gone,
+            .ttl = item_ttl(gone->exptime, now),
+            .idle = now > gone->atime ? now - gone->atime : 0,
+        };
+        watch_report(e, &ev);
+    }
     if (gone != NULL)
         item_unref(e, gone);        /* the table's reference, the last one */
     return gone != NULL;
@@ -366,8 +376,8 @@ void item_replace_locked(struct engine *e, struct item *old, struct item *it, ui
  * that must refuse an add or link in its place; a dead one is unlinked
  * quietly, as the plain miss the delete left.
  */
-struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                              enum engine_miss *why, struct item **hold) {
+static inline struct item *find_live(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                                     enum engine_miss *why, struct item **hold) {
     if (hold != NULL)
         *hold = NULL;
     struct item *it = ht_find_locked(e->ht, hv, key, nkey);
@@ -386,6 +396,14 @@ struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, ui
     if (why != NULL && !tomb)
         *why = dead;
     return NULL;
+}
+
+struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                              enum engine_miss *why, struct item **hold) {
+    struct item *it = find_live(e, key, nkey, hv, why, hold);
+    if (watching(e, ENGINE_WATCH_FETCH))
+        watch_fetch(e, key, nkey, it);
+    return it;
 }
 
 /*

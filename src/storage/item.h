@@ -79,6 +79,9 @@ static inline const char *item_value_flat(const struct item *it) {
                ? NULL
                : it->data + it->nkey;
 }
+static inline bool item_fetched(const struct item *it) {
+    return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_FETCHED) != 0;
+}
 static inline bool item_key_binary(const struct item *it) {
     return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_KEY_BINARY) != 0;
 }
