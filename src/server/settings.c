@@ -1001,10 +1001,10 @@ static const struct subopt sub_table[] = {
      "reads it; its -h says kilobytes). use extreme care. (default: %s)", F_INT,
      FIELD(slab_chunk_size_max), sub_slab_chunk_max, 0},
     {"watcher_logbuf_size", "size in kilobytes of per-watcher write buffer. (default: %s)",
-     F_UINT_KB, FIELD(watcher_logbuf_size), sub_watcher_logbuf_size, OPT_TODO},
+     F_UINT_KB, FIELD(watcher_logbuf_size), sub_watcher_logbuf_size, 0},
     {"worker_logbuf_size", "size in kilobytes of per-worker-thread buffer\n"
      "read by background thread, then written to watchers. (default: %s)", F_UINT_KB,
-     FIELD(worker_logbuf_size), sub_worker_logbuf_size, OPT_TODO},
+     FIELD(worker_logbuf_size), sub_worker_logbuf_size, 0},
     {"track_sizes", "enable dynamic reports for 'stats sizes' command.",
      F_NONE, FIELD(track_sizes), NULL, OPT_TODO | OPT_TRUE},
     {"no_hashexpand", "disables hash table expansion (dangerous)",

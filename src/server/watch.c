@@ -42,6 +42,7 @@
 
 #define WATCHER_MAX 20          /* memcached's WATCHER_LIMIT */
 #define LINE_MAX 1024           /* a line: ~130 bytes and a key URI-encoded (<= 750) */
+#define BUF_MIN 4096            /* the least a ring or a watcher buffer gets */
 #define SLEEP_MIN_MS 1
 #define SLEEP_MAX_MS 100
 
@@ -164,7 +165,11 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
         *uri_encode(key, ev->key, (unsigned)ev->nkey) = '\0';
         emit(h, WATCH_FETCHERS,
              "type=item_get key=%s status=%s clsid=%u cfd=%d size=%" PRIu32 "\n", key,
-             it != NULL ? "found" : "not_found", it != NULL ? item_clsid(it) : 0, watch_cfd,
+             it != NULL                            ? "found"
+             : ev->miss == ENGINE_MISS_EXPIRED ? "expired"
+             : ev->miss == ENGINE_MISS_FLUSHED ? "flushed"
+                                               : "not_found",
+             it != NULL ? item_clsid(it) : 0, watch_cfd,
              it != NULL ? item_nbytes(it) : 0);
         return;
     case ENGINE_WATCH_STORE:
@@ -362,12 +367,13 @@ int watch_init(struct server *s) {
     h->engine = s->engine;
     h->nrings = s->nworkers + 1;
     h->rings = calloc((size_t)h->nrings, sizeof(struct ring));
-    h->scratch = malloc(s->cfg->worker_logbuf_size);
+    size_t ring = s->cfg->worker_logbuf_size > BUF_MIN ? s->cfg->worker_logbuf_size : BUF_MIN;
+    h->scratch = malloc(ring);
     if (h->rings == NULL || h->scratch == NULL)
         return -1;
     for (int i = 0; i < h->nrings; i++) {
         pthread_mutex_init(&h->rings[i].mu, NULL);
-        h->rings[i].cap = s->cfg->worker_logbuf_size;
+        h->rings[i].cap = ring;
         h->rings[i].buf = malloc(h->rings[i].cap);
         if (h->rings[i].buf == NULL)
             return -1;
@@ -454,7 +460,8 @@ bool watch_attach(struct conn *c) {
     w->c = c;
     w->fd = c->fd;
     w->kinds = c->watch_kinds;
-    w->cap = c->w->srv->cfg->watcher_logbuf_size;
+    w->cap = c->w->srv->cfg->watcher_logbuf_size > BUF_MIN ? c->w->srv->cfg->watcher_logbuf_size
+                                                            : BUF_MIN;
     w->buf = malloc(w->cap);
     if (w->buf == NULL) {
         free(w);

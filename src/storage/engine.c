@@ -558,7 +558,7 @@ static struct item *arith_create_locked(struct engine *e, const char *key, size_
     item_link_locked(e, it, hv, cas);
     /* memcached stores it as an add, whose own lookup and store it reports */
     if (watching(e, ENGINE_WATCH_FETCH))
-        watch_fetch(e, key, nkey, NULL);
+        watch_fetch(e, key, nkey, NULL, ENGINE_MISS_NONE);
     if (watching(e, ENGINE_WATCH_STORE)) {
         struct engine_watch_event ev = {
             .kind = ENGINE_WATCH_STORE, .it = it, .status = ENGINE_STORED, .op = ENGINE_ADD,
@@ -708,8 +708,10 @@ void engine_watch_set(struct engine *e, unsigned kinds) {
 
 void watch_report(struct engine *e, struct engine_watch_event *ev) { e->watch_fn(e->watch_arg, ev); }
 
-void watch_fetch(struct engine *e, const char *key, size_t nkey, const struct item *it) {
-    struct engine_watch_event ev = {.kind = ENGINE_WATCH_FETCH, .key = key, .nkey = nkey, .it = it};
+void watch_fetch(struct engine *e, const char *key, size_t nkey, const struct item *it,
+                 enum engine_miss dead) {
+    struct engine_watch_event ev = {
+        .kind = ENGINE_WATCH_FETCH, .key = key, .nkey = nkey, .it = it, .miss = dead};
     watch_report(e, &ev);
 }
 

@@ -559,9 +559,10 @@ struct engine_watch_event {
     enum engine_watch_kind kind;
     const char *key;            /* FETCH: the key asked for */
     size_t nkey;
-    const struct item *it;      /* FETCH: the item found (NULL on a miss, expired and
-                                   flushed included, as memcached reports them); STORE:
-                                   the item stored or refused; EVICT: the victim */
+    const struct item *it;      /* FETCH: the item found (NULL on a miss); STORE: the
+                                   item stored or refused; EVICT: the victim */
+    enum engine_miss miss;      /* FETCH: why it missed (expired and flushed items
+                                   found in the table, until they are reaped) */
     enum engine_store_result status;    /* STORE */
     enum engine_store_op op;    /* STORE */
     int64_t ttl;                /* STORE, EVICT: item_ttl() as of now (-1: never) */

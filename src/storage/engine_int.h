@@ -197,9 +197,9 @@ unsigned steps_sort(struct step *s, unsigned n);
  * itself stays out of line.
  */
 __attribute__((cold)) void watch_report(struct engine *e, struct engine_watch_event *ev);
-/* A lookup's report: it is the item found, NULL for a miss. */
+/* A lookup's report: it is the item found, NULL for a miss (dead: why). */
 __attribute__((cold)) void watch_fetch(struct engine *e, const char *key, size_t nkey,
-                                       const struct item *it);
+                                       const struct item *it, enum engine_miss dead);
 static inline bool watching(const struct engine *e, enum engine_watch_kind k) {
     return (atomic_load_explicit(&e->watch, memory_order_relaxed) & k) != 0;
 }

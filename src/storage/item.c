@@ -400,9 +400,13 @@ static inline struct item *find_live(struct engine *e, const char *key, size_t n
 
 struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                               enum engine_miss *why, struct item **hold) {
-    struct item *it = find_live(e, key, nkey, hv, why, hold);
-    if (watching(e, ENGINE_WATCH_FETCH))
-        watch_fetch(e, key, nkey, it);
+    if (!watching(e, ENGINE_WATCH_FETCH))
+        return find_live(e, key, nkey, hv, why, hold);
+    enum engine_miss dead = ENGINE_MISS_NONE;
+    struct item *it = find_live(e, key, nkey, hv, &dead, hold);
+    if (why != NULL)
+        *why = dead;
+    watch_fetch(e, key, nkey, it, dead);
     return it;
 }
 
