@@ -1060,4 +1060,73 @@ TEST(dump_sees_every_item_once_even_begun_mid_growth) {
     engine_destroy(&e);
 }
 
+/* ---- watch hook (memcached's `watch`) ---- */
+
+struct watched {
+    int n;
+    char line[64][96];
+};
+
+static void record(void *arg, const struct engine_watch_event *ev) {
+    struct watched *s = arg;
+    char *l = s->line[s->n++ % 64];
+    switch (ev->kind) {
+    case ENGINE_WATCH_FETCH:
+        snprintf(l, 96, "get %.*s %s miss=%d", (int)ev->nkey, ev->key,
+                 ev->it != NULL ? "found" : "nf", (int)ev->miss);
+        break;
+    case ENGINE_WATCH_STORE:
+        snprintf(l, 96, "store %.*s op=%d st=%d ttl=%lld n=%u", (int)item_nkey(ev->it),
+                 item_key(ev->it), (int)ev->op, (int)ev->status, (long long)ev->ttl,
+                 item_nbytes(ev->it));
+        break;
+    case ENGINE_WATCH_EVICT:
+        snprintf(l, 96, "evict %.*s ttl=%lld idle=%u", (int)item_nkey(ev->it), item_key(ev->it),
+                 (long long)ev->ttl, ev->idle);
+        break;
+    }
+}
+
+TEST(watch_reports_lookups_stores_and_evictions) {
+    struct watched s = {0};
+    struct engine *e = small(2 * MiB, true);
+    engine_watch_hook(e, record, &s);
+    ASSERT_EQ(set(e, "quiet", "x"), ENGINE_STORED);         /* nothing watched yet */
+    ASSERT_EQ(s.n, 0);
+    engine_watch_set(e, ENGINE_WATCH_FETCH | ENGINE_WATCH_STORE);
+    ASSERT_EQ(store(e, ENGINE_SET, "a", "abc", 0, 100, 0, NULL), ENGINE_STORED);
+    ASSERT_EQ(store(e, ENGINE_ADD, "a", "z", 0, 0, 0, NULL), ENGINE_NOT_STORED);
+    ASSERT_EQ(store(e, ENGINE_APPEND, "a", "de", 0, 0, 0, NULL), ENGINE_STORED);
+    ASSERT(get(e, "nope") == NULL);
+    ASSERT_EQ(store(e, ENGINE_SET, "old", "v", 0, -1, 0, NULL), ENGINE_STORED);
+    ASSERT(get(e, "old") == NULL);                          /* expired, still in the table */
+    ASSERT_EQ(s.n, 10);
+    ASSERT_STR(s.line[0], "get a nf miss=0");               /* every store looks first */
+    ASSERT_STR(s.line[1], "store a op=0 st=0 ttl=100 n=3");
+    ASSERT_STR(s.line[2], "get a found miss=0");
+    ASSERT_STR(s.line[3], "store a op=1 st=1 ttl=-1 n=1");  /* the item refused */
+    ASSERT_STR(s.line[4], "get a found miss=0");
+    ASSERT_STR(s.line[5], "store a op=3 st=0 ttl=100 n=5"); /* the combined item */
+    ASSERT_STR(s.line[6], "get nope nf miss=0");
+    ASSERT(strncmp(s.line[8], "store old op=0 st=0 ttl=42949", 29) == 0);   /* in the past */
+    ASSERT_STR(s.line[9], "get old nf miss=1");
+    engine_watch_set(e, 0);
+    ASSERT(get(e, "a") != NULL);
+    ASSERT_EQ(s.n, 10);
+    engine_destroy(&e);
+
+    e = small(2 * MiB, true);
+    engine_watch_hook(e, record, &s);
+    engine_watch_set(e, ENGINE_WATCH_EVICT);
+    s.n = 0;
+    int cap = capacity(e);
+    for (int i = 0; i < cap + 2; i++)
+        ASSERT_EQ(set900(e, i, i == 0 ? 50 : 0), ENGINE_STORED);
+    ASSERT_EQ(s.n, 2);                                      /* only evictions now */
+    ASSERT_STR(s.line[0], "evict k000000 ttl=50 idle=0");
+    ASSERT_STR(s.line[1], "evict k000001 ttl=-1 idle=0");
+    ASSERT_EQ(stats(e).evictions, 2);
+    engine_destroy(&e);
+}
+
 int main(void) { return RUN_TESTS(); }
