@@ -466,8 +466,7 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
  * differently; a client comparing me's answers with memcached's sees the
  * same numbers.
  */
-static uint64_t mc_item_size(const struct settings *cfg, size_t nkey, uint32_t flags,
-                             uint64_t nbytes) {
+uint64_t mc_item_size(const struct settings *cfg, size_t nkey, uint32_t flags, uint64_t nbytes) {
     return MC_ITEM_HDR + nkey + 1 + (flags != 0 ? 4 : 0) + nbytes + 2 + (cfg->use_cas ? 8 : 0);
 }
 

@@ -385,6 +385,10 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
+    if (cfg.track_sizes && cfg.use_cas && !stats_sizes_start(&srv)) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
     if (watch_init(&srv) != 0) {
         fprintf(stderr, "failed to start the watch thread\n");
         return 1;

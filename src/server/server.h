@@ -298,6 +298,8 @@ void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */
 void dispatch_nread_done(struct conn *c);
 
+/* dispatch_meta.c: the size memcached 1.6.18 gives an item (header, key, value, flags, CAS). */
+uint64_t mc_item_size(const struct settings *cfg, size_t nkey, uint32_t flags, uint64_t nbytes);
 /* dispatch_meta.c: runs one meta request (r: what mc_meta_parse answered for it,
    OK or ERROR); may change c->state. */
 struct mc_meta_req;
@@ -318,7 +320,10 @@ struct stat_sink {
     bool binary;
     uint32_t opaque;
 };
-enum stats_group { STATS_LINES, STATS_RESET, STATS_UNKNOWN };
+/* STATS_NOEND: lines without the closing END (memcached's sizes_enable/_disable) */
+enum stats_group { STATS_LINES, STATS_RESET, STATS_NOEND, STATS_UNKNOWN };
+/* stats.c: -o track_sizes */
+bool stats_sizes_start(struct server *s);
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len);
 void stats_text(struct conn *c, struct mc_req *req);
 void stats_sum(struct server *s, struct worker_counters *out);

@@ -1006,7 +1006,7 @@ static const struct subopt sub_table[] = {
      "read by background thread, then written to watchers. (default: %s)", F_UINT_KB,
      FIELD(worker_logbuf_size), sub_worker_logbuf_size, 0},
     {"track_sizes", "enable dynamic reports for 'stats sizes' command.",
-     F_NONE, FIELD(track_sizes), NULL, OPT_TODO | OPT_TRUE},
+     F_NONE, FIELD(track_sizes), NULL, OPT_TRUE},
     {"no_hashexpand", "disables hash table expansion (dangerous)",
      F_NONE, FIELD(hash_expand), NULL, OPT_TODO | OPT_FALSE},
     {"modern", "enables options which will be default in future.\n"

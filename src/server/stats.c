@@ -8,6 +8,7 @@
  * baseline that later reports subtract.
  */
 #include <arpa/inet.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -378,6 +379,19 @@ static void text_emit(struct stat_sink *k, const char *name, const char *val) {
  * Runs one stats group for either protocol.  Returns false when the group
  * is unknown.  sub is the group name (empty for the general stats).
  */
+static void size_line(void *arg, uint64_t bytes, uint64_t count) {
+    struct stat_sink *k = arg;
+    char name[24], val[24];
+    snprintf(name, sizeof(name), "%" PRIu64, bytes);
+    snprintf(val, sizeof(val), "%" PRIu64, count);
+    k->emit(k, name, val);
+}
+
+/* Item sizes as memcached counts them: its header and terminators are the base. */
+bool stats_sizes_start(struct server *s) {
+    return engine_sizes_enable(s->engine, (unsigned)mc_item_size(s->cfg, 0, 0, 0));
+}
+
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len) {
     struct server *s = c->w->srv;
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(sub, lit, len) == 0)
@@ -397,7 +411,23 @@ enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub,
     } else if (IS("conns") && !k->binary) {
         stats_conns(c, k);
     } else if (IS("sizes")) {
+        if (!engine_sizes(s->engine, size_line, k))
+            k->emit(k, "sizes_status", "disabled");
+    } else if (IS("sizes_enable")) {
+        if (!s->cfg->use_cas) {
+            k->emit(k, "sizes_status", "error");
+            k->emit(k, "sizes_error", "cas_support_disabled");
+        } else if (!stats_sizes_start(s)) {
+            k->emit(k, "sizes_status", "error");
+            k->emit(k, "sizes_error", "no_memory");
+        } else {
+            k->emit(k, "sizes_status", "enabled");
+        }
+        return STATS_NOEND;
+    } else if (IS("sizes_disable")) {
+        engine_sizes_disable(s->engine);
         k->emit(k, "sizes_status", "disabled");
+        return STATS_NOEND;
     } else {
         return STATS_UNKNOWN;
     }
@@ -423,6 +453,8 @@ void stats_text(struct conn *c, struct mc_req *req) {
         break;
     case STATS_LINES:
         out_copy(&c->out, S("END\r\n"));
+        break;
+    case STATS_NOEND:
         break;
     case STATS_UNKNOWN:
         out_copy(&c->out, S("ERROR\r\n"));

@@ -87,6 +87,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     if (e->cfg.lock_power > e->cfg.hashpower_init)
         e->cfg.lock_power = e->cfg.hashpower_init;
     mtx_init(&e->step_lock, !cfg->single_thread);
+    mtx_init(&e->sizes_lock, !cfg->single_thread);
     expire_init(e, (uint32_t)time(NULL));
     atomic_init(&e->cas, 0);
     atomic_init(&e->crawl_on, cfg->crawl);
@@ -133,6 +134,8 @@ void engine_destroy(struct engine **ep) {
     lock_destroy(&e->locks);
     slab_destroy(&e->slab);
     mtx_destroy(&e->step_lock);
+    mtx_destroy(&e->sizes_lock);
+    free((void *)e->sizes);
     free(e);
     *ep = NULL;
 }
@@ -695,6 +698,59 @@ unsigned engine_step(struct engine *e, unsigned budget) {
 
 void engine_set_crawl(struct engine *e, bool on) {
     atomic_store_explicit(&e->crawl_on, on, memory_order_relaxed);
+}
+
+void sizes_count(struct engine *e, const struct item *it, int d) {
+    /* a delete hold-off tombstone is no item memcached would have */
+    if (item_has(it, ITEM_HOLD) || it->cas < e->sizes_cas_min)
+        return;
+    uint64_t n = e->sizes_base + it->nkey + (uint64_t)it->nbytes + (it->flags != 0 ? 4 : 0);
+    uint64_t b = (n + 31) / 32;
+    if (b >= e->sizes_n)
+        return;
+    if (d > 0)
+        atomic_fetch_add_explicit(&e->sizes[b], 1, memory_order_relaxed);
+    else if (atomic_load_explicit(&e->sizes[b], memory_order_relaxed) > 0)
+        atomic_fetch_sub_explicit(&e->sizes[b], 1, memory_order_relaxed);
+}
+
+bool engine_sizes_enable(struct engine *e, unsigned base) {
+    if (!e->cfg.use_cas)
+        return false;
+    mtx_lock(&e->sizes_lock);
+    if (e->sizes == NULL) {
+        e->sizes_n = e->cfg.item_size_max / 32 + 1;
+        e->sizes = calloc(e->sizes_n, sizeof(*e->sizes));
+    }
+    bool ok = e->sizes != NULL;
+    if (ok && !atomic_load_explicit(&e->sizes_on, memory_order_relaxed)) {
+        for (unsigned i = 0; i < e->sizes_n; i++)
+            atomic_store_explicit(&e->sizes[i], 0, memory_order_relaxed);
+        e->sizes_base = base;
+        e->sizes_cas_min = item_next_cas(e);
+        atomic_store_explicit(&e->sizes_on, true, memory_order_release);
+    }
+    mtx_unlock(&e->sizes_lock);
+    return ok;
+}
+
+void engine_sizes_disable(struct engine *e) {
+    mtx_lock(&e->sizes_lock);
+    atomic_store_explicit(&e->sizes_on, false, memory_order_relaxed);
+    mtx_unlock(&e->sizes_lock);
+}
+
+bool engine_sizes(struct engine *e, void (*fn)(void *arg, uint64_t bytes, uint64_t count),
+                  void *arg) {
+    mtx_lock(&e->sizes_lock);
+    bool on = atomic_load_explicit(&e->sizes_on, memory_order_relaxed);
+    for (unsigned i = 0; on && i < e->sizes_n; i++) {
+        uint32_t n = atomic_load_explicit(&e->sizes[i], memory_order_relaxed);
+        if (n != 0)
+            fn(arg, (uint64_t)i * 32, n);
+    }
+    mtx_unlock(&e->sizes_lock);
+    return on;
 }
 
 void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg) {

@@ -574,4 +574,19 @@ void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg);
 /* Which kinds are reported (a mask of engine_watch_kind; 0: none). */
 void engine_watch_set(struct engine *e, unsigned kinds);
 
+/*
+ * `stats sizes`: how many linked items there are of each size, in 32-byte
+ * steps of base + nkey + nbytes + (flags != 0 ? 4 : 0), for items stored
+ * after the histogram was enabled (those stored before are neither added
+ * nor taken away), up to item_size_max.  With base = memcached's item
+ * header and terminators, the sizes are the ones memcached counts.
+ * Enabling needs CAS (engine_config.use_cas) and takes a CAS value, as
+ * memcached's does; the first enable allocates the counters.
+ */
+bool engine_sizes_enable(struct engine *e, unsigned base);
+void engine_sizes_disable(struct engine *e);
+/* Calls fn for each nonzero step (bytes: its upper end); false when disabled. */
+bool engine_sizes(struct engine *e, void (*fn)(void *arg, uint64_t bytes, uint64_t count),
+                  void *arg);
+
 #endif

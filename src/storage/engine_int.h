@@ -97,6 +97,12 @@ struct engine {
 
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
     _Atomic unsigned watch;             /* engine_watch_kind mask (engine_watch_set) */
+    /* `stats sizes` (engine_sizes_enable); the counters live until the engine goes */
+    _Atomic bool sizes_on;
+    _Atomic uint32_t *sizes;
+    unsigned sizes_n, sizes_base;
+    uint64_t sizes_cas_min;
+    struct mtx sizes_lock;              /* enable, disable, report */
     engine_watch_fn watch_fn;
     void *watch_arg;
     unsigned dumpers;                   /* dumps under way (engine_dump_begin()); no
@@ -202,6 +208,13 @@ __attribute__((cold)) void watch_fetch(struct engine *e, const char *key, size_t
                                        const struct item *it, enum engine_miss dead);
 static inline bool watching(const struct engine *e, enum engine_watch_kind k) {
     return (atomic_load_explicit(&e->watch, memory_order_relaxed) & k) != 0;
+}
+
+/* An item linked (+1) or unlinked (-1) while `stats sizes` counts. */
+__attribute__((cold)) void sizes_count(struct engine *e, const struct item *it, int d);
+static inline void sizes_note(struct engine *e, const struct item *it, int d) {
+    if (atomic_load_explicit(&e->sizes_on, memory_order_acquire))
+        sizes_count(e, it, d);
 }
 
 /* expire.c */

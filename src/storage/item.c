@@ -127,6 +127,7 @@ void item_copy_value(struct item *dst, size_t off, const struct item *src) {
 static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
                             enum unlink_why why, uint32_t now) {
     e->policy->unlink(c->q, it);
+    sizes_note(e, it, -1);
     c->number--;
     c->bytes -= item_ntotal(it);
     bool fetched = item_has(it, ITEM_FETCHED);
@@ -342,6 +343,7 @@ void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     ht_insert_locked(e->ht, it, hv);
     mtx_lock(&c->lock);
     e->policy->link(c->q, it, now);
+    sizes_note(e, it, 1);
     c->number++;
     c->bytes += item_ntotal(it);
     c->total_items++;
