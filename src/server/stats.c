@@ -323,14 +323,19 @@ static void addr_name(const struct sockaddr_storage *ss, socklen_t len, char *bu
     }
 }
 
-static const char *state_name(int st) {
+/*
+ * memcached's name for a connection's state.  Between requests memcached
+ * leaves a connection in conn_read while it waits for bytes; only the one
+ * running a command (here: the one asking) is in conn_parse_cmd.
+ */
+static const char *state_name(int st, bool asking) {
     switch (st) {
     case CONN_NREAD: return "conn_nread";
     case CONN_SWALLOW: return "conn_swallow";
     case CONN_DUMP: return "conn_watch";        /* memcached's state for a metadump */
     case CONN_WATCH: return "conn_watch";
     case CONN_CLOSING: return "conn_closing";
-    default: return "conn_parse_cmd";
+    default: return asking ? "conn_parse_cmd" : "conn_read";
     }
 }
 
@@ -343,6 +348,8 @@ static void stats_conns(struct conn *c, struct stat_sink *o) {
         o->emit(o, n, s->listeners[i].name);
         snprintf(n, sizeof(n), "%d:state", s->listeners[i].fd);
         o->emit(o, n, "conn_listening");
+        snprintf(n, sizeof(n), "%d:secs_since_last_cmd", s->listeners[i].fd);
+        sink_printf(o, n, "%u", now - s->started);
     }
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
@@ -361,7 +368,8 @@ static void stats_conns(struct conn *c, struct stat_sink *o) {
             snprintf(n, sizeof(n), "%d:state", k->fd);
             o->emit(o, n, k->is_udp ? "conn_read"
                                     : state_name(atomic_load_explicit(&k->state,
-                                                                      memory_order_relaxed)));
+                                                                      memory_order_relaxed),
+                                                 k == c));
             snprintf(n, sizeof(n), "%d:secs_since_last_cmd", k->fd);
             sink_printf(o, n, "%u", now - atomic_load_explicit(&k->last_cmd,
                                                                memory_order_relaxed));
