@@ -151,6 +151,9 @@ static enum mc_cmd lookup_cmd(struct mc_span w) {
     case 11:
         if (SPAN_IS(w, "lru_crawler")) return MC_CMD_LRU_CRAWLER;
         break;
+    case 13:
+        if (SPAN_IS(w, "refresh_certs")) return MC_CMD_REFRESH_CERTS;
+        break;
     case 14:
         if (SPAN_IS(w, "cache_memlimit")) return MC_CMD_CACHE_MEMLIMIT;
         break;

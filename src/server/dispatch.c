@@ -355,6 +355,10 @@ static void do_admin(struct conn *c, struct mc_req *req) {
     case MC_CMD_LRU_CRAWLER:
         do_lru_crawler(c, req);
         break;
+    case MC_CMD_REFRESH_CERTS:
+        /* memcached built with TLS, run without it; noreply does not hush this */
+        out_copy(&c->out, S("Error TLS not enabled\r\n"));
+        break;
     case MC_CMD_WATCH:
         if (!c->w->srv->cfg->watch_enabled) {
             reply(c, req->noreply, S("CLIENT_ERROR watch commands not allowed\r\n"));

@@ -418,6 +418,8 @@ enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub,
         stats_slabs(c, k);
     } else if (IS("conns") && !k->binary) {
         stats_conns(c, k);
+    } else if (IS("extstore")) {
+        /* memcached built with extstore, run without it: no lines */
     } else if (IS("sizes")) {
         if (!engine_sizes(s->engine, size_line, k))
             k->emit(k, "sizes_status", "disabled");

@@ -361,6 +361,8 @@ class Gen:
             b"delete\r\n", b"delete " + k + b" 5\r\n", b"delete " + k + b" a b c\r\n",
             b"delete " + k + b" noreply x\r\n", b"flush_all abc\r\n", b"flush_all 0 0 0\r\n",
             b"verbosity\r\n", b"verbosity abc\r\n", b"verbosity 1 2 3\r\n",
+            b"refresh_certs\r\n", b"refresh_certs noreply\r\n", b"stats extstore\r\n",
+            b"stats sizes\r\n", b"stats sizes_x\r\n",
             b"set " + k + b" 0 0\r\n" + data + b"\r\n",
             b"set " + k + b" 0 0 " + d + b" noreply extra\r\n" + data + b"\r\n",
             b"set " + k + b" abc 0 " + d + b"\r\n" + data + b"\r\n",
