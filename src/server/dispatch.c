@@ -21,6 +21,17 @@ static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
         out_copy(&c->out, s, len);
 }
 
+/* cache_memlimit <megabytes>: the engine's limit, and what stats settings shows. */
+static void set_memlimit(struct conn *c, const struct mc_req *req) {
+    struct server *s = c->w->srv;
+    uint64_t bytes = req->delta * 1024 * 1024;
+    pthread_mutex_lock(&s->tune_lock);
+    s->cfg->maxbytes = bytes;
+    engine_set_mem_limit(s->engine, bytes);
+    pthread_mutex_unlock(&s->tune_lock);
+    reply(c, req->noreply, S("OK\r\n"));
+}
+
 /*
  * Appends "VALUE ...", the item's value and "\r\n".  A small value is
  * copied into scratch with its header (OUT_COPY_MAX: one iovec for many
@@ -344,7 +355,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         else if (req->delta > 1000000000)
             reply(c, req->noreply, S("MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n"));
         else
-            reply(c, req->noreply, S("OK\r\n"));
+            set_memlimit(c, req);
         break;
     case MC_CMD_LRU:
         tune_lru(c, req);

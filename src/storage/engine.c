@@ -753,6 +753,8 @@ bool engine_sizes(struct engine *e, void (*fn)(void *arg, uint64_t bytes, uint64
     return on;
 }
 
+void engine_set_mem_limit(struct engine *e, uint64_t bytes) { slab_set_limit(e->slab, bytes); }
+
 void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg) {
     e->watch_fn = fn;
     e->watch_arg = arg;
@@ -908,7 +910,7 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
         mtx_unlock(&e->cls[i].lock);
     }
     out->total_malloced = slab_total_malloced(e->slab);
-    out->limit_maxbytes = e->cfg.mem_limit;
+    out->limit_maxbytes = slab_limit(e->slab);
     out->hash_power_level = ht_power(e->ht);
     out->hash_bytes = ht_bytes(e->ht);
     out->hash_is_expanding = ht_expanding(e->ht);

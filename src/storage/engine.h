@@ -67,6 +67,14 @@ struct engine_config {
 void engine_config_defaults(struct engine_config *cfg);
 
 /*
+ * Changes the memory limit at run time (`cache_memlimit`).  Raising it lets
+ * classes take more pages; lowering it below what is taken frees nothing
+ * (no page moves between classes yet): stores then evict instead of
+ * growing.
+ */
+void engine_set_mem_limit(struct engine *e, uint64_t bytes);
+
+/*
  * Creates an engine.  Returns NULL and writes a message into err when the
  * configuration is invalid (e.g. item_size_max larger than memory allows).
  * Memory for slab pages is taken from the system lazily, a page at a time.

@@ -46,6 +46,7 @@ struct slab {
     uint32_t small_max;         /* sizes up to this use small[]; 0: none */
     uint8_t small[SMALL_MAX / SLAB_ALIGN + 1]; /* class of a size, by size / SLAB_ALIGN rounded up */
     _Atomic uint64_t malloced;  /* bytes of pages taken */
+    _Atomic uint64_t limit;     /* bytes of pages allowed (cfg.mem_limit, then slab_set_limit) */
     struct slab_class cls[SLAB_MAX_CLASSES];
 };
 
@@ -69,6 +70,7 @@ struct slab *slab_create(const struct slab_config *cfg) {
     if (s == NULL)
         return NULL;
     s->cfg = *cfg;
+    atomic_init(&s->limit, cfg->mem_limit);
     uint32_t size = cfg->min_chunk;
     unsigned i = 0;
     while (++i < SLAB_MAX_CLASSES - 1) {
@@ -141,9 +143,10 @@ uint32_t slab_chunk_size(const struct slab *s, unsigned id) { return s->cls[id].
  */
 static bool page_reserve(struct slab *s, const struct slab_class *c) {
     uint64_t page = s->cfg.page_size;
+    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
     uint64_t cur = atomic_load_explicit(&s->malloced, memory_order_relaxed);
     for (;;) {
-        if (s->cfg.mem_limit && cur + page > s->cfg.mem_limit && c->npages > 0)
+        if (limit && cur + page > limit && c->npages > 0)
             return false;
         if (atomic_compare_exchange_weak_explicit(&s->malloced, &cur, cur + page,
                                                   memory_order_relaxed,
@@ -219,6 +222,14 @@ void slab_class_stats(struct slab *s, unsigned id, struct slab_class_stats *out)
     out->free_chunks_end = c->nend;
     out->used_chunks = out->total_chunks - c->nfree - c->nend;
     mtx_unlock(&c->lock);
+}
+
+void slab_set_limit(struct slab *s, uint64_t bytes) {
+    atomic_store_explicit(&s->limit, bytes, memory_order_relaxed);
+}
+
+uint64_t slab_limit(const struct slab *s) {
+    return atomic_load_explicit(&s->limit, memory_order_relaxed);
 }
 
 uint64_t slab_total_malloced(const struct slab *s) {

@@ -73,5 +73,9 @@ struct slab_class_stats {
 void slab_class_stats(struct slab *s, unsigned id, struct slab_class_stats *out);
 /* Bytes of pages taken from the system. */
 uint64_t slab_total_malloced(const struct slab *s);
+/* Changes the limit (0: none).  Pages already taken are kept; a lower limit
+   only stops new ones. */
+void slab_set_limit(struct slab *s, uint64_t bytes);
+uint64_t slab_limit(const struct slab *s);
 
 #endif

@@ -112,6 +112,37 @@ def test_out_of_memory_with_M():
             assert c.get(b"again") == value
 
 
+def test_cache_memlimit_raises_the_limit():
+    """`cache_memlimit 16` on a -m 8 -M server: the stats show 16 MB and sets
+    that failed for memory succeed again, up to the new limit (memcached
+    1.6.18 does the same; checked with CELLARD=/usr/bin/memcached)."""
+    value = b"v" * 4000
+
+    def fill(c, prefix):
+        n = 0
+        while n < 8000:
+            c.send(b"set %s:%06d 0 0 %d\r\n%s\r\n" % (prefix, n, len(value), value))
+            if c.readline() != b"STORED\r\n":
+                return n
+            n += 1
+        raise AssertionError("never ran out of memory")
+
+    with Server(args=["-m", 8, "-M"]) as srv, srv.conn() as c:
+        before = fill(c, b"a")
+        c.expect(b"cache_memlimit 16\r\n", b"OK\r\n")
+        st, settings = c.stats(), c.stats("settings")
+        assert st["limit_maxbytes"] == settings["maxbytes"] == str(16 * MB), (st, settings)
+        more = fill(c, b"b")
+        assert before * 0.8 <= more <= before * 1.2, (before, more)
+        assert int(c.stats("slabs")["total_malloced"]) <= 16 * MB + MB
+        c.expect(b"cache_memlimit 7\r\n",
+                 b"MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n")
+        c.expect(b"cache_memlimit 1000000001\r\n",
+                 b"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n")
+        c.expect(b"cache_memlimit 9 noreply\r\nversion\r\n", b"VERSION ")
+        assert c.stats()["limit_maxbytes"] == str(9 * MB)
+
+
 def raise_nofile(n):
     """Raise this process's RLIMIT_NOFILE soft limit to at least n (and the
     hard limit too when needed, which works as root)."""
