@@ -32,7 +32,7 @@
     X(touch_cmds) X(touch_misses) X(delete_misses) X(incr_misses)          \
     X(decr_misses) X(cas_misses) X(set_cmds) X(flush_cmds) X(meta_cmds)    \
     X(bytes_read) X(bytes_written) X(conn_yields) X(store_too_large)       \
-    X(store_no_memory) X(auth_cmds) X(auth_errors)
+    X(store_no_memory) X(auth_cmds) X(auth_errors) X(idle_kicks)
 
 /* Per-worker, per-slab-class counters (`stats slabs`). */
 #define SLAB_STATS(X)                                                      \
@@ -131,6 +131,7 @@ struct worker {
     pthread_mutex_t conns_lock;     /* the list below, for `stats conns` */
     struct conn *conns;
     struct conn *ready;             /* connections that yielded with work left */
+    uint32_t idle_swept;            /* engine clock of the last idle sweep (-o idle_timeout) */
     char *rbuf_free[64];            /* idle read buffers (worker.c, RBUF_POOL) */
     int nrbuf_free;
     struct out_pool outpool;        /* idle reply scratch blocks (OUT_POOL) */

@@ -996,7 +996,7 @@ static const struct subopt sub_table[] = {
      "(requires lru_maintainer, default: %s)", F_INT, FIELD(temporary_ttl),
      sub_temporary_ttl, OPT_TODO},
     {"idle_timeout", "timeout for idle connections. (default: %s, no timeout)", F_INT,
-     FIELD(idle_timeout), sub_idle_timeout, OPT_TODO},
+     FIELD(idle_timeout), sub_idle_timeout, 0},
     {"slab_chunk_max", "(EXPERIMENTAL) largest slab chunk, in bytes (as 1.6.18\n"
      "reads it; its -h says kilobytes). use extreme care. (default: %s)", F_INT,
      FIELD(slab_chunk_size_max), sub_slab_chunk_max, 0},

@@ -158,6 +158,8 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("store_no_memory", t.store_no_memory);
     STAT_U("auth_cmds", t.auth_cmds);
     STAT_U("auth_errors", t.auth_errors);
+    if (s->cfg->idle_timeout > 0)
+        STAT_U("idle_kicks", t.idle_kicks);
     STAT_U("bytes_read", t.bytes_read);
     STAT_U("bytes_written", t.bytes_written);
     STAT_U("limit_maxbytes", es.limit_maxbytes);

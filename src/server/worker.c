@@ -654,6 +654,32 @@ static void worker_open_udp(struct worker *w) {
     }
 }
 
+/*
+ * -o idle_timeout: once a second, close the connections that have sent no
+ * command for longer than that, as memcached's timeout thread does: only
+ * those waiting for a request (not mid-value, not blocked on output, not
+ * watchers).  memcached reports them as normal closes.
+ */
+static void idle_sweep(struct worker *w) {
+    int limit = w->srv->cfg->idle_timeout;
+    uint32_t now = engine_clock(w->srv->engine);
+    if (limit <= 0 || now == w->idle_swept)
+        return;
+    w->idle_swept = now;
+    struct conn *c = w->conns, *next;
+    for (; c != NULL; c = next) {
+        next = c->next;
+        uint32_t last = atomic_load_explicit(&c->last_cmd, memory_order_relaxed);
+        if (c->is_udp || c->want_write || c->yielded || c->watcher != NULL ||
+            atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_PARSE ||
+            now - last <= (uint32_t)limit)
+            continue;
+        STAT_INC(w->st.idle_kicks);
+        c->close_normal = true;
+        conn_close(c);
+    }
+}
+
 static void *worker_main(void *arg) {
     struct worker *w = arg;
     struct ev_fired ev[256];
@@ -670,6 +696,7 @@ static void *worker_main(void *arg) {
                 conn_run(c);
             }
         }
+        idle_sweep(w);
         /* Resume connections that yielded; they go to the back of the line. */
         struct conn *r = w->ready;
         w->ready = NULL;

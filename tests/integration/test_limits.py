@@ -17,7 +17,7 @@ import random
 import resource
 import time
 
-from util import CELLARD_ARGS, Conn, Server, wait_for
+from util import CELLARD, CELLARD_ARGS, MEMCACHED, Conn, Server, wait_for
 
 MB = 1 << 20
 
@@ -141,6 +141,41 @@ def test_cache_memlimit_raises_the_limit():
                  b"MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n")
         c.expect(b"cache_memlimit 9 noreply\r\nversion\r\n", b"VERSION ")
         assert c.stats()["limit_maxbytes"] == str(9 * MB)
+
+
+def _idle_kick(binary):
+    """-o idle_timeout=1: a silent connection and one with half a request are
+    closed within seconds; one that keeps sending commands, or that is
+    mid-value, is not.  Returns what the stats say."""
+    with Server(binary, args=["-o", "idle_timeout=1"]) as srv, srv.conn() as busy, \
+            srv.conn() as silent, srv.conn() as half, srv.conn() as midvalue:
+        for k in (busy, silent, half, midvalue):
+            k.expect(b"version\r\n", b"VERSION ")
+            k.readline()
+        half.send(b"get a")
+        midvalue.send(b"set v 0 0 10\r\nabc")
+        deadline = time.monotonic() + 10
+        closed = set()
+        while len(closed) < 2 and time.monotonic() < deadline:
+            busy.expect(b"version\r\n", b"VERSION ")   # keeps it busy, paces the loop
+            busy.readline()
+            for name, k in (("silent", silent), ("half", half), ("midvalue", midvalue)):
+                k.sock.settimeout(0.1)
+                try:
+                    if k.sock.recv(100) == b"":
+                        closed.add(name)
+                except OSError:
+                    pass
+        assert closed == {"silent", "half"}, closed
+        midvalue.expect(b"defghij\r\n", b"STORED\r\n")
+        st = busy.stats()
+        return st["idle_kicks"], list(st).index("idle_kicks") - list(st).index("auth_errors")
+
+
+def test_idle_timeout_like_memcached():
+    assert _idle_kick(CELLARD) == _idle_kick(MEMCACHED) == ("2", 1)
+    with Server() as srv:
+        assert "idle_kicks" not in srv.stats()          # only with the option
 
 
 def raise_nofile(n):
