@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -287,6 +288,22 @@ int main(int argc, char **argv) {
     if (rc != 0)
         return rc;
 
+    /* -r: as large a core file as the hard limit allows; memcached exits when none can be had. */
+    if (cfg.maxcore) {
+        struct rlimit core;
+        if (getrlimit(RLIMIT_CORE, &core) == 0) {
+            struct rlimit want = {RLIM_INFINITY, RLIM_INFINITY};
+            if (setrlimit(RLIMIT_CORE, &want) != 0) {
+                want.rlim_cur = want.rlim_max = core.rlim_max;
+                (void)setrlimit(RLIMIT_CORE, &want);
+            }
+        }
+        if (getrlimit(RLIMIT_CORE, &core) != 0 || core.rlim_cur == 0) {
+            fprintf(stderr, "failed to ensure corefile creation\n");
+            return 71;  /* EX_OSERR */
+        }
+    }
+
     /*
      * Descriptors for -c: like memcached, the limit is -c itself (the
      * connection limit keeps room for our own descriptors below it).
@@ -363,6 +380,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "failed to daemon() in order to daemonize\n");
         return 1;
     }
+    /* -k: keep every page in memory; memcached warns and goes on when it cannot. */
+    if (cfg.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+        fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", strerror(errno));
     if (cfg.pid_file != NULL) {
         FILE *f = fopen(cfg.pid_file, "w");
         if (f == NULL) {

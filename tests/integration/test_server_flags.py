@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from util import CELLARD, HOST, Server, free_port, root_args, wait_for
+from util import CELLARD, HOST, MEMCACHED, Server, free_port, root_args, wait_for
 
 
 def _unix_call(path, data, terminator):
@@ -277,3 +277,27 @@ def test_slabs_and_lru_commands_match_memcached():
                 outs.append((replies, {k: st[k] for k in TUNED}))
         assert outs[1] == outs[0], (args, outs)
     assert outs[0][1]["slab_reassign"] == "no" and outs[0][1]["slab_automove"] == "1"
+
+
+def _proc_field(pid, name, line_start):
+    with open("/proc/%d/%s" % (pid, name)) as f:
+        for line in f:
+            if line.startswith(line_start):
+                return line.split()
+    raise AssertionError("%s not in /proc/%d/%s" % (line_start, pid, name))
+
+
+def test_core_limit_and_locked_memory():
+    """-r raises the core file limit as far as the hard limit goes; -k locks
+    the server's pages (mlockall).  memcached 1.6.18 shows the same in /proc."""
+    seen = []
+    for binary in (MEMCACHED, CELLARD):
+        with Server(binary, args=["-r", "-k", "-m", "8"]) as srv:
+            srv.stats()
+            core = _proc_field(srv.pid, "limits", "Max core file size")
+            locked = int(_proc_field(srv.pid, "status", "VmLck:")[1])
+            seen.append((core[4:6], locked > 1024))
+            assert srv.stderr_text() == "", srv.stderr_text()
+        with Server(binary, args=["-m", "8"]) as srv:
+            assert int(_proc_field(srv.pid, "status", "VmLck:")[1]) == 0
+    assert seen[1] == seen[0] == (["unlimited", "unlimited"], True), seen
