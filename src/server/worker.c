@@ -448,6 +448,9 @@ static bool conn_process(struct conn *c) {
         if (st == CONN_NREAD) {
             if (!nread_from_rbuf(c))
                 break;
+            /* a finished value counts as activity for idle_timeout (memcached
+               counts only command lines, so may kick a client that just sent one) */
+            atomic_store_explicit(&c->last_cmd, engine_clock(s->engine), memory_order_relaxed);
             if (c->binary)
                 dispatch_bin_nread_done(c);
             else if (c->nmeta)

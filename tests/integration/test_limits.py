@@ -167,13 +167,14 @@ def _idle_kick(binary):
                 except OSError:
                     pass
         assert closed == {"silent", "half"}, closed
-        midvalue.expect(b"defghij\r\n", b"STORED\r\n")
         st = busy.stats()
+        midvalue.expect(b"defghij\r\n", b"STORED\r\n")
         return st["idle_kicks"], list(st).index("idle_kicks") - list(st).index("auth_errors")
 
 
 def test_idle_timeout_like_memcached():
-    assert _idle_kick(CELLARD) == _idle_kick(MEMCACHED) == ("2", 1)
+    got, want = _idle_kick(CELLARD), _idle_kick(MEMCACHED)
+    assert got == want == ("2", 1), (got, want)
     with Server() as srv:
         assert "idle_kicks" not in srv.stats()          # only with the option
 
