@@ -342,6 +342,7 @@ int main(int argc, char **argv) {
     if (cfg.hashpower_init > 0)
         ec.hashpower_init = (uint32_t)cfg.hashpower_init;
     ec.policy = cfg.evict_policy;
+    ec.tune = server_lru_tune(&cfg);
     ec.delete_hold = cfg.delete_hold;
     ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
     char err[256] = "";

@@ -206,6 +206,11 @@ bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, ui
 static inline bool server_crawl_runs(const struct settings *cfg, bool crawler_on) {
     return crawler_on || cfg->lru_maintainer_thread;
 }
+/* The eviction policy's knobs as -o hot_lru_pct... and `lru tune` set them. */
+static inline struct evict_tune server_lru_tune(const struct settings *cfg) {
+    return (struct evict_tune){(unsigned)cfg->hot_lru_pct, (unsigned)cfg->warm_lru_pct,
+                               cfg->hot_max_factor, cfg->warm_max_factor};
+}
 void worker_stop_all(struct server *s);
 void worker_hand_fd(struct worker *w, int fd, int listen_fd,
                     const struct sockaddr_storage *peer, socklen_t peerlen);

@@ -984,14 +984,14 @@ static const struct subopt sub_table[] = {
      sub_no_lru_maintainer, 0},
     {"hot_lru_pct", "pct of slab memory to reserve for hot lru.\n"
      "(requires lru_maintainer, default pct: %s)", F_INT, FIELD(hot_lru_pct),
-     sub_hot_lru_pct, OPT_TODO},
+     sub_hot_lru_pct, 0},
     {"warm_lru_pct", "pct of slab memory to reserve for warm lru.\n"
      "(requires lru_maintainer, default pct: %s)", F_INT, FIELD(warm_lru_pct),
-     sub_warm_lru_pct, OPT_TODO},
+     sub_warm_lru_pct, 0},
     {"hot_max_factor", "items idle > cold lru age * drop from hot lru. (default: %s)",
-     F_F2, FIELD(hot_max_factor), sub_hot_max_factor, OPT_TODO},
+     F_F2, FIELD(hot_max_factor), sub_hot_max_factor, 0},
     {"warm_max_factor", "items idle > cold lru age * this drop from warm. (default: %s)",
-     F_F2, FIELD(warm_max_factor), sub_warm_max_factor, OPT_TODO},
+     F_F2, FIELD(warm_max_factor), sub_warm_max_factor, 0},
     {"temporary_ttl", "TTL's below get separate LRU, can't be evicted.\n"
      "(requires lru_maintainer, default: %s)", F_INT, FIELD(temporary_ttl),
      sub_temporary_ttl, OPT_TODO},

@@ -121,6 +121,8 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
             cfg->warm_lru_pct = (int)warm;
             cfg->hot_max_factor = hot_factor;
             cfg->warm_max_factor = factor;
+            struct evict_tune t = server_lru_tune(cfg);
+            engine_lru_tune(s->engine, &t);
             r = "OK\r\n";
         }
     } else if (mc_req_word_is(req, 1, "mode") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {

@@ -92,6 +92,12 @@ static const struct {
     {"proxyreqs", WATCH_SILENT},    {"proxyevents", WATCH_SILENT},  {"proxyuser", WATCH_SILENT},
 };
 
+/* memcached's words for a store's command */
+static const char *const store_cmd[] = {
+    [ENGINE_SET] = "set",         [ENGINE_ADD] = "add",         [ENGINE_REPLACE] = "replace",
+    [ENGINE_APPEND] = "append",   [ENGINE_PREPEND] = "prepend", [ENGINE_CAS] = "cas",
+};
+
 static struct ring *ring_here(struct watch_hub *h) {
     return tl_ring != NULL ? tl_ring : &h->rings[h->nrings - 1];
 }
@@ -151,10 +157,6 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
         [ENGINE_EXISTS] = "exists",       [ENGINE_NOT_FOUND] = "not_found",
         [ENGINE_STORE_NO_MEMORY] = "no_memory",
     };
-    static const char *const store_cmd[] = {
-        [ENGINE_SET] = "set",         [ENGINE_ADD] = "add",         [ENGINE_REPLACE] = "replace",
-        [ENGINE_APPEND] = "append",   [ENGINE_PREPEND] = "prepend", [ENGINE_CAS] = "cas",
-    };
     struct watch_hub *h = arg;
     char key[ENGINE_KEY_MAX * 3 + 1];
     const struct item *it = ev->it;
@@ -197,17 +199,13 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
 
 void watch_refused_store(struct server *s, const char *k, size_t nk, enum engine_store_op op,
                          bool too_large) {
-    static const char *const cmd[] = {
-        [ENGINE_SET] = "set",         [ENGINE_ADD] = "add",         [ENGINE_REPLACE] = "replace",
-        [ENGINE_APPEND] = "append",   [ENGINE_PREPEND] = "prepend", [ENGINE_CAS] = "cas",
-    };
     struct watch_hub *h = s->watch;
     if (!wants(h, WATCH_MUTATIONS))
         return;
     char key[ENGINE_KEY_MAX * 3 + 1];
     *uri_encode(key, k, (unsigned)(nk > ENGINE_KEY_MAX ? ENGINE_KEY_MAX : nk)) = '\0';
     emit(h, WATCH_MUTATIONS, "type=item_store key=%s status=%s cmd=%s ttl=0 clsid=0 cfd=%d size=0\n",
-         key, too_large ? "too_large" : "no_memory", cmd[op], watch_cfd);
+         key, too_large ? "too_large" : "no_memory", store_cmd[op], watch_cfd);
 }
 
 /* Writes the peer of c as memcached does: address and port, or "unix" and 0. */

@@ -32,6 +32,7 @@ void engine_config_defaults(struct engine_config *cfg) {
         .hashpower_init = 16,
         .lock_power = 12,
         .policy = "slru",
+        .tune = EVICT_TUNE_DEFAULT,
         .crawl = true,
     };
 }
@@ -111,6 +112,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         atomic_init(&e->cls[i].crawler_checked, 0);
         if ((e->cls[i].q = e->policy->create()) == NULL)
             goto fail;
+        if (e->policy->tune != NULL)
+            e->policy->tune(e->cls[i].q, &cfg->tune);
     }
     return e;
 fail:
@@ -754,6 +757,16 @@ bool engine_sizes(struct engine *e, void (*fn)(void *arg, uint64_t bytes, uint64
 }
 
 void engine_set_mem_limit(struct engine *e, uint64_t bytes) { slab_set_limit(e->slab, bytes); }
+
+void engine_lru_tune(struct engine *e, const struct evict_tune *t) {
+    if (e->policy->tune == NULL)
+        return;
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        mtx_lock(&e->cls[i].lock);
+        e->policy->tune(e->cls[i].q, t);
+        mtx_unlock(&e->cls[i].lock);
+    }
+}
 
 void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg) {
     e->watch_fn = fn;

@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "storage/evict.h"
 #include "storage/item.h"
 
 #define ENGINE_KEY_MAX 250              /* longest key, bytes */
@@ -59,6 +60,7 @@ struct engine_config {
                                   tombstone that refuses add (default false) */
     bool single_thread;        /* one thread only ever calls this engine (as in
                                   cellar-sim): its locks are left alone */
+    struct evict_tune tune;    /* the policy's knobs (memcached's defaults; see evict.h) */
     bool crawl;                /* engine_step() crawls for expired items (true;
                                   memcached's -o no_lru_crawler: false) */
 };
@@ -73,6 +75,9 @@ void engine_config_defaults(struct engine_config *cfg);
  * growing.
  */
 void engine_set_mem_limit(struct engine *e, uint64_t bytes);
+
+/* New knobs for the eviction policy of every class (`lru tune`). */
+void engine_lru_tune(struct engine *e, const struct evict_tune *t);
 
 /*
  * Creates an engine.  Returns NULL and writes a message into err when the

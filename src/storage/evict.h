@@ -56,6 +56,16 @@
 
 struct evict_queue;
 
+/*
+ * Knobs a policy may take (memcached's -o hot_lru_pct, warm_lru_pct,
+ * hot_max_factor, warm_max_factor and `lru tune`); only slru reads them.
+ */
+struct evict_tune {
+    unsigned hot_pct, warm_pct;         /* shares of a class for HOT and WARM */
+    double hot_max_factor, warm_max_factor;  /* their tails' age limits, x COLD's age */
+};
+#define EVICT_TUNE_DEFAULT {20, 40, 0.2, 2.0}
+
 struct evict_policy {
     const char *name;
 
@@ -87,6 +97,9 @@ struct evict_policy {
     /* The item the policy regards as oldest, without changing anything
      * (for the `age` stat); NULL when empty. */
     struct item *(*oldest)(struct evict_queue *q);
+
+    /* Optional (NULL: no knobs): takes new tunables (class lock held). */
+    void (*tune)(struct evict_queue *q, const struct evict_tune *t);
 };
 
 /* The policy of that name, or NULL. */

@@ -22,6 +22,7 @@
  * class's growth factor).  Age limits: an inactive HOT tail older than
  * 0.2 x COLD's age (hot_max_factor), or a WARM tail older than 2.0 x
  * COLD's age (warm_max_factor), goes to COLD even under the size limit.
+ * All four are tunables (slru_tune(): -o hot_lru_pct... and `lru tune`).
  *
  * memcached's LRU maintainer thread does this tail shuffling in the
  * background.  The policy seam has no background hook, so victim() does
@@ -41,19 +42,22 @@
 #define SL_FETCHED 0x04
 #define SL_ACTIVE 0x08
 
-#define SL_HOT_PCT 20
-#define SL_WARM_PCT 40
-#define SL_HOT_MAX_FACTOR 0.2
-#define SL_WARM_MAX_FACTOR 2.0
-
 enum { HOT, WARM, COLD, NSEG };
 
 struct evict_queue {
     struct evict_list seg[NSEG];
     uint32_t now;               /* latest time seen */
+    struct evict_tune t;        /* limits (slru_tune; memcached's defaults) */
 };
 
-static struct evict_queue *slru_create(void) { return calloc(1, sizeof(struct evict_queue)); }
+static struct evict_queue *slru_create(void) {
+    struct evict_queue *q = calloc(1, sizeof(struct evict_queue));
+    if (q != NULL)
+        q->t = (struct evict_tune)EVICT_TUNE_DEFAULT;
+    return q;
+}
+
+static void slru_tune(struct evict_queue *q, const struct evict_tune *t) { q->t = *t; }
 
 static void slru_destroy(struct evict_queue *q) { free(q); }
 
@@ -137,10 +141,10 @@ static struct item *slru_victim(struct evict_queue *q, struct item *prev) {
         return s == COLD ? q->seg[HOT].tail : s == HOT ? q->seg[WARM].tail : NULL;
     }
     uint64_t total = q->seg[HOT].n + q->seg[WARM].n + q->seg[COLD].n;
-    uint64_t hot_limit = total * SL_HOT_PCT / 100, warm_limit = total * SL_WARM_PCT / 100;
+    uint64_t hot_limit = total * q->t.hot_pct / 100, warm_limit = total * q->t.warm_pct / 100;
     uint32_t cold_age = q->seg[COLD].tail != NULL ? age(q, q->seg[COLD].tail) : 0;
-    uint32_t hot_age = (uint32_t)(cold_age * SL_HOT_MAX_FACTOR);
-    uint32_t warm_age = (uint32_t)(cold_age * SL_WARM_MAX_FACTOR);
+    uint32_t hot_age = (uint32_t)(cold_age * q->t.hot_max_factor);
+    uint32_t warm_age = (uint32_t)(cold_age * q->t.warm_max_factor);
     uint64_t bound = 2 * total + 2;
     while (bound-- > 0 && pull_tail(q, HOT, hot_limit, hot_age))
         ;
@@ -173,6 +177,7 @@ const struct evict_policy evict_slru = {
     .unlink = slru_unlink,
     .hit = slru_hit,
     .bump = slru_bump,
+    .tune = slru_tune,
     .victim = slru_victim,
     .oldest = slru_oldest,
 };

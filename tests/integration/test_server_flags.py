@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from util import CELLARD, HOST, MEMCACHED, Server, free_port, root_args, wait_for
+from util import CELLARD, CELLARD_ARGS, HOST, MEMCACHED, Server, free_port, root_args, wait_for
 
 
 def _unix_call(path, data, terminator):
@@ -301,3 +301,31 @@ def test_core_limit_and_locked_memory():
         with Server(binary, args=["-m", "8"]) as srv:
             assert int(_proc_field(srv.pid, "status", "VmLck:")[1]) == 0
     assert seen[1] == seen[0] == (["unlimited", "unlimited"], True), seen
+
+
+def _read_twice_survives(tune):
+    """Whether an item read twice outlives 30 later stores in a 2 MB cache."""
+    big = b"x" * 100000
+    with Server(CELLARD, args=["-m", "2"]) as srv, srv.conn() as c:
+        if tune:
+            c.expect(b"lru tune " + tune + b"\r\n", b"OK\r\n")
+        for i in range(12):
+            c.expect(b"set k%d 0 0 %d\r\n%s\r\n" % (i, len(big), big), b"STORED\r\n")
+        for _ in range(2):
+            c.expect(b"mg k0 v\r\n", b"VA 100000\r\n")
+            c.read_to(b"\r\n")
+        for i in range(12, 42):
+            c.expect(b"set k%d 0 0 %d\r\n%s\r\n" % (i, len(big), big), b"STORED\r\n")
+        assert int(c.stats()["evictions"]) >= 20     # the cache holds 16 such items
+        return c.call(b"mg k0\r\n") == b"HD\r\n"
+
+
+def test_lru_tune_steers_the_segmented_lru():
+    """`lru tune <hot> <warm> <hot factor> <warm factor>` reaches the default
+    policy (cellard's own check: memcached's maintainer thread juggles its
+    LRUs asynchronously).  With WARM's share at 0 an active item is not kept."""
+    if any("evict" in a for a in CELLARD_ARGS):
+        return                                      # another policy: no knobs
+    assert _read_twice_survives(None)
+    assert not _read_twice_survives(b"20 0 0.2 2.0")
+    assert _read_twice_survives(b"20 60 0.2 2.0")

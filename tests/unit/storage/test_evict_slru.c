@@ -46,4 +46,34 @@ TEST(slru_age_limits) {
     tc_free(c);
 }
 
+/*
+ * The knobs (lru tune): item 1, read twice while in HOT, goes to WARM at the
+ * first juggle and stays there while WARM may hold 40% (2 of 5 items), as
+ * new items pass through; with WARM's share tuned to 0 it goes on to COLD
+ * at the next juggle and out.
+ */
+TEST(slru_tune_moves_the_limits) {
+    const char *trace = "1 2 3 4 5 1 1 6 7 8 9 10 11 12";
+    struct tcache *c = tc_new("slru", 5);
+    tc_run(c, trace);
+    ASSERT_STR(c->evicted, "2 3 4 5 6 7 8");
+    tc_free(c);
+
+    c = tc_new("slru", 5);
+    ASSERT(c->p->tune != NULL);
+    c->p->tune(c->q, &(struct evict_tune){20, 0, 0.2, 2.0});
+    tc_run(c, trace);
+    /* 6: 1 -> WARM -> COLD (over 0), COLD = 1 4 3 2 from head; then tail first */
+    ASSERT_STR(c->evicted, "2 3 4 1 5 6 7");
+    tc_free(c);
+
+    /* And HOT's share: at 60% HOT keeps three of five, so 2 is spared one round. */
+    c = tc_new("slru", 5);
+    c->p->tune(c->q, &(struct evict_tune){60, 20, 0.2, 2.0});
+    tc_run(c, "1 2 3 4 5 6");
+    ASSERT_STR(c->evicted, "1");
+    ASSERT(c->p->victim(c->q, NULL) == c->it[2]);
+    tc_free(c);
+}
+
 int main(void) { return RUN_TESTS(); }
