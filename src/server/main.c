@@ -343,6 +343,7 @@ int main(int argc, char **argv) {
         ec.hashpower_init = (uint32_t)cfg.hashpower_init;
     ec.policy = cfg.evict_policy;
     ec.tune = server_lru_tune(&cfg);
+    ec.no_expand = !cfg.hash_expand;
     ec.delete_hold = cfg.delete_hold;
     ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
     char err[256] = "";

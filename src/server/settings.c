@@ -1008,7 +1008,7 @@ static const struct subopt sub_table[] = {
     {"track_sizes", "enable dynamic reports for 'stats sizes' command.",
      F_NONE, FIELD(track_sizes), NULL, OPT_TRUE},
     {"no_hashexpand", "disables hash table expansion (dangerous)",
-     F_NONE, FIELD(hash_expand), NULL, OPT_TODO | OPT_FALSE},
+     F_NONE, FIELD(hash_expand), NULL, OPT_FALSE},
     {"modern", "enables options which will be default in future.\n"
      "currently: nothing", F_NONE, 0, sub_nothing, 0},
     {"no_modern", "uses defaults of previous major version (1.4.x)", F_NONE, 0,

@@ -686,7 +686,7 @@ unsigned engine_step(struct engine *e, unsigned budget) {
         return 0;
     mtx_lock(&e->step_lock);
     uint32_t now = expire_now(e);
-    if (!ht_expanding(e->ht) && now >= e->expand_next && e->dumpers == 0) {
+    if (!e->cfg.no_expand && !ht_expanding(e->ht) && now >= e->expand_next && e->dumpers == 0) {
         uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
         if (curr_items(e) > buckets + buckets / 2 && !ht_expand_start(e->ht))
             e->expand_next = now + ENGINE_EXPAND_RETRY;

@@ -61,6 +61,7 @@ struct engine_config {
     bool single_thread;        /* one thread only ever calls this engine (as in
                                   cellar-sim): its locks are left alone */
     struct evict_tune tune;    /* the policy's knobs (memcached's defaults; see evict.h) */
+    bool no_expand;            /* the hash table never grows (-o no_hashexpand) */
     bool crawl;                /* engine_step() crawls for expired items (true;
                                   memcached's -o no_lru_crawler: false) */
 };

@@ -166,6 +166,24 @@ def test_hash_table_grows_in_the_background():
         assert int(st["hash_bytes"]) == 8 * (1 << 14), st["hash_bytes"]
 
 
+def test_no_hashexpand_keeps_the_table():
+    """-o no_hashexpand: the same load that doubles a server's table leaves
+    this one's alone (checked once the other one has grown; memcached too)."""
+    for binary in (MEMCACHED, CELLARD):
+        with Server(binary, args=["-o", "hashpower=13"]) as grows, \
+                Server(binary, args=["-o", "hashpower=13,no_hashexpand"]) as fixed:
+            batch = b"".join(b"set g%d 0 0 1 noreply\r\nx\r\n" % i for i in range(20000))
+            for srv in (fixed, grows):
+                with srv.conn() as c:
+                    c.send(batch)
+                    c.expect(b"get g19999\r\n", b"VALUE g19999 0 1\r\nx\r\nEND\r\n")
+            wait_for(lambda: grows.stats()["hash_power_level"] == "14", 20, 0.05,
+                     "the other table to grow")
+            st = fixed.stats()
+            assert (st["hash_power_level"], st["hash_is_expanding"]) == ("13", "0"), binary
+            assert st["curr_items"] == "20000"
+
+
 
 # lru_crawler lines whose answer memcached gives the same every time: its
 # crawler thread starts synchronously, but stops (and runs crawls) in its
