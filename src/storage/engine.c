@@ -360,18 +360,9 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
                 .stale = item_has(stored, ITEM_STALE),
             };
     }
-    if (watching(e, ENGINE_WATCH_STORE)) {
-        /* memcached reports the item it made: an append's is the combined one */
-        const struct item *x = stored != NULL ? stored : it;
-        struct engine_watch_event ev = {
-            .kind = ENGINE_WATCH_STORE,
-            .it = x,
-            .status = r,
-            .op = op,
-            .ttl = item_ttl(x->exptime, expire_now(e)),
-        };
-        watch_report(e, &ev);
-    }
+    /* memcached reports the item it made: an append's is the combined one */
+    if (watching(e, ENGINE_WATCH_STORE))
+        watch_store(e, stored != NULL ? stored : it, r, op);
     mtx_unlock(m);
     return r;
 }
@@ -565,13 +556,8 @@ static struct item *arith_create_locked(struct engine *e, const char *key, size_
     /* memcached stores it as an add, whose own lookup and store it reports */
     if (watching(e, ENGINE_WATCH_FETCH))
         watch_fetch(e, key, nkey, NULL, ENGINE_MISS_NONE);
-    if (watching(e, ENGINE_WATCH_STORE)) {
-        struct engine_watch_event ev = {
-            .kind = ENGINE_WATCH_STORE, .it = it, .status = ENGINE_STORED, .op = ENGINE_ADD,
-            .ttl = item_ttl(it->exptime, expire_now(e)),
-        };
-        watch_report(e, &ev);
-    }
+    if (watching(e, ENGINE_WATCH_STORE))
+        watch_store(e, it, ENGINE_STORED, ENGINE_ADD);
     item_unref(e, it);
     return it;
 }
@@ -778,6 +764,18 @@ void engine_watch_set(struct engine *e, unsigned kinds) {
 }
 
 void watch_report(struct engine *e, struct engine_watch_event *ev) { e->watch_fn(e->watch_arg, ev); }
+
+void watch_store(struct engine *e, const struct item *it, enum engine_store_result r,
+                 enum engine_store_op op) {
+    struct engine_watch_event ev = {
+        .kind = ENGINE_WATCH_STORE,
+        .it = it,
+        .status = r,
+        .op = op,
+        .ttl = item_ttl(it->exptime, expire_now(e)),
+    };
+    watch_report(e, &ev);
+}
 
 void watch_fetch(struct engine *e, const char *key, size_t nkey, const struct item *it,
                  enum engine_miss dead) {

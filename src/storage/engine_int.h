@@ -206,6 +206,9 @@ __attribute__((cold)) void watch_report(struct engine *e, struct engine_watch_ev
 /* A lookup's report: it is the item found, NULL for a miss (dead: why). */
 __attribute__((cold)) void watch_fetch(struct engine *e, const char *key, size_t nkey,
                                        const struct item *it, enum engine_miss dead);
+/* A store's report: the item stored (or refused), the result, the command. */
+__attribute__((cold)) void watch_store(struct engine *e, const struct item *it,
+                                       enum engine_store_result r, enum engine_store_op op);
 static inline bool watching(const struct engine *e, enum engine_watch_kind k) {
     return (atomic_load_explicit(&e->watch, memory_order_relaxed) & k) != 0;
 }
