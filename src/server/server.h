@@ -69,7 +69,7 @@ enum conn_state {
     CONN_PARSE,         /* parsing requests from rbuf */
     CONN_NREAD,         /* reading a value into an item */
     CONN_SWALLOW,       /* discarding a value we will not store */
-    CONN_DUMP,          /* sending a metadump (dump.c) */
+    CONN_DUMP,          /* sending a metadump (dump.c); this and WATCH stay together */
     CONN_WATCH,         /* a log watcher (watch.c): input is dropped */
     CONN_CLOSING,
 };

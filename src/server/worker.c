@@ -430,10 +430,11 @@ static bool conn_process(struct conn *c) {
             if (c->want_write)
                 return true;
         }
-        if (st == CONN_WATCH)
-            return conn_watch(c);
-        if (st == CONN_DUMP) {
-            /* A metadump: a slice of it at a time, sent before the next (dump.c). */
+        if (st >= CONN_DUMP) {
+            /* The rare states (one test for both): a watcher, or a metadump,
+               a slice at a time, each sent before the next (dump.c). */
+            if (st == CONN_WATCH)
+                return conn_watch(c);
             if (budget-- <= 0) {
                 conn_yield(c);
                 break;
@@ -448,9 +449,6 @@ static bool conn_process(struct conn *c) {
         if (st == CONN_NREAD) {
             if (!nread_from_rbuf(c))
                 break;
-            /* a finished value counts as activity for idle_timeout (memcached
-               counts only command lines, so may kick a client that just sent one) */
-            atomic_store_explicit(&c->last_cmd, engine_clock(s->engine), memory_order_relaxed);
             if (c->binary)
                 dispatch_bin_nread_done(c);
             else if (c->nmeta)
@@ -661,7 +659,8 @@ static void worker_open_udp(struct worker *w) {
  * -o idle_timeout: once a second, close the connections that have sent no
  * command for longer than that, as memcached's timeout thread does: only
  * those waiting for a request (not mid-value, not blocked on output, not
- * watchers).  memcached reports them as normal closes.
+ * watchers).  As in memcached, only a command line counts as activity (a
+ * value that ends later does not), and the close is reported as normal.
  */
 static void idle_sweep(struct worker *w) {
     int limit = w->srv->cfg->idle_timeout;
