@@ -41,7 +41,7 @@
 #include "server/server.h"
 
 #define WATCHER_MAX 20          /* memcached's WATCHER_LIMIT */
-#define LINE_MAX 1024           /* a line: ~130 bytes and a key URI-encoded (<= 750) */
+#define WATCH_LINE_MAX 1024           /* a line: ~130 bytes and a key URI-encoded (<= 750) */
 #define BUF_MIN 4096            /* the least a ring or a watcher buffer gets */
 #define SLEEP_MIN_MS 1
 #define SLEEP_MAX_MS 100
@@ -127,7 +127,7 @@ static int line_head(struct watch_hub *h, char *line, uint64_t *gid) {
     struct timeval tv;
     gettimeofday(&tv, NULL);
     *gid = atomic_fetch_add_explicit(&h->gid, 1, memory_order_relaxed) + 1;
-    return snprintf(line, LINE_MAX, "ts=%lld.%d gid=%" PRIu64 " ", (long long)tv.tv_sec,
+    return snprintf(line, WATCH_LINE_MAX, "ts=%lld.%d gid=%" PRIu64 " ", (long long)tv.tv_sec,
                     (int)tv.tv_usec, *gid);
 }
 
@@ -138,7 +138,7 @@ static bool wants(const struct watch_hub *h, unsigned kind) {
 /* A line: its head, then fmt; put in this thread's ring. */
 __attribute__((format(printf, 3, 4))) static void emit(struct watch_hub *h, unsigned kind,
                                                        const char *fmt, ...) {
-    char line[LINE_MAX];
+    char line[WATCH_LINE_MAX];
     uint64_t gid;
     int n = line_head(h, line, &gid);
     va_list ap;
