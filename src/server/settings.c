@@ -69,6 +69,7 @@ enum fmt {
     F_HASH,         /* enum settings_hash */
     F_NAPI,         /* int, "(null)" when 0 */
     F_SET,          /* const char *: yes when set, no when NULL */
+    F_LIT,          /* no field: the row's fixed text (a feature cellard lacks) */
 };
 
 #define FIELD(f) offsetof(struct settings, f)
@@ -130,7 +131,7 @@ static const char *field_format(const struct settings *s, enum fmt fmt, size_t o
         snprintf(buf, n, "%d", *(const int *)p);
         break;
     case F_SET: return *(const char *const *)p ? "yes" : "no";
-    case F_NONE: buf[0] = '\0'; break;
+    case F_NONE: case F_LIT: buf[0] = '\0'; break;
     }
     return buf;
 }
@@ -1067,7 +1068,38 @@ _Static_assert(NSUBS <= MAX_SUBS, "raise MAX_SUBS");
 struct stat_row {
     const char *name;
     enum fmt fmt;
-    size_t off;
+    size_t off;                 /* F_LIT: the index of its text in lit_text[] */
+};
+
+/*
+ * Debian's 1.6.18 is built with extstore and TLS and lists their settings
+ * even when they are off; cellard has neither, so it prints what that
+ * build prints with both off, for tools that parse the whole set.
+ */
+#define LIT(name, i) {name, F_LIT, i}
+static const char *const lit_text[] = {
+    "512",           /* ext_item_size */
+    "4294967295",    /* ext_item_age */
+    "0",             /* ext_low_ttl */
+    "2000",          /* ext_recache_rate */
+    "4194304",       /* ext_wbuf_size */
+    "0",             /* ext_compact_under */
+    "0",             /* ext_drop_under */
+    "1000000",       /* ext_max_sleep */
+    "0.80",          /* ext_max_frag */
+    "0.010",         /* slab_automove_freeratio */
+    "no",            /* ext_drop_unread */
+    "no",            /* ssl_enabled */
+    "(null)",        /* ssl_chain_cert */
+    "(null)",        /* ssl_key */
+    "0",             /* ssl_verify_mode */
+    "1",             /* ssl_keyformat */
+    "NULL",          /* ssl_ciphers */
+    "NULL",          /* ssl_ca_cert */
+    "16384",         /* ssl_wbuf_size */
+    "no",            /* ssl_session_cache */
+    "no",            /* ssl_kernel_tls */
+    "tlsv1.2",       /* ssl_min_version */
 };
 
 static const struct stat_row stat_table[] = {
@@ -1123,6 +1155,28 @@ static const struct stat_row stat_table[] = {
     {"read_buf_mem_limit", F_UINT, FIELD(read_buf_mem_limit)},
     {"track_sizes", F_YESNO, FIELD(track_sizes)},
     {"inline_ascii_response", F_YESNO, FIELD(inline_ascii_response)},
+    LIT("ext_item_size", 0),
+    LIT("ext_item_age", 1),
+    LIT("ext_low_ttl", 2),
+    LIT("ext_recache_rate", 3),
+    LIT("ext_wbuf_size", 4),
+    LIT("ext_compact_under", 5),
+    LIT("ext_drop_under", 6),
+    LIT("ext_max_sleep", 7),
+    LIT("ext_max_frag", 8),
+    LIT("slab_automove_freeratio", 9),
+    LIT("ext_drop_unread", 10),
+    LIT("ssl_enabled", 11),
+    LIT("ssl_chain_cert", 12),
+    LIT("ssl_key", 13),
+    LIT("ssl_verify_mode", 14),
+    LIT("ssl_keyformat", 15),
+    LIT("ssl_ciphers", 16),
+    LIT("ssl_ca_cert", 17),
+    LIT("ssl_wbuf_size", 18),
+    LIT("ssl_session_cache", 19),
+    LIT("ssl_kernel_tls", 20),
+    LIT("ssl_min_version", 21),
     {"num_napi_ids", F_NAPI, FIELD(num_napi_ids)},
     {"memory_file", F_STR_PNULL, FIELD(memory_file)},
     {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's two extras */
@@ -1600,6 +1654,7 @@ void settings_each_stat(const struct settings *s,
     char buf[64];
     for (size_t i = 0; i < sizeof(stat_table) / sizeof(stat_table[0]); i++) {
         const struct stat_row *r = &stat_table[i];
-        emit(ctx, r->name, field_format(s, r->fmt, r->off, buf, sizeof(buf)));
+        emit(ctx, r->name, r->fmt == F_LIT ? lit_text[r->off]
+                                           : field_format(s, r->fmt, r->off, buf, sizeof(buf)));
     }
 }

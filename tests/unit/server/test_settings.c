@@ -156,9 +156,9 @@ TEST(defaults_from_init_and_from_parse) {
 
 /*
  * memcached 1.6.18's `stats settings` for `memcached -u root -U 0 -p 11211`
- * (Debian's build; its ext_* and ssl_* lines, which a build without
- * extstore and TLS does not print, are left out).  Ours differs in inter
- * (memcached: NULL, all interfaces) and adds evict_policy and delete_hold.
+ * (Debian's build, with its ext_* and ssl_* lines: extstore and TLS are
+ * built in and off).  Ours differs in inter (memcached: NULL, all
+ * interfaces) and adds evict_policy and delete_hold.
  */
 static const char default_stats[] =
     "maxbytes 67108864\n" "maxconns 1024\n" "tcpport 11211\n" "udpport 0\n"
@@ -177,7 +177,14 @@ static const char default_stats[] =
     "warm_lru_pct 40\n" "hot_max_factor 0.20\n" "warm_max_factor 2.00\n" "temp_lru no\n"
     "temporary_ttl 61\n" "idle_timeout 0\n" "watcher_logbuf_size 262144\n"
     "worker_logbuf_size 65536\n" "read_buf_mem_limit 0\n" "track_sizes no\n"
-    "inline_ascii_response no\n" "num_napi_ids (null)\n" "memory_file (null)\n"
+    "inline_ascii_response no\n" "ext_item_size 512\n" "ext_item_age 4294967295\n"
+    "ext_low_ttl 0\n" "ext_recache_rate 2000\n" "ext_wbuf_size 4194304\n"
+    "ext_compact_under 0\n" "ext_drop_under 0\n" "ext_max_sleep 1000000\n"
+    "ext_max_frag 0.80\n" "slab_automove_freeratio 0.010\n" "ext_drop_unread no\n"
+    "ssl_enabled no\n" "ssl_chain_cert (null)\n" "ssl_key (null)\n" "ssl_verify_mode 0\n"
+    "ssl_keyformat 1\n" "ssl_ciphers NULL\n" "ssl_ca_cert NULL\n" "ssl_wbuf_size 16384\n"
+    "ssl_session_cache no\n" "ssl_kernel_tls no\n" "ssl_min_version tlsv1.2\n"
+    "num_napi_ids (null)\n" "memory_file (null)\n"
     "evict_policy slru\n" "delete_hold no\n"; /* cellar's two extra lines */
 
 TEST(stats_settings_defaults_match_memcached) {
