@@ -85,31 +85,30 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
     struct mc_span rest = req->keys, key;
     uint64_t hv;
     while (conn_next_key(c, &rest, &key, &hv)) {
-        enum engine_miss why = ENGINE_MISS_NONE;
-        struct item *it = touch ? engine_get_touch(e, key.p, key.len, req->exptime, &why)
-                                : engine_get_hashed(e, key.p, key.len, hv, &why);
+        struct item *it = touch ? engine_get_touch(e, key.p, key.len, req->exptime, NULL)
+                                : engine_get_hashed(e, key.p, key.len, hv, NULL);
         if (detail)
             detail_count(c->w->srv, key.p, key.len, DETAIL_GET, it != NULL);
-        if (touch)
-            STAT_INC(st->touch_cmds);
-        STAT_INC(st->get_cmds);
+        /* memcached counts a gat or gats only as a touch */
         if (it != NULL) {
             unsigned cls = item_clsid(it);
             if (touch)
                 STAT_INC(st->slab[cls].touch_hits);
-            STAT_INC(st->slab[cls].get_hits);
+            else
+                STAT_INC(st->slab[cls].get_hits);
             add_value(c, it, with_cas);
+        } else if (touch) {
+            STAT_INC(st->touch_misses);
         } else {
-            if (touch)
-                STAT_INC(st->touch_misses);
             STAT_INC(st->get_misses);
-            if (why == ENGINE_MISS_EXPIRED)
-                STAT_INC(st->get_expired);
-            else if (why == ENGINE_MISS_FLUSHED)
-                STAT_INC(st->get_flushed);
         }
+        if (touch)
+            STAT_INC(st->touch_cmds);
+        else
+            STAT_INC(st->get_cmds);
     }
     out_copy(&c->out, S("END\r\n"));
+    c->mc_flush = true;             /* memcached writes a get's answer at once */
 }
 
 static enum engine_store_op store_op(enum mc_cmd cmd) {
@@ -153,7 +152,9 @@ static void do_store(struct conn *c, struct mc_req *req) {
 
 void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
                            size_t nkey, enum engine_store_op op, bool drop_old, uint64_t skip) {
-    if (err == ENGINE_ALLOC_TOO_LARGE)
+    if (c->binary)
+        ;                   /* memcached counts refused stores of the text protocols only */
+    else if (err == ENGINE_ALLOC_TOO_LARGE)
         STAT_INC(c->w->st.store_too_large);
     else
         STAT_INC(c->w->st.store_no_memory);
@@ -396,12 +397,14 @@ void dispatch_text_error(struct conn *c, struct mc_req *req) {
         do_delete(c, req, (uint32_t)req->exptime);
         return;
     }
-    /* With -F, memcached refuses flush_all before it looks at the delay. */
-    if (req->cmd == MC_CMD_FLUSH_ALL && !c->w->srv->cfg->flush_enabled &&
-        req->err == MC_ERR_BAD_EXPTIME) {
+    /* memcached counts a flush_all with a bad delay (its word count was
+       right), and with -F refuses it before it looks at the delay. */
+    if (req->cmd == MC_CMD_FLUSH_ALL && req->err == MC_ERR_BAD_EXPTIME) {
         STAT_INC(c->w->st.flush_cmds);
-        reply(c, req->noreply, S("CLIENT_ERROR flush_all not allowed\r\n"));
-        return;
+        if (!c->w->srv->cfg->flush_enabled) {
+            reply(c, req->noreply, S("CLIENT_ERROR flush_all not allowed\r\n"));
+            return;
+        }
     }
     reply(c, req->noreply, mc_text_err_str(req->err), mc_text_err_len(req->err));
 }

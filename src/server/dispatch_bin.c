@@ -12,7 +12,9 @@
 #include "protocol/mc_bin.h"
 #include "server/server.h"
 
+/* memcached writes an error answer at once (unless it swallows a body: conn_swallow()). */
 static void bin_error(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque) {
+    c->mc_flush = true;
     char *p = out_reserve(&c->out, MC_BIN_ERROR_MAX);
     if (p != NULL)
         out_commit(&c->out, p, mc_bin_fmt_error(p, opcode, status, opaque));
@@ -21,6 +23,7 @@ static void bin_error(struct conn *c, uint8_t opcode, uint16_t status, uint32_t 
 static void bin_error_text(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
                            const char *text) {
     size_t n = strlen(text);
+    c->mc_flush = true;
     char *p = out_reserve(&c->out, MC_BIN_HDR_LEN + n);
     if (p != NULL)
         out_commit(&c->out, p, mc_bin_fmt_error_text(p, opcode, status, opaque, text, n));
@@ -38,24 +41,20 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
     struct worker_counters *st = &c->w->st;
     bool touch = r->cmd == MC_BIN_OP_GAT || r->cmd == MC_BIN_OP_GATK || r->cmd == MC_BIN_OP_TOUCH;
     bool with_key = r->cmd == MC_BIN_OP_GETK || r->cmd == MC_BIN_OP_GATK;
-    enum engine_miss why = ENGINE_MISS_NONE;
-    struct item *it = touch ? engine_get_touch(e, r->key.p, r->key.len, r->exptime, &why)
-                            : engine_get(e, r->key.p, r->key.len, &why);
+    struct item *it = touch ? engine_get_touch(e, r->key.p, r->key.len, r->exptime, NULL)
+                            : engine_get(e, r->key.p, r->key.len, NULL);
     if (detail_on(c->w->srv))       /* memcached counts a binary touch as a get here */
         detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_GET, it != NULL);
+    /* memcached counts GAT and GATK (and TOUCH) only as touches */
     if (touch)
         STAT_INC(st->touch_cmds);
-    if (r->cmd != MC_BIN_OP_TOUCH)
+    else
         STAT_INC(st->get_cmds);
     if (it == NULL) {
         if (touch)
             STAT_INC(st->touch_misses);
-        if (r->cmd != MC_BIN_OP_TOUCH)
+        else
             STAT_INC(st->get_misses);
-        if (why == ENGINE_MISS_EXPIRED)
-            STAT_INC(st->get_expired);
-        else if (why == ENGINE_MISS_FLUSHED)
-            STAT_INC(st->get_flushed);
         if (r->quiet)
             return;
         if (with_key) {
@@ -71,7 +70,7 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
     unsigned cls = item_clsid(it);
     if (touch)
         STAT_INC(st->slab[cls].touch_hits);
-    if (r->cmd != MC_BIN_OP_TOUCH)
+    else
         STAT_INC(st->slab[cls].get_hits);
     uint32_t nvalue = r->cmd == MC_BIN_OP_TOUCH ? 0 : item_nbytes(it);
     char *p = out_reserve(&c->out, 28 + item_nkey(it));
@@ -213,7 +212,8 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
     memset(&res, 0, sizeof(res));
     switch (engine_marith(c->w->srv->engine, r->key.p, r->key.len, &o, &res)) {
     case ENGINE_MARITH_OK: {
-        dispatch_count_arith(c, decr, res.created ? 0 : res.clsid);
+        if (!res.created)   /* memcached counts a create from the initial value nowhere */
+            dispatch_count_arith(c, decr, res.clsid);
         if (r->quiet)
             break;
         char *p = out_reserve(&c->out, MC_BIN_INCR_LEN);
@@ -322,6 +322,7 @@ void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
         break;
     case MC_BIN_OP_NOOP:
         bin_ok(c, r->opcode, r->opaque, 0);
+        c->mc_flush = true;         /* memcached flushes at a noop */
         break;
     case MC_BIN_OP_VERSION: {
         static const char v[] = CELLAR_MC_VERSION;

@@ -156,10 +156,6 @@ static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
     if (it == NULL) {
         STAT_INC(st->get_cmds);
         STAT_INC(st->get_misses);
-        if (why == ENGINE_MISS_EXPIRED)
-            STAT_INC(st->get_expired);
-        else if (why == ENGINE_MISS_FLUSHED)
-            STAT_INC(st->get_flushed);
         meta_reply(c, req, &v);
         return;
     }
@@ -550,6 +546,7 @@ void dispatch_meta(struct conn *c, struct mc_meta_req *req, enum mc_parse r) {
         break;
     case MC_META_MN:
         out_copy(&c->out, S("MN\r\n"));
+        c->mc_flush = true;         /* memcached flushes at mn */
         break;
     default:
         meta_error(c, MC_META_ERR_ERROR);

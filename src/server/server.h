@@ -28,7 +28,7 @@
 
 /* Per-worker counters, as memcached's per-thread stats name them. */
 #define WORKER_STATS(X)                                                    \
-    X(get_cmds) X(get_misses) X(get_expired) X(get_flushed)                \
+    X(get_cmds) X(get_misses)                                              \
     X(touch_cmds) X(touch_misses) X(delete_misses) X(incr_misses)          \
     X(decr_misses) X(cas_misses) X(set_cmds) X(flush_cmds) X(meta_cmds)    \
     X(bytes_read) X(bytes_written) X(conn_yields) X(store_too_large)       \
@@ -84,6 +84,10 @@ struct conn {
     bool close_after_write;
     bool close_normal;              /* the client quit or hung up (watch's conn_close reason) */
     bool yielded;                   /* on the worker's ready list */
+    /* memcached's per-event request budget, as conn_yields counts it (worker.c) */
+    bool mc_flush;                  /* the request just run is one memcached flushes after */
+    bool mc_pending;                /* memcached would hold replies not yet flushed */
+    bool mc_resume;                 /* the next event starts with a step (after a yield) */
     bool proto_known;               /* the first byte has been seen */
     bool is_udp;                    /* a worker's UDP socket, not a stream */
     bool binary;                    /* speaks the binary protocol */

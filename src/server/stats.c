@@ -66,6 +66,7 @@ static void stats_reset(struct server *s) {
 #undef X
         }
     }
+    engine_stats_reset(s->engine);
     atomic_store(&s->total_conns, 0);
     atomic_store(&s->rejected_conns, 0);
     pthread_mutex_unlock(&s->stats_lock);
@@ -141,8 +142,8 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("cmd_meta", t.meta_cmds);
     STAT_U("get_hits", get_hits);
     STAT_U("get_misses", t.get_misses);
-    STAT_U("get_expired", t.get_expired);
-    STAT_U("get_flushed", t.get_flushed);
+    STAT_U("get_expired", es.get_expired);
+    STAT_U("get_flushed", es.get_flushed);
     STAT_U("delete_misses", t.delete_misses);
     STAT_U("delete_hits", delete_hits);
     STAT_U("incr_misses", t.incr_misses);

@@ -212,6 +212,7 @@ void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool termi
 /* Skips the next n bytes of input (a value that will not be stored). */
 void conn_swallow(struct conn *c, uint64_t n) {
     c->swallow = n;
+    c->mc_flush = false;            /* memcached writes nothing while it swallows */
     atomic_store_explicit(&c->state, CONN_SWALLOW, memory_order_relaxed);
 }
 
@@ -411,6 +412,53 @@ __attribute__((cold)) static bool conn_watch(struct conn *c) {
 }
 
 /*
+ * The per-event budget (-R), spent as memcached spends it, so conn_yields
+ * counts what memcached's does.  memcached takes a step of its budget each
+ * time a connection goes back to "new command": after every request, and
+ * once more after it writes out replies it was holding.  It writes at once
+ * after a text get (mc_flush), mn, a binary error or noop; other replies
+ * wait until the input runs out or the budget does.  A step that overdraws
+ * the budget is a yield.  Each worker still writes all replies of an event in
+ * one go; this only decides when a connection gives the others a turn.
+ * A connection that yielded with requests left begins its next turn with a
+ * step (memcached resumes it in its "new command" state).
+ */
+
+/* The step after a request; true when the connection yields. */
+static bool mc_step(struct conn *c, int *budget) {
+    c->mc_pending = !c->mc_flush;
+    c->mc_flush = false;
+    if (--*budget >= 0)
+        return false;
+    c->mc_pending = false;          /* flushed before the yield */
+    if (c->rstart < c->rend) {
+        c->mc_resume = true;
+        conn_yield(c);
+    } else {
+        /* memcached yields with nothing left to read too (its next event
+           spends a step finding nothing, and the one after reads afresh) */
+        STAT_INC(c->w->st.conn_yields);
+    }
+    return true;
+}
+
+/* The input ran out: memcached writes what it holds, a step. */
+static void mc_idle(struct conn *c, int *budget) {
+    if (!c->mc_pending)
+        return;
+    c->mc_pending = false;
+    if (--*budget < 0)
+        STAT_INC(c->w->st.conn_yields);
+}
+
+/* After a request ran: a step, unless it goes on reading or swallowing a value. */
+static bool mc_done(struct conn *c, int *budget) {
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) != CONN_PARSE)
+        return false;
+    return mc_step(c, budget);
+}
+
+/*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
@@ -418,6 +466,10 @@ __attribute__((cold)) static bool conn_watch(struct conn *c) {
 static bool conn_process(struct conn *c) {
     struct server *s = c->w->srv;
     int budget = c->is_udp ? INT32_MAX : s->cfg->reqs_per_event;
+    if (c->mc_resume) {
+        c->mc_resume = false;
+        budget--;
+    }
     for (;;) {
         int st = atomic_load_explicit(&c->state, memory_order_relaxed);
         if (st == CONN_CLOSING) {
@@ -455,6 +507,8 @@ static bool conn_process(struct conn *c) {
                 dispatch_meta_nread_done(c);
             else
                 dispatch_nread_done(c);
+            if (mc_done(c, &budget))
+                break;
             continue;
         }
         if (st == CONN_SWALLOW) {
@@ -465,10 +519,14 @@ static bool conn_process(struct conn *c) {
             if (c->swallow > 0)
                 break;
             atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+            if (mc_step(c, &budget))
+                break;
             continue;
         }
-        if (c->rstart == c->rend || c->close_after_write)
+        if (c->rstart == c->rend || c->close_after_write) {
+            mc_idle(c, &budget);
             break;
+        }
         if (!c->proto_known) {
             /* memcached picks the protocol from a connection's first byte (-B auto). */
             enum settings_protocol p = s->cfg->binding_protocol;
@@ -477,12 +535,12 @@ static bool conn_process(struct conn *c) {
                          (unsigned char)c->rbuf[c->rstart] == MC_BIN_REQ_MAGIC);
             c->proto_known = !c->is_udp;    /* UDP decides per datagram */
         }
-        if (budget-- <= 0) {
-            conn_yield(c);
-            break;
-        }
         if (c->binary) {
-            if (!conn_process_bin(c))
+            if (!conn_process_bin(c)) {
+                mc_idle(c, &budget);
+                break;
+            }
+            if (mc_done(c, &budget))
                 break;
             continue;
         }
@@ -491,8 +549,10 @@ static bool conn_process(struct conn *c) {
         struct mc_req req;
         size_t used = 0;
         enum mc_parse r = mc_text_parse(&req, c->rbuf + c->rstart, c->rend - c->rstart, &used);
-        if (r == MC_PARSE_NEED_MORE)
+        if (r == MC_PARSE_NEED_MORE) {
+            mc_idle(c, &budget);
             break;
+        }
         if (r == MC_PARSE_CLOSE) {
             atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
             continue;
@@ -510,14 +570,15 @@ static bool conn_process(struct conn *c) {
             enum mc_parse mr = mc_meta_parse(&mreq, c->rbuf + c->rstart, used, &mused);
             c->rstart += used;
             dispatch_meta(c, &mreq, mr == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
-            continue;
+        } else {
+            c->rstart += used;
+            if (r == MC_PARSE_ERROR)
+                dispatch_text_error(c, &req);
+            else
+                dispatch_text(c, &req);
         }
-        c->rstart += used;
-        if (r == MC_PARSE_ERROR) {
-            dispatch_text_error(c, &req);
-            continue;
-        }
-        dispatch_text(c, &req);
+        if (mc_done(c, &budget))
+            break;
     }
     if (!out_empty(&c->out) || c->close_after_write)
         return conn_flush(c);

@@ -92,6 +92,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     expire_init(e, (uint32_t)time(NULL));
     atomic_init(&e->cas, 0);
     atomic_init(&e->crawl_on, cfg->crawl);
+    atomic_init(&e->met_expired, 0);
+    atomic_init(&e->met_flushed, 0);
 
     struct slab_config sc = {
         .mem_limit = cfg->mem_limit,
@@ -530,6 +532,13 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
             *linked = nit;
         }
         item_replace_locked(e, it, nit, hv, o->new_cas);
+        if (fits) {
+            /* the copy is the in-place rewrite: no new item to memcached's total_items */
+            struct eclass *c = &e->cls[nit->clsid];
+            mtx_lock(&c->lock);
+            c->total_items--;
+            mtx_unlock(&c->lock);
+        }
         res->cas = nit->cas;
         item_unref(e, nit);
     }
@@ -920,9 +929,26 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
         out->total_items += e->cls[i].total_items;
         mtx_unlock(&e->cls[i].lock);
     }
+    out->get_expired = atomic_load_explicit(&e->met_expired, memory_order_relaxed);
+    out->get_flushed = atomic_load_explicit(&e->met_flushed, memory_order_relaxed);
     out->total_malloced = slab_total_malloced(e->slab);
     out->limit_maxbytes = slab_limit(e->slab);
     out->hash_power_level = ht_power(e->ht);
     out->hash_bytes = ht_bytes(e->ht);
     out->hash_is_expanding = ht_expanding(e->ht);
+}
+
+void engine_stats_reset(struct engine *e) {
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        struct eclass *c = &e->cls[i];
+        mtx_lock(&c->lock);
+        c->total_items = 0;
+        c->evicted = c->evicted_nonzero = c->evicted_time = 0;
+        c->evicted_unfetched = c->evicted_active = 0;
+        c->outofmemory = c->reclaimed = c->expired_unfetched = c->crawler_reclaimed = 0;
+        atomic_store_explicit(&c->crawler_checked, 0, memory_order_relaxed);
+        mtx_unlock(&c->lock);
+    }
+    atomic_store_explicit(&e->met_expired, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->met_flushed, 0, memory_order_relaxed);
 }

@@ -532,6 +532,7 @@ struct engine_stats {
     uint64_t curr_items, total_items, bytes;
     uint64_t evictions, reclaimed, expired_unfetched, evicted_unfetched, evicted_active;
     uint64_t crawler_reclaimed, crawler_items_checked;
+    uint64_t get_expired, get_flushed;      /* lookups of any kind that met a dead item */
     uint64_t total_malloced, limit_maxbytes;
     uint32_t hash_power_level;
     uint64_t hash_bytes;
@@ -539,6 +540,13 @@ struct engine_stats {
     uint32_t active_slabs;
 };
 void engine_stats(struct engine *e, struct engine_stats *out);
+
+/*
+ * `stats reset`: zeroes what memcached's resets of the engine's counters
+ * (evictions, reclaims, the crawler's counts, total_items, the dead-item
+ * lookups); what is stored now (curr_items, bytes) stays.
+ */
+void engine_stats_reset(struct engine *e);
 
 /* One slab class, as `stats slabs` and `stats items` name the fields. */
 struct engine_class_stats {

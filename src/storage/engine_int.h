@@ -96,6 +96,9 @@ struct engine {
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
+    /* Lookups of any kind that met a dead item (memcached's get_expired and
+       get_flushed: a set, delete or incr counts too); rare, so shared. */
+    _Atomic uint64_t met_expired, met_flushed;
     _Atomic unsigned watch;             /* engine_watch_kind mask (engine_watch_set) */
     /* `stats sizes` (engine_sizes_enable); the counters live until the engine goes */
     _Atomic bool sizes_on;

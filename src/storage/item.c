@@ -395,7 +395,11 @@ static inline struct item *find_live(struct engine *e, const char *key, size_t n
         return NULL;
     }
     item_unlink_locked(e, it, hv, UNLINK_DELETE);
-    if (why != NULL && !tomb)
+    if (tomb)
+        return NULL;
+    atomic_fetch_add_explicit(dead == ENGINE_MISS_EXPIRED ? &e->met_expired : &e->met_flushed,
+                              1, memory_order_relaxed);
+    if (why != NULL)
         *why = dead;
     return NULL;
 }
