@@ -149,12 +149,14 @@ void dispatch_bin_nread_done(struct conn *c) {
         status = c->bcmd == MC_BIN_OP_ADD ? MC_BIN_ST_KEY_EEXISTS
                : c->bcmd == MC_BIN_OP_REPLACE ? MC_BIN_ST_KEY_ENOENT : MC_BIN_ST_NOT_STORED;
         break;
-    case ENGINE_EXISTS:
-        STAT_INC(st->slab[cls].cas_badval);
+    case ENGINE_EXISTS:         /* memcached counts CAS results of a cas only, not an append's */
+        if (c->nop == ENGINE_CAS)
+            STAT_INC(st->slab[cls].cas_badval);
         status = MC_BIN_ST_KEY_EEXISTS;
         break;
     case ENGINE_NOT_FOUND:
-        STAT_INC(st->cas_misses);
+        if (c->nop == ENGINE_CAS)
+            STAT_INC(st->cas_misses);
         status = MC_BIN_ST_KEY_ENOENT;
         break;
     case ENGINE_STORE_NO_MEMORY:

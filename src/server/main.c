@@ -419,6 +419,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "failed to start worker threads\n");
         return 1;
     }
+    srv.fixed_conns = (uint64_t)srv.nlisteners;
+    for (int i = 0; i < srv.nworkers; i++)
+        srv.fixed_conns += (uint64_t)srv.workers[i].nudp;
+    atomic_store(&srv.total_conns, srv.fixed_conns);
     pthread_t maint;
     pthread_create(&maint, NULL, maint_main, &srv);
 

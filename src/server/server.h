@@ -188,6 +188,8 @@ struct server {
     struct watch_hub *watch;        /* watch.c */
     uint32_t started;               /* unix time */
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
+    uint64_t fixed_conns;           /* listeners and UDP sockets: memcached counts each
+                                       as a connection (set once at start) */
     atomic_bool accepting;
     _Atomic uint64_t reset_time;
     pthread_mutex_t stats_lock;     /* stats reset vs. readers */

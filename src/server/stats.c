@@ -123,10 +123,12 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     sink_printf(o, "rusage_system", "%ld.%06ld", (long)ru.ru_stime.tv_sec,
                 (long)ru.ru_stime.tv_usec);
     STAT_U("max_connections", s->cfg->maxconns);
-    STAT_U("curr_connections", atomic_load(&s->curr_conns));
+    /* memcached counts its listeners and UDP sockets as connections, and
+       shows one fewer current connection than it counts */
+    STAT_U("curr_connections", atomic_load(&s->curr_conns) + s->fixed_conns - 1);
     STAT_U("total_connections", atomic_load(&s->total_conns));
     STAT_U("rejected_connections", atomic_load(&s->rejected_conns));
-    STAT_U("connection_structures", atomic_load(&s->conn_structs));
+    STAT_U("connection_structures", atomic_load(&s->conn_structs) + (uint64_t)s->nlisteners);
     STAT_U("response_obj_oom", 0);
     STAT_U("response_obj_count", 0);
     STAT_U("response_obj_bytes", 0);

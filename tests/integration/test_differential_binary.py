@@ -63,6 +63,7 @@ import time
 
 import binproto as bp
 from test_differential import DIGITLESS, Gen, Side, exchange, not_all_whitespace, trunc
+from statsdiff import StatsDiff
 from util import CELLARD, MEMCACHED, Conn, Server
 
 # Behaviours where cellard deliberately differs from memcached 1.6.18 over
@@ -517,6 +518,7 @@ def test_differential_binary_stream():
                 assert srv is sut or line == b"OK\r\n", "oracle answered lru mode flat: %r" % line
         ports = (sut.port, ora.port)
         sides = [connect("under-test", ports[0]), connect("oracle", ports[1])]
+        counters = StatsDiff([s.name for s in sides], ports)
         try:
             sent = bno = closes = 0
             kinds = collections.Counter()
@@ -535,6 +537,7 @@ def test_differential_binary_stream():
                 try:
                     if closing:
                         raws = bp.exchange_to_close(sides, payloads, BATCH_TIMEOUT)
+                        tail = b""
                     else:
                         sentinel = base | 0xffff
                         payloads = [p + bp.noop(sentinel) for p in payloads]
@@ -547,6 +550,15 @@ def test_differential_binary_stream():
                 dt = time.monotonic() - tb
                 if dt > slowest[0]:
                     slowest = (dt, bno, reqs[-1].describe())
+                for i, raw in enumerate(raws):
+                    counters.io(i, len(payloads[i]), len(raw) + len(tail))
+                try:
+                    counters.check("batch %d (DIFF_SEED=%d)" % (bno, seed), len(payloads[1]),
+                                   reset=any(q.op == bp.STAT and q.key == b"reset"
+                                             for q in reqs), closed=closing)
+                except AssertionError as e:
+                    raise AssertionError("%s\n  requests of the batch:\n%s" % (e, "\n".join(
+                        "    %2d: %s" % (j, q.describe()) for j, q in enumerate(reqs))))
                 units = [normalise(s, raw, by_opaque) for s, raw in zip(sides, raws)]
                 if units[0] != units[1]:
                     raise AssertionError(report(seed, bno, reqs, sides, units, raws, closing))
@@ -565,6 +577,8 @@ def test_differential_binary_stream():
                      slowest[1], slowest[0], slowest[2][:100]))
             print("differential (binary): answers (opcode/status): %s" % ", ".join(
                 "%s %d" % kv for kv in sorted(kinds.items())))
+            print("differential (binary): counters compared after %d batches; moved on the "
+                  "oracle: %s" % (counters.checks, " ".join(sorted(counters.moved))))
             if N_REQUESTS >= 20000:
                 statuses = {k.split("/")[1] for k in kinds}
                 missing = sorted(EXPECTED - set(kinds)) + sorted(EXPECTED_STATUS - statuses)
@@ -572,5 +586,6 @@ def test_differential_binary_stream():
                 assert closes >= 10, "too few closing batches (%d)" % closes
                 assert len(sides[1].cas_index) > 100, "too few CAS numbers seen"
         finally:
+            counters.close()
             for s in sides:
                 s.close()

@@ -69,6 +69,7 @@ import os
 import random
 import time
 
+from statsdiff import StatsDiff
 from util import CELLARD, MEMCACHED, Server
 from test_differential import (DIGITLESS, SAFE, CasRef, Cmd, Gen, Side, exchange,
                                not_all_whitespace, trunc)
@@ -663,6 +664,7 @@ def test_differential_meta_stream():
         try:
             got = exchange(sides, [b"lru mode flat\r\n"] * 2, [b"\r\n"] * 2, 5)
             assert got[1] == b"OK", "oracle answered lru mode flat with %r" % got[1]
+            counters = StatsDiff([s.name for s in sides], [sut.port, ora.port])
             bno = 0
             total = 0
             nbytes = 0
@@ -682,6 +684,13 @@ def test_differential_meta_stream():
                     raise AssertionError("batch %d (DIFF_SEED=%d): %s\n  commands:\n%s" % (
                         bno, seed, e, "\n".join("    %2d: %s" % (j, c.describe())
                                                 for j, c in enumerate(cmds))))
+                for i, raw in enumerate(raws):
+                    counters.io(i, len(payloads[i]), len(raw) + len(tail))
+                try:
+                    counters.check("batch %d (DIFF_SEED=%d)" % (bno, seed), len(payloads[1]))
+                except AssertionError as e:
+                    raise AssertionError("%s\n  commands of the batch:\n%s" % (e, "\n".join(
+                        "    %2d: %s" % (j, c.describe()) for j, c in enumerate(cmds))))
                 units = [normalise(s, raw, gen.opaque_keys) for s, raw in zip(sides, raws)]
                 for _why, fix in ALLOW_LIST.values():
                     units = [[fix(u) for u in us] for us in units]
@@ -704,6 +713,9 @@ def test_differential_meta_stream():
             missing = [k for k in EXPECTED_KINDS if kinds.get(k, 0) == 0]
             assert not missing, "the stream produced no %s" % missing
             assert len(sides[1].cas_index) > 500, "too few CAS numbers to exercise C"
+            print("differential meta: counters compared after %d batches; moved on the oracle: %s"
+                  % (counters.checks, " ".join(sorted(counters.moved))))
+            counters.close()
         finally:
             for s in sides:
                 s.close()
