@@ -346,6 +346,7 @@ int main(int argc, char **argv) {
     ec.no_expand = !cfg.hash_expand;
     ec.delete_hold = cfg.delete_hold;
     ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
+    ec.reap = cfg.lru_maintainer_thread;
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {

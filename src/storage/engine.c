@@ -688,6 +688,10 @@ unsigned engine_step(struct engine *e, unsigned budget) {
     }
     if (ht_expanding(e->ht))
         work += ht_expand_step(e->ht, budget);
+    if (e->cfg.reap) {
+        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
+            work += item_reap_class(e, id, ENGINE_REAP_MAX);
+    }
     if (work < budget && engine_crawl(e))
         work += expire_crawl_step(e, budget - work);
     mtx_unlock(&e->step_lock);

@@ -52,6 +52,7 @@
 #define ENGINE_ALLOC_TRIES 10           /* evictions tried per chunk */
 #define ENGINE_CLOCK_OFFSET 62          /* engine seconds at start, like memcached */
 #define ENGINE_CRAWL_REST 60            /* seconds between crawler passes */
+#define ENGINE_REAP_MAX 50              /* dead items one step reclaims per class */
 #define ENGINE_EXPAND_RETRY 60          /* seconds before retrying a failed growth */
 
 struct item_chain {
@@ -177,6 +178,7 @@ void item_replace_locked(struct engine *e, struct item *old, struct item *it, ui
 struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                               enum engine_miss *why, struct item **hold);
 void item_hit_locked(struct engine *e, struct item *it);
+unsigned item_reap_class(struct engine *e, unsigned id, unsigned max);
 void item_copy_value(struct item *dst, size_t off, const struct item *src);
 char *item_value(const struct item *it);
 

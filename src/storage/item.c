@@ -185,6 +185,29 @@ void engine_item_unref(struct engine *e, struct item *it) {
  * is reclaimed; a live one is evicted, unless evictions are off (-M).
  * Returns true when an item went.
  */
+/*
+ * Takes a queue's candidate it out of the cache (class lock held) if its
+ * item lock is free and nobody else holds it: a dead one is reclaimed, a
+ * live one evicted when live is allowed.  *dead says which it was.  The
+ * caller drops the table's reference once the class lock is released.
+ */
+static bool take_locked(struct engine *e, struct eclass *c, struct item *it, uint32_t now,
+                        bool live, bool *dead) {
+    uint64_t hv = ht_hash(it->data, it->nkey);
+    if (!lock_try(e->locks, hv))
+        return false;
+    *dead = expire_dead(e, it, now) != ENGINE_MISS_NONE;
+    if (atomic_load_explicit(&it->refcount, memory_order_acquire) != 1 || (!*dead && !live)) {
+        mtx_unlock(lock_of(e->locks, hv));
+        return false;
+    }
+    ht_delete_locked(e->ht, it, hv);
+    unlink_q_locked(e, c, it, *dead ? UNLINK_RECLAIM : UNLINK_EVICT, now);
+    item_flag_clear(it, ITEM_LINKED);
+    mtx_unlock(lock_of(e->locks, hv));
+    return true;
+}
+
 static bool evict_pull(struct engine *e, unsigned id) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
@@ -195,21 +218,10 @@ static bool evict_pull(struct engine *e, unsigned id) {
         it = e->policy->victim(c->q, it);
         if (it == NULL)
             break;
-        uint64_t hv = ht_hash(it->data, it->nkey);
-        if (!lock_try(e->locks, hv))
-            continue;
-        dead = expire_dead(e, it, now) != ENGINE_MISS_NONE;
-        if (atomic_load_explicit(&it->refcount, memory_order_acquire) != 1 ||
-            (!dead && !e->cfg.evict)) {
-            mtx_unlock(lock_of(e->locks, hv));
-            continue;
+        if (take_locked(e, c, it, now, e->cfg.evict, &dead)) {
+            gone = it;
+            break;
         }
-        ht_delete_locked(e->ht, it, hv);
-        unlink_q_locked(e, c, it, dead ? UNLINK_RECLAIM : UNLINK_EVICT, now);
-        item_flag_clear(it, ITEM_LINKED);
-        mtx_unlock(lock_of(e->locks, hv));
-        gone = it;
-        break;
     }
     mtx_unlock(&c->lock);
     if (gone != NULL && !dead && watching(e, ENGINE_WATCH_EVICT)) {
@@ -224,6 +236,36 @@ static bool evict_pull(struct engine *e, unsigned id) {
     if (gone != NULL)
         item_unref(e, gone);        /* the table's reference, the last one */
     return gone != NULL;
+}
+
+/*
+ * memcached's LRU maintainer reclaims dead items it finds at the tails of
+ * its queues, so an expired item leaves (counted as reclaimed) soon after
+ * it expires, not when a request or the crawler meets it.  This is that
+ * step for one class: the policy's oldest items, while they are dead, at
+ * most max of them.  It stops at the first live one, as memcached's tail
+ * pull does; the crawler finds dead items further in.  oldest() changes no
+ * policy state, so this moves nothing a policy would decide.  Returns how
+ * many went.
+ */
+unsigned item_reap_class(struct engine *e, unsigned id, unsigned max) {
+    struct eclass *c = &e->cls[id];
+    uint32_t now = expire_now(e);
+    unsigned n = 0;
+    while (n < max) {
+        bool dead = false;
+        mtx_lock(&c->lock);
+        struct item *it = e->policy->oldest(c->q);
+        if (it == NULL || expire_dead(e, it, now) == ENGINE_MISS_NONE ||
+            !take_locked(e, c, it, now, false, &dead)) {
+            mtx_unlock(&c->lock);
+            break;
+        }
+        mtx_unlock(&c->lock);
+        item_unref(e, it);          /* the table's reference, the last one */
+        n++;
+    }
+    return n;
 }
 
 /* One chunk of class id, evicting from that class while memory is full. */
