@@ -95,7 +95,7 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
             if (touch)
                 STAT_INC(st->slab[cls].touch_hits);
             else
-                STAT_INC(st->slab[cls].get_hits);
+                STAT_HIT(st, e, it, cls);
             add_value(c, it, with_cas);
         } else if (touch) {
             STAT_INC(st->touch_misses);

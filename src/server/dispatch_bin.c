@@ -71,7 +71,7 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
     if (touch)
         STAT_INC(st->slab[cls].touch_hits);
     else
-        STAT_INC(st->slab[cls].get_hits);
+        STAT_HIT(st, e, it, cls);
     uint32_t nvalue = r->cmd == MC_BIN_OP_TOUCH ? 0 : item_nbytes(it);
     char *p = out_reserve(&c->out, 28 + item_nkey(it));
     if (p == NULL) {

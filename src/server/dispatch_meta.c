@@ -167,7 +167,7 @@ static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
             STAT_INC(st->slab[cls].touch_hits);
         } else {
             STAT_INC(st->get_cmds);
-            STAT_INC(st->slab[cls].get_hits);
+            STAT_HIT(st, e, it, cls);
         }
     }
     v = (struct mc_meta_item_view){

@@ -176,6 +176,7 @@ static void *maint_main(void *arg) {
     struct server *s = arg;
     unsigned idle = 0;
     while (!atomic_load(&s->stop)) {
+        atomic_fetch_add_explicit(&s->maint_loops, 1, memory_order_relaxed);
         uint32_t now = unix_now();
         if (now != engine_clock(s->engine))
             engine_clock_set(s->engine, now);

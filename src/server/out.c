@@ -10,6 +10,12 @@
 #include "core/sys.h"
 #include "storage/engine.h"
 
+/* A gauge of the pool's one writer thread: a plain load and store. */
+static void gauge_add(_Atomic uint64_t *g, int64_t d) {
+    atomic_store_explicit(g, atomic_load_explicit(g, memory_order_relaxed) + (uint64_t)d,
+                          memory_order_relaxed);
+}
+
 void out_init(struct out *o, struct out_pool *pool) {
     memset(o, 0, sizeof(*o));
     o->pool = pool;
@@ -26,6 +32,7 @@ void out_pool_drain(struct out_pool *pool) {
     while (pool->free != NULL) {
         struct out_block *b = pool->free;
         pool->free = b->next;
+        gauge_add(&pool->bytes, -(int64_t)b->size);
         free(b);
     }
     pool->n = 0;
@@ -69,10 +76,17 @@ char *out_reserve_slow(struct out *o, size_t n) {
     } else {
         size_t size = n > OUT_BLOCK ? n : OUT_BLOCK;
         nb = malloc(sizeof(*nb) + size);
-        if (nb == NULL)
+        if (nb == NULL) {
+            if (pool != NULL)
+                gauge_add(&pool->oom, 1);
             return NULL;
+        }
         nb->size = size;
+        if (pool != NULL)
+            gauge_add(&pool->bytes, (int64_t)size);
     }
+    if (pool != NULL)
+        gauge_add(&pool->in_use, 1);
     nb->used = 0;
     nb->next = NULL;
     if (o->cur == NULL)
@@ -114,11 +128,15 @@ void out_reset(struct out *o, struct engine *e) {
     struct out_block *b = o->head;
     while (b != NULL) {
         struct out_block *n = b->next;
+        if (o->pool != NULL)
+            gauge_add(&o->pool->in_use, -1);
         if (b->size == OUT_BLOCK && o->pool != NULL && o->pool->n < o->pool->max) {
             b->next = o->pool->free;
             o->pool->free = b;
             o->pool->n++;
         } else {
+            if (o->pool != NULL)
+                gauge_add(&o->pool->bytes, -(int64_t)b->size);
             free(b);
         }
         b = n;

@@ -28,8 +28,10 @@
 #ifndef CELLAR_SERVER_OUT_H
 #define CELLAR_SERVER_OUT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -56,6 +58,11 @@ struct out_block {
 struct out_pool {
     struct out_block *free;
     unsigned n, max;
+    /* For `stats` (memcached's response_obj_*), read by other threads;
+       written by the pool's thread only. */
+    _Atomic uint64_t in_use;        /* blocks an out holds */
+    _Atomic uint64_t bytes;         /* bytes of all blocks, held or free */
+    _Atomic uint64_t oom;           /* blocks that could not be had */
 };
 
 struct out {

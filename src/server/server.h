@@ -26,23 +26,30 @@
 #include "server/settings.h"
 #include "storage/engine.h"
 
+/* A connection's read buffer, as memcached's READ_BUFFER_SIZE (grown for long lines). */
+#define WORKER_RBUF_SIZE 16384
+
 /* Per-worker counters, as memcached's per-thread stats name them. */
 #define WORKER_STATS(X)                                                    \
     X(get_cmds) X(get_misses)                                              \
     X(touch_cmds) X(touch_misses) X(delete_misses) X(incr_misses)          \
     X(decr_misses) X(cas_misses) X(set_cmds) X(flush_cmds) X(meta_cmds)    \
     X(bytes_read) X(bytes_written) X(conn_yields) X(store_too_large)       \
-    X(store_no_memory) X(auth_cmds) X(auth_errors) X(idle_kicks)
+    X(store_no_memory) X(auth_cmds) X(auth_errors) X(idle_kicks)          \
+    X(read_buf_oom)
 
 /* Per-worker, per-slab-class counters (`stats slabs`). */
 #define SLAB_STATS(X)                                                      \
-    X(get_hits) X(set_cmds) X(delete_hits) X(incr_hits) X(decr_hits)       \
+    X(set_cmds) X(delete_hits) X(incr_hits) X(decr_hits)                   \
     X(cas_hits) X(cas_badval) X(touch_hits)
 
 struct slab_counters {
 #define X(n) _Atomic uint64_t n;
     SLAB_STATS(X)
 #undef X
+    /* get hits by the segment the item was in (memcached's lru_hits,
+       enum evict_lru); their sum is get_hits */
+    _Atomic uint64_t lru_hits[EVICT_NLRU];
 };
 
 struct worker_counters {
@@ -58,6 +65,9 @@ struct worker_counters {
                           memory_order_relaxed)
 #define STAT_INC(var) STAT_ADD(var, 1)
 #define STAT_GET(var) atomic_load_explicit(&(var), memory_order_relaxed)
+
+/* A get hit on it, counted by the segment it was found in. */
+#define STAT_HIT(st, e, it, cls) STAT_INC((st)->slab[cls].lru_hits[engine_item_lru(e, it)])
 
 struct server;
 struct worker;
@@ -138,6 +148,9 @@ struct worker {
     uint32_t idle_swept;            /* engine clock of the last idle sweep (-o idle_timeout) */
     char *rbuf_free[64];            /* idle read buffers (worker.c, RBUF_POOL) */
     int nrbuf_free;
+    /* For `stats` (memcached's read_buf_*); written by this worker only. */
+    _Atomic uint64_t rbufs;         /* read buffers it has, lent or idle */
+    _Atomic uint64_t rbufs_idle;    /* nrbuf_free */
     struct out_pool outpool;        /* idle reply scratch blocks (OUT_POOL) */
     int *udp_fds;                   /* this worker's UDP sockets (one per -l address) */
     int nudp;
@@ -188,6 +201,7 @@ struct server {
     struct watch_hub *watch;        /* watch.c */
     uint32_t started;               /* unix time */
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
+    _Atomic uint64_t maint_loops;   /* maintenance rounds (memcached's lru_maintainer_juggles) */
     uint64_t fixed_conns;           /* listeners and UDP sockets: memcached counts each
                                        as a connection (set once at start) */
     atomic_bool accepting;

@@ -20,6 +20,13 @@
 #include "server/server.h"
 
 
+static uint64_t slab_get_hits(const struct slab_counters *sc) {
+    uint64_t n = 0;
+    for (int l = 0; l < EVICT_NLRU; l++)
+        n += STAT_GET(sc->lru_hits[l]);
+    return n;
+}
+
 static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < s->nworkers; i++) {
@@ -31,6 +38,8 @@ static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
 #define X(n) out->slab[k].n += STAT_GET(w->slab[k].n);
             SLAB_STATS(X)
 #undef X
+            for (int l = 0; l < EVICT_NLRU; l++)
+                out->slab[k].lru_hits[l] += STAT_GET(w->slab[k].lru_hits[l]);
         }
     }
 }
@@ -49,6 +58,8 @@ void stats_sum(struct server *s, struct worker_counters *out) {
 #define X(n) out->slab[k].n -= base.slab[k].n;
         SLAB_STATS(X)
 #undef X
+        for (int l = 0; l < EVICT_NLRU; l++)
+            out->slab[k].lru_hits[l] -= base.slab[k].lru_hits[l];
     }
 }
 
@@ -64,9 +75,13 @@ static void stats_reset(struct server *s) {
                                    memory_order_relaxed);
             SLAB_STATS(X)
 #undef X
+            for (int l = 0; l < EVICT_NLRU; l++)
+                atomic_store_explicit(&w->base.slab[k].lru_hits[l],
+                                      STAT_GET(w->st.slab[k].lru_hits[l]), memory_order_relaxed);
         }
     }
     engine_stats_reset(s->engine);
+    atomic_store(&s->maint_loops, 0);
     atomic_store(&s->total_conns, 0);
     atomic_store(&s->rejected_conns, 0);
     pthread_mutex_unlock(&s->stats_lock);
@@ -99,7 +114,7 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     uint64_t get_hits = 0, set_cmds = 0, delete_hits = 0, incr_hits = 0, decr_hits = 0;
     uint64_t cas_hits = 0, cas_badval = 0, touch_hits = 0;
     for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
-        get_hits += t.slab[k].get_hits;
+        get_hits += slab_get_hits(&t.slab[k]);
         set_cmds += t.slab[k].set_cmds;
         delete_hits += t.slab[k].delete_hits;
         incr_hits += t.slab[k].incr_hits;
@@ -129,13 +144,24 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("total_connections", atomic_load(&s->total_conns));
     STAT_U("rejected_connections", atomic_load(&s->rejected_conns));
     STAT_U("connection_structures", atomic_load(&s->conn_structs) + (uint64_t)s->nlisteners);
-    STAT_U("response_obj_oom", 0);
-    STAT_U("response_obj_count", 0);
-    STAT_U("response_obj_bytes", 0);
-    STAT_U("read_buf_count", atomic_load(&s->conn_structs));
-    STAT_U("read_buf_bytes", 0);
-    STAT_U("read_buf_bytes_free", 0);
-    STAT_U("read_buf_oom", 0);
+    /* memcached's response objects are the reply scratch blocks here, its
+       read buffers the workers' read buffers (16 KB each, as memcached's) */
+    uint64_t ro_oom = 0, ro_count = 0, ro_bytes = 0, rb = 0, rb_idle = 0;
+    for (int i = 0; i < s->nworkers; i++) {
+        struct worker *w = &s->workers[i];
+        ro_oom += STAT_GET(w->outpool.oom);
+        ro_count += STAT_GET(w->outpool.in_use);
+        ro_bytes += STAT_GET(w->outpool.bytes);
+        rb += STAT_GET(w->rbufs);
+        rb_idle += STAT_GET(w->rbufs_idle);
+    }
+    STAT_U("response_obj_oom", ro_oom);
+    STAT_U("response_obj_count", ro_count);
+    STAT_U("response_obj_bytes", ro_bytes);
+    STAT_U("read_buf_count", rb);
+    STAT_U("read_buf_bytes", rb * WORKER_RBUF_SIZE);
+    STAT_U("read_buf_bytes_free", rb_idle * WORKER_RBUF_SIZE);
+    STAT_U("read_buf_oom", t.read_buf_oom);
     STAT_U("reserved_fds", 20);
     STAT_U("cmd_get", t.get_cmds);
     STAT_U("cmd_set", set_cmds);
@@ -174,19 +200,23 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("hash_power_level", es.hash_power_level);
     STAT_U("hash_bytes", es.hash_bytes);
     STAT_U("hash_is_expanding", es.hash_is_expanding ? 1 : 0);
-    STAT_U("slab_reassign_rescues", 0);
-    STAT_U("slab_reassign_chunk_rescues", 0);
-    STAT_U("slab_reassign_evictions_nomem", 0);
-    STAT_U("slab_reassign_inline_reclaim", 0);
-    STAT_U("slab_reassign_busy_items", 0);
-    STAT_U("slab_reassign_busy_deletes", 0);
-    STAT_U("slab_reassign_running", 0);
-    STAT_U("slabs_moved", 0);
+    if (s->cfg->slab_reassign) {        /* no slab mover yet: nothing moves */
+        STAT_U("slab_reassign_rescues", 0);
+        STAT_U("slab_reassign_chunk_rescues", 0);
+        STAT_U("slab_reassign_evictions_nomem", 0);
+        STAT_U("slab_reassign_inline_reclaim", 0);
+        STAT_U("slab_reassign_busy_items", 0);
+        STAT_U("slab_reassign_busy_deletes", 0);
+        STAT_U("slab_reassign_running", 0);
+        STAT_U("slabs_moved", 0);
+    }
     if (atomic_load(&s->crawler_on)) {  /* memcached lists these only while its crawler runs */
         STAT_U("lru_crawler_running", 0);
-        STAT_U("lru_crawler_starts", 0);
+        STAT_U("lru_crawler_starts", es.crawler_starts);
     }
-    STAT_U("lru_maintainer_juggles", 0);
+    if (s->cfg->lru_maintainer_thread)
+        STAT_U("lru_maintainer_juggles", atomic_load_explicit(&s->maint_loops,
+                                                              memory_order_relaxed));
     STAT_U("malloc_fails", 0);
     struct watch_counts wc;
     watch_stats(s, &wc);
@@ -209,9 +239,9 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("crawler_reclaimed", es.crawler_reclaimed);
     STAT_U("crawler_items_checked", es.crawler_items_checked);
     STAT_U("lrutail_reflocked", 0);
-    STAT_U("moves_to_cold", 0);
-    STAT_U("moves_to_warm", 0);
-    STAT_U("moves_within_lru", 0);
+    STAT_U("moves_to_cold", es.moves_to_cold);
+    STAT_U("moves_to_warm", es.moves_to_warm);
+    STAT_U("moves_within_lru", es.moves_within_lru);
     STAT_U("direct_reclaims", 0);
     STAT_U("lru_bumps_dropped", 0);
 }
@@ -235,6 +265,8 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
 
 static void stats_items(struct conn *c, struct stat_sink *o) {
     struct engine *e = c->w->srv->engine;
+    struct worker_counters t;
+    stats_sum(c->w->srv, &t);
     unsigned n = engine_nclasses(e);
     for (unsigned id = 1; id <= n; id++) {
         struct engine_class_stats cs;
@@ -243,11 +275,12 @@ static void stats_items(struct conn *c, struct stat_sink *o) {
 #define I(name, v) do { char n_[64]; snprintf(n_, sizeof(n_), "items:%u:" name, id); \
                         sink_printf(o, n_, "%llu", (unsigned long long)(v)); } while (0)
         I("number", cs.number);
-        I("number_hot", 0);
-        I("number_warm", 0);
-        I("number_cold", cs.number);
-        I("age_hot", 0);
-        I("age_warm", 0);
+        const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
+        I("number_hot", cs.seg.number[EVICT_HOT]);
+        I("number_warm", cs.seg.number[EVICT_WARM]);
+        I("number_cold", cs.seg.number[EVICT_COLD]);
+        I("age_hot", cs.seg.age_hot);
+        I("age_warm", cs.seg.age_warm);
         I("age", cs.age);
         I("mem_requested", cs.mem_requested);
         I("evicted", cs.evicted);
@@ -262,14 +295,14 @@ static void stats_items(struct conn *c, struct stat_sink *o) {
         I("crawler_reclaimed", cs.crawler_reclaimed);
         I("crawler_items_checked", cs.crawler_items_checked);
         I("lrutail_reflocked", 0);
-        I("moves_to_cold", 0);
-        I("moves_to_warm", 0);
-        I("moves_within_lru", 0);
+        I("moves_to_cold", cs.seg.moves_to_cold);
+        I("moves_to_warm", cs.seg.moves_to_warm);
+        I("moves_within_lru", cs.seg.moves_within_lru);
         I("direct_reclaims", 0);
-        I("hits_to_hot", 0);
-        I("hits_to_warm", 0);
-        I("hits_to_cold", 0);
-        I("hits_to_temp", 0);
+        I("hits_to_hot", STAT_GET(sc->lru_hits[EVICT_HOT]));
+        I("hits_to_warm", STAT_GET(sc->lru_hits[EVICT_WARM]));
+        I("hits_to_cold", STAT_GET(sc->lru_hits[EVICT_COLD]));
+        I("hits_to_temp", STAT_GET(sc->lru_hits[EVICT_TEMP]));
 #undef I
     }
 }
@@ -294,7 +327,7 @@ static void stats_slabs(struct conn *c, struct stat_sink *o) {
         L("used_chunks", cs.used_chunks);
         L("free_chunks", cs.free_chunks);
         L("free_chunks_end", cs.free_chunks_end);
-        L("get_hits", STAT_GET(sc->get_hits));
+        L("get_hits", slab_get_hits(sc));
         L("cmd_set", STAT_GET(sc->set_cmds));
         L("delete_hits", STAT_GET(sc->delete_hits));
         L("incr_hits", STAT_GET(sc->incr_hits));

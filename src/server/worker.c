@@ -26,7 +26,7 @@
 #include "protocol/mc_meta.h"
 #include "server/server.h"
 
-#define RBUF_INIT 16384
+#define RBUF_INIT WORKER_RBUF_SIZE
 #define RBUF_MAX (64u << 20)    /* a get line with very many keys may grow this far */
 #define RBUF_POOL 64            /* free read buffers a worker keeps */
 #define OUT_POOL 64             /* free reply scratch blocks a worker keeps */
@@ -42,16 +42,31 @@ static void conn_run(struct conn *c);
  * lending one is a pointer move, not a malloc.
  */
 static char *rbuf_pool_get(struct worker *w) {
-    if (w->nrbuf_free > 0)
+    if (w->nrbuf_free > 0) {
+        STAT_ADD(w->rbufs_idle, -1);
         return w->rbuf_free[--w->nrbuf_free];
-    return malloc(RBUF_INIT);
+    }
+    char *b = malloc(RBUF_INIT);
+    if (b == NULL)
+        STAT_INC(w->st.read_buf_oom);
+    else
+        STAT_INC(w->rbufs);
+    return b;
+}
+
+/* Frees a connection's read buffer (of any size: grown ones too). */
+static void rbuf_drop(struct worker *w, char *b) {
+    free(b);
+    STAT_ADD(w->rbufs, -1);
 }
 
 static void rbuf_pool_put(struct worker *w, char *b) {
-    if (w->nrbuf_free < RBUF_POOL)
+    if (w->nrbuf_free < RBUF_POOL) {
         w->rbuf_free[w->nrbuf_free++] = b;
-    else
-        free(b);
+        STAT_INC(w->rbufs_idle);
+    } else {
+        rbuf_drop(w, b);
+    }
 }
 
 /*
@@ -71,7 +86,7 @@ static void rbuf_release(struct conn *c) {
     if (c->rsize == RBUF_INIT)
         rbuf_pool_put(c->w, c->rbuf);
     else
-        free(c->rbuf);
+        rbuf_drop(c->w, c->rbuf);
     c->rbuf = NULL;
     c->rsize = c->rstart = c->rend = 0;
     pf_forget(c);
@@ -120,7 +135,10 @@ static void conn_free(struct conn *c) {
     out_deinit(&c->out, e);
     pf_forget(c);
     free(c->mpend);
-    free(c->rbuf);
+    if (c->is_udp)
+        free(c->rbuf);          /* a datagram buffer, not one of the pool's */
+    else if (c->rbuf != NULL)
+        rbuf_drop(w, c->rbuf);
     free(c);
     atomic_fetch_sub(&w->srv->conn_structs, 1);
 }

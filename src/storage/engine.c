@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "storage/engine_int.h"
+#include "storage/evict_list.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -94,6 +95,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->crawl_on, cfg->crawl);
     atomic_init(&e->met_expired, 0);
     atomic_init(&e->met_flushed, 0);
+    atomic_init(&e->crawl_starts, 0);
 
     struct slab_config sc = {
         .mem_limit = cfg->mem_limit,
@@ -804,6 +806,7 @@ bool engine_crawl(struct engine *e) {
 void engine_crawl_now(struct engine *e) {
     mtx_lock(&e->step_lock);
     e->crawl_resting = false;
+    e->crawl_in_pass = false;           /* a pass under way starts over, as a new one */
     mtx_unlock(&e->step_lock);
 }
 
@@ -877,6 +880,11 @@ unsigned engine_class_for(const struct engine *e, size_t ntotal) {
     return slab_class_for(e->slab, ntotal);
 }
 
+unsigned engine_item_lru(const struct engine *e, const struct item *it) {
+    uint8_t mask = e->policy->seg_mask;
+    return mask != 0 ? (unsigned)(evict_bits(it) & mask) : EVICT_COLD;
+}
+
 bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out) {
     if (id < 1 || id > e->nclasses) {
         *out = (struct engine_class_stats){0};
@@ -896,6 +904,14 @@ bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats
         .free_chunks_end = ss.free_chunks_end,
     };
     mtx_lock(&c->lock);
+    if (e->policy->segments != NULL) {
+        e->policy->segments(c->q, &out->seg);
+        out->seg.moves_to_cold -= c->seg_base.moves_to_cold;
+        out->seg.moves_to_warm -= c->seg_base.moves_to_warm;
+        out->seg.moves_within_lru -= c->seg_base.moves_within_lru;
+    } else {
+        out->seg.number[EVICT_COLD] = c->number;
+    }
     struct item *old = e->policy->oldest(c->q);
     out->age = old != NULL && now > old->atime ? now - old->atime : 0;
     out->number = c->number;
@@ -928,6 +944,9 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
         out->evicted_active += c.evicted_active;
         out->crawler_reclaimed += c.crawler_reclaimed;
         out->crawler_items_checked += c.crawler_items_checked;
+        out->moves_to_cold += c.seg.moves_to_cold;
+        out->moves_to_warm += c.seg.moves_to_warm;
+        out->moves_within_lru += c.seg.moves_within_lru;
         out->active_slabs += c.total_pages > 0;
         mtx_lock(&e->cls[i].lock);
         out->total_items += e->cls[i].total_items;
@@ -935,6 +954,7 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
     }
     out->get_expired = atomic_load_explicit(&e->met_expired, memory_order_relaxed);
     out->get_flushed = atomic_load_explicit(&e->met_flushed, memory_order_relaxed);
+    out->crawler_starts = atomic_load_explicit(&e->crawl_starts, memory_order_relaxed);
     out->total_malloced = slab_total_malloced(e->slab);
     out->limit_maxbytes = slab_limit(e->slab);
     out->hash_power_level = ht_power(e->ht);
@@ -951,8 +971,11 @@ void engine_stats_reset(struct engine *e) {
         c->evicted_unfetched = c->evicted_active = 0;
         c->outofmemory = c->reclaimed = c->expired_unfetched = c->crawler_reclaimed = 0;
         atomic_store_explicit(&c->crawler_checked, 0, memory_order_relaxed);
+        if (e->policy->segments != NULL)
+            e->policy->segments(c->q, &c->seg_base);
         mtx_unlock(&c->lock);
     }
     atomic_store_explicit(&e->met_expired, 0, memory_order_relaxed);
     atomic_store_explicit(&e->met_flushed, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->crawl_starts, 0, memory_order_relaxed);
 }

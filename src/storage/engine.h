@@ -536,6 +536,8 @@ struct engine_stats {
     uint64_t evictions, reclaimed, expired_unfetched, evicted_unfetched, evicted_active;
     uint64_t crawler_reclaimed, crawler_items_checked;
     uint64_t get_expired, get_flushed;      /* lookups of any kind that met a dead item */
+    uint64_t crawler_starts;                /* expiry crawler passes begun */
+    uint64_t moves_to_cold, moves_to_warm, moves_within_lru;   /* a segmented policy's */
     uint64_t total_malloced, limit_maxbytes;
     uint32_t hash_power_level;
     uint64_t hash_bytes;
@@ -546,8 +548,8 @@ void engine_stats(struct engine *e, struct engine_stats *out);
 
 /*
  * `stats reset`: zeroes what memcached's resets of the engine's counters
- * (evictions, reclaims, the crawler's counts, total_items, the dead-item
- * lookups); what is stored now (curr_items, bytes) stays.
+ * (evictions, reclaims, the crawler's counts and passes, total_items, the
+ * dead-item lookups); what is stored now (curr_items, bytes) stays.
  */
 void engine_stats_reset(struct engine *e);
 
@@ -559,7 +561,15 @@ struct engine_class_stats {
     uint64_t evicted, evicted_nonzero, evicted_time, outofmemory, reclaimed;
     uint64_t expired_unfetched, evicted_unfetched, evicted_active;
     uint64_t crawler_reclaimed, crawler_items_checked;
+    struct evict_segments seg;          /* by segment (all COLD for a flat policy) */
 };
+/*
+ * The segment a found item is in (enum evict_lru), for memcached's
+ * hits_to_hot|warm|cold|temp: EVICT_COLD under a policy without segments.
+ * The caller holds a reference; cheap enough for every hit.
+ */
+unsigned engine_item_lru(const struct engine *e, const struct item *it);
+
 /* Number of slab classes (ids 1..n). */
 unsigned engine_nclasses(const struct engine *e);
 /* Fills out for class id (1-based); returns false for an unknown id. */

@@ -76,6 +76,7 @@ struct eclass {
     uint64_t evicted, evicted_nonzero, evicted_time, evicted_unfetched, evicted_active;
     uint64_t outofmemory, reclaimed, expired_unfetched, crawler_reclaimed;
     _Atomic uint64_t crawler_checked;   /* written by the crawler without the lock */
+    struct evict_segments seg_base;     /* the policy's moves at the last stats reset */
 };
 
 struct engine {
@@ -117,6 +118,8 @@ struct engine {
     struct mtx step_lock;
     uint64_t crawl_cursor;
     bool crawl_resting;
+    bool crawl_in_pass;                 /* a pass has begun and not wrapped */
+    _Atomic uint64_t crawl_starts;      /* passes begun (memcached's lru_crawler_starts) */
     uint32_t crawl_next;                /* engine second the next pass may start */
     uint32_t expand_next;               /* engine second growth may be retried */
 };

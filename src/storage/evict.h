@@ -66,6 +66,18 @@ struct evict_tune {
 };
 #define EVICT_TUNE_DEFAULT {20, 40, 0.2, 2.0}
 
+/*
+ * A segmented policy's view for `stats items` (memcached's HOT, WARM, COLD
+ * and TEMP queues).  A policy without segments has all items in COLD, as
+ * memcached's flat LRU has.
+ */
+enum evict_lru { EVICT_HOT, EVICT_WARM, EVICT_COLD, EVICT_TEMP, EVICT_NLRU };
+struct evict_segments {
+    uint64_t number[EVICT_NLRU];
+    uint32_t age_hot, age_warm;         /* seconds since their tails were used */
+    uint64_t moves_to_cold, moves_to_warm, moves_within_lru;
+};
+
 struct evict_policy {
     const char *name;
 
@@ -100,6 +112,15 @@ struct evict_policy {
 
     /* Optional (NULL: no knobs): takes new tunables (class lock held). */
     void (*tune)(struct evict_queue *q, const struct evict_tune *t);
+
+    /*
+     * Optional, for segmented policies: fills in the segments' sizes, ages
+     * and moves (class lock held).  seg_mask, when nonzero, says that
+     * evict_bits(it) & seg_mask is the item's enum evict_lru, so a hit can
+     * be counted by segment without a call (engine_item_lru()).
+     */
+    void (*segments)(const struct evict_queue *q, struct evict_segments *out);
+    uint8_t seg_mask;
 };
 
 /* The policy of that name, or NULL. */

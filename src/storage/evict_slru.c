@@ -31,7 +31,9 @@
  * WARM, when COLD is empty, as do_item_alloc_pull() does).  The policy
  * keeps the last time it was given (link/hit/bump) for the age limits.
  *
- * pbits: bits 0..1 segment, bit 2 fetched, bit 3 active.
+ * pbits: bits 0..1 segment (enum evict_lru: seg_mask), bit 2 fetched,
+ * bit 3 active.  Moves are counted as memcached counts them (stats items:
+ * moves_to_cold, moves_to_warm, moves_within_lru).
  */
 #include <stdlib.h>
 
@@ -42,12 +44,13 @@
 #define SL_FETCHED 0x04
 #define SL_ACTIVE 0x08
 
-enum { HOT, WARM, COLD, NSEG };
+enum { HOT = EVICT_HOT, WARM = EVICT_WARM, COLD = EVICT_COLD, NSEG };
 
 struct evict_queue {
     struct evict_list seg[NSEG];
     uint32_t now;               /* latest time seen */
     struct evict_tune t;        /* limits (slru_tune; memcached's defaults) */
+    uint64_t to_cold, to_warm, within;  /* moves, as memcached counts them */
 };
 
 static struct evict_queue *slru_create(void) {
@@ -80,7 +83,14 @@ static void slru_unlink(struct evict_queue *q, struct item *it) {
 
 /* Moves it to the head of segment to, with new flag bits. */
 static void move_to(struct evict_queue *q, struct item *it, unsigned to, uint8_t flags) {
-    evict_list_transfer(&q->seg[seg_of(it)], &q->seg[to], it);
+    unsigned from = seg_of(it);
+    if (to == COLD)
+        q->to_cold++;
+    else if (from == to)
+        q->within++;
+    else
+        q->to_warm++;
+    evict_list_transfer(&q->seg[from], &q->seg[to], it);
     evict_bits_update(it, SL_SEG | SL_ACTIVE, (uint8_t)(to | flags));
 }
 
@@ -169,6 +179,16 @@ static struct item *slru_oldest(struct evict_queue *q) {
     return o;
 }
 
+static void slru_segments(const struct evict_queue *q, struct evict_segments *out) {
+    for (unsigned s = 0; s < NSEG; s++)
+        out->number[s] = q->seg[s].n;
+    out->age_hot = q->seg[HOT].tail != NULL ? age(q, q->seg[HOT].tail) : 0;
+    out->age_warm = q->seg[WARM].tail != NULL ? age(q, q->seg[WARM].tail) : 0;
+    out->moves_to_cold = q->to_cold;
+    out->moves_to_warm = q->to_warm;
+    out->moves_within_lru = q->within;
+}
+
 const struct evict_policy evict_slru = {
     .name = "slru",
     .create = slru_create,
@@ -180,4 +200,6 @@ const struct evict_policy evict_slru = {
     .tune = slru_tune,
     .victim = slru_victim,
     .oldest = slru_oldest,
+    .segments = slru_segments,
+    .seg_mask = SL_SEG,
 };

@@ -134,9 +134,14 @@ unsigned expire_crawl_step(struct engine *e, unsigned budget) {
             return 0;
         e->crawl_resting = false;
     }
+    if (!e->crawl_in_pass) {
+        e->crawl_in_pass = true;
+        atomic_fetch_add_explicit(&e->crawl_starts, 1, memory_order_relaxed);
+    }
     bool wrapped;
     unsigned work = ht_visit(e->ht, &e->crawl_cursor, budget, &wrapped, crawl_visit, &cr);
     if (wrapped) {
+        e->crawl_in_pass = false;
         e->crawl_resting = true;
         e->crawl_next = cr.now + ENGINE_CRAWL_REST;
     }

@@ -222,3 +222,52 @@ def test_stats_settings_names_as_memcached():
                                                                    "STAT delete_hold "))])
     assert rows[0] == rows[1], "\n".join(
         "%-40s %s" % (a, b) for a, b in zip(rows[0], rows[1]) if a != b) or (rows[0], rows[1])
+
+
+def _fill_and_read(c):
+    """Stores 4,000 1 KB items into 2 MB (most of them evicted, the rest
+    pushed through HOT into COLD), then reads every survivor twice: the
+    second read makes a COLD item active, which moves it to WARM."""
+    v = b"x" * 1000
+    c.send(b"".join(b"set k%d 0 0 1000 noreply\r\n%s\r\n" % (i, v) for i in range(4000)))
+    c.expect(b"mn\r\n", b"MN\r\n")
+    keys = b" ".join(b"k%d" % i for i in range(1500, 4000))
+    for _ in range(2):
+        c.send(b"get " + keys + b"\r\n")
+        c.read_get_reply()
+    c.expect(b"mn\r\n", b"MN\r\n")
+
+
+def test_lru_and_buffer_counters_move():
+    # Case 8: the counters of work cellard does too move on both servers:
+    # the segmented LRU's moves, sizes and hits by segment, the maintainer's
+    # rounds, crawler starts, read buffers and reply buffers.
+    for binary in (CELLARD, MEMCACHED):
+        with Server(binary, args=["-m", "2"]) as srv, srv.conn() as c, srv.conn() as half:
+            _fill_and_read(c)
+            half.send(b"get half-a-request")           # holds a read buffer
+            st = wait_for(lambda: (lambda s: s if int(s["read_buf_count"]) >= 2 else None)(
+                c.stats()), 5, what="%s: two read buffers lent" % binary)
+            items = c.stats("items")
+            per = {}
+            for k, v in items.items():
+                per[k.split(":")[2]] = per.get(k.split(":")[2], 0) + int(v)
+            where = "%s: %s" % (binary, {k: per[k] for k in sorted(per) if "hits" in k
+                                         or "moves" in k or k.startswith("number")})
+            assert per["number_hot"] + per["number_warm"] + per["number_cold"] == \
+                per["number"], where
+            hits = per["hits_to_hot"] + per["hits_to_warm"] + per["hits_to_cold"] + \
+                per["hits_to_temp"]
+            assert hits == int(st["get_hits"]) > 0, (where, st["get_hits"])
+            assert per["hits_to_cold"] > 0 and per["moves_to_warm"] > 0, where
+            assert int(st["moves_to_cold"]) == per["moves_to_cold"] > 0, where
+            assert int(st["moves_to_warm"]) == per["moves_to_warm"], where
+            assert int(st["read_buf_bytes"]) == 16384 * int(st["read_buf_count"]), st
+            assert int(st["response_obj_bytes"]) > 0, st
+            j0 = int(st["lru_maintainer_juggles"])
+            wait_for(lambda: int(c.stats()["lru_maintainer_juggles"]) > j0, 5,
+                     what="%s: the maintainer's rounds to count" % binary)
+            s0 = int(c.stats()["lru_crawler_starts"])
+            c.expect(b"lru_crawler crawl all\r\n", b"OK\r\n")
+            wait_for(lambda: int(c.stats()["lru_crawler_starts"]) > s0, 5,
+                     what="%s: the crawl to count as started" % binary)

@@ -535,6 +535,43 @@ TEST(relative_expiry) {
     engine_destroy(&e);
 }
 
+/*
+ * The maintainer's reap (cfg.reap): dead items at the policy's oldest end
+ * leave at the next engine_step(), counted as reclaimed (and unfetched),
+ * up to the first live one; without it they wait for a lookup.  Any lookup
+ * that meets a dead item counts it (memcached's get_expired, get_flushed),
+ * a store too; stats reset zeroes those and the reclaims.
+ */
+TEST(reap_reclaims_dead_items_at_the_oldest_end) {
+    struct engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.crawl = false;
+    for (int reap = 0; reap < 2; reap++) {
+        cfg.reap = reap;
+        struct engine *e = mk_cfg(&cfg);
+        store(e, ENGINE_SET, "a", "1", 0, 5, 0, NULL);
+        store(e, ENGINE_SET, "b", "1", 0, -1, 0, NULL);
+        store(e, ENGINE_SET, "c", "1", 0, 0, 0, NULL);
+        store(e, ENGINE_SET, "d", "1", 0, 5, 0, NULL);   /* behind the live c */
+        engine_clock_set(e, T0 + 5);
+        engine_step(e, 1000);
+        struct engine_stats st = stats(e);
+        ASSERT_EQ(st.curr_items, reap ? 2 : 4);
+        ASSERT_EQ(st.reclaimed, reap ? 2 : 0);
+        ASSERT_EQ(st.expired_unfetched, reap ? 2 : 0);
+        ASSERT_EQ(st.get_expired, 0);
+        ASSERT_EQ(set(e, "d", "2"), ENGINE_STORED);      /* meets the dead d */
+        ASSERT_EQ(stats(e).get_expired, 1);
+        engine_flush(e, 0);
+        ASSERT(get(e, "c") == NULL);
+        ASSERT_EQ(stats(e).get_flushed, 1);
+        engine_stats_reset(e);
+        st = stats(e);
+        ASSERT_EQ(st.get_expired + st.get_flushed + st.reclaimed + st.total_items, 0);
+        engine_destroy(&e);
+    }
+}
+
 TEST(absolute_and_negative_expiry) {
     struct engine *e = mk();
     store(e, ENGINE_SET, "abs", "1", 0, T0 + 100, 0, NULL);

@@ -3,6 +3,7 @@
  * on a hand-computed trace (items.c: do_item_bump, lru_pull_tail).
  */
 #include "evict_test.h"
+#include "storage/evict_list.h"
 #include "harness.h"
 
 /*
@@ -21,6 +22,30 @@ TEST(slru_hot_warm_cold) {
     struct tcache *c = tc_new("slru", 5);
     ASSERT_STR(tc_run(c, "1 2 3 4 5 1 1 6 3 3 7 8 9 1 3 2"), "MMMMMHHMHHMMMHHM");
     ASSERT_STR(c->evicted, "2 4 5 6 7");
+    tc_free(c);
+}
+
+/*
+ * The same trace, counted as memcached's stats items count it:
+ *   6: 1 HOT -> WARM (to_warm), 2 3 4 HOT -> COLD (to_cold 3);
+ *   3 3: COLD -> WARM (to_warm 2);  7 8 9: 5 6 7 HOT -> COLD (to_cold 6);
+ *   2: 8 HOT -> COLD (to_cold 7), WARM's active 1 and 3 back to its head
+ *   (within 2).  At the end HOT holds 9 2, WARM 1 3, COLD 8.
+ */
+TEST(slru_counts_segments_and_moves) {
+    struct tcache *c = tc_new("slru", 5);
+    tc_run(c, "1 2 3 4 5 1 1 6 3 3 7 8 9 1 3 2");
+    struct evict_segments sg = {0};
+    c->p->segments(c->q, &sg);
+    ASSERT_EQ(sg.moves_to_cold, 7);
+    ASSERT_EQ(sg.moves_to_warm, 2);
+    ASSERT_EQ(sg.moves_within_lru, 2);
+    ASSERT_EQ(sg.number[EVICT_HOT], 2);
+    ASSERT_EQ(sg.number[EVICT_WARM], 2);
+    ASSERT_EQ(sg.number[EVICT_COLD], 1);
+    ASSERT_EQ(c->p->seg_mask & evict_bits(c->it[8]), EVICT_COLD);
+    ASSERT_EQ(c->p->seg_mask & evict_bits(c->it[1]), EVICT_WARM);
+    ASSERT_EQ(c->p->seg_mask & evict_bits(c->it[9]), EVICT_HOT);
     tc_free(c);
 }
 
