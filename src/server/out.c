@@ -33,9 +33,10 @@ void out_pool_drain(struct out_pool *pool) {
         struct out_block *b = pool->free;
         pool->free = b->next;
         gauge_add(&pool->bytes, -(int64_t)b->size);
+        gauge_add(&pool->blocks, -1);
         free(b);
     }
-    pool->n = 0;
+    atomic_store_explicit(&pool->n, 0, memory_order_relaxed);
 }
 
 static bool grow(void **arr, int *cap, size_t elem) {
@@ -72,7 +73,8 @@ char *out_reserve_slow(struct out *o, size_t n) {
     if (n <= OUT_BLOCK && pool != NULL && pool->free != NULL) {
         nb = pool->free;
         pool->free = nb->next;
-        pool->n--;
+        atomic_store_explicit(&pool->n, atomic_load_explicit(&pool->n, memory_order_relaxed) - 1,
+                              memory_order_relaxed);
     } else {
         size_t size = n > OUT_BLOCK ? n : OUT_BLOCK;
         nb = malloc(sizeof(*nb) + size);
@@ -82,11 +84,11 @@ char *out_reserve_slow(struct out *o, size_t n) {
             return NULL;
         }
         nb->size = size;
-        if (pool != NULL)
+        if (pool != NULL) {
             gauge_add(&pool->bytes, (int64_t)size);
+            gauge_add(&pool->blocks, size == OUT_BLOCK);
+        }
     }
-    if (pool != NULL)
-        gauge_add(&pool->in_use, 1);
     nb->used = 0;
     nb->next = NULL;
     if (o->cur == NULL)
@@ -128,15 +130,17 @@ void out_reset(struct out *o, struct engine *e) {
     struct out_block *b = o->head;
     while (b != NULL) {
         struct out_block *n = b->next;
-        if (o->pool != NULL)
-            gauge_add(&o->pool->in_use, -1);
-        if (b->size == OUT_BLOCK && o->pool != NULL && o->pool->n < o->pool->max) {
-            b->next = o->pool->free;
-            o->pool->free = b;
-            o->pool->n++;
+        struct out_pool *pool = o->pool;
+        unsigned pn = pool != NULL ? atomic_load_explicit(&pool->n, memory_order_relaxed) : 0;
+        if (b->size == OUT_BLOCK && pool != NULL && pn < pool->max) {
+            b->next = pool->free;
+            pool->free = b;
+            atomic_store_explicit(&pool->n, pn + 1, memory_order_relaxed);
         } else {
-            if (o->pool != NULL)
-                gauge_add(&o->pool->bytes, -(int64_t)b->size);
+            if (pool != NULL) {
+                gauge_add(&pool->bytes, -(int64_t)b->size);
+                gauge_add(&pool->blocks, -(int64_t)(b->size == OUT_BLOCK));
+            }
             free(b);
         }
         b = n;

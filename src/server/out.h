@@ -57,10 +57,11 @@ struct out_block {
 /* Free scratch blocks of OUT_BLOCK bytes, shared by one thread's outs. */
 struct out_pool {
     struct out_block *free;
-    unsigned n, max;
+    _Atomic unsigned n;             /* blocks on free (relaxed: `stats` reads it) */
+    unsigned max;
     /* For `stats` (memcached's response_obj_*), read by other threads;
-       written by the pool's thread only. */
-    _Atomic uint64_t in_use;        /* blocks an out holds */
+       written by the pool's thread only, when a block is made or freed. */
+    _Atomic uint64_t blocks;        /* blocks of the usual size, held or free */
     _Atomic uint64_t bytes;         /* bytes of all blocks, held or free */
     _Atomic uint64_t oom;           /* blocks that could not be had */
 };

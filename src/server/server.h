@@ -150,7 +150,7 @@ struct worker {
     int nrbuf_free;
     /* For `stats` (memcached's read_buf_*); written by this worker only. */
     _Atomic uint64_t rbufs;         /* read buffers it has, lent or idle */
-    _Atomic uint64_t rbufs_idle;    /* nrbuf_free */
+    _Atomic uint64_t rbufs_idle;    /* nrbuf_free, as `stats` may read it */
     struct out_pool outpool;        /* idle reply scratch blocks (OUT_POOL) */
     int *udp_fds;                   /* this worker's UDP sockets (one per -l address) */
     int nudp;

@@ -150,7 +150,9 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
         ro_oom += STAT_GET(w->outpool.oom);
-        ro_count += STAT_GET(w->outpool.in_use);
+        /* blocks of the usual size out of the pool; larger ones are counted in bytes only */
+        uint64_t blocks = STAT_GET(w->outpool.blocks), pooled = STAT_GET(w->outpool.n);
+        ro_count += blocks > pooled ? blocks - pooled : 0;    /* read apart: may cross */
         ro_bytes += STAT_GET(w->outpool.bytes);
         rb += STAT_GET(w->rbufs);
         rb_idle += STAT_GET(w->rbufs_idle);

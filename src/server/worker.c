@@ -43,8 +43,9 @@ static void conn_run(struct conn *c);
  */
 static char *rbuf_pool_get(struct worker *w) {
     if (w->nrbuf_free > 0) {
-        STAT_ADD(w->rbufs_idle, -1);
-        return w->rbuf_free[--w->nrbuf_free];
+        char *b = w->rbuf_free[--w->nrbuf_free];
+        atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
+        return b;
     }
     char *b = malloc(RBUF_INIT);
     if (b == NULL)
@@ -63,7 +64,7 @@ static void rbuf_drop(struct worker *w, char *b) {
 static void rbuf_pool_put(struct worker *w, char *b) {
     if (w->nrbuf_free < RBUF_POOL) {
         w->rbuf_free[w->nrbuf_free++] = b;
-        STAT_INC(w->rbufs_idle);
+        atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
     } else {
         rbuf_drop(w, b);
     }

@@ -83,6 +83,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         goto oom;
     e->cfg = *cfg;
     e->policy = evict_policy_find(cfg->policy);
+    e->seg_mask = e->policy->seg_mask;
     e->cfg.policy = e->policy->name;            /* the caller's string need not live on */
     if (e->cfg.hashpower_init == 0)
         e->cfg.hashpower_init = 16;
@@ -881,7 +882,7 @@ unsigned engine_class_for(const struct engine *e, size_t ntotal) {
 }
 
 unsigned engine_item_lru(const struct engine *e, const struct item *it) {
-    uint8_t mask = e->policy->seg_mask;
+    uint8_t mask = e->seg_mask;
     return mask != 0 ? (unsigned)(evict_bits(it) & mask) : EVICT_COLD;
 }
 

@@ -82,6 +82,7 @@ struct eclass {
 struct engine {
     struct engine_config cfg;
     const struct evict_policy *policy;
+    uint8_t seg_mask;                   /* policy->seg_mask, one load nearer (engine_item_lru) */
     struct slab *slab;
     struct lock_stripes *locks;
     struct ht *ht;
