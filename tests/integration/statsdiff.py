@@ -154,8 +154,19 @@ class StatsDiff:
         self.checks = self.resyncs = 0
         self.last_sent = 0
         self.moved = set()       # counters that moved on the oracle at least once
+        # A server counts a connection when a worker takes it, which may
+        # come after the client's first round trip (memcached), and the
+        # start-up probe's connection with it: begin once the count stands.
         for s in self.sides:
             s.prev, s.last_reply = s.snap()
+            deadline = time.monotonic() + settle
+            while time.monotonic() < deadline:
+                time.sleep(0.02)
+                cur, n = s.snap()
+                steady = cur["total_connections"] == s.prev["total_connections"]
+                s.prev, s.last_reply = cur, n
+                if steady:
+                    break
 
     def io(self, i, sent, received):
         """Bytes the test sent to and read from server i on its other connections."""

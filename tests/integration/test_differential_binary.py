@@ -518,6 +518,7 @@ def test_differential_binary_stream():
                 assert srv is sut or line == b"OK\r\n", "oracle answered lru mode flat: %r" % line
         ports = (sut.port, ora.port)
         sides = [connect("under-test", ports[0]), connect("oracle", ports[1])]
+        exchange(sides, [bp.noop(1)] * 2, [bp.noop_reply(1)] * 2, 5)  # both taken by a worker
         counters = StatsDiff([s.name for s in sides], ports)
         try:
             sent = bno = closes = 0
