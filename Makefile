@@ -88,7 +88,8 @@ run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
 
 # Packages the tests need, from Debian.
-TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools
+TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools \
+             python3-pytest python3-pytest-timeout
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -101,7 +102,7 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
 
 integration: $(B)/cellard $(B)/cellar-sim
-	CELLARD=$(abspath $(B)/cellard) /usr/bin/python3 tests/integration/run.py
+	CELLARD=$(abspath $(B)/cellard) /usr/bin/python3 -m pytest tests/integration
 
 check: unit integration
 
@@ -110,7 +111,7 @@ check: unit integration
 policies: $(B)/cellard $(B)/cellar-sim
 	@for p in $$($(B)/cellar-sim -l); do \
 	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
-	    /usr/bin/python3 tests/integration/run.py 2>&1) || { echo "$$out"; exit 1; }; \
+	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
 	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
 
 test: deps

@@ -84,17 +84,31 @@ def test_gat_counts_only_as_touch():
 
 def test_binary_incr_decr_create_counts():
     # Case 2: a create from the initial value counts nothing; with
-    # exptime 0xffffffff (no create) a missing key is a miss.
-    for op in (bp.INCR, bp.DECR, bp.INCRQ, bp.DECRQ):
-        for exptime in (0, 100, bp.NO_CREATE):
-            payload = (bp.req(op, b"n", bp.incr_ext(3, 10, exptime))
-                       + bp.req(op, b"n", bp.incr_ext(3, 10, exptime)) + bp.noop(9))
-            ref = _same_moves(payload, bp.noop_reply(9))
-            if exptime == bp.NO_CREATE:
-                assert ref["incr_misses"] + ref["decr_misses"] == 2, (op, ref)
-            else:
-                assert ref["incr_hits"] + ref["decr_hits"] == 1 and ref["total_items"] == 1 \
-                    and ref["incr_misses"] + ref["decr_misses"] == 0, (op, ref)
+    # exptime 0xffffffff (no create) a missing key is a miss.  Each case
+    # twice on a key of its own, on one server of each kind.
+    cases = [(op, exptime) for op in (bp.INCR, bp.DECR, bp.INCRQ, bp.DECRQ)
+             for exptime in (0, 100, bp.NO_CREATE)]
+    seen = []
+    for binary in (CELLARD, MEMCACHED):
+        rows = []
+        with Server(binary) as srv, srv.conn() as st, srv.conn() as c:
+            for k, (op, exptime) in enumerate(cases):
+                before = _num(st.stats())
+                key = b"n%d" % k
+                c.send(bp.req(op, key, bp.incr_ext(3, 10, exptime))
+                       + bp.req(op, key, bp.incr_ext(3, 10, exptime)) + bp.noop(9))
+                c.read_until(_enough(bp.noop_reply(9)))
+                after = _num(st.stats())
+                rows.append({n: after[n] - before[n] for n in GENERAL})
+        seen.append(rows)
+    for (op, exptime), ours, ref in zip(cases, *seen):
+        assert ours == ref, "op %#x exptime %#x: under test %s, memcached %s" % (
+            op, exptime, ours, ref)
+        if exptime == bp.NO_CREATE:
+            assert ref["incr_misses"] + ref["decr_misses"] == 2, (op, ref)
+        else:
+            assert ref["incr_hits"] + ref["decr_hits"] == 1 and ref["total_items"] == 1 \
+                and ref["incr_misses"] + ref["decr_misses"] == 0, (op, ref)
 
 
 def test_binary_too_large_is_not_counted():
