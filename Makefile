@@ -23,7 +23,7 @@ CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 LDFLAGS := -pthread $(OPT) $(SAN)
 LDLIBS  := -lm
 
-LAYERS  := core storage protocol server
+LAYERS  := core storage protocol client server
 src_of   = $(wildcard src/$(1)/*.c)
 obj_of   = $(patsubst src/%.c,$(B)/obj/%.o,$(call src_of,$(1)))
 
@@ -31,13 +31,15 @@ CORE_A     := $(B)/libcore.a
 STORAGE_A  := $(B)/libstorage.a
 PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
+CLIENT_A   := $(B)/libclient.a
 
 .PHONY: all run test check unit integration asan clean deps sim policies
-all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim unit-bins
+all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
 $(PROTOCOL_A): $(call obj_of,protocol)
+$(CLIENT_A): $(call obj_of,client)
 $(SERVER_A): $(filter-out $(B)/obj/server/main.o,$(call obj_of,server))
 $(B)/lib%.a:
 	@mkdir -p $(@D)
@@ -54,6 +56,10 @@ $(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CO
 $(B)/cellar-bench: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/bench/*.c)) $(PROTOCOL_A) $(CORE_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# cellar-ring: a pool's key placement (client layer + core).
+$(B)/cellar-ring: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/ring/*.c)) $(CLIENT_A) $(CORE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # The benchmarks' null server: one self-contained file, built by bench/compare.
 $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
@@ -68,6 +74,7 @@ sim: $(B)/cellar-sim
 deps_core     := $(CORE_A)
 deps_storage  := $(STORAGE_A) $(CORE_A)
 deps_protocol := $(PROTOCOL_A) $(CORE_A)
+deps_client   := $(CLIENT_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
@@ -101,8 +108,9 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
 
-integration: $(B)/cellard $(B)/cellar-sim
-	CELLARD=$(abspath $(B)/cellard) /usr/bin/python3 -m pytest tests/integration
+integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring
+	CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
+	  /usr/bin/python3 -m pytest tests/integration
 
 check: unit integration
 

@@ -56,3 +56,48 @@ uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
     h = (h ^ tail_word(s, n) ^ ((uint64_t)n << 56)) * K2;
     return finish(h);
 }
+
+static inline uint32_t rotl32(uint32_t x, unsigned r) { return (x << r) | (x >> (32 - r)); }
+
+/* Austin Appleby's MurmurHash3_x86_32: 4-byte little-endian blocks, the tail, fmix32. */
+uint32_t hash_murmur3_32(const void *p, size_t n, uint32_t seed) {
+    const unsigned char *s = p;
+    const uint32_t c1 = 0xcc9e2d51, c2 = 0x1b873593;
+    uint32_t h = seed;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t k = (uint32_t)s[i] | (uint32_t)s[i + 1] << 8 | (uint32_t)s[i + 2] << 16 |
+                     (uint32_t)s[i + 3] << 24;
+        k = rotl32(k * c1, 15) * c2;
+        h = rotl32(h ^ k, 13) * 5 + 0xe6546b64;
+    }
+    uint32_t k = 0;
+    switch (n & 3) {
+    case 3: k |= (uint32_t)s[i + 2] << 16; /* fall through */
+    case 2: k |= (uint32_t)s[i + 1] << 8;  /* fall through */
+    case 1:
+        k |= s[i];
+        h ^= rotl32(k * c1, 15) * c2;
+    }
+    h ^= (uint32_t)n;
+    h ^= h >> 16;
+    h *= 0x85ebca6b;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35;
+    h ^= h >> 16;
+    return h;
+}
+
+uint32_t hash_one_at_a_time(const void *p, size_t n) {
+    const signed char *s = p;
+    uint32_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        h += (uint32_t)(int32_t)s[i];
+        h += h << 10;
+        h ^= h >> 6;
+    }
+    h += h << 3;
+    h ^= h >> 11;
+    h += h << 15;
+    return h;
+}

@@ -1,0 +1,65 @@
+/*
+ * ring.c -- picks the kind's ops by name and holds its state.
+ */
+#include "client/ring_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const struct ring_ops *const kinds[] = {&ring_ketama, &ring_modula, &ring_rendezvous};
+#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+struct ring {
+    const struct ring_ops *ops;
+    unsigned n;
+    void *state;
+};
+
+struct ring *ring_create(const char *kind, const struct ring_server *servers, unsigned n,
+                         const char **err) {
+    const char *dummy;
+    if (err == NULL)
+        err = &dummy;
+    *err = NULL;
+    const struct ring_ops *ops = NULL;
+    for (size_t i = 0; i < NKINDS; i++)
+        if (strcmp(kinds[i]->name, kind) == 0)
+            ops = kinds[i];
+    if (ops == NULL) {
+        *err = "unknown hash (ketama, modula or rendezvous)";
+        return NULL;
+    }
+    if (n == 0) {
+        *err = "a pool needs at least one server";
+        return NULL;
+    }
+    struct ring *r = malloc(sizeof(*r));
+    if (r == NULL || (r->state = ops->build(servers, n)) == NULL) {
+        free(r);
+        *err = "out of memory";
+        return NULL;
+    }
+    r->ops = ops;
+    r->n = n;
+    return r;
+}
+
+void ring_destroy(struct ring **r) {
+    if (r == NULL || *r == NULL)
+        return;
+    (*r)->ops->free((*r)->state);
+    free(*r);
+    *r = NULL;
+}
+
+unsigned ring_pick(const struct ring *r, const char *key, size_t len) {
+    if (r->n == 1)
+        return 0;           /* libmemcached asks no hash of a one-server pool either */
+    return r->ops->pick(r->state, r->n, key, len);
+}
+
+unsigned ring_size(const struct ring *r) { return r->n; }
+
+const char *ring_kind(const struct ring *r) { return r->ops->name; }
+
+const char *ring_kind_at(unsigned i) { return i < NKINDS ? kinds[i]->name : NULL; }

@@ -1,0 +1,22 @@
+/*
+ * ring_int.h -- what ring.c and the ring_<kind>.c files share: each kind
+ * is an ops table that builds its own read-only state from the servers.
+ */
+#ifndef CELLAR_CLIENT_RING_INT_H
+#define CELLAR_CLIENT_RING_INT_H
+
+#include "client/ring.h"
+
+struct ring_ops {
+    const char *name;
+    /* The kind's state for servers[0..n), or NULL when out of memory. */
+    void *(*build)(const struct ring_server *servers, unsigned n);
+    unsigned (*pick)(const void *state, unsigned n, const char *key, size_t len);
+    void (*free)(void *state);
+};
+
+extern const struct ring_ops ring_ketama;
+extern const struct ring_ops ring_modula;
+extern const struct ring_ops ring_rendezvous;
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * test_ring.c -- the rings' contracts on their own (placement against the
+ * real libraries is tests/integration/test_ring.py): a key always goes to
+ * the same server, every server gets keys, ketama's shares follow the
+ * weights and move few keys when a server joins, rendezvous moves only the
+ * keys the new server wins, and bad arguments are refused.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client/ring.h"
+#include "harness.h"
+
+#define NKEYS 20000
+
+static const struct ring_server five[] = {
+    {"127.0.0.1", 11211, 1}, {"127.0.0.1", 11212, 2}, {"127.0.0.1", 11213, 3},
+    {"10.0.0.7", 22122, 1}, {"cache-5.example", 11211, 5},
+};
+
+/* Keys per server; false if a pick is out of range or not the same twice. */
+static bool counts(const struct ring *r, unsigned *c, unsigned n) {
+    memset(c, 0, n * sizeof(*c));
+    char key[32];
+    for (int i = 0; i < NKEYS; i++) {
+        int len = snprintf(key, sizeof(key), "key:%d", i);
+        unsigned s = ring_pick(r, key, (size_t)len);
+        if (s >= n || ring_pick(r, key, (size_t)len) != s)
+            return false;
+        c[s]++;
+    }
+    return true;
+}
+
+TEST(every_kind_reaches_every_server) {
+    for (unsigned k = 0; ring_kind_at(k) != NULL; k++) {
+        struct ring *r = ring_create(ring_kind_at(k), five, 5, NULL);
+        ASSERT(r != NULL);
+        ASSERT_STR(ring_kind(r), ring_kind_at(k));
+        ASSERT_EQ(ring_size(r), 5);
+        unsigned c[5];
+        ASSERT(counts(r, c, 5));
+        for (int i = 0; i < 5; i++)
+            ASSERT(c[i] > NKEYS / 50);
+        ring_destroy(&r);
+        ASSERT(r == NULL);
+    }
+}
+
+/* Shares within 20% of weight / 12 (160 points per average server). */
+TEST(ketama_follows_the_weights) {
+    struct ring *r = ring_create("ketama", five, 5, NULL);
+    unsigned c[5];
+    ASSERT(counts(r, c, 5));
+    for (int i = 0; i < 5; i++) {
+        double want = NKEYS * five[i].weight / 12.0;
+        ASSERT(c[i] > want * 0.8 && c[i] < want * 1.2);
+    }
+    ring_destroy(&r);
+}
+
+/*
+ * A sixth server: rendezvous moves only keys that now go to it.  Weighted
+ * ketama moves some keys between the old servers too: each server's point
+ * count is its share of the total weight times the number of servers, so
+ * all counts change and a shrinking server gives up its last points (7 %
+ * of the keys here, as libmemcached's continuum does; the rest go to the
+ * new server).
+ */
+TEST(a_new_server_takes_keys_only_for_itself) {
+    struct ring_server six[6];
+    memcpy(six, five, sizeof(five));
+    six[5] = (struct ring_server){"127.0.0.1", 11299, 1};
+    const char *kinds[] = {"ketama", "rendezvous"};
+    for (int k = 0; k < 2; k++) {
+        struct ring *a = ring_create(kinds[k], five, 5, NULL), *b = ring_create(kinds[k], six, 6, NULL);
+        char key[32];
+        int moved = 0, elsewhere = 0;
+        for (int i = 0; i < NKEYS; i++) {
+            int len = snprintf(key, sizeof(key), "key:%d", i);
+            unsigned x = ring_pick(a, key, (size_t)len), y = ring_pick(b, key, (size_t)len);
+            moved += x != y;
+            elsewhere += x != y && y != 5;
+        }
+        ASSERT(moved > NKEYS / 20 && moved < NKEYS / 4);
+        ASSERT(k == 0 ? elsewhere < NKEYS / 10 : elsewhere == 0);
+        ring_destroy(&a);
+        ring_destroy(&b);
+    }
+}
+
+TEST(one_server_and_bad_arguments) {
+    const char *err = NULL;
+    struct ring *r = ring_create("modula", five, 1, &err);
+    ASSERT(r != NULL && err == NULL);
+    ASSERT_EQ(ring_pick(r, "anything", 8), 0);
+    ring_destroy(&r);
+    ASSERT(ring_create("crc32", five, 5, &err) == NULL);
+    ASSERT(err != NULL && strstr(err, "unknown hash") != NULL);
+    ASSERT(ring_create("ketama", five, 0, &err) == NULL);
+    ASSERT(strstr(err, "at least one server") != NULL);
+    ring_destroy(NULL);
+    ring_destroy(&r);                   /* NULL already */
+}
+
+int main(void) { return RUN_TESTS(); }
