@@ -152,12 +152,12 @@ static void do_store(struct conn *c, struct mc_req *req) {
 
 void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char *key,
                            size_t nkey, enum engine_store_op op, bool drop_old, uint64_t skip) {
-    if (c->binary)
-        ;                   /* memcached counts refused stores of the text protocols only */
-    else if (err == ENGINE_ALLOC_TOO_LARGE)
-        STAT_INC(c->w->st.store_too_large);
-    else
-        STAT_INC(c->w->st.store_no_memory);
+    if (!c->binary) {       /* memcached counts refused stores of the text protocols only */
+        if (err == ENGINE_ALLOC_TOO_LARGE)
+            STAT_INC(c->w->st.store_too_large);
+        else
+            STAT_INC(c->w->st.store_no_memory);
+    }
     watch_refused_store(c->w->srv, key, nkey, op, err == ENGINE_ALLOC_TOO_LARGE);
     if (drop_old)
         engine_delete(c->w->srv->engine, key, nkey, 0);
@@ -296,11 +296,11 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
 
 /*
  * lru_crawler, answered as memcached 1.6.18 answers it.  cellard's one
- * background crawl for expired items (engine_step()) does the work of
- * both memcached's LRU crawler and its LRU maintainer, which also reaps
- * expired items at the queue tails; so it runs while either is on
- * (server_crawl_runs()), and enable/disable switch it only under
- * -o no_lru_maintainer (or no_modern).  crawl starts a pass over the whole table now (there are no
+ * background crawl for expired items (engine_step()) stands in for
+ * memcached's LRU crawler; it runs while the crawler or the maintainer is
+ * on (server_crawl_runs()), and enable/disable switch it only under
+ * -o no_lru_maintainer (or no_modern).  The maintainer's other reaping,
+ * of dead items at the queue tails, is the engine's reap step.  crawl starts a pass over the whole table now (there are no
  * per-class passes), where one would otherwise wait out the minute's rest
  * between passes; sleep and tocrawl are kept for `stats settings` only.
  * metadump streams its lines from the worker (dump.c).

@@ -149,9 +149,8 @@ static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
     struct worker_counters *st = &c->w->st;
     struct engine_mget_opts o;
     struct engine_item_meta m;
-    enum engine_miss why = ENGINE_MISS_NONE;
     mg_opts(req, &o);
-    struct item *it = engine_mget(e, req->key.p, req->key.len, &o, &m, &why);
+    struct item *it = engine_mget(e, req->key.p, req->key.len, &o, &m, NULL);
     struct mc_meta_item_view v = {.rc = MC_META_RC_EN};
     if (it == NULL) {
         STAT_INC(st->get_cmds);

@@ -256,8 +256,7 @@ unsigned item_reap_class(struct engine *e, unsigned id, unsigned max) {
         bool dead = false;
         mtx_lock(&c->lock);
         struct item *it = e->policy->oldest(c->q);
-        if (it == NULL || expire_dead(e, it, now) == ENGINE_MISS_NONE ||
-            !take_locked(e, c, it, now, false, &dead)) {
+        if (it == NULL || !take_locked(e, c, it, now, false, &dead)) {   /* live, or busy */
             mtx_unlock(&c->lock);
             break;
         }
