@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct ring_ops *const kinds[] = {&ring_ketama, &ring_modula, &ring_rendezvous};
+static const struct ring_ops *const kinds[] = {&ring_ketama, &ring_modula, &ring_rendezvous,
+                                                &ring_ch3};
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 struct ring {
@@ -26,11 +27,15 @@ struct ring *ring_create(const char *kind, const struct ring_server *servers, un
         if (strcmp(kinds[i]->name, kind) == 0)
             ops = kinds[i];
     if (ops == NULL) {
-        *err = "unknown hash (ketama, modula or rendezvous)";
+        *err = "unknown hash (ketama, modula, rendezvous or ch3)";
         return NULL;
     }
     if (n == 0) {
         *err = "a pool needs at least one server";
+        return NULL;
+    }
+    if (ops->max_servers != 0 && n > ops->max_servers) {
+        *err = "too many servers for this hash";
         return NULL;
     }
     struct ring *r = malloc(sizeof(*r));

@@ -13,6 +13,8 @@
  *   modula      libmemcached's default: one-at-a-time hash mod the count
  *   rendezvous  pymemcache's HashClient: the highest murmur3_32 of
  *               "host:port-key" wins
+ *   ch3         mcrouter's default (furc_hash): a decision tree over bits
+ *               of MurmurHash64A; by position in the list, no weights
  *
  * One file per kind (ring_<kind>.c).  ring_create() allocates; picks do not.
  */
@@ -31,8 +33,9 @@ struct ring_server {
 struct ring;
 
 /*
- * A ring of kind (see above) over servers[0..n), n >= 1; the strings are
- * copied.  NULL for an unknown kind (*err says so) or no memory.
+ * A ring of kind (see above) over servers[0..n), n >= 1 (ch3: at most
+ * 2^23); what a kind needs of the list is copied.  NULL, *err saying why,
+ * for an unknown kind, a bad count, or no memory.
  */
 struct ring *ring_create(const char *kind, const struct ring_server *servers, unsigned n,
                          const char **err);

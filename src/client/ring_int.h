@@ -9,6 +9,7 @@
 
 struct ring_ops {
     const char *name;
+    unsigned max_servers;       /* 0: no limit */
     /* The kind's state for servers[0..n), or NULL when out of memory. */
     void *(*build)(const struct ring_server *servers, unsigned n);
     unsigned (*pick)(const void *state, unsigned n, const char *key, size_t len);
@@ -18,5 +19,9 @@ struct ring_ops {
 extern const struct ring_ops ring_ketama;
 extern const struct ring_ops ring_modula;
 extern const struct ring_ops ring_rendezvous;
+extern const struct ring_ops ring_ch3;
+
+/* mcrouter's furc_hash: key's server among n (ring_ch3.c; n <= 2^23). */
+uint32_t ring_furc(const char *key, size_t len, uint32_t n);
 
 #endif

@@ -21,4 +21,4 @@ static unsigned modula_pick(const void *state, unsigned n, const char *key, size
 
 static void modula_free(void *state) { (void)state; }
 
-const struct ring_ops ring_modula = {"modula", modula_build, modula_pick, modula_free};
+const struct ring_ops ring_modula = {"modula", 0, modula_build, modula_pick, modula_free};

@@ -101,3 +101,29 @@ uint32_t hash_one_at_a_time(const void *p, size_t n) {
     h += h << 15;
     return h;
 }
+
+/* Austin Appleby's MurmurHash64A (MurmurHash2, 64-bit). */
+uint64_t hash_murmur64a(const void *p, size_t n, uint64_t seed) {
+    const unsigned char *s = p;
+    const uint64_t m = 0xc6a4a7935bd1e995ULL;
+    uint64_t h = seed ^ (n * m);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t k = 0;
+        for (int b = 7; b >= 0; b--)
+            k = k << 8 | s[i + (size_t)b];
+        k *= m;
+        k ^= k >> 47;
+        k *= m;
+        h = (h ^ k) * m;
+    }
+    if (n & 7) {
+        for (size_t b = n & 7; b-- > 0;)
+            h ^= (uint64_t)s[i + b] << (8 * b);
+        h *= m;
+    }
+    h ^= h >> 47;
+    h *= m;
+    h ^= h >> 47;
+    return h;
+}

@@ -3,7 +3,7 @@
  *
  *   cellar-ring HASH SERVER...   < keys, one per line
  *
- * HASH is ketama, modula or rendezvous (client/ring.h); each SERVER is
+ * HASH is ketama, modula, rendezvous or ch3 (client/ring.h); each SERVER is
  * host:port[:weight].  Prints, for each key read, the index (from 0) of
  * its server in the list given, one per line: a check that a cellar pool
  * places keys as the other clients of the same servers do.
@@ -15,7 +15,7 @@
 #include "client/ring.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: cellar-ring ketama|modula|rendezvous host:port[:weight]... < keys\n");
+    fprintf(stderr, "usage: cellar-ring ketama|modula|rendezvous|ch3 host:port[:weight]... < keys\n");
     return 2;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client/ring.h"
+#include "client/ring_int.h"
 #include "harness.h"
 
 #define NKEYS 20000
@@ -61,7 +62,7 @@ TEST(ketama_follows_the_weights) {
 }
 
 /*
- * A sixth server: rendezvous moves only keys that now go to it.  Weighted
+ * A sixth server: rendezvous and ch3 move only keys that now go to it.  Weighted
  * ketama moves some keys between the old servers too: each server's point
  * count is its share of the total weight times the number of servers, so
  * all counts change and a shrinking server gives up its last points (7 %
@@ -72,8 +73,8 @@ TEST(a_new_server_takes_keys_only_for_itself) {
     struct ring_server six[6];
     memcpy(six, five, sizeof(five));
     six[5] = (struct ring_server){"127.0.0.1", 11299, 1};
-    const char *kinds[] = {"ketama", "rendezvous"};
-    for (int k = 0; k < 2; k++) {
+    const char *kinds[] = {"ketama", "rendezvous", "ch3"};
+    for (int k = 0; k < 3; k++) {
         struct ring *a = ring_create(kinds[k], five, 5, NULL), *b = ring_create(kinds[k], six, 6, NULL);
         char key[32];
         int moved = 0, elsewhere = 0;
@@ -102,6 +103,43 @@ TEST(one_server_and_bad_arguments) {
     ASSERT(strstr(err, "at least one server") != NULL);
     ring_destroy(NULL);
     ring_destroy(&r);                   /* NULL already */
+}
+
+/* mcrouter's own Ch3HashFunc test vectors (mcrouter/lib/test/Ch3HashFuncTest.cpp). */
+TEST(ch3_matches_mcrouters_vectors) {
+    ASSERT_EQ(ring_furc("sample", 6, 100), 97);
+    ASSERT_EQ(ring_furc("sample", 6, 1), 0);
+    ASSERT_EQ(ring_furc("", 0, 100), 72);
+    ASSERT_EQ(ring_furc("", 0, 1), 0);
+    ASSERT_EQ(ring_furc("", 0, 1u << 23), 6173600);
+    ASSERT_EQ(ring_furc("sample", 6, 1u << 23), 5167780);
+    char all[256];
+    for (int i = 0; i < 256; i++)
+        all[i] = (char)(i - 128);           /* -128 .. 127 */
+    ASSERT_EQ(ring_furc(all, 256, 99999), 31015);
+    for (int i = 0; i < 128; i++) {
+        char t = all[i];
+        all[i] = all[255 - i];
+        all[255 - i] = t;
+    }
+    ASSERT_EQ(ring_furc(all, 256, 99999), 67101);
+    unsigned c3[3] = {0}, c10[10] = {0};
+    char key[16];
+    for (int i = 0; i < 10000; i++) {
+        int len = snprintf(key, sizeof(key), "%d", i);
+        if (i < 1000)
+            c3[ring_furc(key, (size_t)len, 3)]++;
+        c10[ring_furc(key, (size_t)len, 10)]++;
+    }
+    const unsigned w3[3] = {307, 342, 351};
+    const unsigned w10[10] = {995, 955, 1046, 968, 1032, 972, 1016, 1038, 1010, 968};
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(c3[i], w3[i]);
+    for (int i = 0; i < 10; i++)
+        ASSERT_EQ(c10[i], w10[i]);
+    const char *err;
+    ASSERT(ring_create("ch3", five, (1u << 23) + 1, &err) == NULL);
+    ASSERT(strstr(err, "too many servers") != NULL);
 }
 
 int main(void) { return RUN_TESTS(); }
