@@ -114,7 +114,7 @@ integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring
 
 check: unit integration
 
-# The integration suite once per eviction policy (about 35 s each; not part
+# The integration suite once per eviction policy (about 3 min each; not part
 # of `make test`): every policy must serve memcached's protocols the same.
 policies: $(B)/cellard $(B)/cellar-sim
 	@for p in $$($(B)/cellar-sim -l); do \
