@@ -39,7 +39,9 @@ struct ring *ring_create(const char *kind, const struct ring_server *servers, un
         return NULL;
     }
     struct ring *r = malloc(sizeof(*r));
-    if (r == NULL || (r->state = ops->build(servers, n)) == NULL) {
+    if (r != NULL)
+        r->state = ops->build != NULL ? ops->build(servers, n) : NULL;
+    if (r == NULL || (ops->build != NULL && r->state == NULL)) {
         free(r);
         *err = "out of memory";
         return NULL;
@@ -52,7 +54,8 @@ struct ring *ring_create(const char *kind, const struct ring_server *servers, un
 void ring_destroy(struct ring **r) {
     if (r == NULL || *r == NULL)
         return;
-    (*r)->ops->free((*r)->state);
+    if ((*r)->ops->free != NULL)
+        (*r)->ops->free((*r)->state);
     free(*r);
     *r = NULL;
 }

@@ -75,19 +75,9 @@ uint32_t ring_furc(const char *key, size_t len, uint32_t n) {
     return 0;
 }
 
-static int stateless;
-
-static void *ch3_build(const struct ring_server *servers, unsigned n) {
-    (void)servers;
-    (void)n;
-    return &stateless;
-}
-
 static unsigned ch3_pick(const void *state, unsigned n, const char *key, size_t len) {
     (void)state;
     return ring_furc(key, len, n);
 }
 
-static void ch3_free(void *state) { (void)state; }
-
-const struct ring_ops ring_ch3 = {"ch3", 1u << FURC_SHIFT, ch3_build, ch3_pick, ch3_free};
+const struct ring_ops ring_ch3 = {"ch3", 1u << FURC_SHIFT, NULL, ch3_pick, NULL};

@@ -10,7 +10,8 @@
 struct ring_ops {
     const char *name;
     unsigned max_servers;       /* 0: no limit */
-    /* The kind's state for servers[0..n), or NULL when out of memory. */
+    /* The kind's state for servers[0..n), or NULL when out of memory;
+       build and free are NULL for a kind that needs only n. */
     void *(*build)(const struct ring_server *servers, unsigned n);
     unsigned (*pick)(const void *state, unsigned n, const char *key, size_t len);
     void (*free)(void *state);

@@ -6,19 +6,9 @@
 
 #include "core/hash.h"
 
-static int stateless;
-
-static void *modula_build(const struct ring_server *servers, unsigned n) {
-    (void)servers;
-    (void)n;
-    return &stateless;
-}
-
 static unsigned modula_pick(const void *state, unsigned n, const char *key, size_t len) {
     (void)state;
     return hash_one_at_a_time(key, len) % n;
 }
 
-static void modula_free(void *state) { (void)state; }
-
-const struct ring_ops ring_modula = {"modula", 0, modula_build, modula_pick, modula_free};
+const struct ring_ops ring_modula = {"modula", 0, NULL, modula_pick, NULL};
