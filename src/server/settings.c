@@ -9,7 +9,7 @@
  *                       slab_chunk_max, slab_sizes, LRU pcts, ports)
  *
  *   opt_table + sub_table --> settings_usage()  (-h, defaults from settings_init)
- *   stat_table            --> settings_each_stat()  (`stats settings`)
+ *   settings_show.c: stat_table --> settings_each_stat()  (`stats settings`)
  *
  * Every message a refusal prints is memcached 1.6.18's own wording, checked
  * against Debian's binary, and so is the exit code: 1 for what memcached
@@ -21,11 +21,11 @@
  * (opterr = 0) and print the same words to the caller's stream instead, so
  * tests can read them and the server can send them where it likes.
  *
- * The file runs past 1,500 lines because memcached has some ninety options
- * and suboptions, each with its own checks and wording; each keeps its
- * handler and its table row here, next to the others it interacts with.
+ * Each of memcached's ninety-odd options and suboptions keeps its handler
+ * and its table row here, next to the others it interacts with; how the
+ * fields are shown is settings_show.c.
  */
-#include "server/settings.h"
+#include "server/settings_int.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -35,8 +35,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MB (1024 * 1024)
-#define KB 1024
 #define CHUNK_ALIGN_BYTES 8             /* memcached's slab size alignment */
 #define HELP_COL 26                     /* where -h descriptions start */
 
@@ -44,97 +42,6 @@
 static const char default_inter[] = SETTINGS_DEFAULT_INTER;
 static const char default_policy[] = SETTINGS_DEFAULT_POLICY;
 static const char flat_policy[] = SETTINGS_FLAT_POLICY;
-
-/* ------------------------------------------------------------------ */
-/* Printing one field, for -h defaults and for `stats settings`.       */
-
-enum fmt {
-    F_NONE,
-    F_INT,          /* int, %d */
-    F_UINT,         /* unsigned, %u */
-    F_ULONG,        /* unsigned long, %lu */
-    F_SIZE,         /* size_t, %zu */
-    F_SIZE_MB,      /* size_t bytes, shown in megabytes */
-    F_UINT_KB,      /* unsigned bytes, shown in kilobytes */
-    F_ISIZE,        /* int bytes, shown as -I takes it: 1m, 512k, 1000 */
-    F_OCT,          /* int, %o */
-    F_F2,           /* double, %.2f */
-    F_YESNO,        /* bool: yes / no */
-    F_ONOFF,        /* bool: on / off */
-    F_ENABLED,      /* bool: enabled / disabled */
-    F_STR,          /* const char *, "NULL" when NULL */
-    F_STR_PNULL,    /* const char *, "(null)" when NULL (as glibc prints) */
-    F_CHAR,         /* char, %c */
-    F_PROTO,        /* enum settings_protocol */
-    F_HASH,         /* enum settings_hash */
-    F_NAPI,         /* int, "(null)" when 0 */
-    F_SET,          /* const char *: yes when set, no when NULL */
-    F_LIT,          /* no field: the row's fixed text (a feature cellard lacks) */
-};
-
-#define FIELD(f) offsetof(struct settings, f)
-
-static const char *proto_name(enum settings_protocol p) {
-    switch (p) {
-    case SETTINGS_PROTO_ASCII: return "ascii";
-    case SETTINGS_PROTO_BINARY: return "binary";
-    default: return "auto-negotiate";
-    }
-}
-
-static const char *hash_name(enum settings_hash h) {
-    switch (h) {
-    case SETTINGS_HASH_JENKINS: return "jenkins";
-    case SETTINGS_HASH_XXH3: return "xxh3";
-    default: return "murmur3";
-    }
-}
-
-/*
- * Formats the field at offset off of s as fmt says.  Short values are
- * written into buf; strings are returned as they are, so a long path
- * needs no buffer.
- */
-static const char *field_format(const struct settings *s, enum fmt fmt, size_t off,
-                                char *buf, size_t n) {
-    const char *p = (const char *)s + off;
-    int i;
-    switch (fmt) {
-    case F_INT: snprintf(buf, n, "%d", *(const int *)p); break;
-    case F_UINT: snprintf(buf, n, "%u", *(const unsigned *)p); break;
-    case F_ULONG: snprintf(buf, n, "%lu", *(const unsigned long *)p); break;
-    case F_SIZE: snprintf(buf, n, "%zu", *(const size_t *)p); break;
-    case F_SIZE_MB: snprintf(buf, n, "%zu", *(const size_t *)p / MB); break;
-    case F_UINT_KB: snprintf(buf, n, "%u", *(const unsigned *)p / KB); break;
-    case F_ISIZE:
-        i = *(const int *)p;
-        if (i > 0 && i % MB == 0)
-            snprintf(buf, n, "%dm", i / MB);
-        else if (i > 0 && i % KB == 0)
-            snprintf(buf, n, "%dk", i / KB);
-        else
-            snprintf(buf, n, "%d", i);
-        break;
-    case F_OCT: snprintf(buf, n, "%o", (unsigned)*(const int *)p); break;
-    case F_F2: snprintf(buf, n, "%.2f", *(const double *)p); break;
-    case F_YESNO: return *(const bool *)p ? "yes" : "no";
-    case F_ONOFF: return *(const bool *)p ? "on" : "off";
-    case F_ENABLED: return *(const bool *)p ? "enabled" : "disabled";
-    case F_STR: return *(const char *const *)p ? *(const char *const *)p : "NULL";
-    case F_STR_PNULL: return *(const char *const *)p ? *(const char *const *)p : "(null)";
-    case F_CHAR: snprintf(buf, n, "%c", *(const char *)p); break;
-    case F_PROTO: return proto_name(*(const enum settings_protocol *)p);
-    case F_HASH: return hash_name(*(const enum settings_hash *)p);
-    case F_NAPI:
-        if (*(const int *)p == 0)
-            return "(null)";
-        snprintf(buf, n, "%d", *(const int *)p);
-        break;
-    case F_SET: return *(const char *const *)p ? "yes" : "no";
-    case F_NONE: case F_LIT: buf[0] = '\0'; break;
-    }
-    return buf;
-}
 
 /* ------------------------------------------------------------------ */
 /* Parsing state and the small helpers every option shares.            */
@@ -1064,125 +971,6 @@ static const struct subopt sub_table[] = {
 #define NSUBS (sizeof(sub_table) / sizeof(sub_table[0]))
 _Static_assert(NSUBS <= MAX_SUBS, "raise MAX_SUBS");
 
-/* `stats settings`, in memcached 1.6.18's order. */
-struct stat_row {
-    const char *name;
-    enum fmt fmt;
-    size_t off;                 /* F_LIT: the index of its text in lit_text[] */
-};
-
-/*
- * Debian's 1.6.18 is built with extstore and TLS and lists their settings
- * even when they are off; cellard has neither, so it prints what that
- * build prints with both off, for tools that parse the whole set.
- */
-#define LIT(name, i) {name, F_LIT, i}
-static const char *const lit_text[] = {
-    "512",           /* ext_item_size */
-    "4294967295",    /* ext_item_age */
-    "0",             /* ext_low_ttl */
-    "2000",          /* ext_recache_rate */
-    "4194304",       /* ext_wbuf_size */
-    "0",             /* ext_compact_under */
-    "0",             /* ext_drop_under */
-    "1000000",       /* ext_max_sleep */
-    "0.80",          /* ext_max_frag */
-    "0.010",         /* slab_automove_freeratio */
-    "no",            /* ext_drop_unread */
-    "no",            /* ssl_enabled */
-    "(null)",        /* ssl_chain_cert */
-    "(null)",        /* ssl_key */
-    "0",             /* ssl_verify_mode */
-    "1",             /* ssl_keyformat */
-    "NULL",          /* ssl_ciphers */
-    "NULL",          /* ssl_ca_cert */
-    "16384",         /* ssl_wbuf_size */
-    "no",            /* ssl_session_cache */
-    "no",            /* ssl_kernel_tls */
-    "tlsv1.2",       /* ssl_min_version */
-};
-
-static const struct stat_row stat_table[] = {
-    {"maxbytes", F_SIZE, FIELD(maxbytes)},
-    {"maxconns", F_INT, FIELD(maxconns)},
-    {"tcpport", F_INT, FIELD(port)},
-    {"udpport", F_INT, FIELD(udpport)},
-    {"inter", F_STR, FIELD(inter)},
-    {"verbosity", F_INT, FIELD(verbose)},
-    {"oldest", F_ULONG, FIELD(oldest_live)},
-    {"evictions", F_ONOFF, FIELD(evict_to_free)},
-    {"domain_socket", F_STR, FIELD(socketpath)},
-    {"umask", F_OCT, FIELD(access)},
-    {"shutdown_command", F_YESNO, FIELD(shutdown_command)},
-    {"growth_factor", F_F2, FIELD(factor)},
-    {"chunk_size", F_INT, FIELD(chunk_size)},
-    {"num_threads", F_INT, FIELD(num_threads)},
-    {"num_threads_per_udp", F_INT, FIELD(num_threads_per_udp)},
-    {"stat_key_prefix", F_CHAR, FIELD(prefix_delimiter)},
-    {"detail_enabled", F_YESNO, FIELD(detail_enabled)},
-    {"reqs_per_event", F_INT, FIELD(reqs_per_event)},
-    {"cas_enabled", F_YESNO, FIELD(use_cas)},
-    {"tcp_backlog", F_INT, FIELD(backlog)},
-    {"binding_protocol", F_PROTO, FIELD(binding_protocol)},
-    {"auth_enabled_sasl", F_YESNO, FIELD(sasl)},
-    {"auth_enabled_ascii", F_SET, FIELD(auth_file)},
-    {"item_size_max", F_INT, FIELD(item_size_max)},
-    {"maxconns_fast", F_YESNO, FIELD(maxconns_fast)},
-    {"hashpower_init", F_INT, FIELD(hashpower_init)},
-    {"slab_reassign", F_YESNO, FIELD(slab_reassign)},
-    {"slab_automove", F_INT, FIELD(slab_automove)},
-    {"slab_automove_ratio", F_F2, FIELD(slab_automove_ratio)},
-    {"slab_automove_window", F_UINT, FIELD(slab_automove_window)},
-    {"slab_chunk_max", F_INT, FIELD(slab_chunk_size_max)},
-    {"lru_crawler", F_YESNO, FIELD(lru_crawler)},
-    {"lru_crawler_sleep", F_INT, FIELD(lru_crawler_sleep)},
-    {"lru_crawler_tocrawl", F_UINT, FIELD(lru_crawler_tocrawl)},
-    {"tail_repair_time", F_INT, FIELD(tail_repair_time)},
-    {"flush_enabled", F_YESNO, FIELD(flush_enabled)},
-    {"dump_enabled", F_YESNO, FIELD(dump_enabled)},
-    {"hash_algorithm", F_HASH, FIELD(hash_algorithm)},
-    {"lru_maintainer_thread", F_YESNO, FIELD(lru_maintainer_thread)},
-    {"lru_segmented", F_YESNO, FIELD(lru_segmented)},
-    {"hot_lru_pct", F_INT, FIELD(hot_lru_pct)},
-    {"warm_lru_pct", F_INT, FIELD(warm_lru_pct)},
-    {"hot_max_factor", F_F2, FIELD(hot_max_factor)},
-    {"warm_max_factor", F_F2, FIELD(warm_max_factor)},
-    {"temp_lru", F_YESNO, FIELD(temp_lru)},
-    {"temporary_ttl", F_INT, FIELD(temporary_ttl)},
-    {"idle_timeout", F_INT, FIELD(idle_timeout)},
-    {"watcher_logbuf_size", F_UINT, FIELD(watcher_logbuf_size)},
-    {"worker_logbuf_size", F_UINT, FIELD(worker_logbuf_size)},
-    {"read_buf_mem_limit", F_UINT, FIELD(read_buf_mem_limit)},
-    {"track_sizes", F_YESNO, FIELD(track_sizes)},
-    {"inline_ascii_response", F_YESNO, FIELD(inline_ascii_response)},
-    LIT("ext_item_size", 0),
-    LIT("ext_item_age", 1),
-    LIT("ext_low_ttl", 2),
-    LIT("ext_recache_rate", 3),
-    LIT("ext_wbuf_size", 4),
-    LIT("ext_compact_under", 5),
-    LIT("ext_drop_under", 6),
-    LIT("ext_max_sleep", 7),
-    LIT("ext_max_frag", 8),
-    LIT("slab_automove_freeratio", 9),
-    LIT("ext_drop_unread", 10),
-    LIT("ssl_enabled", 11),
-    LIT("ssl_chain_cert", 12),
-    LIT("ssl_key", 13),
-    LIT("ssl_verify_mode", 14),
-    LIT("ssl_keyformat", 15),
-    LIT("ssl_ciphers", 16),
-    LIT("ssl_ca_cert", 17),
-    LIT("ssl_wbuf_size", 18),
-    LIT("ssl_session_cache", 19),
-    LIT("ssl_kernel_tls", 20),
-    LIT("ssl_min_version", 21),
-    {"num_napi_ids", F_NAPI, FIELD(num_napi_ids)},
-    {"memory_file", F_STR_PNULL, FIELD(memory_file)},
-    {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's two extras */
-    {"delete_hold", F_YESNO, FIELD(delete_hold)},
-};
-
 /* ------------------------------------------------------------------ */
 /* -h and -i.                                                          */
 
@@ -1235,7 +1023,8 @@ void settings_usage(FILE *out) {
             snprintf(label, sizeof(label), "-%c, --%s%s%s", o->key, o->name,
                      o->arg ? "=" : "", o->arg ? o->arg : "");
         label_print(out, label);
-        help_print(out, o->help, field_format(&d, o->dfmt, o->off, buf, sizeof(buf)),
+        help_print(out, o->help,
+                   settings_field_format(&d, o->dfmt, o->off, buf, sizeof(buf)),
                    o->flags);
         if (o->set != opt_extended)
             continue;
@@ -1245,8 +1034,8 @@ void settings_usage(FILE *out) {
                 continue;
             snprintf(label, sizeof(label), "   - %s:", so->name);
             label_print(out, label);
-            help_print(out, so->help, field_format(&d, so->dfmt, so->off, buf, sizeof(buf)),
-                       so->flags);
+            help_print(out, so->help,
+                       settings_field_format(&d, so->dfmt, so->off, buf, sizeof(buf)), so->flags);
         }
         fprintf(out, "   - ext_* (extstore) options are accepted and ignored;\n"
                      "     ssl_* options are refused (no TLS).\n");
@@ -1643,18 +1432,4 @@ int settings_check_user_ids(const struct settings *s, uid_t uid, uid_t euid, FIL
 
 int settings_check_user(const struct settings *s, FILE *err) {
     return settings_check_user_ids(s, getuid(), geteuid(), err);
-}
-
-/* ------------------------------------------------------------------ */
-/* `stats settings`.                                                   */
-
-void settings_each_stat(const struct settings *s,
-                        void (*emit)(void *ctx, const char *name, const char *value),
-                        void *ctx) {
-    char buf[64];
-    for (size_t i = 0; i < sizeof(stat_table) / sizeof(stat_table[0]); i++) {
-        const struct stat_row *r = &stat_table[i];
-        emit(ctx, r->name, r->fmt == F_LIT ? lit_text[r->off]
-                                           : field_format(s, r->fmt, r->off, buf, sizeof(buf)));
-    }
 }
