@@ -594,6 +594,7 @@ def test_differential_random_stream():
     with Server(CELLARD, args=["-m", 1024], name="under-test") as sut, \
             Server(MEMCACHED, args=["-m", 1024], name="oracle") as ora:
         sides = [Side("under-test", sut.port), Side("oracle", ora.port)]
+        counters = None
         try:
             # A flat LRU keeps memcached's incr/decr deterministic (section 7).
             # Sent to both (memcached may be the server under test too); the
@@ -655,5 +656,7 @@ def test_differential_random_stream():
             print("differential: counters compared after %d batches; moved on the oracle: %s"
                   % (counters.checks, " ".join(sorted(counters.moved))))
         finally:
+            if counters is not None:
+                counters.close()
             for s in sides:
                 s.close()

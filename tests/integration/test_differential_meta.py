@@ -661,6 +661,7 @@ def test_differential_meta_stream():
     with Server(CELLARD, args=["-m", 1024], name="under-test") as sut, \
             Server(MEMCACHED, args=["-m", 1024], name="oracle") as ora:
         sides = [Side("under-test", sut.port), Side("oracle", ora.port)]
+        counters = None
         try:
             got = exchange(sides, [b"lru mode flat\r\n"] * 2, [b"\r\n"] * 2, 5)
             assert got[1] == b"OK", "oracle answered lru mode flat with %r" % got[1]
@@ -715,8 +716,9 @@ def test_differential_meta_stream():
             assert len(sides[1].cas_index) > 500, "too few CAS numbers to exercise C"
             print("differential meta: counters compared after %d batches; moved on the oracle: %s"
                   % (counters.checks, " ".join(sorted(counters.moved))))
-            counters.close()
         finally:
+            if counters is not None:
+                counters.close()
             for s in sides:
                 s.close()
 
