@@ -1,0 +1,153 @@
+/*
+ * msg.h -- one request and one reply, whatever the wire.
+ *
+ * The client library and the router speak to memcache servers in one of
+ * three protocols (a pool's `protocol`): meta (memcached 1.6 and cellard),
+ * text (older servers, twemproxy) or binary.  Above this layer a request
+ * is a struct msg and its answer a struct msg_reply; each wire is a pair
+ * of pure functions that turn the one into bytes and bytes into the other:
+ *
+ *     struct msg --fmt--> "set k 0 0 5\r\n" + value + "\r\n"    (text)
+ *                         "ms k 5 F0 T0\r\n" + value + "\r\n"    (meta)
+ *                         24-byte header, extras, key, value     (binary)
+ *     bytes --parse--> struct msg_reply { res = MSG_RES_STORED }
+ *
+ * One request, one reply: each op is sent so that the server answers it
+ * with exactly one reply (no noreply, no quiet opcodes, no `q` flag), so a
+ * connection matches replies to requests by order alone.  A multi-get is
+ * many single gets in one write.
+ *
+ * Replies speak the text protocol's words, whatever the wire said: a
+ * binary ADD of an existing key (status 02) is MSG_RES_NOT_STORED, as the
+ * text `add` says, while a CAS mismatch is MSG_RES_EXISTS on every wire;
+ * a binary or meta error carries the text protocol's message where one
+ * exists ("object too large for cache").  So a caller never needs to know
+ * which wire a pool speaks.
+ *
+ * Like the other codecs: no allocation, no I/O, no state between calls.
+ * fmt writes the request up to its value; the caller sends m->value (by
+ * iovec or copy) and then wire->value_end.  parse reads one whole reply
+ * from the start of a buffer: MC_PARSE_NEED_MORE (nothing consumed) until
+ * all of it is there, then MC_PARSE_OK with spans into the buffer, or
+ * MC_PARSE_ERROR when the bytes cannot be this request's reply (the
+ * stream has lost its framing: close the connection).
+ */
+#ifndef CELLAR_PROTOCOL_MSG_H
+#define CELLAR_PROTOCOL_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/mc_text.h"   /* struct mc_span, enum mc_parse, MC_KEY_MAX */
+
+#define MSG_HEAD_MAX 512        /* room for any request fmt writes, value excluded */
+
+enum msg_op {
+    MSG_GET = 0,                /* key */
+    MSG_GETS,                   /* key; the reply carries cas */
+    MSG_GAT,                    /* key, exptime: get and touch */
+    MSG_GATS,                   /* key, exptime; the reply carries cas */
+    MSG_SET,                    /* key, value, flags, exptime */
+    MSG_ADD,
+    MSG_REPLACE,
+    MSG_APPEND,                 /* key, value (flags and exptime ignored) */
+    MSG_PREPEND,
+    MSG_CAS,                    /* key, value, flags, exptime, cas */
+    MSG_DELETE,                 /* key */
+    MSG_INCR,                   /* key, delta; a miss is NOT_FOUND (never creates) */
+    MSG_DECR,
+    MSG_TOUCH,                  /* key, exptime */
+    MSG_FLUSH_ALL,              /* exptime = delay (0: now) */
+    MSG_VERSION,
+    MSG_LEASE_GET,              /* meta only: key, exptime = the lease's TTL (mg N) */
+    MSG_LEASE_SET,              /* meta only: key, value, flags, exptime, cas = token */
+    MSG_OP_COUNT
+};
+
+struct msg {
+    enum msg_op op;
+    struct mc_span key;         /* 1..MC_KEY_MAX bytes, no space or control byte */
+    struct mc_span value;       /* storage ops: the data, without a terminator */
+    uint32_t flags;             /* storage ops: client flags */
+    int64_t exptime;            /* as the text protocol reads it: 0 never, <= 30 days
+                                   relative, else a unix time; negative: already expired */
+    uint64_t cas;               /* MSG_CAS; MSG_LEASE_SET: the lease token */
+    uint64_t delta;             /* incr/decr */
+};
+
+enum msg_res {
+    MSG_RES_NONE = 0,
+    MSG_RES_HIT,                /* get family: value, flags; cas for gets, gats, lease-get */
+    MSG_RES_MISS,               /* get family */
+    MSG_RES_STORED,
+    MSG_RES_NOT_STORED,
+    MSG_RES_EXISTS,             /* cas mismatch */
+    MSG_RES_NOT_FOUND,          /* delete, incr/decr, touch, cas of a missing key */
+    MSG_RES_DELETED,
+    MSG_RES_TOUCHED,
+    MSG_RES_NUMBER,             /* incr/decr: number */
+    MSG_RES_OK,                 /* flush_all */
+    MSG_RES_VERSION,            /* msg = the version text */
+    MSG_RES_ERROR,              /* the server does not know the command; msg may say more */
+    MSG_RES_CLIENT_ERROR,       /* msg = the message */
+    MSG_RES_SERVER_ERROR,       /* msg = the message */
+    MSG_RES_COUNT
+};
+
+struct msg_reply {
+    enum msg_res res;
+    struct mc_span value;       /* HIT: the data, without a terminator */
+    uint32_t flags;             /* HIT: client flags */
+    uint64_t cas;               /* HIT of gets/gats/lease-get: the item's cas (the lease
+                                   token when won) */
+    uint64_t number;            /* NUMBER */
+    int64_t ttl;                /* lease-get HIT: remaining TTL, -1 for none */
+    bool won;                   /* lease-get: this request won the right to fill (meta W) */
+    bool token_sent;            /* lease-get: another request holds it (meta Z) */
+    bool stale;                 /* lease-get: the value was invalidated (meta X) */
+    struct mc_span msg;         /* VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR */
+};
+
+/*
+ * A wire protocol.  fmt writes m's request (value excluded) into
+ * out[0..cap) for cap >= MSG_HEAD_MAX and returns its length, or 0 when
+ * this wire cannot say it (a lease op on text or binary) or the request
+ * is malformed (a bad key).  opaque is what the binary wire puts in its
+ * header (the others ignore it).  parse reads m's reply at buf[0..len)
+ * into *r; the binary wire also checks that it echoes opaque.
+ */
+struct msg_wire {
+    const char *name;           /* "text", "meta", "binary" */
+    size_t (*fmt)(char *out, size_t cap, const struct msg *m, uint32_t opaque);
+    enum mc_parse (*parse)(struct msg_reply *r, const struct msg *m, uint32_t opaque,
+                           const char *buf, size_t len, size_t *consumed);
+    const char *value_end;      /* sent after a storage op's value: "\r\n", or "" */
+    size_t value_end_len;
+};
+
+extern const struct msg_wire msg_wire_text;
+extern const struct msg_wire msg_wire_meta;
+extern const struct msg_wire msg_wire_bin;
+
+/* The wire named name ("text", "ascii", "meta", "binary"), or NULL. */
+const struct msg_wire *msg_wire_find(const char *name);
+
+/* Does op carry a value (storage ops)? */
+static inline bool msg_op_stores(enum msg_op op) {
+    return (op >= MSG_SET && op <= MSG_CAS) || op == MSG_LEASE_SET;
+}
+
+/* Does op name a key (everything but flush_all and version)? */
+static inline bool msg_op_keyed(enum msg_op op) {
+    return op != MSG_FLUSH_ALL && op != MSG_VERSION;
+}
+
+/* Is key a key every wire can carry: 1..MC_KEY_MAX bytes, none a space or control byte? */
+bool msg_key_ok(struct mc_span key);
+
+/* Names, for messages and tests ("get", "HIT", ...). */
+const char *msg_op_name(enum msg_op op);
+const char *msg_res_name(enum msg_res res);
+
+#endif
