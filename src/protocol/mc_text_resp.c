@@ -17,6 +17,9 @@
  */
 #include "protocol/mc_text_resp.h"
 
+#include "protocol/mc_put.h"
+#include "protocol/msg.h"
+
 #include <string.h>
 
 static inline bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
@@ -282,68 +285,23 @@ const char *mc_text_resp_kind_name(enum mc_resp_kind kind) {
 /* Requests                                                                 */
 /* ---------------------------------------------------------------------- */
 
-static bool key_ok(struct mc_span k) {
-    if (k.len == 0 || k.len > MC_KEY_MAX)
-        return false;
-    for (size_t i = 0; i < k.len; i++) {
-        unsigned char c = (unsigned char)k.p[i];
-        if (c <= ' ' || c == 127)
-            return false;
-    }
-    return true;
-}
-
-/* A bounded writer: every put checks room, and a full buffer sticks. */
-struct w {
-    char *p, *end;
-    bool full;
-};
-
-static inline void put(struct w *w, const void *s, size_t n) {
-    if (w->full || (size_t)(w->end - w->p) < n) {
-        w->full = true;
-        return;
-    }
-    memcpy(w->p, s, n);
-    w->p += n;
-}
-
-static void put_u64(struct w *w, uint64_t v) {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    put(w, tmp + sizeof(tmp) - n, n);
-}
-
-static void put_i64(struct w *w, int64_t v) {
-    if (v < 0) {
-        put(w, "-", 1);
-        put_u64(w, (uint64_t)0 - (uint64_t)v);
-    } else {
-        put_u64(w, (uint64_t)v);
-    }
-}
-
 size_t mc_text_fmt_get(char *out, size_t cap, enum mc_cmd cmd, const struct mc_span *keys,
                        size_t nkeys) {
     if (nkeys == 0 || (cmd != MC_CMD_GET && cmd != MC_CMD_GETS))
         return 0;
-    struct w w = {out, out + cap, false};
+    struct mc_put w = MC_PUT_INIT(out, cap);
     if (cmd == MC_CMD_GET)
-        put(&w, "get", 3);
+        mc_put(&w, "get", 3);
     else
-        put(&w, "gets", 4);
+        mc_put(&w, "gets", 4);
     for (size_t i = 0; i < nkeys; i++) {
-        if (!key_ok(keys[i]))
+        if (!msg_key_ok(keys[i]))
             return 0;
-        put(&w, " ", 1);
-        put(&w, keys[i].p, keys[i].len);
+        mc_put(&w, " ", 1);
+        mc_put(&w, keys[i].p, keys[i].len);
     }
-    put(&w, "\r\n", 2);
-    return w.full ? 0 : (size_t)(w.p - out);
+    mc_put(&w, "\r\n", 2);
+    return mc_put_len(&w, out);
 }
 
 size_t mc_text_fmt_store(char *out, size_t cap, enum mc_cmd cmd, struct mc_span key,
@@ -353,23 +311,23 @@ size_t mc_text_fmt_store(char *out, size_t cap, enum mc_cmd cmd, struct mc_span 
         [MC_CMD_SET] = "set ", [MC_CMD_ADD] = "add ", [MC_CMD_REPLACE] = "replace ",
         [MC_CMD_APPEND] = "append ", [MC_CMD_PREPEND] = "prepend ", [MC_CMD_CAS] = "cas ",
     };
-    if (cmd < MC_CMD_SET || cmd > MC_CMD_CAS || !key_ok(key))
+    if (cmd < MC_CMD_SET || cmd > MC_CMD_CAS || !msg_key_ok(key))
         return 0;
-    struct w w = {out, out + cap, false};
-    put(&w, names[cmd], strlen(names[cmd]));
-    put(&w, key.p, key.len);
-    put(&w, " ", 1);
-    put_u64(&w, flags);
-    put(&w, " ", 1);
-    put_i64(&w, exptime);
-    put(&w, " ", 1);
-    put_u64(&w, vlen);
+    struct mc_put w = MC_PUT_INIT(out, cap);
+    mc_put(&w, names[cmd], strlen(names[cmd]));
+    mc_put(&w, key.p, key.len);
+    mc_put(&w, " ", 1);
+    mc_put_u64(&w, flags);
+    mc_put(&w, " ", 1);
+    mc_put_i64(&w, exptime);
+    mc_put(&w, " ", 1);
+    mc_put_u64(&w, vlen);
     if (cmd == MC_CMD_CAS) {
-        put(&w, " ", 1);
-        put_u64(&w, cas);
+        mc_put(&w, " ", 1);
+        mc_put_u64(&w, cas);
     }
     if (noreply)
-        put(&w, " noreply", 8);
-    put(&w, "\r\n", 2);
-    return w.full ? 0 : (size_t)(w.p - out);
+        mc_put(&w, " noreply", 8);
+    mc_put(&w, "\r\n", 2);
+    return mc_put_len(&w, out);
 }
