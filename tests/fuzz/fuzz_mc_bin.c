@@ -5,7 +5,8 @@
  *   fuzz_mc_bin N SEED   another deterministic stream
  *
  * Built with -DLIBFUZZER it is instead a libFuzzer target
- * (LLVMFuzzerTestOneInput) running the same checks on each input.
+ * (LLVMFuzzerTestOneInput) running the same checks on each input.  The
+ * run itself (rng, mutations, corpus loop, CHECK) is tests/fuzz/fuzz_driver.h.
  *
  * Each input is parsed as a request and as a response, from exact-size
  * heap copies (so a sanitizer build catches any read past the end), and
@@ -24,29 +25,12 @@
  */
 #include "protocol/mc_bin.h"
 
+#define FUZZ_CAP 1200
+#include "fuzz_driver.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *cur_buf;
-static size_t cur_len;
-
-static void dump(const char *buf, size_t len) {
-    fprintf(stderr, "input (%zu bytes): ", len);
-    for (size_t i = 0; i < len && i < 400; i++)
-        fprintf(stderr, "%02x", (unsigned char)buf[i]);
-    fprintf(stderr, "%s\n", len > 400 ? "..." : "");
-}
-
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "fuzz_mc_bin: %s:%d: check failed: %s\n", __FILE__,   \
-                    __LINE__, #c);                                                \
-            dump(cur_buf, cur_len);                                               \
-            abort();                                                              \
-        }                                                                         \
-    } while (0)
 
 /* ---------------------------------------------------------------------- */
 /* An independent model of memcached 1.6.18's rules                          */
@@ -206,8 +190,6 @@ static void check_one(const char *in, size_t len) {
     char *copy, *copy2;
     const unsigned char *u = (const unsigned char *)in;
 
-    cur_buf = in;
-    cur_len = len;
     enum mc_parse r = parse_exact(&req, in, len, &consumed, &copy);
     CHECK(r >= MC_PARSE_OK && r <= MC_PARSE_CLOSE);
     CHECK(consumed <= len);
@@ -295,27 +277,15 @@ static void check_one(const char *in, size_t len) {
         check_response_parse(in + 1, len - 1);
 }
 
-#ifdef LIBFUZZER
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    check_one((const char *)data, size);
-    return 0;
-}
-#else
-
 /* ---------------------------------------------------------------------- */
 /* Corpus and mutations                                                     */
 /* ---------------------------------------------------------------------- */
 
 #define HDR(op, kl, el, bl) "\x80" op "\0" kl el "\0\0\0" "\0\0\0" bl "\xaa\xbb\xcc\xdd" \
                             "\0\0\0\0\0\0\0\0"
-struct entry {
-    const char *s;
-    size_t len;
-};
-#define C(x) {x, sizeof(x) - 1}
+#define C(x) FUZZ_ENTRY(x)
 
-static const struct entry corpus[] = {
+static const struct fuzz_entry corpus[] = {
     C(HDR("\x00", "\x03", "\x00", "\x03") "foo"),
     C(HDR("\x09", "\x03", "\x00", "\x03") "foo"),
     C(HDR("\x0c", "\x01", "\x00", "\x01") "a"),
@@ -356,27 +326,6 @@ static const struct entry corpus[] = {
 };
 #define NCORPUS (sizeof(corpus) / sizeof(corpus[0]))
 
-static uint64_t rng;
-static uint64_t rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static size_t below(size_t n) {
-    return n ? (size_t)(rnd() % n) : 0;
-}
-
-#define CAP 1200
-
-static size_t insert(char *b, size_t len, size_t at, const char *s, size_t n) {
-    if (len + n > CAP)
-        n = CAP - len;
-    memmove(b + at + n, b + at, len - at);
-    memcpy(b + at, s, n);
-    return len + n;
-}
-
 /*
  * Rewrites one header field with a value near a boundary, and usually
  * grows or shrinks the input so that extras and key are all there.
@@ -391,39 +340,39 @@ static size_t set_field(char *b, size_t len) {
         return len;
     unsigned kl = ((unsigned char)b[2] << 8) | (unsigned char)b[3], el = (unsigned char)b[4];
     uint32_t body;
-    switch (rnd() % 6) {
+    switch (fuzz_rnd() % 6) {
     case 0:
-        kl = keys[below(sizeof(keys) / sizeof(keys[0]))];
+        kl = keys[fuzz_below(sizeof(keys) / sizeof(keys[0]))];
         b[2] = (char)(kl >> 8), b[3] = (char)kl;
         break;
     case 1:
-        el = exts[below(sizeof(exts) / sizeof(exts[0]))];
+        el = exts[fuzz_below(sizeof(exts) / sizeof(exts[0]))];
         b[4] = (char)el;
         break;
     case 2:
-        b[1] = (char)ops[below(sizeof(ops) / sizeof(ops[0]))];
+        b[1] = (char)ops[fuzz_below(sizeof(ops) / sizeof(ops[0]))];
         return len;
     case 3: {
         uint32_t choices[] = {0, kl, el, kl + el, kl + el + 1, kl + el - 1, kl + el + 5,
-                              UINT32_MAX, (uint32_t)rnd()};
-        body = choices[below(sizeof(choices) / sizeof(choices[0]))];
+                              UINT32_MAX, (uint32_t)fuzz_rnd()};
+        body = choices[fuzz_below(sizeof(choices) / sizeof(choices[0]))];
         b[8] = (char)(body >> 24), b[9] = (char)(body >> 16), b[10] = (char)(body >> 8),
         b[11] = (char)body;
         return len;
     }
     case 4:
-        b[0] = (char)(rnd() % 8 ? 0x80 : rnd());
+        b[0] = (char)(fuzz_rnd() % 8 ? 0x80 : fuzz_rnd());
         return len;
     default:
-        b[5 + below(19)] = (char)rnd();
+        b[5 + fuzz_below(19)] = (char)fuzz_rnd();
         return len;
     }
     /* Make the extras and key present (or one byte short), when they fit. */
     size_t need = 24 + el + kl;
-    if (need <= CAP && rnd() % 4) {
-        size_t target = need - (rnd() % 5 == 0) + below(4);
-        if (target > CAP)
-            target = CAP;
+    if (need <= FUZZ_CAP && fuzz_rnd() % 4) {
+        size_t target = need - (fuzz_rnd() % 5 == 0) + fuzz_below(4);
+        if (target > FUZZ_CAP)
+            target = FUZZ_CAP;
         if (target > len)
             memset(b + len, 'k', target - len);
         len = target;
@@ -432,64 +381,44 @@ static size_t set_field(char *b, size_t len) {
 }
 
 static size_t mutate(char *b, size_t len) {
-    switch (rnd() % 8) {
-    case 0: /* flip a bit */
-        if (len)
-            b[below(len)] ^= (char)(1u << (rnd() % 8));
-        return len;
-    case 1: /* a random byte */
-        if (len)
-            b[below(len)] = (char)rnd();
-        return len;
+    switch (fuzz_rnd() % 8) {
+    case 0:
+        return fuzz_flip_bit(b, len);
+    case 1:
+        return fuzz_random_byte(b, len);
     case 2: /* truncate */
-        return below(len + 1);
-    case 3: { /* insert random bytes */
-        char r[8];
-        size_t n = 1 + below(sizeof(r));
-        for (size_t i = 0; i < n; i++)
-            r[i] = (char)rnd();
-        return insert(b, len, below(len + 1), r, n);
-    }
-    case 4: { /* splice in another entry: pipelines */
-        size_t i = below(NCORPUS);
-        return insert(b, len, rnd() % 2 ? len : below(len + 1), corpus[i].s, corpus[i].len);
+        return fuzz_below(len + 1);
+    case 3:
+        return fuzz_insert_random(b, len);
+    case 4: { /* splice in another entry, half the time behind: pipelines */
+        size_t i = fuzz_below(NCORPUS);
+        return fuzz_splice_at(b, len, i, fuzz_rnd() % 2 ? len : fuzz_below(len + 1));
     }
     default: /* a header field at a boundary */
         return set_field(b, len);
     }
 }
 
-int main(int argc, char **argv) {
-    long iters = argc > 1 ? atol(argv[1]) : 200000;
-    rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0xb1a2c3d4e5f60718ULL;
-    if (rng == 0)
-        rng = 1;
-    static char b[CAP];
-
-    for (size_t i = 0; i < NCORPUS; i++)
-        check_one(corpus[i].s, corpus[i].len);
-    for (long it = 0; it < iters; it++) {
-        size_t len;
-        if (rnd() % 50 == 0) {
-            len = below(80);
-            for (size_t i = 0; i < len; i++)
-                b[i] = (char)rnd();
-            if (len)
-                b[0] = (char)0x80;
-        } else {
-            size_t c = below(NCORPUS);
-            len = corpus[c].len;
-            memcpy(b, corpus[c].s, len);
-            for (size_t m = 1 + below(3); m > 0; m--)
-                len = mutate(b, len);
-        }
-        check_one(b, len);
-    }
+static void report(long iters) {
     printf("fuzz_mc_bin: %ld inputs (ok %ld; need_more %ld; error %ld: einval+close %ld, "
            "unknown+close %ld, unknown+skip %ld; close %ld), all invariants held\n",
            iters, seen[MC_PARSE_OK], seen[MC_PARSE_NEED_MORE], seen[MC_PARSE_ERROR],
            seen_status[0], seen_status[1], seen_status[2], seen[MC_PARSE_CLOSE]);
-    return 0;
 }
 
-#endif
+/* Random inputs start with the request magic, or they would all be CLOSE. */
+static const struct fuzz_config cfg = {
+    .name = "fuzz_mc_bin",
+    .check = check_one,
+    .report = report,
+    .dump_hex = true,
+    .seed = 0xb1a2c3d4e5f60718ULL,
+    .corpus = corpus,
+    .ncorpus = NCORPUS,
+    .max_mutations = 3,
+    .random_max = 80,
+    .random_first = 0x80,
+    .mutate = mutate,
+};
+
+FUZZ_DRIVER(&cfg)

@@ -5,7 +5,8 @@
  *   fuzz_mc_meta N SEED   another deterministic stream
  *
  * Built with -DLIBFUZZER it is instead a libFuzzer target
- * (LLVMFuzzerTestOneInput) running the same checks on each input.
+ * (LLVMFuzzerTestOneInput) running the same checks on each input.  The
+ * run itself (rng, mutations, corpus loop, CHECK) is tests/fuzz/fuzz_driver.h.
  *
  * Each input is parsed from an exact-size heap copy (so a sanitizer build
  * catches any read past the end) and must keep these invariants:
@@ -29,37 +30,13 @@
  */
 #include "protocol/mc_meta.h"
 #include "protocol/mc_num.h"
+#include "fuzz_driver.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "fuzz_mc_meta: %s:%d: check failed: %s\n", __FILE__,  \
-                    __LINE__, #c);                                                \
-            dump(cur_buf, cur_len);                                               \
-            abort();                                                              \
-        }                                                                         \
-    } while (0)
-
-static const char *cur_buf;
-static size_t cur_len;
-
-static void dump(const char *buf, size_t len) {
-    fprintf(stderr, "input (%zu bytes): \"", len);
-    for (size_t i = 0; i < len && i < 400; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        if (c >= 32 && c < 127 && c != '"' && c != '\\')
-            fputc(c, stderr);
-        else
-            fprintf(stderr, "\\x%02x", c);
-    }
-    fprintf(stderr, "%s\"\n", len > 400 ? "..." : "");
-}
 
 /* ---------------------------------------------------------------------- */
 /* An independent model of memcached's number rules, on top of libc         */
@@ -123,18 +100,11 @@ static bool same(const struct mc_meta_req *a, const struct mc_meta_req *b) {
 /* Formatter checks                                                         */
 /* ---------------------------------------------------------------------- */
 
-static uint64_t rng;
-static uint64_t rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 static int64_t rnd_ttl(void) {
-    switch (rnd() % 4) {
+    switch (fuzz_rnd() % 4) {
     case 0: return MC_META_TTL_NEVER;
-    case 1: return (int64_t)(rnd() % 3000) - 100;
-    case 2: return (int64_t)rnd();
+    case 1: return (int64_t)(fuzz_rnd() % 3000) - 100;
+    case 2: return (int64_t)fuzz_rnd();
     default: return 1;
     }
 }
@@ -217,9 +187,9 @@ static void check_fmt(const struct mc_meta_req *req) {
     bool value;
 
     if (req->cmd == MC_META_ME) {
-        struct mc_meta_me_view mv = {.hit = rnd() % 2, .key_binary = rnd() % 2, .fetched = rnd() % 2,
-                                     .ttl = rnd_ttl(), .la = (uint32_t)rnd(), .cas = rnd(),
-                                     .cls = (unsigned)(rnd() % 64), .size = rnd()};
+        struct mc_meta_me_view mv = {.hit = fuzz_rnd() % 2, .key_binary = fuzz_rnd() % 2, .fetched = fuzz_rnd() % 2,
+                                     .ttl = rnd_ttl(), .la = (uint32_t)fuzz_rnd(), .cas = fuzz_rnd(),
+                                     .cls = (unsigned)(fuzz_rnd() % 64), .size = fuzz_rnd()};
         size_t n = mc_meta_fmt_me(out, sizeof(out), req, &mv);
         CHECK(n >= 4 && n <= sizeof(out) && memcmp(out + n - 2, "\r\n", 2) == 0);
         CHECK(mv.hit ? memcmp(out, "ME ", 3) == 0 : (n == 4 && memcmp(out, "EN", 2) == 0));
@@ -227,12 +197,12 @@ static void check_fmt(const struct mc_meta_req *req) {
     }
     for (int round = 0; round < 3; round++) {
         struct mc_meta_item_view v = {
-            .rc = (enum mc_meta_rc)(rnd() % 5), .created = rnd() % 4 == 0, .key_binary = rnd() % 2,
-            .fetched = rnd() % 2, .token_sent = rnd() % 3 == 0, .stale = rnd() % 3 == 0,
-            .vlen = (uint32_t)rnd(), .client_flags = (uint32_t)rnd(), .la = (uint32_t)rnd(),
-            .cas = rnd(), .ttl = rnd_ttl(),
+            .rc = (enum mc_meta_rc)(fuzz_rnd() % 5), .created = fuzz_rnd() % 4 == 0, .key_binary = fuzz_rnd() % 2,
+            .fetched = fuzz_rnd() % 2, .token_sent = fuzz_rnd() % 3 == 0, .stale = fuzz_rnd() % 3 == 0,
+            .vlen = (uint32_t)fuzz_rnd(), .client_flags = (uint32_t)fuzz_rnd(), .la = (uint32_t)fuzz_rnd(),
+            .cas = fuzz_rnd(), .ttl = rnd_ttl(),
         };
-        v.won = !v.token_sent && rnd() % 2 == 0;   /* the engine never says both */
+        v.won = !v.token_sent && fuzz_rnd() % 2 == 0;   /* the engine never says both */
         if (req->cmd == MC_META_MG && v.rc != MC_META_RC_OK)
             v.rc = MC_META_RC_EN;
         if (req->cmd != MC_META_MG && v.rc == MC_META_RC_EN)
@@ -384,8 +354,6 @@ static void check_ok(const struct mc_meta_req *req, const char *lo, const char *
 static void check_one(const char *in, size_t len) {
     char *buf = malloc(len ? len : 1);
     memcpy(buf, in, len);
-    cur_buf = buf;
-    cur_len = len;
     struct mc_meta_req req;
     size_t consumed = 12345;
     enum mc_parse r = mc_meta_parse(&req, buf, len, &consumed);
@@ -444,26 +412,12 @@ static void check_one(const char *in, size_t len) {
     free(buf);
 }
 
-#ifdef LIBFUZZER
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
-    rng = 0x9e3779b97f4a7c15ULL ^ size;
-    check_one((const char *)data, size);
-    return 0;
-}
-
-#else
-
 /* ---------------------------------------------------------------------- */
 /* Corpus and mutations                                                     */
 /* ---------------------------------------------------------------------- */
 
-#define C(x) {x, sizeof(x) - 1}
-static const struct {
-    const char *s;
-    size_t len;
-} corpus[] = {
+#define C(x) FUZZ_ENTRY(x)
+static const struct fuzz_entry corpus[] = {
     C("mg k\r\n"), C("mg k v\r\n"), C("mg k s v f t c k O9 h l u q\r\n"), C("  mg   k   v  \r\n"),
     C("mg k T30 N0 R-5\r\n"), C("mg k C18446744073709551615 F4294967295 J0 D-0 MX I Pfoo Lbar\r\n"),
     C("mg YWJj b k\r\n"), C("mg YQ=x b k\r\n"), C("mg =YQ= b k\r\n"), C("mg ab= b\r\n"),
@@ -492,108 +446,31 @@ static const char *const words[] = {
 };
 #define NWORDS (sizeof(words) / sizeof(words[0]))
 
-static size_t below(size_t n) {
-    return n ? (size_t)(rnd() % n) : 0;
-}
+/* Opaques at and past 32 bytes, keys at 186 (a 248-byte base64) and 250. */
+static const size_t run_sizes[] = {31, 32, 33, 186, 248, 250, 251, 2048, 2100};
 
-#define CAP 8192
-
-static size_t insert(char *b, size_t len, size_t at, const char *s, size_t n) {
-    if (len + n > CAP)
-        n = CAP - len;
-    memmove(b + at + n, b + at, len - at);
-    memcpy(b + at, s, n);
-    return len + n;
-}
-
-static size_t mutate(char *b, size_t len) {
-    static const char interesting[] = " \r\n\t\0-+09kbvqOTNRCFMJDI=/";
-    switch (rnd() % 10) {
-    case 0: /* flip a bit */
-        if (len)
-            b[below(len)] ^= (char)(1u << (rnd() % 8));
-        return len;
-    case 1: /* an interesting byte */
-        if (len)
-            b[below(len)] = interesting[below(sizeof(interesting) - 1)];
-        return len;
-    case 2: /* truncate */
-        return below(len + 1);
-    case 3: { /* insert a word */
-        const char *w = words[below(NWORDS)];
-        size_t n = w[0] ? strlen(w) : 1;
-        return insert(b, len, below(len + 1), w, n);
-    }
-    case 4: { /* insert random bytes */
-        char r[8];
-        size_t n = 1 + below(sizeof(r));
-        for (size_t i = 0; i < n; i++)
-            r[i] = (char)rnd();
-        return insert(b, len, below(len + 1), r, n);
-    }
-    case 5: { /* delete a run */
-        if (!len)
-            return len;
-        size_t at = below(len), n = 1 + below(len - at);
-        memmove(b + at, b + at + n, len - at - n);
-        return len - n;
-    }
-    case 6: { /* a long run: long keys, opaques, lines */
-        static const size_t sizes[] = {31, 32, 33, 186, 248, 250, 251, 2048, 2100};
-        char run[2100];
-        size_t n = sizes[below(9)];
-        memset(run, "aA/ "[rnd() % 4], n);
-        return insert(b, len, below(len + 1), run, n);
-    }
-    case 7: { /* splice in another entry: pipelines */
-        size_t i = below(NCORPUS);
-        return insert(b, len, below(len + 1), corpus[i].s, corpus[i].len);
-    }
-    case 8: /* drop the line end */
-        while (len && (b[len - 1] == '\n' || b[len - 1] == '\r'))
-            len--;
-        return len;
-    default: /* duplicate a chunk */
-        if (!len)
-            return len;
-        {
-            size_t at = below(len), n = 1 + below(len - at);
-            char tmp[CAP];
-            memcpy(tmp, b + at, n);
-            return insert(b, len, below(len + 1), tmp, n);
-        }
-    }
-}
-
-int main(int argc, char **argv) {
-    long iters = argc > 1 ? atol(argv[1]) : 200000;
-    rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x6d65746131383ULL;
-    if (rng == 0)
-        rng = 1;
-    static char b[CAP];
-
-    for (size_t i = 0; i < NCORPUS; i++)
-        check_one(corpus[i].s, corpus[i].len);
-    for (long it = 0; it < iters; it++) {
-        size_t len;
-        if (rnd() % 50 == 0) {
-            len = below(200);
-            for (size_t i = 0; i < len; i++)
-                b[i] = (char)rnd();
-        } else {
-            size_t c = below(NCORPUS);
-            len = corpus[c].len;
-            memcpy(b, corpus[c].s, len);
-            for (size_t m = 1 + below(4); m > 0; m--)
-                len = mutate(b, len);
-        }
-        check_one(b, len);
-    }
+static void report(long iters) {
     printf("fuzz_mc_meta: %ld inputs (ok %ld, formatted %ld, binary keys %ld; need_more %ld; "
            "error %ld; close %ld), all invariants held\n",
            iters, seen[MC_PARSE_OK], seen_fmt, seen_binary, seen[MC_PARSE_NEED_MORE],
            seen[MC_PARSE_ERROR], seen[MC_PARSE_CLOSE]);
-    return 0;
 }
 
-#endif
+static const struct fuzz_config cfg = {
+    .name = "fuzz_mc_meta",
+    .check = check_one,
+    .report = report,
+    .seed = 0x6d65746131383ULL,
+    .corpus = corpus,
+    .ncorpus = NCORPUS,
+    .max_mutations = 4,
+    .random_max = 200,
+    .words = words,
+    .nwords = NWORDS,
+    .interesting = FUZZ_ENTRY(" \r\n\t\0-+09kbvqOTNRCFMJDI=/"),
+    .run_sizes = run_sizes,
+    .nrun_sizes = sizeof(run_sizes) / sizeof(run_sizes[0]),
+    .run_fill = "aA/ ",
+};
+
+FUZZ_DRIVER(&cfg)

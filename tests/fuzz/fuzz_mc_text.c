@@ -5,7 +5,8 @@
  *   fuzz_mc_text N SEED   another deterministic stream
  *
  * Built with -DLIBFUZZER it is instead a libFuzzer target
- * (LLVMFuzzerTestOneInput) running the same checks on each input.
+ * (LLVMFuzzerTestOneInput) running the same checks on each input.  The
+ * run itself (rng, mutations, corpus loop, CHECK) is tests/fuzz/fuzz_driver.h.
  *
  * Each input is parsed from an exact-size heap copy (so a sanitizer build
  * catches any read past the end) and must keep these invariants:
@@ -22,33 +23,13 @@
  */
 #include "protocol/mc_text.h"
 
+#include "fuzz_driver.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c)                                                                  \
-    do {                                                                          \
-        if (!(c)) {                                                               \
-            fprintf(stderr, "fuzz_mc_text: %s:%d: check failed: %s\n", __FILE__,  \
-                    __LINE__, #c);                                                \
-            dump(buf, len);                                                       \
-            abort();                                                              \
-        }                                                                         \
-    } while (0)
-
-static void dump(const char *buf, size_t len) {
-    fprintf(stderr, "input (%zu bytes): \"", len);
-    for (size_t i = 0; i < len && i < 400; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        if (c >= 32 && c < 127 && c != '"' && c != '\\')
-            fputc(c, stderr);
-        else
-            fprintf(stderr, "\\x%02x", c);
-    }
-    fprintf(stderr, "%s\"\n", len > 400 ? "..." : "");
-}
 
 /* ---------------------------------------------------------------------- */
 /* An independent model of memcached's number rules, on top of libc         */
@@ -115,7 +96,7 @@ static bool is_storage(enum mc_cmd c) {
 }
 
 /* The numbers of an accepted request, read again through the libc model. */
-static void check_numbers(const struct mc_req *req, const char *buf, size_t len) {
+static void check_numbers(const struct mc_req *req) {
     uint64_t u;
     int64_t i;
 
@@ -136,7 +117,7 @@ static void check_numbers(const struct mc_req *req, const char *buf, size_t len)
 }
 
 /* A refused storage line must have a number the model refuses too. */
-static void check_bad_storage(const struct mc_req *req, const char *buf, size_t len) {
+static void check_bad_storage(const struct mc_req *req) {
     uint64_t u, c = 0;
     int64_t e, v;
 
@@ -216,12 +197,12 @@ static void check_one(const char *in, size_t len) {
         } else if (req.key.len) {
             CHECK(req.key.len <= MC_KEY_MAX);
         }
-        check_numbers(&req, buf, len);
+        check_numbers(&req);
         seen_ok_numbers += is_storage(req.cmd) || req.cmd == MC_CMD_INCR || req.cmd == MC_CMD_DECR ||
                            req.cmd == MC_CMD_TOUCH || req.cmd == MC_CMD_GAT || req.cmd == MC_CMD_GATS;
     }
     if (r == MC_PARSE_ERROR)
-        check_bad_storage(&req, buf, len);
+        check_bad_storage(&req);
 
     /* The line alone parses the same. */
     if (ll < len) {
@@ -256,25 +237,12 @@ static void check_one(const char *in, size_t len) {
     free(buf);
 }
 
-#ifdef LIBFUZZER
-
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
-int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
-    check_one((const char *)data, size);
-    return 0;
-}
-
-#else
-
 /* ---------------------------------------------------------------------- */
 /* Corpus and mutations                                                     */
 /* ---------------------------------------------------------------------- */
 
-#define C(x) {x, sizeof(x) - 1}
-static const struct {
-    const char *s;
-    size_t len;
-} corpus[] = {
+#define C(x) FUZZ_ENTRY(x)
+static const struct fuzz_entry corpus[] = {
     C("get k\r\n"), C("gets a b c\r\n"), C("bget k\r\n"), C("   get    a   b   \r\n"),
     C("get k noreply\n"), C("gat 10 k\r\n"), C("gats -1 a b\r\n"), C("gat 10\r\n"),
     C("get / HTTP/1.1\r\n"), C("get k\r\r\n"), C("set k 1 2 3\r\n"), C("set k 0 0 1 noreply\r\n"),
@@ -311,115 +279,30 @@ static const char *const words[] = {
 };
 #define NWORDS (sizeof(words) / sizeof(words[0]))
 
-static uint64_t rng;
-static uint64_t rnd(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
-static size_t below(size_t n) {
-    return n ? (size_t)(rnd() % n) : 0;
-}
+static const size_t run_sizes[] = {100, 250, 251, 1000, 2048, 2100, 3000};
 
-#define CAP 8192
-
-static size_t insert(char *b, size_t len, size_t at, const char *s, size_t n) {
-    if (len + n > CAP)
-        n = CAP - len;
-    memmove(b + at + n, b + at, len - at);
-    memcpy(b + at, s, n);
-    return len + n;
-}
-
-static size_t mutate(char *b, size_t len) {
-    static const char interesting[] = " \r\n\t\0-+09kH/";
-    switch (rnd() % 10) {
-    case 0: /* flip a bit */
-        if (len)
-            b[below(len)] ^= (char)(1u << (rnd() % 8));
-        return len;
-    case 1: /* an interesting byte */
-        if (len)
-            b[below(len)] = interesting[below(sizeof(interesting) - 1)];
-        return len;
-    case 2: /* truncate */
-        return below(len + 1);
-    case 3: { /* insert a word */
-        const char *w = words[below(NWORDS)];
-        size_t n = w[0] ? strlen(w) : 1;
-        return insert(b, len, below(len + 1), w, n);
-    }
-    case 4: { /* insert random bytes */
-        char r[8];
-        size_t n = 1 + below(sizeof(r));
-        for (size_t i = 0; i < n; i++)
-            r[i] = (char)rnd();
-        return insert(b, len, below(len + 1), r, n);
-    }
-    case 5: { /* delete a run */
-        if (!len)
-            return len;
-        size_t at = below(len), n = 1 + below(len - at);
-        memmove(b + at, b + at + n, len - at - n);
-        return len - n;
-    }
-    case 6: { /* a long run: long keys, long lines */
-        static const size_t sizes[] = {100, 250, 251, 1000, 2048, 2100, 3000};
-        char run[3000];
-        size_t n = sizes[below(7)];
-        memset(run, rnd() % 3 ? 'a' : ' ', n);
-        return insert(b, len, below(len + 1), run, n);
-    }
-    case 7: { /* splice in another entry: pipelines */
-        size_t i = below(NCORPUS);
-        return insert(b, len, below(len + 1), corpus[i].s, corpus[i].len);
-    }
-    case 8: /* drop the line end */
-        while (len && (b[len - 1] == '\n' || b[len - 1] == '\r'))
-            len--;
-        return len;
-    default: /* duplicate a chunk */
-        if (!len)
-            return len;
-        {
-            size_t at = below(len), n = 1 + below(len - at);
-            char tmp[CAP];
-            memcpy(tmp, b + at, n);
-            return insert(b, len, below(len + 1), tmp, n);
-        }
-    }
-}
-
-int main(int argc, char **argv) {
-    long iters = argc > 1 ? atol(argv[1]) : 200000;
-    rng = argc > 2 ? strtoull(argv[2], NULL, 0) : 0x5eed5eed12345678ULL;
-    if (rng == 0)
-        rng = 1;
-    static char b[CAP];
-
-    for (size_t i = 0; i < NCORPUS; i++)
-        check_one(corpus[i].s, corpus[i].len);
-    for (long it = 0; it < iters; it++) {
-        size_t len;
-        if (rnd() % 50 == 0) {
-            len = below(200);
-            for (size_t i = 0; i < len; i++)
-                b[i] = (char)rnd();
-        } else {
-            size_t c = below(NCORPUS);
-            len = corpus[c].len;
-            memcpy(b, corpus[c].s, len);
-            for (size_t m = 1 + below(4); m > 0; m--)
-                len = mutate(b, len);
-        }
-        check_one(b, len);
-    }
+static void report(long iters) {
     printf("fuzz_mc_text: %ld inputs (ok %ld, of which with numbers %ld; need_more %ld; error %ld; "
            "close %ld), all invariants held\n",
            iters, seen[MC_PARSE_OK], seen_ok_numbers, seen[MC_PARSE_NEED_MORE], seen[MC_PARSE_ERROR],
            seen[MC_PARSE_CLOSE]);
-    return 0;
 }
 
-#endif
+static const struct fuzz_config cfg = {
+    .name = "fuzz_mc_text",
+    .check = check_one,
+    .report = report,
+    .seed = 0x5eed5eed12345678ULL,
+    .corpus = corpus,
+    .ncorpus = NCORPUS,
+    .max_mutations = 4,
+    .random_max = 200,
+    .words = words,
+    .nwords = NWORDS,
+    .interesting = FUZZ_ENTRY(" \r\n\t\0-+09kH/"),
+    .run_sizes = run_sizes,
+    .nrun_sizes = sizeof(run_sizes) / sizeof(run_sizes[0]),
+    .run_fill = " aa", /* one in three runs is spaces */
+};
+
+FUZZ_DRIVER(&cfg)
