@@ -33,8 +33,8 @@ PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
 CLIENT_A   := $(B)/libclient.a
 
-.PHONY: all run test check unit integration asan clean deps sim policies
-all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring unit-bins
+.PHONY: all run test check unit integration asan clean deps sim policies install lib
+all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
@@ -59,6 +59,38 @@ $(B)/cellar-bench: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/bench/*.
 # cellar-ring: a pool's key placement (client layer + core).
 $(B)/cellar-ring: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/ring/*.c)) $(CLIENT_A) $(CORE_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# libcellar, the client library applications link: its own layer and those
+# it stands on, in one archive and in one shared object.  The shared one is
+# built from position-independent objects of its own and exports only the
+# calls cellar.h marks CELLAR_API.
+LIB_LAYERS  := client protocol core
+LIB_OBJ     := $(foreach l,$(LIB_LAYERS),$(call obj_of,$(l)))
+LIB_PIC     := $(patsubst $(B)/obj/%.o,$(B)/pic/%.o,$(LIB_OBJ))
+LIB_SOVER   := 0
+LIB_VERSION := 0.1.0
+lib: $(B)/libcellar.a $(B)/libcellar.so
+$(B)/libcellar.a: $(LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+$(B)/pic/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(filter-out -flto=auto -ffat-lto-objects,$(CFLAGS)) -fPIC -fvisibility=hidden -c -o $@ $<
+$(B)/libcellar.so: $(LIB_PIC)
+	$(CC) -shared -Wl,-soname,libcellar.so.$(LIB_SOVER) -Wl,--no-undefined $(SAN) -o $@ $^ -pthread
+
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+install: lib
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 include/cellar.h $(DESTDIR)$(INCDIR)/cellar.h
+	install -m 644 $(B)/libcellar.a $(DESTDIR)$(LIBDIR)/libcellar.a
+	install -m 755 $(B)/libcellar.so $(DESTDIR)$(LIBDIR)/libcellar.so.$(LIB_VERSION)
+	ln -sf libcellar.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libcellar.so.$(LIB_SOVER)
+	ln -sf libcellar.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libcellar.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(LIB_VERSION)|' cellar.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cellar.pc
 
 # The benchmarks' null server: one self-contained file, built by bench/compare.
 $(B)/null_server: bench/null_server.c

@@ -1,0 +1,262 @@
+/*
+ * cellar.h -- libcellar, the memcache client of "Scaling Memcache at
+ * Facebook": many servers used as one cache.
+ *
+ * A configuration names the servers, grouped in pools, and how keys are
+ * placed on them (consistent hashing); it is parsed once, is immutable
+ * and may be shared by any number of threads.  A handle (struct cellar)
+ * is one thread's client over a configuration: its connections, one per
+ * server, opened on first use; its health view of every server; its
+ * multi-get window.  A handle belongs to the thread that uses it: calls on
+ * one handle from two threads at once are not allowed.  Create one handle
+ * per thread from one shared configuration.
+ *
+ *   struct cellar_config *cfg;
+ *   char err[256];
+ *   if (cellar_config_parse(&cfg, "10.0.0.1:11211,10.0.0.2:11211", NULL, err, sizeof err))
+ *       die(err);
+ *   struct cellar *h;
+ *   cellar_create(&h, cfg);                 the handle takes its own reference
+ *   cellar_config_release(&cfg);
+ *   cellar_set(h, "k", 1, "v", 1, 0, 60);
+ *   struct cellar_item it;
+ *   if (cellar_get(h, "k", 1, &it) == CELLAR_OK) { use it.value, it.nvalue; }
+ *   cellar_item_clear(&it);
+ *   cellar_destroy(&h);
+ *
+ * Every call returns an int: CELLAR_OK (0), one of the memcache answers
+ * below (positive), or a negative CELLAR_E* error; cellar_strerror() names
+ * each.  The calls block until every server involved has answered or its
+ * timeout has passed; they never wait longer than the pool's
+ * server_timeout (plus connect_timeout when a connection must be opened).
+ *
+ * Failures.  A server that does not answer `tko_timeouts` requests in a
+ * row, or that refuses a connection, is marked down (TKO): requests for
+ * it fail at once with CELLAR_EDOWN and go nowhere else -- its keys are
+ * never rehashed onto other servers, so no other server serves stale
+ * copies of them.  While a server is down the handle probes it (connect
+ * and `version`) with a backoff from probe_min_ms to probe_max_ms, each
+ * time the handle runs (any call, or cellar_poll()); the first probe that
+ * succeeds brings it back.
+ *
+ * Multi-gets.  cellar_mget() sends every key's get at once, one pipeline
+ * per server, under a sliding window that bounds the gets in flight over
+ * all servers (the paper's incast control): it grows by about one per
+ * window's worth of answered gets and halves when a get times out, between
+ * window_min and window_max.  Each key gets its own status: a failed
+ * server fails only its own keys.
+ */
+#ifndef CELLAR_H
+#define CELLAR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CELLAR_API __attribute__((visibility("default")))
+#else
+#define CELLAR_API
+#endif
+
+#define CELLAR_VERSION "0.1.0"
+#define CELLAR_KEY_MAX 250
+
+/* Answers (>= 0) and errors (< 0). */
+enum cellar_status {
+    CELLAR_OK = 0,              /* hit, stored, deleted, touched, counted, flushed */
+    CELLAR_NOT_FOUND = 1,       /* a miss; delete/incr/decr/touch/cas of a missing key */
+    CELLAR_NOT_STORED = 2,      /* add of a present key; replace/append/prepend of a missing one */
+    CELLAR_EXISTS = 3,          /* cas: the item changed since it was read */
+    CELLAR_EINVAL = -1,         /* a bad argument: a key that is not 1..250 bytes free of
+                                   spaces and control bytes, an unknown name */
+    CELLAR_ENOMEM = -2,
+    CELLAR_ETIMEDOUT = -3,      /* the server did not answer within server_timeout */
+    CELLAR_ECONNECT = -4,       /* the connection could not be made (refused, unreachable) */
+    CELLAR_ECLOSED = -5,        /* the connection broke before the answer came */
+    CELLAR_EDOWN = -6,          /* the server is marked down (TKO); nothing was sent */
+    CELLAR_EPROTO = -7,         /* the server's bytes were not an answer to the request */
+    CELLAR_ENOTSUP = -8,        /* the pool's protocol cannot carry this request */
+    CELLAR_ESERVER = -9,        /* SERVER_ERROR: out of memory, too large, ... */
+    CELLAR_ECLIENT = -10,       /* CLIENT_ERROR: the server refused the request (a
+                                   non-numeric value for incr, ...) */
+    CELLAR_EUNKNOWN = -11,      /* ERROR: the server does not know the command */
+    CELLAR_ECONFIG = -12,       /* an invalid configuration */
+};
+
+/* A short description of a status, e.g. "server marked down". */
+CELLAR_API const char *cellar_strerror(int status);
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                            */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Settings for the pools a configuration defines.  Zero (or NULL) means
+ * the default, given after each field.
+ */
+struct cellar_options {
+    const char *protocol;       /* "meta" (memcached 1.6, cellard), "text" (older servers,
+                                   twemproxy) or "binary"; default "meta" */
+    const char *hash;           /* "ch3" (mcrouter's furc, default), "ketama" (libmemcached
+                                   weighted ketama), "modula" (libmemcached's default),
+                                   "rendezvous" (pymemcache's HashClient) */
+    int server_timeout_ms;      /* an answer's deadline after the request is sent: 1000 */
+    int connect_timeout_ms;     /* a connection's deadline: server_timeout_ms */
+    int tko_timeouts;           /* timeouts in a row that mark a server down: 3 */
+    int probe_min_ms;           /* first probe of a down server after: 1000 */
+    int probe_max_ms;           /* probes back off (doubling) up to: 60000 */
+    int window_init;            /* multi-get window, gets in flight over all servers: 256 */
+    int window_min;             /* it never shrinks below: 16 */
+    int window_max;             /* nor grows above: 4096 */
+};
+
+struct cellar_config;
+
+/*
+ * Parses a configuration.  text is a server list, as libmemcached's
+ * tools take it: entries separated by commas or spaces, each
+ * "host[:port][:weight]" (port 11211 by default; a weight for ketama),
+ * "[v6 address][:port][:weight]", or a unix socket path ("/path" or
+ * "unix:/path").  The list makes one pool with opt's settings (opt may be
+ * NULL).  Host names are resolved here.  On error *out is NULL, err holds
+ * where and why (if errlen > 0), and CELLAR_ECONFIG is returned.
+ */
+CELLAR_API int cellar_config_parse(struct cellar_config **out, const char *text,
+                                   const struct cellar_options *opt, char *err, size_t errlen);
+
+/* Drops the caller's reference (handles keep their own); NULL is fine. */
+CELLAR_API void cellar_config_release(struct cellar_config **cfg);
+
+/* The number of servers, and the name ("host:port" as configured) of each. */
+CELLAR_API unsigned cellar_config_servers(const struct cellar_config *cfg);
+CELLAR_API const char *cellar_config_server_name(const struct cellar_config *cfg, unsigned i);
+
+/* ---------------------------------------------------------------------- */
+/* Handles                                                                  */
+/* ---------------------------------------------------------------------- */
+
+struct cellar;
+
+/* A handle over cfg (which it references).  CELLAR_OK or CELLAR_ENOMEM. */
+CELLAR_API int cellar_create(struct cellar **out, struct cellar_config *cfg);
+
+/* Closes the handle's connections and frees it; NULL is fine. */
+CELLAR_API void cellar_destroy(struct cellar **h);
+
+/*
+ * Runs the handle's background work (probes of down servers, answers
+ * still on their way) for up to timeout_ms; returns early once nothing is
+ * left to do.  A program that calls the handle often needs not call it.
+ */
+CELLAR_API void cellar_poll(struct cellar *h, int timeout_ms);
+
+/* Which server (index into the configuration) key goes to. */
+CELLAR_API int cellar_server_of(struct cellar *h, const char *key, size_t nkey);
+
+/* Is server i marked down (TKO) in this handle's view? */
+CELLAR_API int cellar_server_down(const struct cellar *h, unsigned i);
+
+/* ---------------------------------------------------------------------- */
+/* Operations                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* A fetched item; value is the handle's copy, NUL-terminated, freed by cellar_item_clear(). */
+struct cellar_item {
+    int status;                 /* CELLAR_OK (a hit), CELLAR_NOT_FOUND, or an error */
+    char *value;
+    size_t nvalue;
+    uint32_t flags;
+    uint64_t cas;               /* gets, gats: the item's cas */
+};
+
+CELLAR_API void cellar_item_clear(struct cellar_item *it);
+
+/* Reads key: CELLAR_OK with *it filled, CELLAR_NOT_FOUND, or an error (it->status says the same). */
+CELLAR_API int cellar_get(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it);
+CELLAR_API int cellar_gets(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it);
+/* Reads key and sets its expiry time. */
+CELLAR_API int cellar_gat(struct cellar *h, const char *key, size_t nkey, int64_t exptime,
+                          struct cellar_item *it);
+CELLAR_API int cellar_gats(struct cellar *h, const char *key, size_t nkey, int64_t exptime,
+                           struct cellar_item *it);
+
+/*
+ * Reads n keys at once: items[i] answers keys[i]/nkeys[i] (status
+ * CELLAR_OK for a hit, CELLAR_NOT_FOUND, or that key's error).  Returns
+ * CELLAR_OK, or CELLAR_ENOMEM when it could not start.
+ */
+CELLAR_API int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys,
+                           size_t n, struct cellar_item *items);
+
+/*
+ * Stores.  exptime as memcached reads it: 0 never, up to 30 days a
+ * relative time in seconds, else a unix time; negative: expired at once.
+ * Returns CELLAR_OK, CELLAR_NOT_STORED, CELLAR_EXISTS / CELLAR_NOT_FOUND
+ * (cas), or an error.  append/prepend keep the item's flags and expiry.
+ */
+CELLAR_API int cellar_set(struct cellar *h, const char *key, size_t nkey, const void *value,
+                          size_t nvalue, uint32_t flags, int64_t exptime);
+CELLAR_API int cellar_add(struct cellar *h, const char *key, size_t nkey, const void *value,
+                          size_t nvalue, uint32_t flags, int64_t exptime);
+CELLAR_API int cellar_replace(struct cellar *h, const char *key, size_t nkey, const void *value,
+                              size_t nvalue, uint32_t flags, int64_t exptime);
+CELLAR_API int cellar_append(struct cellar *h, const char *key, size_t nkey, const void *value,
+                             size_t nvalue);
+CELLAR_API int cellar_prepend(struct cellar *h, const char *key, size_t nkey, const void *value,
+                              size_t nvalue);
+CELLAR_API int cellar_cas(struct cellar *h, const char *key, size_t nkey, const void *value,
+                          size_t nvalue, uint32_t flags, int64_t exptime, uint64_t cas);
+
+/* CELLAR_OK or CELLAR_NOT_FOUND (or an error). */
+CELLAR_API int cellar_delete(struct cellar *h, const char *key, size_t nkey);
+CELLAR_API int cellar_touch(struct cellar *h, const char *key, size_t nkey, int64_t exptime);
+
+/* Adds (subtracts, stopping at 0) delta; *value (may be NULL) gets the result. */
+CELLAR_API int cellar_incr(struct cellar *h, const char *key, size_t nkey, uint64_t delta,
+                           uint64_t *value);
+CELLAR_API int cellar_decr(struct cellar *h, const char *key, size_t nkey, uint64_t delta,
+                           uint64_t *value);
+
+/*
+ * Sends flush_all (with a delay, 0 for now) to every server.  Returns
+ * CELLAR_OK when all of them answered OK, else the first error.
+ */
+CELLAR_API int cellar_flush_all(struct cellar *h, int64_t delay);
+
+/*
+ * Asks server i for its version: CELLAR_OK and the text in buf (always
+ * NUL-terminated when cap > 0), or an error.
+ */
+CELLAR_API int cellar_version(struct cellar *h, unsigned i, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------- */
+/* Counters                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* What this handle has done since it was created. */
+struct cellar_stats {
+    uint64_t requests;          /* requests sent to servers */
+    uint64_t hits;              /* get-family answers with a value */
+    uint64_t misses;            /* get-family answers without one */
+    uint64_t timeouts;          /* requests that got no answer in time */
+    uint64_t errors;            /* requests that failed otherwise (connection, protocol) */
+    uint64_t down_fast_fails;   /* requests failed at once, their server marked down */
+    uint64_t tko_events;        /* servers marked down */
+    uint64_t revivals;          /* servers brought back by a probe */
+    uint64_t probes;            /* probes sent */
+    uint64_t connects;          /* connections opened */
+    uint32_t window;            /* the multi-get window now */
+    uint32_t window_peak;       /* the most gets ever in flight at once */
+};
+
+CELLAR_API void cellar_stats(const struct cellar *h, struct cellar_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,450 @@
+/*
+ * client.c -- the handle: its loop, its window, and the blocking calls.
+ *
+ * A blocking call builds its requests (one per key), submits each to its
+ * server's connection and runs the handle's loop until every one of them
+ * is done:
+ *
+ *   submit all --> pump: while gets in flight < window, let each connection
+ *        ^         with waiting requests write a share of them (round robin)
+ *        |           |
+ *        |         tick: every connection's deadlines (timeouts, probes);
+ *        |           |   the earliest one bounds the wait
+ *        |         epoll wait --> each ready connection reads and answers
+ *        +---------- until the call's count of open requests is 0
+ *
+ * The window is the paper's incast control: it bounds the requests in
+ * flight over all servers, grows by about one per window's worth of
+ * answers (1/window per answer) and halves on a timeout, between the
+ * configured bounds.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/client_int.h"
+
+#define EVENTS_MAX 64
+
+uint64_t cl_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *cellar_strerror(int status) {
+    switch (status) {
+    case CELLAR_OK:          return "ok";
+    case CELLAR_NOT_FOUND:   return "not found";
+    case CELLAR_NOT_STORED:  return "not stored";
+    case CELLAR_EXISTS:      return "exists (cas mismatch)";
+    case CELLAR_EINVAL:      return "invalid argument";
+    case CELLAR_ENOMEM:      return "out of memory";
+    case CELLAR_ETIMEDOUT:   return "server timed out";
+    case CELLAR_ECONNECT:    return "cannot connect to server";
+    case CELLAR_ECLOSED:     return "connection closed";
+    case CELLAR_EDOWN:       return "server marked down";
+    case CELLAR_EPROTO:      return "protocol error in server reply";
+    case CELLAR_ENOTSUP:     return "not supported by the pool's protocol";
+    case CELLAR_ESERVER:     return "server error";
+    case CELLAR_ECLIENT:     return "client error (refused by server)";
+    case CELLAR_EUNKNOWN:    return "command unknown to server";
+    case CELLAR_ECONFIG:     return "invalid configuration";
+    default:                 return "unknown status";
+    }
+}
+
+int cl_status_of(const struct msg_reply *r) {
+    switch (r->res) {
+    case MSG_RES_HIT: case MSG_RES_STORED: case MSG_RES_DELETED: case MSG_RES_TOUCHED:
+    case MSG_RES_NUMBER: case MSG_RES_OK: case MSG_RES_VERSION:
+        return CELLAR_OK;
+    case MSG_RES_MISS: case MSG_RES_NOT_FOUND:
+        return CELLAR_NOT_FOUND;
+    case MSG_RES_NOT_STORED:
+        return CELLAR_NOT_STORED;
+    case MSG_RES_EXISTS:
+        return CELLAR_EXISTS;
+    case MSG_RES_CLIENT_ERROR:
+        return CELLAR_ECLIENT;
+    case MSG_RES_SERVER_ERROR:
+        return CELLAR_ESERVER;
+    case MSG_RES_ERROR:
+        return CELLAR_EUNKNOWN;
+    default:
+        return CELLAR_EPROTO;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* The handle                                                               */
+/* ---------------------------------------------------------------------- */
+
+int cellar_create(struct cellar **out, struct cellar_config *cfg) {
+    *out = NULL;
+    struct cellar *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return CELLAR_ENOMEM;
+    h->loop = evloop_create();
+    h->conns = calloc(cfg->nservers, sizeof(*h->conns));
+    if (h->loop == NULL || h->conns == NULL) {
+        evloop_destroy(&h->loop);
+        free(h->conns);
+        free(h);
+        return CELLAR_ENOMEM;
+    }
+    h->cfg = cl_config_ref(cfg);
+    h->nconns = cfg->nservers;
+    for (unsigned i = 0; i < h->nconns; i++) {
+        struct cl_conn *c = &h->conns[i];
+        c->h = h;
+        c->srv = &cfg->servers[i];
+        c->pool = &cfg->pools[c->srv->pool];
+        c->fd = -1;
+        c->probe_backoff_ms = c->pool->probe_min_ms;
+    }
+    h->window = cfg->window_init;
+    *out = h;
+    return CELLAR_OK;
+}
+
+void cellar_destroy(struct cellar **hp) {
+    struct cellar *h = *hp;
+    if (h == NULL)
+        return;
+    for (unsigned i = 0; i < h->nconns; i++)
+        cl_conn_deinit(&h->conns[i]);
+    free(h->conns);
+    evloop_destroy(&h->loop);
+    cellar_config_release(&h->cfg);
+    free(h);
+    *hp = NULL;
+}
+
+void cl_window_answered(struct cellar *h) {
+    h->window += 1.0 / h->window;
+    if (h->window > h->cfg->window_max)
+        h->window = h->cfg->window_max;
+}
+
+void cl_window_timeout(struct cellar *h) {
+    h->window /= 2;
+    if (h->window < h->cfg->window_min)
+        h->window = h->cfg->window_min;
+}
+
+void cl_pump_add(struct cellar *h, struct cl_conn *c) {
+    if (c->in_pump)
+        return;
+    c->in_pump = true;
+    c->pump_next = NULL;
+    if (h->pump_tail)
+        h->pump_tail->pump_next = c;
+    else
+        h->pump_head = c;
+    h->pump_tail = c;
+}
+
+static struct cl_conn *pump_pop(struct cellar *h) {
+    struct cl_conn *c = h->pump_head;
+    if (c) {
+        h->pump_head = c->pump_next;
+        if (h->pump_head == NULL)
+            h->pump_tail = NULL;
+        c->in_pump = false;
+    }
+    return c;
+}
+
+/*
+ * Lets waiting requests out while the window has room, a share per
+ * connection in turn, so that one server's long queue does not keep the
+ * others' requests from the wire.
+ */
+static void pump(struct cellar *h, uint64_t now) {
+    unsigned limit = (unsigned)h->window;
+    while (h->pump_head && h->outstanding < limit) {
+        struct cl_conn *c = pump_pop(h);
+        unsigned room = limit - h->outstanding, share = room / 4 + 1;
+        if (cl_conn_send(c, share, now) > 0 && c->waiting.n && c->state == CL_CONN_UP)
+            cl_pump_add(h, c);
+    }
+    if (h->outstanding > h->st.window_peak)
+        h->st.window_peak = h->outstanding;
+}
+
+/* Is anything in flight or due: requests held, connections opening, servers to probe? */
+static bool busy(const struct cellar *h) {
+    for (unsigned i = 0; i < h->nconns; i++) {
+        const struct cl_conn *c = &h->conns[i];
+        if (c->sent.n || c->waiting.n || c->state == CL_CONN_CONNECTING ||
+            c->state == CL_CONN_DOWN)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Runs the loop until *left reaches 0 (left != NULL), or until `until`
+ * (a clock time, 0 for none) or until nothing is left to do (left NULL).
+ */
+static void run(struct cellar *h, const unsigned *left, uint64_t until) {
+    struct ev_fired ev[EVENTS_MAX];
+    for (;;) {
+        uint64_t now = cl_now_ns(), next = until;
+        pump(h, now);
+        for (unsigned i = 0; i < h->nconns; i++) {
+            uint64_t d = cl_conn_tick(&h->conns[i], now);
+            if (d && (next == 0 || d < next))
+                next = d;
+        }
+        pump(h, now);
+        if (left ? *left == 0 : (!busy(h) || (until && now >= until)))
+            return;
+        int ms = 1000;
+        if (next) {
+            uint64_t wait = next > now ? next - now : 0;
+            ms = wait >= 1000000000u ? 1000 : (int)((wait + 999999) / 1000000);
+        }
+        int n = evloop_wait(h->loop, ev, EVENTS_MAX, ms);
+        now = cl_now_ns();
+        for (int i = 0; i < n; i++)
+            if (ev[i].ptr)
+                cl_conn_io(ev[i].ptr, ev[i].events, now);
+    }
+}
+
+void cellar_poll(struct cellar *h, int timeout_ms) {
+    run(h, NULL, cl_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u);
+}
+
+int cellar_server_of(struct cellar *h, const char *key, size_t nkey) {
+    if (!msg_key_ok((struct mc_span){key, nkey}))
+        return CELLAR_EINVAL;
+    return (int)cl_pool_pick(h->cfg, 0, key, nkey);
+}
+
+int cellar_server_down(const struct cellar *h, unsigned i) {
+    return i < h->nconns && (h->conns[i].state == CL_CONN_DOWN || h->conns[i].probing);
+}
+
+void cellar_stats(const struct cellar *h, struct cellar_stats *out) {
+    *out = h->st;
+    out->window = (uint32_t)h->window;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Blocking calls                                                           */
+/* ---------------------------------------------------------------------- */
+
+/* What one blocking call waits for and where its answers go. */
+struct call {
+    unsigned left;              /* requests not yet done */
+    struct cl_req *reqs;        /* items[i] answers reqs[i] */
+    struct cellar_item *items;  /* NULL: answers are not fetched values */
+    int status;                 /* single requests: the status */
+    uint64_t number;            /* incr/decr */
+    char *text;                 /* version: where the text goes */
+    size_t text_cap;
+};
+
+void cellar_item_clear(struct cellar_item *it) {
+    free(it->value);
+    memset(it, 0, sizeof(*it));
+}
+
+/* Copies a hit into the caller's item (NUL-terminated). */
+static int take_value(struct cellar_item *it, const struct msg_reply *r) {
+    it->value = malloc(r->value.len + 1);
+    if (it->value == NULL)
+        return CELLAR_ENOMEM;
+    memcpy(it->value, r->value.p, r->value.len);
+    it->value[r->value.len] = '\0';
+    it->nvalue = r->value.len;
+    it->flags = r->flags;
+    it->cas = r->cas;
+    return CELLAR_OK;
+}
+
+static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
+    struct call *k = q->arg;
+    if (r && r->res == MSG_RES_HIT && k->items)
+        status = take_value(&k->items[q - k->reqs], r);
+    if (k->items)
+        k->items[q - k->reqs].status = status;
+    if (r && r->res == MSG_RES_NUMBER)
+        k->number = r->number;
+    if (r && r->res == MSG_RES_VERSION && k->text_cap) {
+        size_t n = r->msg.len < k->text_cap - 1 ? r->msg.len : k->text_cap - 1;
+        memcpy(k->text, r->msg.p, n);
+        k->text[n] = '\0';
+    }
+    /* A batch keeps its first failure (a single request: its status). */
+    if (k->status == CELLAR_OK)
+        k->status = status;
+    k->left--;
+}
+
+/* Submits k's requests (each to server srv[i], or by key when srv is NULL) and waits. */
+static void call_run(struct cellar *h, struct call *k, unsigned n, const unsigned *srv) {
+    uint64_t now = cl_now_ns();
+    k->left = n;
+    for (unsigned i = 0; i < n; i++) {
+        struct cl_req *q = &k->reqs[i];
+        q->done = call_done;
+        q->arg = k;
+        if (msg_op_keyed(q->m.op) && !msg_key_ok(q->m.key)) {
+            call_done(q, CELLAR_EINVAL, NULL);
+            continue;
+        }
+        unsigned s = srv ? srv[i] : cl_pool_pick(h->cfg, 0, q->m.key.p, q->m.key.len);
+        cl_conn_submit(&h->conns[s], q, now);
+    }
+    run(h, &k->left, 0);
+}
+
+/* One keyed request; its item (for gets), number (incr/decr) come back through k. */
+static int call_one(struct cellar *h, struct msg m, struct cellar_item *it, uint64_t *number) {
+    struct cl_req q = {.m = m};
+    struct call k = {.reqs = &q, .items = it};
+    if (it)
+        memset(it, 0, sizeof(*it));
+    call_run(h, &k, 1, NULL);
+    if (number && k.status == CELLAR_OK)
+        *number = k.number;
+    return k.status;
+}
+
+static struct mc_span span(const void *p, size_t n) {
+    return (struct mc_span){p, n};
+}
+
+static int get_op(struct cellar *h, enum msg_op op, const char *key, size_t nkey,
+                  int64_t exptime, struct cellar_item *it) {
+    return call_one(h, (struct msg){.op = op, .key = span(key, nkey), .exptime = exptime}, it,
+                    NULL);
+}
+
+int cellar_get(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it) {
+    return get_op(h, MSG_GET, key, nkey, 0, it);
+}
+
+int cellar_gets(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it) {
+    return get_op(h, MSG_GETS, key, nkey, 0, it);
+}
+
+int cellar_gat(struct cellar *h, const char *key, size_t nkey, int64_t exptime,
+               struct cellar_item *it) {
+    return get_op(h, MSG_GAT, key, nkey, exptime, it);
+}
+
+int cellar_gats(struct cellar *h, const char *key, size_t nkey, int64_t exptime,
+                struct cellar_item *it) {
+    return get_op(h, MSG_GATS, key, nkey, exptime, it);
+}
+
+int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, size_t n,
+                struct cellar_item *items) {
+    if (n == 0)
+        return CELLAR_OK;
+    if (n > UINT32_MAX)
+        return CELLAR_EINVAL;
+    struct cl_req *reqs = calloc(n, sizeof(*reqs));
+    if (reqs == NULL)
+        return CELLAR_ENOMEM;
+    memset(items, 0, n * sizeof(*items));
+    for (size_t i = 0; i < n; i++)
+        reqs[i].m = (struct msg){.op = MSG_GET, .key = span(keys[i], nkeys[i])};
+    struct call k = {.reqs = reqs, .items = items};
+    call_run(h, &k, (unsigned)n, NULL);
+    free(reqs);
+    return CELLAR_OK;
+}
+
+static int store_op(struct cellar *h, enum msg_op op, const char *key, size_t nkey,
+                    const void *value, size_t nvalue, uint32_t flags, int64_t exptime,
+                    uint64_t cas) {
+    struct msg m = {.op = op, .key = span(key, nkey), .value = span(value, nvalue),
+                    .flags = flags, .exptime = exptime, .cas = cas};
+    return call_one(h, m, NULL, NULL);
+}
+
+int cellar_set(struct cellar *h, const char *key, size_t nkey, const void *value, size_t nvalue,
+               uint32_t flags, int64_t exptime) {
+    return store_op(h, MSG_SET, key, nkey, value, nvalue, flags, exptime, 0);
+}
+
+int cellar_add(struct cellar *h, const char *key, size_t nkey, const void *value, size_t nvalue,
+               uint32_t flags, int64_t exptime) {
+    return store_op(h, MSG_ADD, key, nkey, value, nvalue, flags, exptime, 0);
+}
+
+int cellar_replace(struct cellar *h, const char *key, size_t nkey, const void *value,
+                   size_t nvalue, uint32_t flags, int64_t exptime) {
+    return store_op(h, MSG_REPLACE, key, nkey, value, nvalue, flags, exptime, 0);
+}
+
+int cellar_append(struct cellar *h, const char *key, size_t nkey, const void *value,
+                  size_t nvalue) {
+    return store_op(h, MSG_APPEND, key, nkey, value, nvalue, 0, 0, 0);
+}
+
+int cellar_prepend(struct cellar *h, const char *key, size_t nkey, const void *value,
+                   size_t nvalue) {
+    return store_op(h, MSG_PREPEND, key, nkey, value, nvalue, 0, 0, 0);
+}
+
+int cellar_cas(struct cellar *h, const char *key, size_t nkey, const void *value, size_t nvalue,
+               uint32_t flags, int64_t exptime, uint64_t cas) {
+    return store_op(h, MSG_CAS, key, nkey, value, nvalue, flags, exptime, cas);
+}
+
+int cellar_delete(struct cellar *h, const char *key, size_t nkey) {
+    return call_one(h, (struct msg){.op = MSG_DELETE, .key = span(key, nkey)}, NULL, NULL);
+}
+
+int cellar_touch(struct cellar *h, const char *key, size_t nkey, int64_t exptime) {
+    return call_one(h, (struct msg){.op = MSG_TOUCH, .key = span(key, nkey), .exptime = exptime},
+                    NULL, NULL);
+}
+
+int cellar_incr(struct cellar *h, const char *key, size_t nkey, uint64_t delta, uint64_t *value) {
+    return call_one(h, (struct msg){.op = MSG_INCR, .key = span(key, nkey), .delta = delta},
+                    NULL, value);
+}
+
+int cellar_decr(struct cellar *h, const char *key, size_t nkey, uint64_t delta, uint64_t *value) {
+    return call_one(h, (struct msg){.op = MSG_DECR, .key = span(key, nkey), .delta = delta},
+                    NULL, value);
+}
+
+int cellar_flush_all(struct cellar *h, int64_t delay) {
+    unsigned n = h->nconns;
+    struct cl_req *reqs = calloc(n, sizeof(*reqs));
+    unsigned *srv = calloc(n, sizeof(*srv));
+    if (reqs == NULL || srv == NULL) {
+        free(reqs);
+        free(srv);
+        return CELLAR_ENOMEM;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        reqs[i].m = (struct msg){.op = MSG_FLUSH_ALL, .exptime = delay};
+        srv[i] = i;
+    }
+    struct call k = {.reqs = reqs};
+    call_run(h, &k, n, srv);
+    free(reqs);
+    free(srv);
+    return k.status;
+}
+
+int cellar_version(struct cellar *h, unsigned i, char *buf, size_t cap) {
+    if (i >= h->nconns)
+        return CELLAR_EINVAL;
+    if (cap)
+        buf[0] = '\0';
+    struct cl_req q = {.m = {.op = MSG_VERSION}};
+    struct call k = {.reqs = &q, .text = buf, .text_cap = cap};
+    call_run(h, &k, 1, &i);
+    return k.status;
+}

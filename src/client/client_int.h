@@ -1,0 +1,178 @@
+/*
+ * client_int.h -- libcellar's insides: configuration, requests,
+ * connections and the handle that drives them.
+ *
+ *   cellar_get()/cellar_mget()/...  (client.c: the blocking calls)
+ *        |  one struct cl_req per key, done() called once each
+ *        v
+ *   pool: ring_pick(key) -> server i -> the handle's conns[i]   (config.c)
+ *        |
+ *        v
+ *   conn (conn.c): waiting --pump, under the window--> sent --reply--> done
+ *        |  one socket per server; replies match requests by order
+ *        v
+ *   the wire (protocol/msg_*.c): struct msg <-> bytes
+ *
+ * The configuration (servers, pools, rings) is immutable once parsed and
+ * shared between handles; everything else belongs to one handle, and so
+ * to one thread.  A request is the caller's memory: the handle points to
+ * it from the moment it is submitted until its done() has been called,
+ * never after.
+ */
+#ifndef CELLAR_CLIENT_INT_H
+#define CELLAR_CLIENT_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cellar.h"
+#include "client/ring.h"
+#include "core/evloop.h"
+#include "protocol/msg.h"
+
+/* ---------------------------------------------------------------------- */
+/* Configuration (config.c): immutable after parsing                        */
+/* ---------------------------------------------------------------------- */
+
+struct cl_server {
+    char *name;                 /* as configured: "host:port", "[v6]:port" or the path */
+    char *host;                 /* host part (the ring hashes host and port) */
+    uint16_t port;              /* 0 for a unix socket */
+    uint32_t weight;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    unsigned pool;              /* index of its pool */
+};
+
+struct cl_pool {
+    char *name;
+    unsigned first, n;          /* its servers: cfg->servers[first .. first + n) */
+    struct ring *ring;
+    const struct msg_wire *wire;
+    int server_timeout_ms;
+    int connect_timeout_ms;
+    int tko_timeouts;
+    int probe_min_ms, probe_max_ms;
+};
+
+struct cellar_config {
+    atomic_uint refs;
+    struct cl_server *servers;
+    unsigned nservers;
+    struct cl_pool *pools;
+    unsigned npools;
+    int window_init, window_min, window_max;
+};
+
+/* Takes a reference (cellar_config_release() drops one). */
+struct cellar_config *cl_config_ref(struct cellar_config *cfg);
+
+/* The pool's server for key (an index into cfg->servers). */
+unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool, const char *key,
+                      size_t nkey);
+
+/* ---------------------------------------------------------------------- */
+/* Requests                                                                 */
+/* ---------------------------------------------------------------------- */
+
+struct cl_req {
+    struct msg m;
+    /*
+     * Called once with the request's status (enum cellar_status) and, when
+     * the server answered, its reply (else NULL).  The reply's spans point
+     * into the connection's buffer: valid during the call only.
+     */
+    void (*done)(struct cl_req *q, int status, const struct msg_reply *r);
+    void *arg;                  /* the caller's */
+    /* The handle's, while the request is in its hands: */
+    struct cl_req *next;        /* in a connection's waiting or sent queue */
+    uint64_t deadline_ns;       /* sent: when it times out */
+    uint32_t opaque;
+};
+
+/* The status a reply maps to (CELLAR_OK, CELLAR_NOT_FOUND, ..., CELLAR_E*). */
+int cl_status_of(const struct msg_reply *r);
+
+/* ---------------------------------------------------------------------- */
+/* Connections (conn.c): one per server per handle                          */
+/* ---------------------------------------------------------------------- */
+
+enum cl_conn_state {
+    CL_CONN_IDLE = 0,           /* no socket; the next request opens one */
+    CL_CONN_CONNECTING,         /* connect() in progress */
+    CL_CONN_UP,                 /* connected */
+    CL_CONN_DOWN,               /* marked down (TKO): no socket, requests fail at once */
+};
+
+struct cl_queue {
+    struct cl_req *head, *tail;
+    unsigned n;
+};
+
+struct cl_conn {
+    struct cellar *h;
+    const struct cl_server *srv;
+    const struct cl_pool *pool;
+    int fd;
+    enum cl_conn_state state;
+    struct cl_queue waiting;    /* submitted, not yet written (held by the window) */
+    struct cl_queue sent;       /* written, waiting for their replies, oldest first */
+    char *wbuf;                 /* bytes not yet written: wbuf[woff .. wlen) */
+    size_t wlen, woff, wcap;
+    char *rbuf;                 /* bytes read, not yet parsed: rbuf[roff .. rlen) */
+    size_t rlen, roff, rcap;
+    uint64_t connect_deadline_ns;
+    unsigned fails;             /* timeouts in a row */
+    bool probing;               /* marked down, and a probe (connect + version) is on its
+                                   way: the socket carries the probe alone */
+    uint64_t probe_at_ns;       /* down: when the next probe starts */
+    int probe_backoff_ms;
+    struct cl_req probe;        /* the probe's version request */
+    uint32_t next_opaque;
+    int events;                 /* what the loop watches the socket for (EV_*) */
+    bool in_pump;               /* on the handle's pump list */
+    struct cl_conn *pump_next;
+};
+
+/* Takes q (q->m, q->done set).  It completes at once when the server is down. */
+void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now);
+
+/* Writes up to `room` waiting requests; returns how many went out. */
+unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now);
+
+/* The socket is ready (EV_* events). */
+void cl_conn_io(struct cl_conn *c, int events, uint64_t now);
+
+/* Checks the connection's deadlines and probe time; returns its next deadline (0: none). */
+uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now);
+
+/* Fails everything queued with status and closes the socket (destroy, errors). */
+void cl_conn_reset(struct cl_conn *c, int status);
+
+void cl_conn_deinit(struct cl_conn *c);
+
+/* ---------------------------------------------------------------------- */
+/* The handle (client.c)                                                    */
+/* ---------------------------------------------------------------------- */
+
+struct cellar {
+    struct cellar_config *cfg;
+    struct evloop *loop;
+    struct cl_conn *conns;      /* one per server, cfg->servers order */
+    unsigned nconns;
+    struct cl_conn *pump_head, *pump_tail; /* connections with waiting requests */
+    unsigned outstanding;       /* requests sent and not answered, over all connections */
+    double window;
+    struct cellar_stats st;
+};
+
+/* Connection events the handle keeps count of or adjusts the window by. */
+void cl_window_answered(struct cellar *h);
+void cl_window_timeout(struct cellar *h);
+void cl_pump_add(struct cellar *h, struct cl_conn *c);
+
+uint64_t cl_now_ns(void);
+
+#endif

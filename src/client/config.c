@@ -1,0 +1,339 @@
+/*
+ * config.c -- a configuration: servers, pools and their settings.
+ *
+ * Parsed once, then only read: handles on any thread share it by
+ * reference count.  Today a configuration comes from a server list (one
+ * pool); mcrouter's JSON format, with many pools and a route tree, parses
+ * into the same structure.  Host names are resolved while parsing, so a
+ * handle never blocks on DNS; a name that does not resolve is an error.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "client/client_int.h"
+
+#define DEFAULT_PORT 11211
+
+struct cl_defaults {
+    const char *protocol, *hash;
+    int server_timeout_ms, connect_timeout_ms, tko_timeouts, probe_min_ms, probe_max_ms;
+    int window_init, window_min, window_max;
+};
+
+static const struct cl_defaults defaults = {
+    .protocol = "meta", .hash = "ch3",
+    .server_timeout_ms = 1000, .connect_timeout_ms = 0, .tko_timeouts = 3,
+    .probe_min_ms = 1000, .probe_max_ms = 60000,
+    /* FIXME: bench/incast is to choose these. */
+    .window_init = 256, .window_min = 16, .window_max = 4096,
+};
+
+static void say(char *err, size_t errlen, const char *fmt, ...) {
+    if (errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static int pick(int v, int dflt) {
+    return v > 0 ? v : dflt;
+}
+
+/* ---------------------------------------------------------------------- */
+/* One server entry                                                         */
+/* ---------------------------------------------------------------------- */
+
+/* A decimal number in [lo, hi] filling [p, end) exactly. */
+static bool read_num(const char *p, const char *end, unsigned long lo, unsigned long hi,
+                     unsigned long *out) {
+    if (p == end || end - p > 10)
+        return false;
+    unsigned long v = 0;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        v = v * 10 + (unsigned long)(*p - '0');
+    }
+    if (v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int resolve(struct cl_server *s, char *err, size_t errlen) {
+    if (s->port == 0) {
+        struct sockaddr_un *un = (struct sockaddr_un *)&s->addr;
+        if (strlen(s->host) >= sizeof(un->sun_path)) {
+            say(err, errlen, "server \"%s\": socket path too long", s->name);
+            return -1;
+        }
+        un->sun_family = AF_UNIX;
+        strcpy(un->sun_path, s->host);
+        s->addrlen = sizeof(*un);
+        return 0;
+    }
+    char port[8];
+    snprintf(port, sizeof(port), "%u", s->port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(s->host, port, &hints, &ai);
+    if (rc != 0 || ai == NULL) {
+        say(err, errlen, "server \"%s\": cannot resolve \"%s\": %s", s->name, s->host,
+            gai_strerror(rc));
+        return -1;
+    }
+    memcpy(&s->addr, ai->ai_addr, ai->ai_addrlen);
+    s->addrlen = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+/*
+ * One entry of a server list, [p, end): "host[:port][:weight]",
+ * "[v6][:port][:weight]", "/path" or "unix:/path".
+ */
+static int parse_server(struct cl_server *s, const char *p, const char *end, char *err,
+                        size_t errlen) {
+    s->name = strndup(p, (size_t)(end - p));
+    if (s->name == NULL) {
+        say(err, errlen, "out of memory");
+        return -1;
+    }
+    s->weight = 1;
+    if (end - p > 5 && memcmp(p, "unix:", 5) == 0)
+        p += 5;
+    if (*p == '/') {
+        s->host = strndup(p, (size_t)(end - p));
+        s->port = 0;
+        return s->host ? resolve(s, err, errlen) : -1;
+    }
+    const char *host = p, *host_end, *rest;
+    if (*p == '[') {
+        host = p + 1;
+        host_end = memchr(host, ']', (size_t)(end - host));
+        if (host_end == NULL || host_end == host) {
+            say(err, errlen, "server \"%s\": unterminated [address]", s->name);
+            return -1;
+        }
+        rest = host_end + 1;
+    } else {
+        host_end = memchr(p, ':', (size_t)(end - p));
+        if (host_end == NULL)
+            host_end = end;
+        rest = host_end;
+        if (host_end == host) {
+            say(err, errlen, "server \"%s\": no host", s->name);
+            return -1;
+        }
+    }
+    unsigned long port = DEFAULT_PORT, weight = 1;
+    if (rest < end) {
+        if (*rest != ':') {
+            say(err, errlen, "server \"%s\": expected ':' after the host", s->name);
+            return -1;
+        }
+        const char *q = rest + 1, *colon = memchr(q, ':', (size_t)(end - q));
+        const char *port_end = colon ? colon : end;
+        if (!read_num(q, port_end, 1, 65535, &port)) {
+            say(err, errlen, "server \"%s\": bad port (IPv6 addresses go in brackets)", s->name);
+            return -1;
+        }
+        if (colon && !read_num(colon + 1, end, 1, UINT32_MAX, &weight)) {
+            say(err, errlen, "server \"%s\": bad weight", s->name);
+            return -1;
+        }
+    }
+    s->host = strndup(host, (size_t)(host_end - host));
+    s->port = (uint16_t)port;
+    s->weight = (uint32_t)weight;
+    return s->host ? resolve(s, err, errlen) : -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The configuration                                                        */
+/* ---------------------------------------------------------------------- */
+
+static void config_free(struct cellar_config *cfg) {
+    for (unsigned i = 0; i < cfg->nservers; i++) {
+        free(cfg->servers[i].name);
+        free(cfg->servers[i].host);
+    }
+    for (unsigned i = 0; i < cfg->npools; i++) {
+        free(cfg->pools[i].name);
+        ring_destroy(&cfg->pools[i].ring);
+    }
+    free(cfg->servers);
+    free(cfg->pools);
+    free(cfg);
+}
+
+static bool is_sep(char c) {
+    return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static unsigned count_entries(const char *text) {
+    unsigned n = 0;
+    for (const char *p = text; *p;) {
+        while (*p && is_sep(*p))
+            p++;
+        if (*p)
+            n++;
+        while (*p && !is_sep(*p))
+            p++;
+    }
+    return n;
+}
+
+/* The pool's settings from opt, with the defaults for what opt leaves at zero. */
+static int pool_settings(struct cl_pool *pl, const struct cellar_options *opt, char *err,
+                         size_t errlen) {
+    const struct cellar_options none = {0};
+    if (opt == NULL)
+        opt = &none;
+    const char *proto = opt->protocol ? opt->protocol : defaults.protocol;
+    pl->wire = msg_wire_find(proto);
+    if (pl->wire == NULL) {
+        say(err, errlen, "pool \"%s\": unknown protocol \"%s\" (meta, text, binary)", pl->name,
+            proto);
+        return -1;
+    }
+    pl->server_timeout_ms = pick(opt->server_timeout_ms, defaults.server_timeout_ms);
+    pl->connect_timeout_ms = pick(opt->connect_timeout_ms, pl->server_timeout_ms);
+    pl->tko_timeouts = pick(opt->tko_timeouts, defaults.tko_timeouts);
+    pl->probe_min_ms = pick(opt->probe_min_ms, defaults.probe_min_ms);
+    pl->probe_max_ms = pick(opt->probe_max_ms, defaults.probe_max_ms);
+    if (pl->probe_max_ms < pl->probe_min_ms)
+        pl->probe_max_ms = pl->probe_min_ms;
+    return 0;
+}
+
+static int window_settings(struct cellar_config *cfg, const struct cellar_options *opt,
+                           char *err, size_t errlen) {
+    const struct cellar_options none = {0};
+    if (opt == NULL)
+        opt = &none;
+    cfg->window_min = pick(opt->window_min, defaults.window_min);
+    cfg->window_max = pick(opt->window_max, defaults.window_max);
+    cfg->window_init = pick(opt->window_init, defaults.window_init);
+    if (cfg->window_min > cfg->window_max) {
+        say(err, errlen, "window_min %d is above window_max %d", cfg->window_min,
+            cfg->window_max);
+        return -1;
+    }
+    if (cfg->window_init < cfg->window_min)
+        cfg->window_init = cfg->window_min;
+    if (cfg->window_init > cfg->window_max)
+        cfg->window_init = cfg->window_max;
+    return 0;
+}
+
+static int build_ring(struct cellar_config *cfg, struct cl_pool *pl, const char *kind,
+                      char *err, size_t errlen) {
+    struct ring_server *rs = calloc(pl->n, sizeof(*rs));
+    if (rs == NULL) {
+        say(err, errlen, "out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < pl->n; i++) {
+        const struct cl_server *s = &cfg->servers[pl->first + i];
+        rs[i] = (struct ring_server){s->host, s->port, s->weight};
+    }
+    const char *why = NULL;
+    pl->ring = ring_create(kind, rs, pl->n, &why);
+    free(rs);
+    if (pl->ring == NULL) {
+        say(err, errlen, "pool \"%s\": hash \"%s\": %s", pl->name, kind, why ? why : "failed");
+        return -1;
+    }
+    return 0;
+}
+
+int cellar_config_parse(struct cellar_config **out, const char *text,
+                        const struct cellar_options *opt, char *err, size_t errlen) {
+    *out = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (text == NULL) {
+        say(err, errlen, "no configuration");
+        return CELLAR_ECONFIG;
+    }
+    unsigned n = count_entries(text);
+    if (n == 0) {
+        say(err, errlen, "no servers");
+        return CELLAR_ECONFIG;
+    }
+    struct cellar_config *cfg = calloc(1, sizeof(*cfg));
+    if (cfg == NULL || (cfg->servers = calloc(n, sizeof(*cfg->servers))) == NULL ||
+        (cfg->pools = calloc(1, sizeof(*cfg->pools))) == NULL) {
+        if (cfg)
+            config_free(cfg);
+        say(err, errlen, "out of memory");
+        return CELLAR_ENOMEM;
+    }
+    atomic_init(&cfg->refs, 1);
+    cfg->npools = 1;
+    struct cl_pool *pl = &cfg->pools[0];
+    pl->name = strdup("default");
+    pl->first = 0;
+    pl->n = n;
+    for (const char *p = text; *p;) {
+        while (*p && is_sep(*p))
+            p++;
+        if (!*p)
+            break;
+        const char *e = p;
+        while (*e && !is_sep(*e))
+            e++;
+        struct cl_server *s = &cfg->servers[cfg->nservers++];
+        if (parse_server(s, p, e, err, errlen) < 0)
+            goto fail;
+        p = e;
+    }
+    const char *hash = opt && opt->hash ? opt->hash : defaults.hash;
+    if (pl->name == NULL || pool_settings(pl, opt, err, errlen) < 0 ||
+        window_settings(cfg, opt, err, errlen) < 0 || build_ring(cfg, pl, hash, err, errlen) < 0)
+        goto fail;
+    *out = cfg;
+    return CELLAR_OK;
+fail:
+    if (errlen && err[0] == '\0')
+        say(err, errlen, "out of memory");
+    config_free(cfg);
+    return CELLAR_ECONFIG;
+}
+
+struct cellar_config *cl_config_ref(struct cellar_config *cfg) {
+    atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
+    return cfg;
+}
+
+void cellar_config_release(struct cellar_config **cfgp) {
+    struct cellar_config *cfg = *cfgp;
+    if (cfg == NULL)
+        return;
+    *cfgp = NULL;
+    if (atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) == 1)
+        config_free(cfg);
+}
+
+unsigned cellar_config_servers(const struct cellar_config *cfg) {
+    return cfg->nservers;
+}
+
+const char *cellar_config_server_name(const struct cellar_config *cfg, unsigned i) {
+    return i < cfg->nservers ? cfg->servers[i].name : NULL;
+}
+
+unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool, const char *key,
+                      size_t nkey) {
+    const struct cl_pool *pl = &cfg->pools[pool];
+    return pl->first + ring_pick(pl->ring, key, nkey);
+}

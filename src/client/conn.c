@@ -1,0 +1,477 @@
+/*
+ * conn.c -- one handle's connection to one server.
+ *
+ *   submit --> waiting --send (the handle's pump, under its window)--> sent
+ *                                                                       |
+ *        done(status, reply) <-- parse the oldest sent request's reply -+
+ *
+ * Replies come back in request order (each request is sent so that it
+ * gets exactly one reply), so the oldest sent request is the only one a
+ * reply can answer, and its deadline is the connection's next.
+ *
+ * Health, per server and per handle:
+ *
+ *   IDLE --submit--> CONNECTING --connected--> UP
+ *     ^                 | refused                | timeout: fails += sent
+ *     |                 v                        | requests; EOF, reset
+ *     |    DOWN <-- (refused, or fails reach     |
+ *     |     |        tko_timeouts) <-------------+---> IDLE (reconnect
+ *     |     | probe_at: connect + version             on the next submit)
+ *     |     v
+ *     +-- probe answered (revived); probe failed: DOWN again, backoff x2
+ *
+ * A timeout or a broken connection fails everything the connection held,
+ * sent or waiting, and closes the socket: a late reply can then never be
+ * taken for the answer to a later request, and nothing waits longer than
+ * one deadline.  While DOWN (or probing) submissions fail at once with
+ * CELLAR_EDOWN; nothing is sent to another server in their place.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client/client_int.h"
+
+#define RBUF_MIN 16384
+#define WBUF_MIN 16384
+
+static uint64_t ms_ns(int ms) {
+    return (uint64_t)ms * 1000000u;
+}
+
+static void q_push(struct cl_queue *qu, struct cl_req *q) {
+    q->next = NULL;
+    if (qu->tail)
+        qu->tail->next = q;
+    else
+        qu->head = q;
+    qu->tail = q;
+    qu->n++;
+}
+
+static struct cl_req *q_pop(struct cl_queue *qu) {
+    struct cl_req *q = qu->head;
+    if (q) {
+        qu->head = q->next;
+        if (qu->head == NULL)
+            qu->tail = NULL;
+        qu->n--;
+        q->next = NULL;
+    }
+    return q;
+}
+
+static inline bool is_get(enum msg_op op) {
+    return op == MSG_GET || op == MSG_GETS || op == MSG_GAT || op == MSG_GATS ||
+           op == MSG_LEASE_GET;
+}
+
+/* Hands q back to its owner, counting what the handle counts. */
+static void complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
+    struct cellar_stats *st = &c->h->st;
+    if (r && is_get(q->m.op)) {
+        if (r->res == MSG_RES_HIT)
+            st->hits++;
+        else if (r->res == MSG_RES_MISS)
+            st->misses++;
+    } else if (status == CELLAR_ETIMEDOUT) {
+        st->timeouts++;
+    } else if (status == CELLAR_EDOWN) {
+        st->down_fast_fails++;
+    } else if (status < 0) {
+        st->errors++;
+    }
+    q->done(q, status, r);
+}
+
+static void fail_queue(struct cl_conn *c, struct cl_queue *qu, int status) {
+    struct cl_req *q;
+    while ((q = q_pop(qu)) != NULL)
+        complete(c, q, status, NULL);
+}
+
+static void watch(struct cl_conn *c, int events) {
+    if (c->events == events)
+        return;
+    if (evloop_mod(c->h->loop, c->fd, events, c) == 0)
+        c->events = events;
+}
+
+static void close_socket(struct cl_conn *c) {
+    if (c->fd >= 0) {
+        evloop_del(c->h->loop, c->fd);
+        close(c->fd);
+    }
+    c->fd = -1;
+    c->events = 0;
+    c->wlen = c->woff = 0;
+    c->rlen = c->roff = 0;
+}
+
+/*
+ * Closes the socket and fails what it held: the sent requests with
+ * status, the waiting ones with wait_status (0: they stay, for the next
+ * connection).  The handle's count of requests in flight drops with them.
+ */
+static void drop(struct cl_conn *c, int status, int wait_status) {
+    close_socket(c);
+    c->h->outstanding -= c->sent.n;
+    fail_queue(c, &c->sent, status);
+    if (wait_status)
+        fail_queue(c, &c->waiting, wait_status);
+}
+
+static void schedule_probe(struct cl_conn *c, uint64_t now) {
+    c->probe_at_ns = now + ms_ns(c->probe_backoff_ms);
+    c->probe_backoff_ms *= 2;
+    if (c->probe_backoff_ms > c->pool->probe_max_ms)
+        c->probe_backoff_ms = c->pool->probe_max_ms;
+}
+
+/* TKO: nothing more goes to the server until a probe gets an answer. */
+static void mark_down(struct cl_conn *c, int status, uint64_t now) {
+    bool was_probing = c->probing;
+    c->state = CL_CONN_DOWN;
+    c->probing = false;
+    drop(c, status, status);
+    if (!was_probing) {
+        c->h->st.tko_events++;
+        c->probe_backoff_ms = c->pool->probe_min_ms;
+    }
+    schedule_probe(c, now);
+}
+
+/*
+ * The connection failed without the server refusing it: a timeout, a
+ * reset, an EOF.  Timeouts count toward TKO; a probe that fails sends
+ * the server back down with a longer backoff.
+ */
+static void conn_failed(struct cl_conn *c, int status, unsigned timeouts, uint64_t now) {
+    if (status == CELLAR_ETIMEDOUT)
+        cl_window_timeout(c->h);
+    if (c->probing) {
+        mark_down(c, status, now);
+        return;
+    }
+    c->fails += timeouts;
+    if (timeouts && c->fails >= (unsigned)c->pool->tko_timeouts) {
+        mark_down(c, status, now);
+        return;
+    }
+    c->state = CL_CONN_IDLE;
+    drop(c, status, status);
+}
+
+static void probe_done(struct cl_req *q, int status, const struct msg_reply *r) {
+    struct cl_conn *c = q->arg;
+    (void)r;
+    if (status != CELLAR_OK || !c->probing)
+        return;             /* a failed probe: conn_failed() has sent it back down */
+    c->probing = false;
+    c->fails = 0;
+    c->probe_backoff_ms = c->pool->probe_min_ms;
+    c->h->st.revivals++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Connecting                                                               */
+/* ---------------------------------------------------------------------- */
+
+static void connected(struct cl_conn *c) {
+    c->state = CL_CONN_UP;
+    watch(c, EV_READ);
+    if (c->waiting.n)
+        cl_pump_add(c->h, c);
+}
+
+/*
+ * Starts a non-blocking connect.  A refusal that comes at once (a unix
+ * socket nobody listens on) is a hard TKO, as a refusal that comes later
+ * is; running out of sockets is no fault of the server's.
+ */
+static void conn_open(struct cl_conn *c, uint64_t now) {
+    const struct cl_server *s = c->srv;
+    int fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        drop(c, CELLAR_ECONNECT, CELLAR_ECONNECT);
+        return;
+    }
+    if (s->port) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    c->h->st.connects++;
+    int rc = connect(fd, (const struct sockaddr *)&s->addr, s->addrlen);
+    if (rc < 0 && errno != EINPROGRESS) {
+        close(fd);
+        mark_down(c, CELLAR_ECONNECT, now);
+        return;
+    }
+    if (evloop_add(c->h->loop, fd, EV_READ | EV_WRITE, c) < 0) {
+        close(fd);
+        drop(c, CELLAR_ECONNECT, CELLAR_ECONNECT);
+        return;
+    }
+    c->fd = fd;
+    c->events = EV_READ | EV_WRITE;
+    c->state = CL_CONN_CONNECTING;
+    c->connect_deadline_ns = now + ms_ns(c->pool->connect_timeout_ms);
+    if (rc == 0)
+        connected(c);
+}
+
+static void connect_result(struct cl_conn *c, uint64_t now) {
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        err = errno;
+    if (err == 0)
+        connected(c);
+    else if (err == EINPROGRESS || err == EINTR)
+        return;
+    else
+        mark_down(c, CELLAR_ECONNECT, now);
+}
+
+static void start_probe(struct cl_conn *c, uint64_t now) {
+    c->probing = true;
+    c->h->st.probes++;
+    c->probe = (struct cl_req){.m = {.op = MSG_VERSION}, .done = probe_done, .arg = c};
+    q_push(&c->waiting, &c->probe);
+    conn_open(c, now);
+}
+
+void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now) {
+    if (c->state == CL_CONN_DOWN || c->probing) {
+        complete(c, q, CELLAR_EDOWN, NULL);
+        return;
+    }
+    q_push(&c->waiting, q);
+    if (c->state == CL_CONN_IDLE)
+        conn_open(c, now);
+    else if (c->state == CL_CONN_UP)
+        cl_pump_add(c->h, c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static bool wbuf_room(struct cl_conn *c, size_t need) {
+    if (c->woff > 0 && c->woff == c->wlen)
+        c->woff = c->wlen = 0;
+    if (c->wcap - c->wlen >= need)
+        return true;
+    size_t cap = c->wcap ? c->wcap : WBUF_MIN;
+    while (cap - c->wlen < need)
+        cap *= 2;
+    char *b = realloc(c->wbuf, cap);
+    if (b == NULL)
+        return false;
+    c->wbuf = b;
+    c->wcap = cap;
+    return true;
+}
+
+/* Appends q's bytes to the write buffer: false when q cannot go (completed here). */
+static bool put_request(struct cl_conn *c, struct cl_req *q) {
+    const struct msg_wire *w = c->pool->wire;
+    size_t vlen = msg_op_stores(q->m.op) ? q->m.value.len : 0;
+    if (!wbuf_room(c, MSG_HEAD_MAX + vlen + w->value_end_len)) {
+        complete(c, q, CELLAR_ENOMEM, NULL);
+        return false;
+    }
+    q->opaque = c->next_opaque++;
+    size_t n = w->fmt(c->wbuf + c->wlen, MSG_HEAD_MAX, &q->m, q->opaque);
+    if (n == 0) {
+        complete(c, q, msg_key_ok(q->m.key) || !msg_op_keyed(q->m.op) ? CELLAR_ENOTSUP
+                                                                       : CELLAR_EINVAL, NULL);
+        return false;
+    }
+    c->wlen += n;
+    if (msg_op_stores(q->m.op)) {
+        memcpy(c->wbuf + c->wlen, q->m.value.p, vlen);
+        memcpy(c->wbuf + c->wlen + vlen, w->value_end, w->value_end_len);
+        c->wlen += vlen + w->value_end_len;
+    }
+    return true;
+}
+
+static void flush(struct cl_conn *c, uint64_t now) {
+    while (c->woff < c->wlen) {
+        ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->woff += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        } else {
+            conn_failed(c, CELLAR_ECLOSED, 0, now);
+            return;
+        }
+    }
+    if (c->woff == c->wlen)
+        c->woff = c->wlen = 0;
+    watch(c, EV_READ | (c->woff < c->wlen ? EV_WRITE : 0));
+}
+
+unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
+    if (c->state != CL_CONN_UP)
+        return 0;
+    unsigned sent = 0;
+    uint64_t deadline = now + ms_ns(c->pool->server_timeout_ms);
+    while (sent < room && c->waiting.head) {
+        struct cl_req *q = q_pop(&c->waiting);
+        if (!put_request(c, q))
+            continue;
+        q->deadline_ns = deadline;
+        q_push(&c->sent, q);
+        c->h->outstanding++;
+        c->h->st.requests++;
+        sent++;
+    }
+    if (sent)
+        flush(c, now);
+    return sent;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* Makes room to read into: compacts, and grows when half the buffer is one unparsed reply. */
+static bool rbuf_room(struct cl_conn *c) {
+    if (c->roff > 0) {
+        memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
+        c->rlen -= c->roff;
+        c->roff = 0;
+    }
+    if (c->rcap && c->rlen < c->rcap / 2)
+        return true;
+    size_t cap = c->rcap ? c->rcap * 2 : RBUF_MIN;
+    char *b = realloc(c->rbuf, cap);
+    if (b == NULL)
+        return false;
+    c->rbuf = b;
+    c->rcap = cap;
+    return true;
+}
+
+/* Answers the sent requests whose replies are whole; false when the connection failed. */
+static bool parse_replies(struct cl_conn *c, uint64_t now) {
+    const struct msg_wire *w = c->pool->wire;
+    while (c->sent.head && c->roff < c->rlen) {
+        struct cl_req *q = c->sent.head;
+        struct msg_reply r;
+        size_t used = 0;
+        enum mc_parse rc = w->parse(&r, &q->m, q->opaque, c->rbuf + c->roff, c->rlen - c->roff,
+                                    &used);
+        if (rc == MC_PARSE_NEED_MORE)
+            return true;
+        if (rc != MC_PARSE_OK) {
+            conn_failed(c, CELLAR_EPROTO, 0, now);
+            return false;
+        }
+        c->roff += used;
+        q_pop(&c->sent);
+        c->h->outstanding--;
+        c->fails = 0;
+        cl_window_answered(c->h);
+        complete(c, q, cl_status_of(&r), &r);
+    }
+    if (c->roff < c->rlen && c->sent.head == NULL) {
+        conn_failed(c, CELLAR_EPROTO, 0, now);     /* bytes nobody asked for */
+        return false;
+    }
+    return true;
+}
+
+static void conn_read(struct cl_conn *c, uint64_t now) {
+    for (;;) {
+        if (!rbuf_room(c)) {
+            conn_failed(c, CELLAR_ENOMEM, 0, now);
+            return;
+        }
+        size_t room = c->rcap - c->rlen;
+        ssize_t n = recv(c->fd, c->rbuf + c->rlen, room, 0);
+        if (n == 0) {
+            conn_failed(c, CELLAR_ECLOSED, 0, now);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                conn_failed(c, CELLAR_ECLOSED, 0, now);
+            return;
+        }
+        c->rlen += (size_t)n;
+        if (!parse_replies(c, now))
+            return;
+        if ((size_t)n < room)
+            return;
+    }
+}
+
+void cl_conn_io(struct cl_conn *c, int events, uint64_t now) {
+    if (c->fd < 0)
+        return;
+    if (c->state == CL_CONN_CONNECTING) {
+        connect_result(c, now);
+        if (c->state != CL_CONN_UP)
+            return;
+    }
+    if (events & EV_WRITE)
+        flush(c, now);
+    if (c->fd >= 0 && (events & (EV_READ | EV_ERROR)))
+        conn_read(c, now);
+    if (c->fd >= 0 && c->state == CL_CONN_UP && c->sent.n == 0 && c->waiting.n == 0 &&
+        c->rlen == 0 && c->rcap > RBUF_MIN) {
+        free(c->rbuf);          /* a large reply's buffer goes back once it is read */
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Deadlines                                                                */
+/* ---------------------------------------------------------------------- */
+
+uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now) {
+    if (c->state == CL_CONN_CONNECTING && now >= c->connect_deadline_ns)
+        conn_failed(c, CELLAR_ETIMEDOUT, 1, now);
+    else if (c->state == CL_CONN_UP && c->sent.head && now >= c->sent.head->deadline_ns)
+        conn_failed(c, CELLAR_ETIMEDOUT, c->sent.n, now);
+    if (c->state == CL_CONN_DOWN && now >= c->probe_at_ns)
+        start_probe(c, now);
+    switch (c->state) {
+    case CL_CONN_CONNECTING:
+        return c->connect_deadline_ns;
+    case CL_CONN_UP:
+        return c->sent.head ? c->sent.head->deadline_ns : 0;
+    case CL_CONN_DOWN:
+        return c->probe_at_ns;
+    default:
+        return 0;
+    }
+}
+
+void cl_conn_reset(struct cl_conn *c, int status) {
+    c->probing = false;
+    drop(c, status, status);
+    if (c->state != CL_CONN_DOWN)
+        c->state = CL_CONN_IDLE;
+}
+
+void cl_conn_deinit(struct cl_conn *c) {
+    cl_conn_reset(c, CELLAR_ECLOSED);
+    free(c->wbuf);
+    free(c->rbuf);
+    c->wbuf = c->rbuf = NULL;
+    c->wcap = c->rcap = 0;
+}
