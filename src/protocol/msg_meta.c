@@ -1,0 +1,347 @@
+/*
+ * msg_meta.c -- the meta wire: struct msg as memcached's meta commands.
+ *
+ *   get / gets            mg k v f [c]            VA n f<flags> [c<cas>] / data, or EN
+ *   gat / gats            mg k v f [c] T<e>       the same, after touching
+ *   touch                 mg k T<e>               HD (TOUCHED), EN (NOT_FOUND)
+ *   set add replace       ms k n F<f> T<e> MS|ME|MR     HD (STORED), NS
+ *   append prepend        ms k n MA|MP            HD, NS (flags and TTL kept)
+ *   cas                   ms k n F<f> T<e> C<cas>       HD, NS, EX, NF
+ *   delete                md k                    HD (DELETED), NF
+ *   incr / decr           ma k [MD] D<d> v        VA n / digits (NUMBER), NF
+ *   lease-get             mg k v f c t N<e>       VA ... [W] [Z] [X], or EN
+ *   lease-set             ms k n F<f> T<e> C<token> I   HD, NS, EX, NF
+ *   flush_all / version   the text commands; OK, VERSION <text>
+ *
+ * Any request may also be answered by ERROR, CLIENT_ERROR or SERVER_ERROR.
+ * No request carries q, so every one gets exactly one reply.
+ *
+ * What memcached 1.6.18 does with these (observed on Debian's build):
+ *   - ms with MA or MP ignores F and T: the item keeps its flags and TTL,
+ *     as the text protocol's append does; so they are not sent at all,
+ *     and a server that read them could not change the text semantics.
+ *   - T-1 (and N-1) are accepted: the item is expired at once.
+ *   - ms C0 answers EX for an existing item, as `cas k 0 0 1 0` answers
+ *     EXISTS; ms C on a missing item answers NF.
+ *   - An item marked stale (md I) gets X and then W or Z on every mg,
+ *     with or without N, and "HD Z X" for a touch; so W, Z and X are
+ *     read on every mg reply, not only a lease-get's.
+ *   - A lease-set with I and a token older than the item's CAS (the item
+ *     was invalidated by md I after the lease was won) is stored and the
+ *     item stays stale (X), as protocol.txt documents for ms I; a token
+ *     newer than the item's CAS answers EX, a missing item NF.
+ *   - flush_all and version are answered in text ("OK", "VERSION 1.6.18")
+ *     on a meta connection.
+ *
+ * Replies are read with mc_meta_parse_resp(); this file only checks that
+ * a reply is one the request allows -- its code, and exactly the return
+ * flags the request asked for -- and maps it to the text protocol's words.
+ */
+#include "protocol/msg.h"
+
+#include <string.h>
+
+#include "protocol/mc_meta_resp.h"
+#include "protocol/mc_put.h"
+
+/* ---------------------------------------------------------------------- */
+/* Requests                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The flags after "mg <key>" for each op that is an mg.  Where the string
+ * ends in T or N, the op's exptime follows it.
+ */
+static const char *const mg_flags[MSG_OP_COUNT] = {
+    [MSG_GET] = " v f",         [MSG_GETS] = " v f c",
+    [MSG_GAT] = " v f T",       [MSG_GATS] = " v f c T",
+    [MSG_TOUCH] = " T",         [MSG_LEASE_GET] = " v f c t N",
+};
+
+static void fmt_mg(struct mc_put *w, const struct msg *m) {
+    const char *f = mg_flags[m->op];
+    size_t n = strlen(f);
+    MC_PUT_LIT(w, "mg ");
+    mc_put(w, m->key.p, m->key.len);
+    mc_put(w, f, n);
+    if (f[n - 1] == 'T' || f[n - 1] == 'N')
+        mc_put_i64(w, m->exptime);
+}
+
+/* The M token of each ms op; append and prepend carry no F or T. */
+static const char *const ms_mode[MSG_OP_COUNT] = {
+    [MSG_SET] = " MS",    [MSG_ADD] = " ME",    [MSG_REPLACE] = " MR",
+    [MSG_APPEND] = " MA", [MSG_PREPEND] = " MP",
+};
+
+/*
+ * "ms <key> <vlen>" then F and T unless the op appends, then the mode
+ * or, for cas and lease-set, the C token (a lease-set adds I: see above).
+ */
+static void fmt_ms(struct mc_put *w, const struct msg *m) {
+    MC_PUT_LIT(w, "ms ");
+    mc_put(w, m->key.p, m->key.len);
+    MC_PUT_LIT(w, " ");
+    mc_put_u64(w, m->value.len);
+    if (m->op != MSG_APPEND && m->op != MSG_PREPEND) {
+        MC_PUT_LIT(w, " F");
+        mc_put_u64(w, m->flags);
+        MC_PUT_LIT(w, " T");
+        mc_put_i64(w, m->exptime);
+    }
+    if (m->op == MSG_CAS || m->op == MSG_LEASE_SET) {
+        MC_PUT_LIT(w, " C");
+        mc_put_u64(w, m->cas);
+        if (m->op == MSG_LEASE_SET)
+            MC_PUT_LIT(w, " I");
+    } else {
+        mc_put(w, ms_mode[m->op], 3);
+    }
+}
+
+static void fmt_other(struct mc_put *w, const struct msg *m) {
+    switch (m->op) {
+    case MSG_DELETE:
+        MC_PUT_LIT(w, "md ");
+        mc_put(w, m->key.p, m->key.len);
+        break;
+    case MSG_INCR: case MSG_DECR:
+        MC_PUT_LIT(w, "ma ");
+        mc_put(w, m->key.p, m->key.len);
+        if (m->op == MSG_DECR)
+            MC_PUT_LIT(w, " MD");
+        MC_PUT_LIT(w, " D");
+        mc_put_u64(w, m->delta);
+        MC_PUT_LIT(w, " v");
+        break;
+    case MSG_FLUSH_ALL:
+        MC_PUT_LIT(w, "flush_all");
+        if (m->exptime != 0) {
+            MC_PUT_LIT(w, " ");
+            mc_put_i64(w, m->exptime);
+        }
+        break;
+    default: /* MSG_VERSION */
+        MC_PUT_LIT(w, "version");
+        break;
+    }
+}
+
+static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
+    (void)opaque;
+    if ((unsigned)m->op >= MSG_OP_COUNT || (msg_op_keyed(m->op) && !msg_key_ok(m->key)))
+        return 0;
+    if (msg_op_stores(m->op) && m->value.len > UINT32_MAX)
+        return 0;
+    struct mc_put w = MC_PUT_INIT(out, cap);
+    if (mg_flags[m->op] != NULL)
+        fmt_mg(&w, m);
+    else if (msg_op_stores(m->op))
+        fmt_ms(&w, m);
+    else
+        fmt_other(&w, m);
+    MC_PUT_LIT(&w, "\r\n");
+    return mc_put_len(&w, out);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Replies                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* 1..20 digits and nothing else, not above max. */
+static bool span_u64(struct mc_span s, uint64_t max, uint64_t *out) {
+    if (s.len == 0 || s.len > 20)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned d = (unsigned)((unsigned char)s.p[i] - '0');
+        if (d > 9 || v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* t's token: "-1" for no expiry, else the seconds left. */
+static bool span_ttl(struct mc_span s, int64_t *out) {
+    uint64_t v;
+    if (s.len == 2 && memcmp(s.p, "-1", 2) == 0) {
+        *out = -1;
+        return true;
+    }
+    if (!span_u64(s, INT64_MAX, &v))
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+static inline bool is_mg(enum msg_op op) {
+    return (unsigned)op < MSG_OP_COUNT && mg_flags[op] != NULL;
+}
+
+/*
+ * The return flags an mg may answer with: those the request asked for,
+ * and W, Z and X, which memcached adds to any mg of a stale or leased
+ * item.  On VA the asked-for value flags (f, c, t) must all be there.
+ */
+static const char *mg_allowed(enum msg_op op) {
+    switch (op) {
+    case MSG_GETS: case MSG_GATS: return "fcWZX";
+    case MSG_LEASE_GET:           return "fctWZX";
+    case MSG_TOUCH:               return "WZX";
+    default:                      return "fWZX";
+    }
+}
+
+/* Reads one mg return flag into r; false for a malformed token. */
+static bool mg_flag(struct msg_reply *r, const struct mc_meta_rflag *f) {
+    uint64_t v;
+    switch (f->c) {
+    case 'f':
+        if (!span_u64(f->arg, UINT32_MAX, &v))
+            return false;
+        r->flags = (uint32_t)v;
+        return true;
+    case 'c':
+        return span_u64(f->arg, UINT64_MAX, &r->cas);
+    case 't':
+        return span_ttl(f->arg, &r->ttl);
+    default:                    /* W Z X: no token */
+        if (f->arg.len != 0)
+            return false;
+        r->won |= f->c == 'W';
+        r->token_sent |= f->c == 'Z';
+        r->stale |= f->c == 'X';
+        return true;
+    }
+}
+
+/* A letter's bit in a set of flags: A..Z are 0..25, a..z 26..51. */
+static inline uint64_t flag_bit(char c) {
+    return (uint64_t)1 << (c >= 'a' ? c - 'a' + 26 : c - 'A');
+}
+
+/*
+ * An mg's reply: VA (HIT; not for a touch, which asks for no value), HD
+ * (TOUCHED; only a touch), EN (MISS, or NOT_FOUND for a touch; no flags).
+ * Each flag at most once, each one the request allows.
+ */
+static bool map_mg(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
+    bool touch = op == MSG_TOUCH;
+    if (e->code == MC_META_CODE_EN) {
+        r->res = touch ? MSG_RES_NOT_FOUND : MSG_RES_MISS;
+        return e->nflags == 0;
+    }
+    if (e->code != (touch ? MC_META_CODE_HD : MC_META_CODE_VA))
+        return false;
+    const char *allowed = mg_allowed(op);
+    uint64_t seen = 0;
+    for (int i = 0; i < e->nflags; i++) {
+        const struct mc_meta_rflag *f = &e->flags[i];
+        uint64_t bit = flag_bit(f->c);
+        if ((seen & bit) || strchr(allowed, f->c) == NULL || !mg_flag(r, f))
+            return false;
+        seen |= bit;
+    }
+    /* The value flags asked for are the letters before W in allowed. */
+    for (const char *a = allowed; !touch && *a != 'W'; a++)
+        if (!(seen & flag_bit(*a)))
+            return false;
+    r->res = touch ? MSG_RES_TOUCHED : MSG_RES_HIT;
+    r->value = e->value;
+    return true;
+}
+
+/*
+ * A storage op's reply, without return flags: HD or NS for all, EX and NF
+ * only where the request carried a C token.
+ */
+static bool map_ms(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
+    bool with_cas = op == MSG_CAS || op == MSG_LEASE_SET;
+    switch (e->code) {
+    case MC_META_CODE_HD: r->res = MSG_RES_STORED; break;
+    case MC_META_CODE_NS: r->res = MSG_RES_NOT_STORED; break;
+    case MC_META_CODE_EX: r->res = with_cas ? MSG_RES_EXISTS : MSG_RES_NONE; break;
+    case MC_META_CODE_NF: r->res = with_cas ? MSG_RES_NOT_FOUND : MSG_RES_NONE; break;
+    default: return false;
+    }
+    return r->res != MSG_RES_NONE && e->nflags == 0;
+}
+
+/* md: HD (DELETED) or NF; ma: VA with the new value's digits, or NF. */
+static bool map_md_ma(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
+    if (e->nflags != 0)
+        return false;
+    if (e->code == MC_META_CODE_NF) {
+        r->res = MSG_RES_NOT_FOUND;
+        return true;
+    }
+    if (op == MSG_DELETE) {
+        r->res = MSG_RES_DELETED;
+        return e->code == MC_META_CODE_HD;
+    }
+    r->res = MSG_RES_NUMBER;
+    return e->code == MC_META_CODE_VA && span_u64(e->value, UINT64_MAX, &r->number);
+}
+
+/* The text replies of flush_all ("OK") and version ("VERSION <text>"). */
+static bool map_text(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
+    struct mc_span l = e->msg;
+    if (e->code != MC_META_CODE_OTHER)
+        return false;
+    if (op == MSG_FLUSH_ALL) {
+        r->res = MSG_RES_OK;
+        return l.len == 2 && memcmp(l.p, "OK", 2) == 0;
+    }
+    if (l.len < 7 || memcmp(l.p, "VERSION", 7) != 0 || (l.len > 7 && l.p[7] != ' '))
+        return false;
+    size_t i = 7;
+    while (i < l.len && l.p[i] == ' ')
+        i++;
+    r->res = MSG_RES_VERSION;
+    r->msg = (struct mc_span){l.p + i, l.len - i};
+    return true;
+}
+
+/* What the reply e to m says, in the text protocol's words; false if it cannot be m's. */
+static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
+    switch (e->code) {
+    case MC_META_CODE_ERROR:        r->res = MSG_RES_ERROR; break;
+    case MC_META_CODE_CLIENT_ERROR: r->res = MSG_RES_CLIENT_ERROR; break;
+    case MC_META_CODE_SERVER_ERROR: r->res = MSG_RES_SERVER_ERROR; break;
+    default:
+        if (is_mg(m->op))
+            return map_mg(r, m->op, e);
+        if (msg_op_stores(m->op))
+            return map_ms(r, m->op, e);
+        if (m->op == MSG_DELETE || m->op == MSG_INCR || m->op == MSG_DECR)
+            return map_md_ma(r, m->op, e);
+        if (m->op == MSG_FLUSH_ALL || m->op == MSG_VERSION)
+            return map_text(r, m->op, e);
+        return false;
+    }
+    r->msg = e->msg;
+    return true;
+}
+
+static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
+                                const char *buf, size_t len, size_t *consumed) {
+    (void)opaque;
+    *r = (struct msg_reply){.ttl = -1};
+    struct mc_meta_resp e;
+    size_t n = 0;
+    enum mc_parse rc = mc_meta_parse_resp(&e, buf, len, &n);
+    if (rc != MC_PARSE_OK)
+        return rc == MC_PARSE_NEED_MORE ? rc : MC_PARSE_ERROR;
+    if (!map_reply(r, m, &e)) {
+        *r = (struct msg_reply){.ttl = -1};
+        return MC_PARSE_ERROR;
+    }
+    *consumed = n;
+    return MC_PARSE_OK;
+}
+
+const struct msg_wire msg_wire_meta = {"meta", meta_fmt, meta_parse, "\r\n", 2};
