@@ -17,6 +17,7 @@
  */
 #include "protocol/msg.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "protocol/mc_put.h"
@@ -60,7 +61,12 @@ static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
     switch (m->op) {
     case MSG_SET: case MSG_ADD: case MSG_REPLACE:
     case MSG_APPEND: case MSG_PREPEND: case MSG_CAS:
-        if (m->value.len > UINT32_MAX)
+        /*
+         * memcached reads <bytes> as an int and refuses more than
+         * INT_MAX - 2 with CLIENT_ERROR, without swallowing the data
+         * block: the value would then be read as commands.
+         */
+        if (m->value.len > INT_MAX - 2)
             return 0;
         return mc_text_fmt_store(out, cap, store_cmd[m->op], m->key, m->flags, m->exptime,
                                  (uint32_t)m->value.len, m->cas, false);

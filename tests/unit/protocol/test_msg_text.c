@@ -270,6 +270,44 @@ TEST(fmt_refuses_lease_ops) {
     ASSERT_EQ(W->fmt(out, sizeof(out), &count, 0), 0);
 }
 
+/*
+ * The longest value the text protocol carries is INT_MAX - 2 bytes:
+ * memcached 1.6.18 reads <bytes> as an int and answers a longer one with
+ * "CLIENT_ERROR bad command line format" without swallowing the data, so
+ * the value's bytes are then read as commands (observed: "set j 0 0
+ * 2147483646\r\nx\r\n" gets "CLIENT_ERROR bad command line format\r\n"
+ * then "ERROR\r\n" for the "x").  fmt must refuse such a value, as the
+ * server's own parser does.  fmt never reads the value, so its pointer is
+ * a one-byte string.
+ */
+TEST(fmt_refuses_values_memcached_refuses) {
+    static const enum msg_op stores[] = {MSG_SET, MSG_ADD, MSG_REPLACE,
+                                         MSG_APPEND, MSG_PREPEND, MSG_CAS};
+    static const size_t too_long[] = {(size_t)INT_MAX - 1, INT_MAX, (size_t)INT_MAX + 1,
+                                      UINT32_MAX, (size_t)UINT32_MAX + 1, SIZE_MAX};
+    char out[MSG_HEAD_MAX];
+    for (size_t o = 0; o < NROWS(stores); o++) {
+        struct msg m = {.op = stores[o], KEY("k"), .value = {"", (size_t)INT_MAX - 2}};
+        size_t n = W->fmt(out, sizeof(out), &m, 0);
+        ASSERT(n > 0);
+        struct mc_req req;
+        size_t consumed;
+        ASSERT_EQ(mc_text_parse(&req, out, n, &consumed), MC_PARSE_OK);
+        ASSERT_EQ(req.vlen, INT_MAX - 2);
+        for (size_t i = 0; i < NROWS(too_long); i++) {
+            m.value.len = too_long[i];
+            n = W->fmt(out, sizeof(out), &m, 0);
+            if (n != 0)
+                TH_FAIL("%s of %zu bytes: wrote \"%s\"", msg_op_name(stores[o]), too_long[i],
+                        show(out, n));
+        }
+    }
+    /* The server's parser refuses the line fmt used to write. */
+    struct mc_req req;
+    size_t consumed;
+    ASSERT_EQ(mc_text_parse(&req, S("set j 0 0 2147483646\r\n"), &consumed), MC_PARSE_ERROR);
+}
+
 /* ---------------------------------------------------------------------- */
 /* parse: what memcached 1.6.18 answered                                    */
 /* ---------------------------------------------------------------------- */
