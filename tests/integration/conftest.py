@@ -20,6 +20,41 @@ sys.path.insert(0, HERE)
 import util  # noqa: E402
 
 
+def _netns_module():
+    """The netns helper module, or skip the test where it cannot work."""
+    import shutil
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
+        pytest.skip("network namespaces need root and iproute2 (ip, tc)")
+    import netns as netns_mod
+    return netns_mod
+
+
+@pytest.fixture
+def netns():
+    """A netns.Netns: servers behind a veth link that can be cut
+    (link_down) or shaped (tc tbf); torn down after the test whatever
+    happened (its processes stopped by pid, veth and namespace deleted)."""
+    with _netns_module().Netns() as ns:
+        yield ns
+
+
+@pytest.fixture
+def netns_factory():
+    """make() -> one more netns.Netns (its own link and subnet) per call;
+    all torn down after the test, their processes signalled together."""
+    import contextlib
+    mod = _netns_module()
+    made = []
+    with contextlib.ExitStack() as stack:
+        def make():
+            ns = stack.enter_context(mod.Netns())
+            made.append(ns)
+            return ns
+        yield make
+        for ns in made:
+            ns.terminate()
+
+
 def pytest_sessionstart(session):
     if not (os.path.isfile(util.CELLARD) and os.access(util.CELLARD, os.X_OK)):
         pytest.exit("CELLARD=%s is not an executable file" % util.CELLARD, returncode=2)

@@ -173,6 +173,7 @@ class Netns:
         self._created_ns = False
         self._created_veth = False
         self._shaped = False
+        self._terminated = set()
         self._next_port = 11211
 
     # -- lifecycle -------------------------------------------------------
@@ -234,37 +235,57 @@ class Netns:
                       and (not up or _operstate(self.ns_dev, ns=self.name) == "UP"),
                       timeout, what="%s operstate %s" % (self.veth, want))
 
-    def _stop_proc(self, p, timeout=5.0):
-        """SIGTERM, wait, SIGKILL; returns a problem string or None."""
-        rc = p.poll()
-        if rc is not None:
-            return "pid %d died before it was stopped (exit status %d)" % (p.pid, rc)
-        try:
-            p.send_signal(signal.SIGTERM)
-            rc = p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            return "pid %d did not exit within %.0fs of SIGTERM (SIGKILLed)" % (p.pid, timeout)
-        if rc != 0:
-            return "pid %d exit status %d after SIGTERM" % (p.pid, rc)
-        return None
+    def terminate(self):
+        """SIGTERM every tracked process still running, without waiting (exit
+        waits and checks).  Lets a caller holding several namespaces stop all
+        their servers at once: memcached takes up to a second to exit."""
+        for p in self.procs:
+            if p.pid not in self._terminated and p.poll() is None:
+                try:
+                    p.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+                self._terminated.add(p.pid)
+
+    def _stop_procs(self, timeout=5.0):
+        """SIGTERM every tracked process at once, wait for them all (one
+        deadline), SIGKILL the ones still there.  Returns {pid: problem}."""
+        problems = {}
+        for p in self.procs:
+            rc = p.poll()
+            if rc is not None and p.pid not in self._terminated:
+                problems[p.pid] = "pid %d died before it was stopped (exit status %d)" % (p.pid, rc)
+        self.terminate()
+        live = [p for p in self.procs if p.pid in self._terminated]
+        deadline = time.monotonic() + timeout
+        for p in live:
+            try:
+                rc = p.wait(max(0.0, deadline - time.monotonic()))
+                if rc != 0:
+                    problems[p.pid] = "pid %d exit status %d after SIGTERM" % (p.pid, rc)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                problems[p.pid] = ("pid %d did not exit within %.0fs of SIGTERM (SIGKILLed)"
+                                   % (p.pid, timeout))
+        return problems
 
     def _teardown(self):
         """Undo everything; never raises; returns a list of problems."""
         errors = []
+        try:
+            problems = self._stop_procs()
+        except Exception as e:   # keep cleaning up
+            problems = {0: "stopping processes: %r" % (e,)}
         server_pids = {s.pid: s for s in self.servers}
-        for p in self.procs:
-            try:
-                problem = self._stop_proc(p)
-            except Exception as e:   # keep cleaning up
-                problem = "stopping pid %d: %r" % (p.pid, e)
-            # Only servers have to stay up; other processes may have ended.
-            if problem and (p.pid in server_pids or "SIGKILL" in problem):
-                s = server_pids.get(p.pid)
-                if s is not None:
-                    problem += " [%s] stderr tail: %r" % (
-                        " ".join(s.argv), s.stderr_text()[-1000:])
+        for pid, problem in problems.items():
+            # Servers have to stay up until stopped; other processes may end
+            # as they like, but not hang on SIGTERM.
+            if pid in server_pids:
+                s = server_pids[pid]
+                errors.append("%s [%s] stderr tail: %r" % (
+                    problem, " ".join(s.argv), s.stderr_text()[-1000:]))
+            elif "SIGKILL" in problem or pid == 0:
                 errors.append(problem)
         if self._created_ns:
             # Anything else in our private namespace got there through us.
@@ -278,6 +299,13 @@ class Netns:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+            if left:
+                try:
+                    util.wait_for(lambda: not _ip("netns", "pids", self.name,
+                                                  check=False).split(),
+                                  5.0, what="processes left in %s to die" % self.name)
+                except AssertionError as e:
+                    errors.append(str(e))
         for s in self.servers:
             try:
                 s.errf.close()
