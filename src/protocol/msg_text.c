@@ -56,6 +56,8 @@ static size_t fmt_keyed(char *out, size_t cap, const struct msg *m) {
 
 static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
     (void)opaque;
+    if ((unsigned)m->op >= MSG_OP_COUNT)
+        return 0;                   /* not an op: fmt_keyed would index past verb[] */
     if (msg_op_keyed(m->op) && !msg_key_ok(m->key))
         return 0;
     switch (m->op) {
@@ -85,7 +87,7 @@ static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
         MC_PUT_LIT(&w, "version\r\n");
         return mc_put_len(&w, out);
     }
-    case MSG_LEASE_GET: case MSG_LEASE_SET: case MSG_OP_COUNT:
+    case MSG_LEASE_GET: case MSG_LEASE_SET:
         return 0;
     default:
         return fmt_keyed(out, cap, m);

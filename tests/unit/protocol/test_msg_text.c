@@ -271,6 +271,19 @@ TEST(fmt_refuses_lease_ops) {
 }
 
 /*
+ * An op that is no enum msg_op value is a malformed request: 0, not a
+ * read past the verb table (UBSan: "index 99 out of bounds").
+ */
+TEST(fmt_refuses_ops_out_of_range) {
+    static const int ops[] = {MSG_OP_COUNT, MSG_OP_COUNT + 1, 99, 1 << 20, INT_MAX, -1, INT_MIN};
+    char out[MSG_HEAD_MAX];
+    for (size_t i = 0; i < NROWS(ops); i++) {
+        struct msg m = {.op = (enum msg_op)ops[i], KEY("k"), VAL("x")};
+        ASSERT_EQ(W->fmt(out, sizeof(out), &m, 0), 0);
+    }
+}
+
+/*
  * The longest value the text protocol carries is INT_MAX - 2 bytes:
  * memcached 1.6.18 reads <bytes> as an int and answers a longer one with
  * "CLIENT_ERROR bad command line format" without swallowing the data, so
