@@ -127,7 +127,7 @@ run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
 
 # Packages the tests need, from Debian.
-TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools \
+TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 \
              python3-pytest python3-pytest-timeout
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
