@@ -351,4 +351,16 @@ static inline uint64_t mc_bin_load64(const char *p) {
     return (uint64_t)mc_bin_load32(p) << 32 | mc_bin_load32(p + 4);
 }
 
+/* Big-endian stores, for a client's extras; each returns the byte after. */
+static inline char *mc_bin_store32(char *p, uint32_t v) {
+    p[0] = (char)(v >> 24);
+    p[1] = (char)(v >> 16);
+    p[2] = (char)(v >> 8);
+    p[3] = (char)v;
+    return p + 4;
+}
+static inline char *mc_bin_store64(char *p, uint64_t v) {
+    return mc_bin_store32(mc_bin_store32(p, (uint32_t)(v >> 32)), (uint32_t)v);
+}
+
 #endif
