@@ -150,6 +150,7 @@ static enum mc_parse parse_value(struct msg_reply *r, const struct msg *m,
 static enum mc_parse text_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
                                 const char *buf, size_t len, size_t *consumed) {
     (void)opaque;
+    *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
     struct mc_resp e;
     size_t n = 0;

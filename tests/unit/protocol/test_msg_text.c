@@ -764,6 +764,31 @@ TEST(bad_rows_split_at_every_byte) {
     }
 }
 
+/*
+ * "NEED_MORE (nothing consumed)": *consumed is 0 after NEED_MORE and after
+ * ERROR, whatever it held, as the request codecs (mc_text_parse,
+ * mc_meta_parse, mc_bin_parse) leave it, so a caller that adds it to its
+ * read position unconditionally stays put.
+ */
+TEST(need_more_and_error_consume_nothing) {
+    for (size_t i = 0; i < NROWS(ok_rows) + NROWS(bad_rows); i++) {
+        int ok = i < NROWS(ok_rows);
+        const struct bad *b = ok ? NULL : &bad_rows[i - NROWS(ok_rows)];
+        struct msg m = ok ? msg_of(ok_rows[i].op, ok_rows[i].key) : msg_of(b->op, b->key);
+        const char *in = ok ? ok_rows[i].in : b->in;
+        size_t len = ok ? ok_rows[i].len : b->len;
+        for (size_t cut = 0; cut <= len; cut++) {
+            struct msg_reply r;
+            size_t consumed = 12345;
+            char *copy;
+            enum mc_parse rc = parse_copy(&r, &m, in, cut, &consumed, &copy);
+            free(copy);
+            if (rc != MC_PARSE_OK && consumed != 0)
+                TH_FAIL("\"%s\" cut %zu: rc %d consumed %zu", show(in, len), cut, rc, consumed);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------------- */
 /* parse: split at every byte, and as one stream                            */
 /* ---------------------------------------------------------------------- */
