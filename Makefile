@@ -140,17 +140,19 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
 
-integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring
+integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so
 	CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
+	  CELLAR_LIB=$(abspath $(B)/libcellar.so) \
 	  /usr/bin/python3 -m pytest tests/integration
 
 check: unit integration
 
 # The integration suite once per eviction policy (about 3 min each; not part
 # of `make test`): every policy must serve memcached's protocols the same.
-policies: $(B)/cellard $(B)/cellar-sim
+policies: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so
 	@for p in $$($(B)/cellar-sim -l); do \
 	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
+	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_LIB=$(abspath $(B)/libcellar.so) \
 	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
 	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
 

@@ -125,9 +125,19 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
         }
         rest = host_end + 1;
     } else {
-        host_end = memchr(p, ':', (size_t)(end - p));
-        if (host_end == NULL)
-            host_end = end;
+        unsigned colons = 0;
+        host_end = end;
+        for (const char *q = end; q > p; q--) {
+            if (q[-1] == ':') {
+                colons++;
+                host_end = q - 1;
+            }
+        }
+        if (colons > 2) {
+            say(err, errlen, "server \"%s\": IPv6 addresses go in brackets: [addr]:port",
+                s->name);
+            return -1;
+        }
         rest = host_end;
         if (host_end == host) {
             say(err, errlen, "server \"%s\": no host", s->name);

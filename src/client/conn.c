@@ -82,7 +82,7 @@ static void complete(struct cl_conn *c, struct cl_req *q, int status, const stru
         st->timeouts++;
     } else if (status == CELLAR_EDOWN) {
         st->down_fast_fails++;
-    } else if (status < 0) {
+    } else if (status < 0 && r == NULL) {
         st->errors++;
     }
     q->done(q, status, r);
