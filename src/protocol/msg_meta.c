@@ -30,6 +30,10 @@
  *     was invalidated by md I after the lease was won) is stored and the
  *     item stays stale (X), as protocol.txt documents for ms I; a token
  *     newer than the item's CAS answers EX, a missing item NF.
+ *   - The lease-get that wins on a miss (N vivifies an empty item) shows
+ *     t-1 although the placeholder expires after N's seconds; the next
+ *     one shows the TTL ("VA 0 f0 c11 t-1 W", then "... t30 Z").  N0 (a
+ *     lease exptime of 0) makes a placeholder that never expires.
  *   - flush_all and version are answered in text ("OK", "VERSION 1.6.18")
  *     on a meta connection.
  *
