@@ -43,16 +43,29 @@ class Pool:
         return self.servers
 
     def __exit__(self, *exc):
-        for s in self.servers:      # all at once: memcached takes up to 1 s to exit
-            if s.alive():
-                s.proc.send_signal(signal.SIGTERM)
+        # SIGTERM to all first, then wait: memcached takes up to 1 s to exit.
         problems = []
         for s in self.servers:
-            if s.proc is not None:
-                p = s.stop()
-                if p and exc[0] is None:
-                    problems.append("%s: %s" % (s.name, p))
-        assert not problems, problems
+            if s.proc is None:
+                continue
+            if s.proc.poll() is not None:
+                problems.append("%s died before it was stopped (%d)" % (s.name, s.returncode
+                                or s.proc.returncode))
+            else:
+                s.proc.send_signal(signal.SIGTERM)
+        for s in self.servers:
+            if s.proc is None:
+                continue
+            try:
+                rc = s.proc.wait(10)
+                if rc != 0:
+                    problems.append("%s: exit status %d after SIGTERM" % (s.name, rc))
+            except subprocess.TimeoutExpired:
+                s.proc.kill()
+                s.proc.wait()
+                problems.append("%s did not exit within 10 s of SIGTERM" % s.name)
+            s._cleanup_file()
+        assert exc[0] is not None or not problems, problems
         return False
 
 
