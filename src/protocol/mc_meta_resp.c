@@ -124,6 +124,7 @@ static void resp_clear(struct mc_meta_resp *r) {
 
 enum mc_parse mc_meta_parse_resp(struct mc_meta_resp *r, const char *buf, size_t len,
                                  size_t *consumed) {
+    *consumed = 0;                  /* NEED_MORE and ERROR consume nothing */
     resp_clear(r);
     size_t scan = len < MC_META_RESP_LINE_MAX ? len : MC_META_RESP_LINE_MAX;
     const char *nl = memchr(buf, '\n', scan);

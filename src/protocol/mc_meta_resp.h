@@ -82,7 +82,7 @@ struct mc_meta_resp {
  * MC_PARSE_NEED_MORE with nothing consumed (and r->need set when a VA
  * line told how long the reply is); or MC_PARSE_ERROR when the bytes
  * cannot be a reply (r->code says what was being parsed, NONE if nothing
- * was recognised).  Spans point into buf.
+ * was recognised).  *consumed is 0 unless OK.  Spans point into buf.
  */
 enum mc_parse mc_meta_parse_resp(struct mc_meta_resp *r, const char *buf, size_t len,
                                  size_t *consumed);

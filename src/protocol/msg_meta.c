@@ -334,6 +334,7 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
 static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
                                 const char *buf, size_t len, size_t *consumed) {
     (void)opaque;
+    *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
     struct mc_meta_resp e;
     size_t n = 0;

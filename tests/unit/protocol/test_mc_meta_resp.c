@@ -203,7 +203,7 @@ TEST(bad_rows_are_errors) {
         char *copy;
         enum mc_parse rc = parse_copy(&r, t->in, t->len, &consumed, &copy);
         free(copy);
-        if (rc != MC_PARSE_ERROR || r.code != t->code || consumed != 12345)
+        if (rc != MC_PARSE_ERROR || r.code != t->code || consumed != 0)
             TH_FAIL("row %zu \"%s\": rc %d code %s consumed %zu", i, show(t->in, t->len), rc,
                     mc_meta_code_name(r.code), consumed);
     }
@@ -224,7 +224,7 @@ TEST(ok_rows_split_at_every_byte) {
             char *copy;
             enum mc_parse rc = parse_copy(&r, t->in, cut, &consumed, &copy);
             free(copy);
-            if (rc != MC_PARSE_NEED_MORE || consumed != 12345)
+            if (rc != MC_PARSE_NEED_MORE || consumed != 0)
                 TH_FAIL("row %zu cut %zu: rc %d", i, cut, rc);
             size_t want_need = (t->code == MC_META_CODE_VA && cut >= line) ? t->len : 0;
             if (r.need != want_need)

@@ -436,7 +436,7 @@ TEST(bad_rows_are_errors) {
         enum mc_parse rc = parse_copy(&r, bad_rows[i].op, bad_rows[i].in, bad_rows[i].len,
                                       &consumed, &copy);
         free(copy);
-        if (rc != MC_PARSE_ERROR || consumed != 12345)
+        if (rc != MC_PARSE_ERROR || consumed != 0)
             TH_FAIL("row %zu %s \"%s\": rc %d res %s consumed %zu", i,
                     msg_op_name(bad_rows[i].op), show(bad_rows[i].in, bad_rows[i].len), rc,
                     msg_res_name(r.res), consumed);
@@ -453,7 +453,7 @@ TEST(reply_rows_split_at_every_byte) {
             char *copy;
             enum mc_parse rc = parse_copy(&r, t->op, t->in, cut, &consumed, &copy);
             free(copy);
-            if (rc != MC_PARSE_NEED_MORE || consumed != 12345)
+            if (rc != MC_PARSE_NEED_MORE || consumed != 0)
                 TH_FAIL("row %zu cut %zu: rc %d", i, cut, rc);
         }
     }
@@ -558,7 +558,7 @@ TEST(error_leaves_reply_clear) {
     struct msg_reply r;
     size_t consumed = 7;
     ASSERT_EQ(W->parse(&r, &m, 0, S("VA 5 f7 c1 c2\r\nhello\r\n"), &consumed), MC_PARSE_ERROR);
-    ASSERT_EQ(consumed, 7);
+    ASSERT_EQ(consumed, 0);
     ASSERT_EQ(r.res, MSG_RES_NONE);
     ASSERT_EQ(r.flags, 0);
     ASSERT_EQ(r.value.len, 0);
