@@ -21,10 +21,12 @@ import util  # noqa: E402
 
 
 def _netns_module():
-    """The netns helper module, or skip the test where it cannot work."""
+    """The netns helper module.  The suite runs as root with iproute2 (make
+    deps installs it): anything else fails the test, it is not skipped."""
     import shutil
     if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
-        pytest.skip("network namespaces need root and iproute2 (ip, tc)")
+        pytest.fail("network namespaces need root and iproute2 (ip, tc): run as root, "
+                    "apt-get install iproute2")
     import netns as netns_mod
     return netns_mod
 
