@@ -77,7 +77,8 @@ $(B)/pic/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -flto=auto -ffat-lto-objects,$(CFLAGS)) -fPIC -fvisibility=hidden -c -o $@ $<
 $(B)/libcellar.so: $(LIB_PIC)
-	$(CC) -shared -Wl,-soname,libcellar.so.$(LIB_SOVER) -Wl,--no-undefined $(SAN) -o $@ $^ -pthread
+	$(CC) -shared -Wl,-soname,libcellar.so.$(LIB_SOVER) -Wl,--no-undefined $(SAN) -o $@ $^ \
+	  -pthread $(libs_client)
 
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
@@ -108,13 +109,16 @@ deps_storage  := $(STORAGE_A) $(CORE_A)
 deps_protocol := $(PROTOCOL_A) $(CORE_A)
 deps_client   := $(CLIENT_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+# System libraries a layer's archive needs (the client's JSON configuration).
+libs_client   := -ljansson
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 unit-bins: $(UNIT_BINS)
 .SECONDEXPANSION:
 $(B)/tests/%: tests/unit/%.c $$(deps_$$(firstword $$(subst /, ,$$*)))
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(deps_$(firstword $(subst /, ,$*))) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(deps_$(firstword $(subst /, ,$*))) $(LDFLAGS) \
+	  $(libs_$(firstword $(subst /, ,$*))) $(LDLIBS)
 
 # Fuzz drivers build as plain programs that replay a bounded random stream.
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
@@ -126,8 +130,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(PROTOCOL_A) $(CORE_A)
 run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
 
-# Packages the tests need, from Debian.
-TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 \
+# Packages the build (libjansson-dev: libcellar's JSON configuration) and the tests
+# need, from Debian.
+TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev \
              python3-pytest python3-pytest-timeout
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

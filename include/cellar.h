@@ -112,21 +112,33 @@ struct cellar_options {
     int window_init;            /* multi-get window, gets in flight over all servers: 256 */
     int window_min;             /* it never shrinks below: 16 */
     int window_max;             /* nor grows above: 4096 */
+    uint64_t host_id;           /* which replica LatestRoute reads first: a hash of the
+                                   host name */
 };
 
 struct cellar_config;
 
 /*
- * Parses a configuration.  text is a server list, as libmemcached's
- * tools take it: entries separated by commas or spaces, each
- * "host[:port][:weight]" (port 11211 by default; a weight for ketama),
- * "[v6 address][:port][:weight]", or a unix socket path ("/path" or
- * "unix:/path").  The list makes one pool with opt's settings (opt may be
- * NULL).  Host names are resolved here.  On error *out is NULL, err holds
- * where and why (if errlen > 0), and CELLAR_ECONFIG is returned.
+ * Parses a configuration, in one of two forms:
+ *
+ *  - a server list, as libmemcached's tools take it: entries separated by
+ *    commas or spaces, each "host[:port][:weight]" (port 11211 by
+ *    default; a weight for ketama), "[v6 address][:port][:weight]", or a
+ *    unix socket path ("/path" or "unix:/path").  The list makes one pool
+ *    with opt's settings, and every request goes to it.
+ *  - mcrouter's JSON (text starts with '{'; comments allowed): "pools",
+ *    "route" or "routes", "named_handles", and the route handles the
+ *    README lists, with opt's settings as the pools' defaults.
+ *
+ * opt may be NULL.  Host names are resolved here.  On error *out is NULL,
+ * err holds where and why (if errlen > 0), and CELLAR_ECONFIG is returned.
  */
 CELLAR_API int cellar_config_parse(struct cellar_config **out, const char *text,
                                    const struct cellar_options *opt, char *err, size_t errlen);
+
+/* The same, from a file. */
+CELLAR_API int cellar_config_load(struct cellar_config **out, const char *path,
+                                  const struct cellar_options *opt, char *err, size_t errlen);
 
 /* Drops the caller's reference (handles keep their own); NULL is fine. */
 CELLAR_API void cellar_config_release(struct cellar_config **cfg);
@@ -154,7 +166,7 @@ CELLAR_API void cellar_destroy(struct cellar **h);
  */
 CELLAR_API void cellar_poll(struct cellar *h, int timeout_ms);
 
-/* Which server (index into the configuration) key goes to. */
+/* Which server (index into the configuration) key goes to in the first pool. */
 CELLAR_API int cellar_server_of(struct cellar *h, const char *key, size_t nkey);
 
 /* Is server i marked down (TKO) in this handle's view? */

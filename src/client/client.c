@@ -285,7 +285,7 @@ static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
     k->left--;
 }
 
-/* Submits k's requests (each to server srv[i], or by key when srv is NULL) and waits. */
+/* Submits k's requests (each to server srv[i], or down the route tree when srv is NULL) and waits. */
 static void call_run(struct cellar *h, struct call *k, unsigned n, const unsigned *srv) {
     uint64_t now = cl_now_ns();
     k->left = n;
@@ -297,8 +297,10 @@ static void call_run(struct cellar *h, struct call *k, unsigned n, const unsigne
             call_done(q, CELLAR_EINVAL, NULL);
             continue;
         }
-        unsigned s = srv ? srv[i] : cl_pool_pick(h->cfg, 0, q->m.key.p, q->m.key.len);
-        cl_conn_submit(&h->conns[s], q, now);
+        if (srv)
+            cl_conn_submit(&h->conns[srv[i]], q, now);
+        else
+            route_dispatch(h->cfg->root, h, q);
     }
     run(h, &k->left, 0);
 }

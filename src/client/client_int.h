@@ -29,6 +29,7 @@
 
 #include "cellar.h"
 #include "client/ring.h"
+#include "client/route.h"
 #include "core/evloop.h"
 #include "protocol/msg.h"
 
@@ -63,8 +64,32 @@ struct cellar_config {
     unsigned nservers;
     struct cl_pool *pools;
     unsigned npools;
+    struct route_set *routes;   /* every route of the tree */
+    struct route *root;         /* where requests enter */
+    uint64_t host_id;           /* LatestRoute's pick */
     int window_init, window_min, window_max;
 };
+
+/*
+ * Adds a pool named name over the server entries (server list syntax,
+ * one entry each) with opt's settings (zero fields: defaults).  Returns
+ * its index, or -1 with err filled.  For config parsers.
+ */
+int cl_config_add_pool(struct cellar_config *cfg, const char *name,
+                       const char *const *entries, unsigned n,
+                       const struct cellar_options *opt, char *err, size_t errlen);
+
+/* The index of the pool named name, or -1. */
+int cl_config_find_pool(const struct cellar_config *cfg, const char *name);
+
+/*
+ * Fills cfg (made empty, with its route set, by the caller) from an
+ * mcrouter-format JSON text: pools, then the route tree into cfg->root.
+ * opt gives defaults for what the JSON leaves out.  0, or -1 with err
+ * saying where and why.  (config_json.c)
+ */
+int cl_config_json(struct cellar_config *cfg, const char *text,
+                   const struct cellar_options *opt, char *err, size_t errlen);
 
 /* Takes a reference (cellar_config_release() drops one). */
 struct cellar_config *cl_config_ref(struct cellar_config *cfg);
@@ -94,6 +119,37 @@ struct cl_req {
 
 /* The status a reply maps to (CELLAR_OK, CELLAR_NOT_FOUND, ..., CELLAR_E*). */
 int cl_status_of(const struct msg_reply *r);
+
+/* Is op a read (get, gets, gat, gats, lease-get)? */
+static inline bool cl_op_reads(enum msg_op op) {
+    return op == MSG_GET || op == MSG_GETS || op == MSG_GAT || op == MSG_GATS ||
+           op == MSG_LEASE_GET;
+}
+
+/* Does op carry an exptime that sets an item's (storage, touch, gat, gats)? */
+static inline bool cl_op_sets_exptime(enum msg_op op) {
+    return msg_op_stores(op) || op == MSG_TOUCH || op == MSG_GAT || op == MSG_GATS;
+}
+
+/*
+ * Is status a failure another server might not have: timeouts, refused or
+ * broken connections, a server marked down, a garbled reply, a
+ * SERVER_ERROR?  (A bad argument or a CLIENT_ERROR would fail anywhere.)
+ */
+static inline bool cl_failover_error(int status) {
+    return status == CELLAR_ETIMEDOUT || status == CELLAR_ECONNECT || status == CELLAR_ECLOSED ||
+           status == CELLAR_EDOWN || status == CELLAR_EPROTO || status == CELLAR_ESERVER;
+}
+
+/*
+ * exptime capped at cap seconds from now (mcrouter's ModifyExptimeRoute
+ * "min"): 0 (never) and anything later become cap; a negative exptime
+ * (already expired) stays.  A unix time is compared as what is left of it.
+ */
+int64_t cl_cap_exptime(int64_t exptime, int cap);
+
+/* Answers q as NullRoute does: get -> miss, storage -> not stored, else not found. */
+void cl_answer_null(struct cl_req *q);
 
 /* ---------------------------------------------------------------------- */
 /* Connections (conn.c): one per server per handle                          */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "client/client_int.h"
 
@@ -41,6 +42,16 @@ static void say(char *err, size_t errlen, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
+}
+
+/* A stable id for this host (FNV-1a of its name), for LatestRoute. */
+static uint64_t host_hash(void) {
+    char name[256] = "";
+    gethostname(name, sizeof(name) - 1);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
 }
 
 static int pick(int v, int dflt) {
@@ -180,6 +191,7 @@ static void config_free(struct cellar_config *cfg) {
         free(cfg->pools[i].name);
         ring_destroy(&cfg->pools[i].ring);
     }
+    route_set_destroy(&cfg->routes);
     free(cfg->servers);
     free(cfg->pools);
     free(cfg);
@@ -189,25 +201,9 @@ static bool is_sep(char c) {
     return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static unsigned count_entries(const char *text) {
-    unsigned n = 0;
-    for (const char *p = text; *p;) {
-        while (*p && is_sep(*p))
-            p++;
-        if (*p)
-            n++;
-        while (*p && !is_sep(*p))
-            p++;
-    }
-    return n;
-}
-
 /* The pool's settings from opt, with the defaults for what opt leaves at zero. */
 static int pool_settings(struct cl_pool *pl, const struct cellar_options *opt, char *err,
                          size_t errlen) {
-    const struct cellar_options none = {0};
-    if (opt == NULL)
-        opt = &none;
     const char *proto = opt->protocol ? opt->protocol : defaults.protocol;
     pl->wire = msg_wire_find(proto);
     if (pl->wire == NULL) {
@@ -227,9 +223,6 @@ static int pool_settings(struct cl_pool *pl, const struct cellar_options *opt, c
 
 static int window_settings(struct cellar_config *cfg, const struct cellar_options *opt,
                            char *err, size_t errlen) {
-    const struct cellar_options none = {0};
-    if (opt == NULL)
-        opt = &none;
     cfg->window_min = pick(opt->window_min, defaults.window_min);
     cfg->window_max = pick(opt->window_max, defaults.window_max);
     cfg->window_init = pick(opt->window_init, defaults.window_init);
@@ -266,34 +259,78 @@ static int build_ring(struct cellar_config *cfg, struct cl_pool *pl, const char 
     return 0;
 }
 
-int cellar_config_parse(struct cellar_config **out, const char *text,
-                        const struct cellar_options *opt, char *err, size_t errlen) {
-    *out = NULL;
-    if (errlen)
-        err[0] = '\0';
-    if (text == NULL) {
-        say(err, errlen, "no configuration");
-        return CELLAR_ECONFIG;
-    }
-    unsigned n = count_entries(text);
+int cl_config_find_pool(const struct cellar_config *cfg, const char *name) {
+    for (unsigned i = 0; i < cfg->npools; i++)
+        if (strcmp(cfg->pools[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+int cl_config_add_pool(struct cellar_config *cfg, const char *name,
+                       const char *const *entries, unsigned n,
+                       const struct cellar_options *opt, char *err, size_t errlen) {
     if (n == 0) {
-        say(err, errlen, "no servers");
-        return CELLAR_ECONFIG;
+        say(err, errlen, "pool \"%s\": no servers", name);
+        return -1;
     }
+    if (cl_config_find_pool(cfg, name) >= 0) {
+        say(err, errlen, "pool \"%s\" defined twice", name);
+        return -1;
+    }
+    struct cl_server *sv = realloc(cfg->servers, (cfg->nservers + n) * sizeof(*sv));
+    if (sv == NULL)
+        goto nomem;
+    cfg->servers = sv;
+    struct cl_pool *pools = realloc(cfg->pools, (cfg->npools + 1) * sizeof(*pools));
+    if (pools == NULL)
+        goto nomem;
+    cfg->pools = pools;
+    unsigned idx = cfg->npools++;
+    struct cl_pool *pl = &cfg->pools[idx];
+    *pl = (struct cl_pool){.name = strdup(name), .first = cfg->nservers, .n = n};
+    if (pl->name == NULL)
+        goto nomem;
+    for (unsigned i = 0; i < n; i++) {
+        struct cl_server *s = &cfg->servers[cfg->nservers++];
+        memset(s, 0, sizeof(*s));
+        s->pool = idx;
+        const char *e = entries[i];
+        if (parse_server(s, e, e + strlen(e), err, errlen) < 0)
+            return -1;
+    }
+    const char *hash = opt->hash ? opt->hash : defaults.hash;
+    if (pool_settings(pl, opt, err, errlen) < 0 || build_ring(cfg, pl, hash, err, errlen) < 0)
+        return -1;
+    return (int)idx;
+nomem:
+    say(err, errlen, "out of memory");
+    return -1;
+}
+
+/* An empty configuration with a route set and opt's window settings. */
+static struct cellar_config *config_new(const struct cellar_options *opt, char *err,
+                                        size_t errlen) {
     struct cellar_config *cfg = calloc(1, sizeof(*cfg));
-    if (cfg == NULL || (cfg->servers = calloc(n, sizeof(*cfg->servers))) == NULL ||
-        (cfg->pools = calloc(1, sizeof(*cfg->pools))) == NULL) {
-        if (cfg)
-            config_free(cfg);
+    if (cfg == NULL || (cfg->routes = route_set_create()) == NULL) {
+        free(cfg);
         say(err, errlen, "out of memory");
-        return CELLAR_ENOMEM;
+        return NULL;
     }
     atomic_init(&cfg->refs, 1);
-    cfg->npools = 1;
-    struct cl_pool *pl = &cfg->pools[0];
-    pl->name = strdup("default");
-    pl->first = 0;
-    pl->n = n;
+    if (window_settings(cfg, opt, err, errlen) < 0) {
+        config_free(cfg);
+        return NULL;
+    }
+    cfg->host_id = opt->host_id ? opt->host_id : host_hash();
+    return cfg;
+}
+
+/* A server list: one pool, and every request goes to it. */
+static int parse_list(struct cellar_config *cfg, const char *text,
+                      const struct cellar_options *opt, char *err, size_t errlen) {
+    unsigned n = 0, cap = 0;
+    char **entries = NULL;
+    int rc = -1;
     for (const char *p = text; *p;) {
         while (*p && is_sep(*p))
             p++;
@@ -302,22 +339,94 @@ int cellar_config_parse(struct cellar_config **out, const char *text,
         const char *e = p;
         while (*e && !is_sep(*e))
             e++;
-        struct cl_server *s = &cfg->servers[cfg->nservers++];
-        if (parse_server(s, p, e, err, errlen) < 0)
-            goto fail;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 8;
+            char **more = realloc(entries, cap * sizeof(*more));
+            if (more == NULL)
+                goto out;
+            entries = more;
+        }
+        if ((entries[n] = strndup(p, (size_t)(e - p))) == NULL)
+            goto out;
+        n++;
         p = e;
     }
-    const char *hash = opt && opt->hash ? opt->hash : defaults.hash;
-    if (pl->name == NULL || pool_settings(pl, opt, err, errlen) < 0 ||
-        window_settings(cfg, opt, err, errlen) < 0 || build_ring(cfg, pl, hash, err, errlen) < 0)
-        goto fail;
+    if (n == 0) {
+        say(err, errlen, "no servers");
+        goto out;
+    }
+    if (cl_config_add_pool(cfg, "default", (const char *const *)entries, n, opt, err, errlen) < 0)
+        goto out;
+    cfg->root = route_pool(cfg->routes, 0);
+    rc = cfg->root ? 0 : -1;
+out:
+    for (unsigned i = 0; i < n; i++)
+        free(entries[i]);
+    free(entries);
+    return rc;
+}
+
+/* Does text start (after blanks) like a JSON object or a comment? */
+static bool looks_json(const char *text) {
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
+        text++;
+    return *text == '{' || (text[0] == '/' && (text[1] == '/' || text[1] == '*'));
+}
+
+int cellar_config_parse(struct cellar_config **out, const char *text,
+                        const struct cellar_options *opt, char *err, size_t errlen) {
+    const struct cellar_options none = {0};
+    *out = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (opt == NULL)
+        opt = &none;
+    if (text == NULL) {
+        say(err, errlen, "no configuration");
+        return CELLAR_ECONFIG;
+    }
+    struct cellar_config *cfg = config_new(opt, err, errlen);
+    if (cfg == NULL)
+        return CELLAR_ECONFIG;
+    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, err, errlen)
+                              : parse_list(cfg, text, opt, err, errlen);
+    if (rc < 0 || cfg->root == NULL) {
+        if (errlen && err[0] == '\0')
+            say(err, errlen, "out of memory");
+        config_free(cfg);
+        return CELLAR_ECONFIG;
+    }
     *out = cfg;
     return CELLAR_OK;
-fail:
-    if (errlen && err[0] == '\0')
-        say(err, errlen, "out of memory");
-    config_free(cfg);
-    return CELLAR_ECONFIG;
+}
+
+int cellar_config_load(struct cellar_config **out, const char *path,
+                       const struct cellar_options *opt, char *err, size_t errlen) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        say(err, errlen, "%s: %s", path, strerror(errno));
+        return CELLAR_ECONFIG;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    char buf[8192];
+    size_t n;
+    while (m && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+        fwrite(buf, 1, n, m);
+    bool bad = ferror(f) || m == NULL;
+    fclose(f);
+    if (m)
+        fclose(m);
+    if (bad) {
+        free(text);
+        say(err, errlen, "%s: cannot read", path);
+        return CELLAR_ECONFIG;
+    }
+    int rc = cellar_config_parse(out, text, opt, err, errlen);
+    free(text);
+    return rc;
 }
 
 struct cellar_config *cl_config_ref(struct cellar_config *cfg) {

@@ -74,6 +74,8 @@ struct msg {
                                    relative, else a unix time; negative: already expired */
     uint64_t cas;               /* MSG_CAS; MSG_LEASE_SET: the lease token */
     uint64_t delta;             /* incr/decr */
+    bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
+                                   only; on the other wires the reply's ttl stays -1) */
 };
 
 enum msg_res {
@@ -102,7 +104,8 @@ struct msg_reply {
     uint64_t cas;               /* HIT of gets/gats/lease-get: the item's cas (the lease
                                    token when won) */
     uint64_t number;            /* NUMBER */
-    int64_t ttl;                /* lease-get HIT: remaining TTL, -1 for none */
+    int64_t ttl;                /* lease-get HIT, or want_ttl on meta: remaining TTL,
+                                   -1 for none or unknown */
     bool won;                   /* lease-get: this request won the right to fill (meta W) */
     bool token_sent;            /* lease-get: another request holds it (meta Z) */
     bool stale;                 /* lease-get: the value was invalidated (meta X) */

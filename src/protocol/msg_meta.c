@@ -62,11 +62,19 @@ static const char *const mg_flags[MSG_OP_COUNT] = {
     [MSG_TOUCH] = " T",         [MSG_LEASE_GET] = " v f c t N",
 };
 
+/* A get-family request that asks for the remaining TTL (the lease-get always does). */
+static inline bool asks_ttl(const struct msg *m) {
+    return m->want_ttl && (m->op == MSG_GET || m->op == MSG_GETS || m->op == MSG_GAT ||
+                           m->op == MSG_GATS);
+}
+
 static void fmt_mg(struct mc_put *w, const struct msg *m) {
     const char *f = mg_flags[m->op];
     size_t n = strlen(f);
     MC_PUT_LIT(w, "mg ");
     mc_put(w, m->key.p, m->key.len);
+    if (asks_ttl(m))
+        MC_PUT_LIT(w, " t");
     mc_put(w, f, n);
     if (f[n - 1] == 'T' || f[n - 1] == 'N')
         mc_put_i64(w, m->exptime);
@@ -191,12 +199,13 @@ static inline bool is_mg(enum msg_op op) {
  * and W, Z and X, which memcached adds to any mg of a stale or leased
  * item.  On VA the asked-for value flags (f, c, t) must all be there.
  */
-static const char *mg_allowed(enum msg_op op) {
-    switch (op) {
-    case MSG_GETS: case MSG_GATS: return "fcWZX";
+static const char *mg_allowed(const struct msg *m) {
+    bool t = asks_ttl(m);
+    switch (m->op) {
+    case MSG_GETS: case MSG_GATS: return t ? "fctWZX" : "fcWZX";
     case MSG_LEASE_GET:           return "fctWZX";
     case MSG_TOUCH:               return "WZX";
-    default:                      return "fWZX";
+    default:                      return t ? "ftWZX" : "fWZX";
     }
 }
 
@@ -233,15 +242,15 @@ static inline uint64_t flag_bit(char c) {
  * (TOUCHED; only a touch), EN (MISS, or NOT_FOUND for a touch; no flags).
  * Each flag at most once, each one the request allows.
  */
-static bool map_mg(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
-    bool touch = op == MSG_TOUCH;
+static bool map_mg(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
+    bool touch = m->op == MSG_TOUCH;
     if (e->code == MC_META_CODE_EN) {
         r->res = touch ? MSG_RES_NOT_FOUND : MSG_RES_MISS;
         return e->nflags == 0;
     }
     if (e->code != (touch ? MC_META_CODE_HD : MC_META_CODE_VA))
         return false;
-    const char *allowed = mg_allowed(op);
+    const char *allowed = mg_allowed(m);
     uint64_t seen = 0;
     for (int i = 0; i < e->nflags; i++) {
         const struct mc_meta_rflag *f = &e->flags[i];
@@ -318,7 +327,7 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
     case MC_META_CODE_SERVER_ERROR: r->res = MSG_RES_SERVER_ERROR; break;
     default:
         if (is_mg(m->op))
-            return map_mg(r, m->op, e);
+            return map_mg(r, m, e);
         if (msg_op_stores(m->op))
             return map_ms(r, m->op, e);
         if (m->op == MSG_DELETE || m->op == MSG_INCR || m->op == MSG_DECR)

@@ -1,7 +1,8 @@
 """libcellar through ctypes: the library's C API, called as an application
 would call it, for the integration tests.
 
-CELLAR_LIB names the shared object (make integration passes build/libcellar.so).
+CELLAR_LIB names the shared object (make integration passes build/libcellar.so;
+the default is that path).
 `Client(servers, **options)` parses a server list and makes one handle;
 each method returns (status, ...) with the C call's status, so a test can
 assert on the exact status the library gave.  A handle belongs to one
@@ -11,7 +12,8 @@ thread: a threaded test makes one Client per thread.
 import ctypes
 import os
 
-LIB_PATH = os.environ.get("CELLAR_LIB", "")
+LIB_PATH = os.environ.get("CELLAR_LIB") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "libcellar.so")
 
 OK, NOT_FOUND, NOT_STORED, EXISTS = 0, 1, 2, 3
 EINVAL, ENOMEM, ETIMEDOUT, ECONNECT, ECLOSED, EDOWN = -1, -2, -3, -4, -5, -6
@@ -45,8 +47,8 @@ _lib = None
 def lib():
     global _lib
     if _lib is None:
-        if not LIB_PATH:
-            raise AssertionError("CELLAR_LIB is not set (make integration sets it)")
+        if not os.path.isfile(LIB_PATH):
+            raise AssertionError("no libcellar at %s (make lib; CELLAR_LIB names it)" % LIB_PATH)
         L = ctypes.CDLL(LIB_PATH)
         vp, sz, i64, u64 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int64, ctypes.c_uint64
         cp = ctypes.c_char_p

@@ -1,0 +1,127 @@
+/*
+ * route.h -- mcrouter's route handles, in C.
+ *
+ * A route is a small immutable object with one job -- hash a key over a
+ * pool, try children in order until one answers, send to all of them --
+ * and routes compose into a tree that a configuration describes.  The
+ * same tree runs in libcellar and in cellar-router.  A route never holds
+ * per-request state: dispatching a request makes whatever small state the
+ * route needs (a struct cl_sub per child request) and frees it when the
+ * child is done.
+ *
+ *   FailoverWithExptimeRoute          (normal, then the gutter pool with
+ *     |-- PoolRoute|main               exptime capped at failover_exptime)
+ *     `-- PoolRoute|gutter
+ *
+ * Every route of a configuration lives in its route set, created with the
+ * configuration and freed with it; a route may be the child of several
+ * (mcrouter's named handles), so routes do not own their children.
+ *
+ * Threading: the tree is read-only after building and shared by handles
+ * on any thread; dispatch runs on the handle's thread.
+ */
+#ifndef CELLAR_CLIENT_ROUTE_H
+#define CELLAR_CLIENT_ROUTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/msg.h"
+
+struct cellar;
+struct cl_req;
+
+enum route_kind {
+    ROUTE_SERVER = 0,           /* one server (mcrouter's destination; "Pool|A" expands to these) */
+    ROUTE_POOL,                 /* PoolRoute: the key's server in a pool */
+    ROUTE_FAILOVER,             /* FailoverRoute, FailoverWithExptimeRoute */
+    ROUTE_MISS_FAILOVER,        /* MissFailoverRoute */
+    ROUTE_ALL_SYNC,             /* AllSyncRoute */
+    ROUTE_ALL_ASYNC,            /* AllAsyncRoute */
+    ROUTE_ALL_INITIAL,          /* AllInitialRoute */
+    ROUTE_LATEST,               /* LatestRoute */
+    ROUTE_OPERATION_SELECTOR,   /* OperationSelectorRoute */
+    ROUTE_PREFIX_SELECTOR,      /* PrefixSelectorRoute */
+    ROUTE_WARM_UP,              /* WarmUpRoute */
+    ROUTE_NULL,                 /* NullRoute: a miss / not stored, nothing sent */
+    ROUTE_KIND_COUNT
+};
+
+struct route;
+
+struct route_ops {
+    /* Sends q on its way; q->done is called once, now or later. */
+    void (*dispatch)(const struct route *r, struct cellar *h, struct cl_req *q);
+};
+
+struct route {
+    enum route_kind kind;
+    const struct route_ops *ops;
+    struct route **children;    /* failover, all, latest: in order; warm-up: cold, warm */
+    unsigned nchildren;
+    unsigned target;            /* SERVER: server index; POOL: pool index */
+    int exptime;                /* FAILOVER: cap on the failover children's exptime
+                                   (-1: none); WARM_UP: TTL of an add into cold when
+                                   warm cannot tell the remaining one */
+    unsigned failover_count;    /* LATEST: children tried after the first */
+    struct route *by_op[MSG_OP_COUNT]; /* OPERATION_SELECTOR: NULL -> dflt */
+    struct route *dflt;         /* OPERATION_SELECTOR default_policy; PREFIX wildcard */
+    char **prefixes;            /* PREFIX_SELECTOR: prefixes[i] -> children[i], longest wins */
+};
+
+/* All the routes of one configuration: made together, freed together. */
+struct route_set;
+
+struct route_set *route_set_create(void);
+void route_set_destroy(struct route_set **rs);
+
+/*
+ * Constructors.  Arrays are copied; children must belong to the same set.
+ * Each returns NULL only when out of memory.
+ */
+struct route *route_server(struct route_set *rs, unsigned server);
+struct route *route_pool(struct route_set *rs, unsigned pool);
+/* Children in order until one answers without an error; from the second
+ * on, exptime capped at failover_exptime (< 0: no cap, plain FailoverRoute). */
+struct route *route_failover(struct route_set *rs, struct route *const *children, unsigned n,
+                             int failover_exptime);
+struct route *route_miss_failover(struct route_set *rs, struct route *const *children,
+                                  unsigned n);
+/* kind: ROUTE_ALL_SYNC, ROUTE_ALL_ASYNC or ROUTE_ALL_INITIAL. */
+struct route *route_all(struct route_set *rs, enum route_kind kind,
+                        struct route *const *children, unsigned n);
+/* One child picked by the handle's host id, then up to failover_count others. */
+struct route *route_latest(struct route_set *rs, struct route *const *children, unsigned n,
+                           unsigned failover_count);
+/* by_op[op] (NULL: dflt; dflt NULL: NullRoute's answer). */
+struct route *route_operation_selector(struct route_set *rs,
+                                       struct route *const by_op[MSG_OP_COUNT],
+                                       struct route *dflt);
+/* The longest of prefixes[0..n) that starts the key picks routes[i], else wildcard. */
+struct route *route_prefix_selector(struct route_set *rs, const char *const *prefixes,
+                                    struct route *const *routes, unsigned n,
+                                    struct route *wildcard);
+struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
+                            int exptime);
+struct route *route_null(struct route_set *rs);
+
+/* Dispatches q (q->m, q->done, q->arg set) down the tree from r. */
+static inline void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    r->ops->dispatch(r, h, q);
+}
+
+/* mcrouter's name of a kind ("PoolRoute", ...). */
+const char *route_kind_name(enum route_kind kind);
+
+/*
+ * Writes the tree below r as one line into out (for tests and the
+ * router's `__mcrouter__.route_handles`-style introspection), e.g.
+ * "FailoverRoute(exptime=10)[PoolRoute(main),PoolRoute(gutter)]"; pools
+ * and servers are named from the configuration.  Returns the length it
+ * needed (as snprintf).
+ */
+struct cellar_config;
+int route_describe(const struct route *r, const struct cellar_config *cfg, char *out,
+                   size_t cap);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * route_all.c -- the routes that send to every child at once:
+ *
+ *   AllSyncRoute     waits for all; answers with the worst reply (an error
+ *                    before a miss or refusal, before success; the first
+ *                    to arrive among equals): the replicated pool's writes
+ *   AllInitialRoute  answers with the first child's reply as soon as it
+ *                    comes; the others finish in the background
+ *   AllAsyncRoute    answers at once as NullRoute would; all children
+ *                    finish in the background
+ *
+ * Children may outlive their parent's answer, so a fan carries its own
+ * copy of the key and value, and is freed when its last child is done.
+ * The reply AllSync keeps (the worst so far) is copied too: a reply's
+ * spans live only as long as the callback that hands it over.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+
+struct fan_child {
+    struct cl_req q;            /* first, so done() finds the child */
+    struct fan *f;
+};
+
+struct fan {
+    struct cl_req *parent;      /* NULL once answered */
+    const struct route *r;
+    unsigned left;              /* children not done */
+    int worst;                  /* AllSync: the worst status so far, and its reply */
+    bool have_worst;
+    struct msg_reply worst_r;
+    char *worst_buf;
+    struct fan_child kids[];    /* then the key and value bytes */
+};
+
+/* How bad a status is: errors, then misses and refusals, then success. */
+static int badness(int status) {
+    return status < 0 ? 2 : status > 0 ? 1 : 0;
+}
+
+static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {
+    if (f->have_worst && badness(status) <= badness(f->worst))
+        return;
+    f->have_worst = true;
+    f->worst = status;
+    free(f->worst_buf);
+    f->worst_buf = NULL;
+    if (rep == NULL) {
+        f->worst_r = (struct msg_reply){.res = MSG_RES_NONE, .ttl = -1};
+        return;
+    }
+    f->worst_r = *rep;
+    size_t nv = rep->value.len, nm = rep->msg.len;
+    f->worst_buf = malloc(nv + nm + 1);
+    if (f->worst_buf == NULL) {
+        f->worst = CELLAR_ENOMEM;
+        f->worst_r.value = f->worst_r.msg = (struct mc_span){NULL, 0};
+        return;
+    }
+    memcpy(f->worst_buf, rep->value.p, nv);
+    memcpy(f->worst_buf + nv, rep->msg.p, nm);
+    f->worst_r.value = (struct mc_span){f->worst_buf, nv};
+    f->worst_r.msg = (struct mc_span){f->worst_buf + nv, nm};
+}
+
+static void answer(struct fan *f, int status, const struct msg_reply *rep) {
+    struct cl_req *p = f->parent;
+    f->parent = NULL;
+    p->done(p, status, rep);
+}
+
+static void fan_free(struct fan *f) {
+    free(f->worst_buf);
+    free(f);
+}
+
+static void child_done(struct cl_req *q, int status, const struct msg_reply *rep) {
+    struct fan_child *k = (struct fan_child *)q;
+    struct fan *f = k->f;
+    if (f->r->kind == ROUTE_ALL_SYNC && f->parent)
+        keep_worst(f, status, rep);
+    else if (f->r->kind == ROUTE_ALL_INITIAL && k == &f->kids[0] && f->parent)
+        answer(f, status, rep);
+    if (--f->left > 0)
+        return;
+    if (f->parent)
+        answer(f, f->worst, f->worst_r.res == MSG_RES_NONE ? NULL : &f->worst_r);
+    fan_free(f);
+}
+
+static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    unsigned n = r->nchildren;
+    if (n == 0) {
+        cl_answer_null(q);
+        return;
+    }
+    size_t nk = q->m.key.len, nv = msg_op_stores(q->m.op) ? q->m.value.len : 0;
+    struct fan *f = malloc(sizeof(*f) + n * sizeof(f->kids[0]) + nk + nv);
+    if (f == NULL) {
+        q->done(q, CELLAR_ENOMEM, NULL);
+        return;
+    }
+    *f = (struct fan){.parent = q, .r = r, .left = n};
+    struct msg m = q->m;
+    char *copy = (char *)&f->kids[n];
+    if (nk)
+        memcpy(copy, q->m.key.p, nk);
+    if (nv)
+        memcpy(copy + nk, q->m.value.p, nv);
+    m.key.p = copy;
+    m.value = (struct mc_span){nv ? copy + nk : NULL, nv};
+    for (unsigned i = 0; i < n; i++)
+        f->kids[i] = (struct fan_child){.q = {.m = m, .done = child_done}, .f = f};
+    if (r->kind == ROUTE_ALL_ASYNC) {
+        f->parent = NULL;
+        cl_answer_null(q);
+    }
+    /* The fan may be freed by the last child: nothing of it is read after the loop. */
+    for (unsigned i = 0; i < n; i++)
+        route_dispatch(r->children[i], h, &f->kids[i].q);
+}
+
+const struct route_ops route_all_ops = {all_dispatch};
