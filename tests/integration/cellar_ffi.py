@@ -25,7 +25,8 @@ class Options(ctypes.Structure):
                 ("server_timeout_ms", ctypes.c_int), ("connect_timeout_ms", ctypes.c_int),
                 ("tko_timeouts", ctypes.c_int), ("probe_min_ms", ctypes.c_int),
                 ("probe_max_ms", ctypes.c_int), ("window_init", ctypes.c_int),
-                ("window_min", ctypes.c_int), ("window_max", ctypes.c_int)]
+                ("window_min", ctypes.c_int), ("window_max", ctypes.c_int),
+                ("host_id", ctypes.c_uint64)]
 
 
 class Item(ctypes.Structure):
