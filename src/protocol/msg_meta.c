@@ -10,7 +10,7 @@
  *   delete                md k                    HD (DELETED), NF
  *   incr / decr           ma k [MD] D<d> v        VA n / digits (NUMBER), NF
  *   lease-get             mg k v f c t N<e>       VA ... [W] [Z] [X], or EN
- *   lease-set             ms k n F<f> T<e> C<token> I   HD, NS, EX, NF
+ *   lease-set             ms k n F<f> T<e> C<token>     HD, NS, EX, NF
  *   flush_all / version   the text commands; OK, VERSION <text>
  *
  * Any request may also be answered by ERROR, CLIENT_ERROR or SERVER_ERROR.
@@ -26,10 +26,12 @@
  *   - An item marked stale (md I) gets X and then W or Z on every mg,
  *     with or without N, and "HD Z X" for a touch; so W, Z and X are
  *     read on every mg reply, not only a lease-get's.
- *   - A lease-set with I and a token older than the item's CAS (the item
- *     was invalidated by md I after the lease was won) is stored and the
- *     item stays stale (X), as protocol.txt documents for ms I; a token
- *     newer than the item's CAS answers EX, a missing item NF.
+ *   - A lease-set is a compare-and-set on the token: a token that is no
+ *     longer the item's CAS (the item was invalidated by md I, or stored
+ *     again, after the lease was won) answers EX, a deleted item NF, so a
+ *     delete since the lease was issued makes the fill fail, as the
+ *     paper's leases do.  (With ms's I flag memcached would store such a
+ *     fill and keep the item stale; that is not sent.)
  *   - The lease-get that wins on a miss (N vivifies an empty item) shows
  *     t-1 although the placeholder expires after N's seconds; the next
  *     one shows the TTL ("VA 0 f0 c11 t-1 W", then "... t30 Z").  N0 (a
@@ -88,7 +90,7 @@ static const char *const ms_mode[MSG_OP_COUNT] = {
 
 /*
  * "ms <key> <vlen>" then F and T unless the op appends, then the mode
- * or, for cas and lease-set, the C token (a lease-set adds I: see above).
+ * or, for cas and lease-set, the C token.
  */
 static void fmt_ms(struct mc_put *w, const struct msg *m) {
     MC_PUT_LIT(w, "ms ");
@@ -104,8 +106,6 @@ static void fmt_ms(struct mc_put *w, const struct msg *m) {
     if (m->op == MSG_CAS || m->op == MSG_LEASE_SET) {
         MC_PUT_LIT(w, " C");
         mc_put_u64(w, m->cas);
-        if (m->op == MSG_LEASE_SET)
-            MC_PUT_LIT(w, " I");
     } else {
         mc_put(w, ms_mode[m->op], 3);
     }
