@@ -114,6 +114,8 @@ struct cellar_options {
     int window_max;             /* nor grows above: 4096 */
     uint64_t host_id;           /* which replica LatestRoute reads first: a hash of the
                                    host name */
+    int lease_retry_ms;         /* a lease-get told to wait retries after: 10 (doubling) */
+    int lease_wait_ms;          /* and gives up (CELLAR_LEASE_WAIT) after: 1000 */
 };
 
 struct cellar_config;
@@ -244,6 +246,72 @@ CELLAR_API int cellar_flush_all(struct cellar *h, int64_t delay);
  * NUL-terminated when cap > 0), or an error.
  */
 CELLAR_API int cellar_version(struct cellar *h, unsigned i, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------- */
+/* Leases (the paper's section 3.2.1; meta protocol pools only)             */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A read that, on a miss, hands out the right to fill the key: one client
+ * fills while the others wait a moment and then read what it stored, so a
+ * hot key that goes missing costs the database one query, not hundreds;
+ * and a fill computed before a delete of the key cannot be stored after
+ * it (the delete voids the lease).  Built on meta's mg N (vivify), W, Z,
+ * X and ms C.
+ */
+enum cellar_lease_state {
+    CELLAR_LEASE_HIT = 0,       /* a fresh value */
+    CELLAR_LEASE_WIN,           /* a miss, or a stale value (it->value holds it): this
+                                   caller fills the key, with cellar_lease_set(token) */
+    CELLAR_LEASE_STALE,         /* a value invalidated since it was stored, another
+                                   client is refilling it: use it or wait */
+    CELLAR_LEASE_WAIT,          /* another client holds the lease and nothing was stored
+                                   within lease_wait_ms */
+};
+
+struct cellar_lease {
+    int state;                  /* enum cellar_lease_state */
+    uint64_t token;             /* WIN: pass to cellar_lease_set() */
+    int stale;                  /* the value in the item was invalidated */
+};
+
+/*
+ * Reads key or leases it for lease_ttl seconds (how long the winner has
+ * to fill it; > 0).  While another client holds the lease it retries,
+ * backing off from lease_retry_ms, up to lease_wait_ms.  Returns CELLAR_OK
+ * with *lease (and *it for HIT, STALE and a stale WIN), or an error
+ * (CELLAR_ENOTSUP for a pool that does not speak meta).
+ */
+CELLAR_API int cellar_lease_get(struct cellar *h, const char *key, size_t nkey, int lease_ttl,
+                                struct cellar_item *it, struct cellar_lease *lease);
+
+/*
+ * Fills a leased key: stored (CELLAR_OK) only while token is still the
+ * key's lease; CELLAR_EXISTS or CELLAR_NOT_FOUND when a delete, an
+ * invalidation or another store came in between.
+ */
+CELLAR_API int cellar_lease_set(struct cellar *h, const char *key, size_t nkey,
+                                const void *value, size_t nvalue, uint32_t flags,
+                                int64_t exptime, uint64_t token);
+
+/* ---------------------------------------------------------------------- */
+/* Single-flight (the cache-algorithm paper's "flying")                     */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A group shared by threads (thread-safe): concurrent reads of one key
+ * through cellar_get_flight() on any of the group's threads make one
+ * request to the servers; the others wait for its answer and get a copy.
+ */
+struct cellar_flight;
+
+CELLAR_API int cellar_flight_create(struct cellar_flight **out);
+/* Call once no thread uses the group any more; NULL is fine. */
+CELLAR_API void cellar_flight_destroy(struct cellar_flight **g);
+
+/* cellar_get(), joining a read of the same key already under way in g. */
+CELLAR_API int cellar_get_flight(struct cellar *h, struct cellar_flight *g, const char *key,
+                                 size_t nkey, struct cellar_item *it);
 
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                 */

@@ -243,7 +243,7 @@ struct call {
     struct cl_req *reqs;        /* items[i] answers reqs[i] */
     struct cellar_item *items;  /* NULL: answers are not fetched values */
     int status;                 /* single requests: the status */
-    uint64_t number;            /* incr/decr */
+    struct cl_answer ans;       /* single requests: the reply's other fields */
     char *text;                 /* version: where the text goes */
     size_t text_cap;
 };
@@ -272,8 +272,11 @@ static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
         status = take_value(&k->items[q - k->reqs], r);
     if (k->items)
         k->items[q - k->reqs].status = status;
-    if (r && r->res == MSG_RES_NUMBER)
-        k->number = r->number;
+    if (r) {
+        k->ans = (struct cl_answer){.number = r->number, .won = r->won,
+                                    .token_sent = r->token_sent, .stale = r->stale,
+                                    .ttl = r->ttl};
+    }
     if (r && r->res == MSG_RES_VERSION && k->text_cap) {
         size_t n = r->msg.len < k->text_cap - 1 ? r->msg.len : k->text_cap - 1;
         memcpy(k->text, r->msg.p, n);
@@ -305,16 +308,36 @@ static void call_run(struct cellar *h, struct call *k, unsigned n, const unsigne
     run(h, &k->left, 0);
 }
 
-/* One keyed request; its item (for gets), number (incr/decr) come back through k. */
-static int call_one(struct cellar *h, struct msg m, struct cellar_item *it, uint64_t *number) {
-    struct cl_req q = {.m = m};
-    struct call k = {.reqs = &q, .items = it};
+int cl_call_one(struct cellar *h, const struct msg *m, struct cellar_item *it,
+                struct cl_answer *ans) {
+    struct cl_req q = {.m = *m};
+    struct call k = {.reqs = &q, .items = it, .ans = {.ttl = -1}};
     if (it)
         memset(it, 0, sizeof(*it));
     call_run(h, &k, 1, NULL);
-    if (number && k.status == CELLAR_OK)
-        *number = k.number;
+    if (ans)
+        *ans = k.ans;
     return k.status;
+}
+
+/* One keyed request; its item (for gets) and number (incr/decr) come back. */
+static int call_one(struct cellar *h, struct msg m, struct cellar_item *it, uint64_t *number) {
+    struct cl_answer ans;
+    int status = cl_call_one(h, &m, it, &ans);
+    if (number && status == CELLAR_OK)
+        *number = ans.number;
+    return status;
+}
+
+void cl_pause(struct cellar *h, int ms) {
+    uint64_t until = cl_now_ns() + (uint64_t)ms * 1000000u;
+    run(h, NULL, until);
+    uint64_t now = cl_now_ns();
+    if (now < until) {
+        struct timespec ts = {(time_t)((until - now) / 1000000000u),
+                              (long)((until - now) % 1000000000u)};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static struct mc_span span(const void *p, size_t n) {

@@ -67,6 +67,8 @@ struct cellar_config {
     struct route_set *routes;   /* every route of the tree */
     struct route *root;         /* where requests enter */
     uint64_t host_id;           /* LatestRoute's pick */
+    int lease_retry_ms;         /* a waiting lease-get's first backoff */
+    int lease_wait_ms;          /* and how long it waits in all */
     int window_init, window_min, window_max;
 };
 
@@ -223,6 +225,23 @@ struct cellar {
     double window;
     struct cellar_stats st;
 };
+
+/* What a single request's reply said besides its status and value. */
+struct cl_answer {
+    uint64_t number;            /* incr/decr */
+    bool won, token_sent, stale;/* lease-get (meta W, Z, X) */
+    int64_t ttl;                /* lease-get, want_ttl: remaining TTL, -1 none/unknown */
+};
+
+/*
+ * Runs one keyed request down the route tree and waits for it: its
+ * status, its value in *it (may be NULL), the rest in *ans (may be NULL).
+ */
+int cl_call_one(struct cellar *h, const struct msg *m, struct cellar_item *it,
+                struct cl_answer *ans);
+
+/* Waits ms milliseconds, running the handle's background work meanwhile. */
+void cl_pause(struct cellar *h, int ms);
 
 /* Connection events the handle keeps count of or adjusts the window by. */
 void cl_window_answered(struct cellar *h);

@@ -25,6 +25,7 @@ struct cl_defaults {
     const char *protocol, *hash;
     int server_timeout_ms, connect_timeout_ms, tko_timeouts, probe_min_ms, probe_max_ms;
     int window_init, window_min, window_max;
+    int lease_retry_ms, lease_wait_ms;
 };
 
 static const struct cl_defaults defaults = {
@@ -33,6 +34,7 @@ static const struct cl_defaults defaults = {
     .probe_min_ms = 1000, .probe_max_ms = 60000,
     /* FIXME: bench/incast is to choose these. */
     .window_init = 256, .window_min = 16, .window_max = 4096,
+    .lease_retry_ms = 10, .lease_wait_ms = 1000,
 };
 
 static void say(char *err, size_t errlen, const char *fmt, ...) {
@@ -322,6 +324,8 @@ static struct cellar_config *config_new(const struct cellar_options *opt, char *
         return NULL;
     }
     cfg->host_id = opt->host_id ? opt->host_id : host_hash();
+    cfg->lease_retry_ms = pick(opt->lease_retry_ms, defaults.lease_retry_ms);
+    cfg->lease_wait_ms = pick(opt->lease_wait_ms, defaults.lease_wait_ms);
     return cfg;
 }
 

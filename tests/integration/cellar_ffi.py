@@ -26,7 +26,15 @@ class Options(ctypes.Structure):
                 ("tko_timeouts", ctypes.c_int), ("probe_min_ms", ctypes.c_int),
                 ("probe_max_ms", ctypes.c_int), ("window_init", ctypes.c_int),
                 ("window_min", ctypes.c_int), ("window_max", ctypes.c_int),
-                ("host_id", ctypes.c_uint64)]
+                ("host_id", ctypes.c_uint64), ("lease_retry_ms", ctypes.c_int),
+                ("lease_wait_ms", ctypes.c_int)]
+
+
+class Lease(ctypes.Structure):
+    _fields_ = [("state", ctypes.c_int), ("token", ctypes.c_uint64), ("stale", ctypes.c_int)]
+
+
+LEASE_HIT, LEASE_WIN, LEASE_STALE, LEASE_WAIT = 0, 1, 2, 3
 
 
 class Item(ctypes.Structure):
@@ -86,6 +94,12 @@ def lib():
         L.cellar_flush_all.argtypes = [vp, i64]
         L.cellar_version.argtypes = [vp, ctypes.c_uint, cp, sz]
         L.cellar_stats.argtypes = [vp, ctypes.POINTER(Stats)]
+        L.cellar_lease_get.argtypes = [vp, cp, sz, ctypes.c_int, ctypes.POINTER(Item),
+                                       ctypes.POINTER(Lease)]
+        L.cellar_lease_set.argtypes = [vp, cp, sz, cp, sz, ctypes.c_uint32, i64, u64]
+        L.cellar_flight_create.argtypes = [ctypes.POINTER(vp)]
+        L.cellar_flight_destroy.argtypes = [ctypes.POINTER(vp)]
+        L.cellar_get_flight.argtypes = [vp, vp, cp, sz, ctypes.POINTER(Item)]
         _lib = L
     return _lib
 
@@ -240,6 +254,26 @@ class Client:
         rc = lib().cellar_version(self.h, i, buf, len(buf))
         return rc, buf.value.decode()
 
+    # -- leases, single-flight -------------------------------------------
+    def lease_get(self, key, lease_ttl):
+        """(status, lease state, token, stale, value)."""
+        it, ls = Item(), Lease()
+        k = _b(key)
+        rc = lib().cellar_lease_get(self.h, k, len(k), lease_ttl, ctypes.byref(it),
+                                    ctypes.byref(ls))
+        v = self._item(it)[1]
+        return rc, ls.state, ls.token, bool(ls.stale), v
+
+    def lease_set(self, key, value, token, flags=0, exptime=0):
+        k, v = _b(key), _b(value)
+        return lib().cellar_lease_set(self.h, k, len(k), v, len(v), flags, exptime, token)
+
+    def get_flight(self, group, key):
+        it = Item()
+        k = _b(key)
+        lib().cellar_get_flight(self.h, group.g, k, len(k), ctypes.byref(it))
+        return self._item(it)
+
     # -- state -----------------------------------------------------------
     def server_of(self, key):
         k = _b(key)
@@ -255,3 +289,21 @@ class Client:
         st = Stats()
         lib().cellar_stats(self.h, ctypes.byref(st))
         return {name: getattr(st, name) for name, _ in Stats._fields_}
+
+
+class Flight:
+    """A single-flight group, shared by the threads' handles."""
+
+    def __init__(self):
+        self.g = ctypes.c_void_p()
+        assert lib().cellar_flight_create(ctypes.byref(self.g)) == OK
+
+    def close(self):
+        lib().cellar_flight_destroy(ctypes.byref(self.g))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
