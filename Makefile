@@ -61,10 +61,11 @@ $(B)/cellar-ring: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/ring/*.c)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libcellar, the client library applications link: its own layer and those
-# it stands on, in one archive and in one shared object.  The shared one is
+# it stands on (storage for the near-cache), in one archive and in one
+# shared object.  The shared one is
 # built from position-independent objects of its own and exports only the
 # calls cellar.h marks CELLAR_API.
-LIB_LAYERS  := client protocol core
+LIB_LAYERS  := client storage protocol core
 LIB_OBJ     := $(foreach l,$(LIB_LAYERS),$(call obj_of,$(l)))
 LIB_PIC     := $(patsubst $(B)/obj/%.o,$(B)/pic/%.o,$(LIB_OBJ))
 LIB_SOVER   := 0
@@ -107,7 +108,7 @@ sim: $(B)/cellar-sim
 deps_core     := $(CORE_A)
 deps_storage  := $(STORAGE_A) $(CORE_A)
 deps_protocol := $(PROTOCOL_A) $(CORE_A)
-deps_client   := $(CLIENT_A) $(PROTOCOL_A) $(CORE_A)
+deps_client   := $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 # System libraries a layer's archive needs (the client's JSON configuration).
 libs_client   := -ljansson

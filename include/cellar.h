@@ -314,6 +314,29 @@ CELLAR_API int cellar_get_flight(struct cellar *h, struct cellar_flight *g, cons
                                  size_t nkey, struct cellar_item *it);
 
 /* ---------------------------------------------------------------------- */
+/* Near-cache                                                               */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * An in-process cache in front of the servers, shared by any handles on
+ * any threads: at most `bytes` of items (the project's storage engine, an
+ * eviction policy: "s3fifo" when policy is NULL), each kept at most ttl_s
+ * seconds.  A value read through it may be up to ttl_s (+1) seconds older
+ * than the servers' copy; a handle's own writes drop the key from it
+ * first, so a handle always reads its own writes.  Only cellar_get() and
+ * cellar_mget() read it.  CELLAR_EINVAL for bytes < 128 KiB, ttl_s <= 0 or
+ * an unknown policy.
+ */
+struct cellar_near;
+
+CELLAR_API int cellar_near_create(struct cellar_near **out, size_t bytes, int ttl_s,
+                                  const char *policy);
+/* Call once no handle uses it any more; NULL is fine. */
+CELLAR_API void cellar_near_destroy(struct cellar_near **n);
+/* Puts n in front of h's servers (NULL: none). */
+CELLAR_API void cellar_use_near(struct cellar *h, struct cellar_near *n);
+
+/* ---------------------------------------------------------------------- */
 /* Counters                                                                 */
 /* ---------------------------------------------------------------------- */
 
@@ -329,6 +352,7 @@ struct cellar_stats {
     uint64_t revivals;          /* servers brought back by a probe */
     uint64_t probes;            /* probes sent */
     uint64_t connects;          /* connections opened */
+    uint64_t near_hits;         /* gets answered by the near-cache */
     uint32_t window;            /* the multi-get window now */
     uint32_t window_peak;       /* the most gets ever in flight at once */
 };

@@ -351,7 +351,17 @@ static int get_op(struct cellar *h, enum msg_op op, const char *key, size_t nkey
 }
 
 int cellar_get(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it) {
-    return get_op(h, MSG_GET, key, nkey, 0, it);
+    if (h->near && msg_key_ok(span(key, nkey))) {
+        memset(it, 0, sizeof(*it));
+        if (cl_near_get(h->near, key, nkey, it)) {
+            h->st.near_hits++;
+            return CELLAR_OK;
+        }
+    }
+    int status = get_op(h, MSG_GET, key, nkey, 0, it);
+    if (h->near && status == CELLAR_OK)
+        cl_near_put(h->near, key, nkey, it->value, it->nvalue, it->flags);
+    return status;
 }
 
 int cellar_gets(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it) {
@@ -378,17 +388,56 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
     if (reqs == NULL)
         return CELLAR_ENOMEM;
     memset(items, 0, n * sizeof(*items));
-    for (size_t i = 0; i < n; i++)
-        reqs[i].m = (struct msg){.op = MSG_GET, .key = span(keys[i], nkeys[i])};
-    struct call k = {.reqs = reqs, .items = items};
-    call_run(h, &k, (unsigned)n, NULL);
+    /* Keys the near-cache answers are left out of the requests (map says where each goes). */
+    size_t *map = h->near ? malloc(n * sizeof(*map)) : NULL;
+    size_t m = 0;
+    if (h->near && map == NULL) {
+        free(reqs);
+        return CELLAR_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct mc_span key = span(keys[i], nkeys[i]);
+        if (map && msg_key_ok(key) && cl_near_get(h->near, key.p, key.len, &items[i])) {
+            h->st.near_hits++;
+            continue;
+        }
+        if (map)
+            map[m] = i;
+        reqs[m++].m = (struct msg){.op = MSG_GET, .key = key};
+    }
+    struct cellar_item *got = map ? calloc(m ? m : 1, sizeof(*got)) : items;
+    if (got == NULL) {
+        free(reqs);
+        free(map);
+        return CELLAR_ENOMEM;
+    }
+    struct call k = {.reqs = reqs, .items = got};
+    call_run(h, &k, (unsigned)m, NULL);
+    if (map) {
+        for (size_t j = 0; j < m; j++) {
+            struct cellar_item *it = &got[j];
+            if (it->status == CELLAR_OK)
+                cl_near_put(h->near, reqs[j].m.key.p, reqs[j].m.key.len, it->value, it->nvalue,
+                            it->flags);
+            items[map[j]] = *it;
+        }
+        free(got);
+        free(map);
+    }
     free(reqs);
     return CELLAR_OK;
+}
+
+/* A write of the handle's own: its key leaves the near-cache first. */
+static void forget(struct cellar *h, const char *key, size_t nkey) {
+    if (h->near && msg_key_ok(span(key, nkey)))
+        cl_near_forget(h->near, key, nkey);
 }
 
 static int store_op(struct cellar *h, enum msg_op op, const char *key, size_t nkey,
                     const void *value, size_t nvalue, uint32_t flags, int64_t exptime,
                     uint64_t cas) {
+    forget(h, key, nkey);
     struct msg m = {.op = op, .key = span(key, nkey), .value = span(value, nvalue),
                     .flags = flags, .exptime = exptime, .cas = cas};
     return call_one(h, m, NULL, NULL);
@@ -425,25 +474,31 @@ int cellar_cas(struct cellar *h, const char *key, size_t nkey, const void *value
 }
 
 int cellar_delete(struct cellar *h, const char *key, size_t nkey) {
+    forget(h, key, nkey);
     return call_one(h, (struct msg){.op = MSG_DELETE, .key = span(key, nkey)}, NULL, NULL);
 }
 
 int cellar_touch(struct cellar *h, const char *key, size_t nkey, int64_t exptime) {
+    forget(h, key, nkey);
     return call_one(h, (struct msg){.op = MSG_TOUCH, .key = span(key, nkey), .exptime = exptime},
                     NULL, NULL);
 }
 
 int cellar_incr(struct cellar *h, const char *key, size_t nkey, uint64_t delta, uint64_t *value) {
+    forget(h, key, nkey);
     return call_one(h, (struct msg){.op = MSG_INCR, .key = span(key, nkey), .delta = delta},
                     NULL, value);
 }
 
 int cellar_decr(struct cellar *h, const char *key, size_t nkey, uint64_t delta, uint64_t *value) {
+    forget(h, key, nkey);
     return call_one(h, (struct msg){.op = MSG_DECR, .key = span(key, nkey), .delta = delta},
                     NULL, value);
 }
 
 int cellar_flush_all(struct cellar *h, int64_t delay) {
+    if (h->near)
+        cl_near_flush(h->near);
     unsigned n = h->nconns;
     struct cl_req *reqs = calloc(n, sizeof(*reqs));
     unsigned *srv = calloc(n, sizeof(*srv));

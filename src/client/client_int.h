@@ -223,8 +223,19 @@ struct cellar {
     struct cl_conn *pump_head, *pump_tail; /* connections with waiting requests */
     unsigned outstanding;       /* requests sent and not answered, over all connections */
     double window;
+    struct cellar_near *near;   /* NULL, or the near-cache gets look in first */
     struct cellar_stats st;
 };
+
+/* The near-cache (near.c): a copy of key's value into *it, if it has one. */
+bool cl_near_get(struct cellar_near *n, const char *key, size_t nkey, struct cellar_item *it);
+/* Keeps a value fetched from the servers. */
+void cl_near_put(struct cellar_near *n, const char *key, size_t nkey, const char *value,
+                 size_t nvalue, uint32_t flags);
+/* Drops key (before a write of the handle's own). */
+void cl_near_forget(struct cellar_near *n, const char *key, size_t nkey);
+/* Drops everything (the handle's flush_all). */
+void cl_near_flush(struct cellar_near *n);
 
 /* What a single request's reply said besides its status and value. */
 struct cl_answer {

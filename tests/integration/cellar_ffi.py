@@ -46,7 +46,7 @@ class Item(ctypes.Structure):
 class Stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in (
         "requests", "hits", "misses", "timeouts", "errors", "down_fast_fails",
-        "tko_events", "revivals", "probes", "connects")] + [
+        "tko_events", "revivals", "probes", "connects", "near_hits")] + [
         ("window", ctypes.c_uint32), ("window_peak", ctypes.c_uint32)]
 
 
@@ -100,6 +100,9 @@ def lib():
         L.cellar_flight_create.argtypes = [ctypes.POINTER(vp)]
         L.cellar_flight_destroy.argtypes = [ctypes.POINTER(vp)]
         L.cellar_get_flight.argtypes = [vp, vp, cp, sz, ctypes.POINTER(Item)]
+        L.cellar_near_create.argtypes = [ctypes.POINTER(vp), sz, ctypes.c_int, cp]
+        L.cellar_near_destroy.argtypes = [ctypes.POINTER(vp)]
+        L.cellar_use_near.argtypes = [vp, vp]
         _lib = L
     return _lib
 
@@ -274,6 +277,9 @@ class Client:
         lib().cellar_get_flight(self.h, group.g, k, len(k), ctypes.byref(it))
         return self._item(it)
 
+    def use_near(self, near):
+        lib().cellar_use_near(self.h, near.n if near else None)
+
     # -- state -----------------------------------------------------------
     def server_of(self, key):
         k = _b(key)
@@ -300,6 +306,27 @@ class Flight:
 
     def close(self):
         lib().cellar_flight_destroy(ctypes.byref(self.g))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Near:
+    """A near-cache (bytes, ttl seconds, policy), shared by handles."""
+
+    def __init__(self, nbytes, ttl, policy=None):
+        self.n = ctypes.c_void_p()
+        rc = lib().cellar_near_create(ctypes.byref(self.n), nbytes, ttl,
+                                      _b(policy) if policy else None)
+        if rc != OK:
+            raise ValueError("cellar_near_create: %d" % rc)
+
+    def close(self):
+        lib().cellar_near_destroy(ctypes.byref(self.n))
 
     def __enter__(self):
         return self
