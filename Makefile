@@ -33,8 +33,8 @@ PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
 CLIENT_A   := $(B)/libclient.a
 
-.PHONY: all run test check unit integration asan clean deps sim policies install lib
-all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib unit-bins
+.PHONY: all run test check unit integration asan clean deps sim policies install lib examples bench-client
+all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
@@ -81,6 +81,15 @@ $(B)/libcellar.so: $(LIB_PIC)
 	$(CC) -shared -Wl,-soname,libcellar.so.$(LIB_SOVER) -Wl,--no-undefined $(SAN) -o $@ $^ \
 	  -pthread $(libs_client)
 
+# examples/: small programs a user copies from, built against the library as
+# an application would (its public header and archive only).
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+examples: $(EXAMPLES)
+$(B)/examples/%: examples/%.c $(B)/libcellar.a include/cellar.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN) -Iinclude \
+	  -o $@ $< $(B)/libcellar.a $(LDFLAGS) $(libs_client) $(LDLIBS)
+
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
@@ -98,6 +107,24 @@ install: lib
 $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
+# bench/client: libcellar against libmemcached (bench/client/run; never part of make test).
+# It links the libcellar archive as an application would (without link-time optimisation
+# across the library, as libmemcached's shared object has none) and libmemcached-dev, which
+# bench-client installs when it is missing.
+BENCH_CLIENT_PKGS := libmemcached-dev
+$(B)/client_bench: bench/client/client_bench.c $(B)/libcellar.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $$(pkg-config --cflags libmemcached) -o $@ $< $(B)/libcellar.a \
+	  $(LDFLAGS) -fno-lto $$(pkg-config --libs libmemcached) $(libs_client) $(LDLIBS)
+bench-client:
+	@missing=$$(for p in $(BENCH_CLIENT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@pkg-config --exists libmemcached || { echo "bench-client: pkg-config finds no libmemcached"; exit 1; }
+	$(MAKE) $(B)/client_bench $(B)/cellard
 
 # The simulator runs the engine itself: storage + core only.
 $(B)/cellar-sim: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/sim/*.c)) $(STORAGE_A) $(CORE_A)
@@ -146,9 +173,16 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
 
-integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so
-	CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
-	  CELLAR_LIB=$(abspath $(B)/libcellar.so) \
+# Under sanitizers the tests' Python loads an instrumented libcellar.so, so
+# the ASan runtime is preloaded into Python alone (leak checks off there:
+# Python keeps its memory to the end); conftest.py drops the preload from
+# the environment of every process the tests start, which run with their
+# own sanitizer settings.  The C unit tests check libcellar for leaks.
+ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
+             ASAN_OPTIONS=detect_leaks=0 CELLAR_SCRUB_ENV="LD_PRELOAD ASAN_OPTIONS")
+integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so examples
+	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
+	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	  /usr/bin/python3 -m pytest tests/integration
 
 check: unit integration

@@ -57,6 +57,13 @@ def netns_factory():
             ns.terminate()
 
 
+# Variables set for this Python process alone (make asan preloads the ASan
+# runtime so that it can load an instrumented libcellar): the processes
+# the tests start must not inherit them.
+for _name in os.environ.get("CELLAR_SCRUB_ENV", "").split():
+    os.environ.pop(_name, None)
+
+
 def pytest_sessionstart(session):
     if not (os.path.isfile(util.CELLARD) and os.access(util.CELLARD, os.X_OK)):
         pytest.exit("CELLARD=%s is not an executable file" % util.CELLARD, returncode=2)

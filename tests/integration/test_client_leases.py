@@ -129,3 +129,31 @@ def test_single_flight_fifty_threads_one_get(netns, kind):
             c.close()
     assert all(g[0] == cf.OK and g[1] == big for g in got)
     assert after - before == 1, (before, after)
+
+
+def test_lookaside_example_computes_once():
+    """examples/lookaside: three processes started together on a missing key;
+    one wins the lease and computes, the others print what it stored."""
+    import os
+    import subprocess
+    exe = os.path.join(os.environ.get("CELLAR_EXAMPLES") or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "examples"), "lookaside")
+    with util.Server(util.CELLARD) as srv:
+        servers = "127.0.0.1:%d" % srv.port
+        procs = [subprocess.Popen([exe, servers, "user:42"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for _ in range(3)]
+        outs = []
+        try:
+            for p in procs:
+                out, err = p.communicate(timeout=20)
+                assert p.returncode == 0, err
+                outs.append(out.decode())
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        computed = [o for o in outs if o.startswith("computed user:42")]
+        assert len(computed) == 1, outs
+        value = computed[0].split(": ", 1)[1].rsplit(" (", 1)[0]
+        assert all(o == "user:42: %s\n" % value for o in outs if o not in computed), outs
