@@ -1,0 +1,601 @@
+/*
+ * test_config_json.c -- mcrouter's JSON configuration through the public
+ * cellar_config_parse(): the route tree it builds (route_describe(), exact
+ * strings), the pools' settings and weights, comments and trailing commas,
+ * named handles (shared, inline, used before their definition), every
+ * route kind in both the object and the string form, the example of
+ * distributed.md 1.2 without its macros, and a table of invalid
+ * configurations, each with the place and the reason it is refused.
+ * Nothing is connected: addresses are only resolved.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cellar.h"
+#include "client/client_int.h"
+#include "client/ring.h"
+#include "harness.h"
+
+static char errbuf[1024];
+static char descbuf[4096];
+
+/* Parses text with opt (NULL: defaults); NULL with errbuf set on error. */
+static struct cellar_config *parse_opt(const char *text, const struct cellar_options *opt) {
+    struct cellar_config *cfg = NULL;
+    errbuf[0] = '\0';
+    if (cellar_config_parse(&cfg, text, opt, errbuf, sizeof(errbuf)) != CELLAR_OK)
+        return NULL;
+    return cfg;
+}
+
+#define ASSERT_PARSED(cfg)                                                 \
+    do {                                                                   \
+        if ((cfg) == NULL)                                                 \
+            TH_FAIL("parse failed: %s", errbuf);                           \
+    } while (0)
+
+static struct cellar_config *parse(const char *text) {
+    return parse_opt(text, NULL);
+}
+
+static const char *desc(const struct cellar_config *cfg, const struct route *r) {
+    route_describe(r, cfg, descbuf, sizeof(descbuf));
+    return descbuf;
+}
+
+/* The root's description of text, or "ERROR: why". */
+static const char *root_of(const char *text) {
+    struct cellar_config *cfg = parse(text);
+    if (cfg == NULL) {
+        snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
+        return descbuf;
+    }
+    desc(cfg, cfg->root);
+    cellar_config_release(&cfg);
+    return descbuf;
+}
+
+#define POOLS_AB                                                                     \
+    "\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:11301\", \"127.0.0.1:11302\"]},"  \
+    " \"B\": {\"servers\": [\"127.0.0.1:11401\"]}}"
+
+/* ---------------------------------------------------------------------- */
+/* Pools                                                                    */
+/* ---------------------------------------------------------------------- */
+
+TEST(one_pool_with_defaults) {
+    struct cellar_config *cfg = parse("{" POOLS_AB ", \"route\": \"PoolRoute|A\"}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(desc(cfg, cfg->root), "PoolRoute(A)");
+    ASSERT_EQ(cfg->npools, 2);
+    ASSERT_EQ(cfg->nservers, 3);
+    ASSERT_STR(cfg->pools[0].name, "A");
+    ASSERT_STR(cfg->pools[1].name, "B");
+    ASSERT_EQ(cfg->pools[1].first, 2);
+    ASSERT_STR(cellar_config_server_name(cfg, 1), "127.0.0.1:11302");
+    const struct cl_pool *a = &cfg->pools[0];
+    ASSERT_STR(a->wire->name, "meta");
+    ASSERT_STR(ring_kind(a->ring), "ch3");
+    ASSERT_EQ(a->server_timeout_ms, 1000);
+    ASSERT_EQ(a->connect_timeout_ms, 1000);
+    ASSERT_EQ(a->tko_timeouts, 3);
+    ASSERT_EQ(a->probe_min_ms, 1000);
+    ASSERT_EQ(a->probe_max_ms, 60000);
+    cellar_config_release(&cfg);
+}
+
+TEST(pool_settings_override_the_options) {
+    struct cellar_options opt = {.protocol = "binary", .hash = "modula", .server_timeout_ms = 700,
+                                 .tko_timeouts = 9};
+    struct cellar_config *cfg = parse_opt(
+        "{\"pools\": {"
+        " \"a\": {\"servers\": [\"127.0.0.1:11301\"], \"protocol\": \"ascii\","
+        "        \"server_timeout\": 250, \"hash\": \"rendezvous\", \"tko_timeouts\": 2,"
+        "        \"probe_min_ms\": 50, \"probe_max_ms\": 400},"
+        " \"t\": {\"servers\": [\"127.0.0.1:11302\"], \"protocol\": \"text\","
+        "        \"connect_timeout\": 30},"
+        " \"m\": {\"servers\": [\"127.0.0.1:11303\"], \"protocol\": \"meta\", \"hash\": \"ch3\"},"
+        " \"d\": {\"servers\": [\"127.0.0.1:11304\"]}},"
+        " \"route\": {\"type\": \"AllSyncRoute\","
+        "   \"children\": [\"PoolRoute|a\", \"PoolRoute|t\", \"PoolRoute|m\", \"PoolRoute|d\"]}}",
+        &opt);
+    ASSERT_PARSED(cfg);
+    const struct cl_pool *p = cfg->pools;
+    ASSERT_STR(p[0].wire->name, "text");      /* mcrouter's "ascii" is the text protocol */
+    ASSERT_STR(ring_kind(p[0].ring), "rendezvous");
+    ASSERT_EQ(p[0].server_timeout_ms, 250);
+    ASSERT_EQ(p[0].connect_timeout_ms, 250);
+    ASSERT_EQ(p[0].tko_timeouts, 2);
+    ASSERT_EQ(p[0].probe_min_ms, 50);
+    ASSERT_EQ(p[0].probe_max_ms, 400);
+    ASSERT_STR(p[1].wire->name, "text");
+    ASSERT_STR(ring_kind(p[1].ring), "modula");
+    ASSERT_EQ(p[1].server_timeout_ms, 700);
+    ASSERT_EQ(p[1].connect_timeout_ms, 30);
+    ASSERT_EQ(p[1].tko_timeouts, 9);
+    ASSERT_STR(p[2].wire->name, "meta");
+    ASSERT_STR(ring_kind(p[2].ring), "ch3");
+    ASSERT_STR(p[3].wire->name, "binary");
+    ASSERT_STR(ring_kind(p[3].ring), "modula");
+    ASSERT_EQ(p[3].server_timeout_ms, 700);
+    cellar_config_release(&cfg);
+}
+
+TEST(weights_go_into_the_entries) {
+    struct cellar_config *cfg = parse(
+        "{\"pools\": {\"k\": {\"hash\": \"ketama\","
+        "  \"servers\": [\"127.0.0.1:11301\", \"[::1]:11302\", \"localhost\", \"[::1]\"],"
+        "  \"weights\": [1, 2, 3, 4]}},"
+        " \"route\": \"PoolRoute|k\"}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(ring_kind(cfg->pools[0].ring), "ketama");
+    ASSERT_EQ(cfg->nservers, 4);
+    ASSERT_STR(cfg->servers[0].name, "127.0.0.1:11301:1");
+    ASSERT_STR(cfg->servers[1].name, "[::1]:11302:2");
+    ASSERT_STR(cfg->servers[2].name, "localhost:11211:3");
+    ASSERT_STR(cfg->servers[3].name, "[::1]:11211:4");
+    for (unsigned i = 0; i < 4; i++)
+        ASSERT_EQ(cfg->servers[i].weight, i + 1);
+    ASSERT_EQ(cfg->servers[1].port, 11302);
+    ASSERT_EQ(cfg->servers[2].port, 11211);
+    ASSERT_STR(cfg->servers[1].host, "::1");
+    cellar_config_release(&cfg);
+}
+
+TEST(inline_pool_in_pool_route) {
+    struct cellar_config *cfg = parse(
+        "{\"route\": {\"type\": \"FailoverRoute\", \"children\": ["
+        "  {\"type\": \"PoolRoute\", \"pool\": {\"name\": \"in\", \"protocol\": \"binary\","
+        "   \"servers\": [\"127.0.0.1:11501\", \"127.0.0.1:11502\"]}},"
+        "  \"Pool|in\"]}}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(desc(cfg, cfg->root),
+               "FailoverRoute[PoolRoute(in),Server(127.0.0.1:11501),Server(127.0.0.1:11502)]");
+    ASSERT_STR(cfg->pools[0].wire->name, "binary");
+    cellar_config_release(&cfg);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Comments and trailing commas                                             */
+/* ---------------------------------------------------------------------- */
+
+TEST(comments_and_trailing_commas) {
+    const char *text =
+        "// a line comment first\n"
+        "{ /* a block\n"
+        "     comment over lines, with \"quotes\" and a // inside */\n"
+        "  \"pools\": {\n"
+        "    \"A\": { \"servers\": [\"127.0.0.1:11301\", \"127.0.0.1:11302\",], }, // trailing\n"
+        "    \"B\": { \"servers\": [\"127.0.0.1:11401\" /* one */ , /* more? */ ] },\n"
+        "  },\n"
+        "  \"route\": { \"type\": \"PrefixSelectorRoute\", \"policies\": {\n"
+        "      \"a//b\": \"PoolRoute|A\",   // a // in a string is no comment\n"
+        "      \"c/*d\": \"PoolRoute|B\",\n"
+        "      \"e,]\": \"NullRoute\", },\n"
+        "    \"wildcard\": \"PoolRoute|B\", // é comment with UTF-8\n"
+        "  }, /* last */\n"
+        "}\n";
+    ASSERT_STR(root_of(text), "PrefixSelectorRoute{a//b:PoolRoute(A),c/*d:PoolRoute(B),"
+                              "e,]:NullRoute,wildcard:PoolRoute(B)}");
+}
+
+TEST(syntax_errors_keep_their_line_and_column) {
+    /* Comments before the error are blanked, not removed. */
+    ASSERT_STR(root_of("{ /* one\n two \u00e9\u00e9 */ \"route\": \"NullRoute\"\n"
+                       "  // three\n   , , }"),
+               "ERROR: line 4, column 6: string or '}' expected near ','");
+    /* A comment's UTF-8 characters count one column each, as jansson counts. */
+    ASSERT_STR(root_of("{ /* \u00e9\u00e9 */ \"route\": 1 2}"),
+               "ERROR: line 1, column 23: '}' expected near '2'");
+    ASSERT_STR(root_of("{\"route\": [1,,]}"),
+               "ERROR: line 1, column 14: unexpected token near ','");
+    ASSERT_STR(root_of("{\"route\": \"NullRoute\"}\n/* open"),
+               "ERROR: line 2, column 1: unterminated /* comment");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Named handles                                                            */
+/* ---------------------------------------------------------------------- */
+
+TEST(named_handles_are_shared) {
+    struct cellar_config *cfg = parse(
+        "{" POOLS_AB ","
+        " \"named_handles\": [{\"type\": \"PoolRoute\", \"name\": \"wc\", \"pool\": \"A\"},"
+        "                     {\"type\": \"NullRoute\", \"name\": \"unused\"}],"
+        " \"route\": {\"type\": \"AllSyncRoute\", \"children\": [\"wc\", \"wc\", \"PoolRoute|B\"]}}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(desc(cfg, cfg->root), "AllSyncRoute[PoolRoute(A),PoolRoute(A),PoolRoute(B)]");
+    ASSERT(cfg->root->children[0] == cfg->root->children[1]);
+    cellar_config_release(&cfg);
+}
+
+TEST(named_handles_as_an_object) {
+    struct cellar_config *cfg = parse(
+        "{" POOLS_AB ","
+        " \"named_handles\": {\"x\": {\"type\": \"PoolRoute\", \"pool\": \"A\"},"
+        "                     \"y\": {\"type\": \"FailoverRoute\", \"name\": \"y\","
+        "                            \"children\": [\"x\", \"PoolRoute|B\"]}},"
+        " \"route\": \"y\"}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(desc(cfg, cfg->root), "FailoverRoute[PoolRoute(A),PoolRoute(B)]");
+    cellar_config_release(&cfg);
+}
+
+TEST(inline_named_handles_before_and_after_use) {
+    /* "late" is used in the first child and defined in the second; "g" is
+     * defined inside a named handle that is referenced twice. */
+    struct cellar_config *cfg = parse(
+        "{" POOLS_AB ","
+        " \"named_handles\": [{\"name\": \"outer\", \"type\": \"MissFailoverRoute\","
+        "   \"children\": [{\"type\": \"PoolRoute\", \"name\": \"g\", \"pool\": \"B\"}, \"late\"]}],"
+        " \"route\": {\"type\": \"AllInitialRoute\", \"children\": ["
+        "   \"late\","
+        "   {\"type\": \"FailoverRoute\", \"name\": \"late\", \"children\": \"Pool|A\"},"
+        "   \"outer\", \"g\"]}}");
+    ASSERT_PARSED(cfg);
+    const char *late = "FailoverRoute[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]";
+    char want[1024];
+    snprintf(want, sizeof(want), "AllInitialRoute[%s,%s,MissFailoverRoute[PoolRoute(B),%s],"
+                                 "PoolRoute(B)]", late, late, late);
+    ASSERT_STR(desc(cfg, cfg->root), want);
+    struct route **c = cfg->root->children;
+    ASSERT(c[0] == c[1]);
+    ASSERT(c[2]->children[1] == c[0]);
+    ASSERT(c[2]->children[0] == c[3]);
+    cellar_config_release(&cfg);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Every route kind                                                         */
+/* ---------------------------------------------------------------------- */
+
+struct row {
+    const char *route;          /* the value of "route", over POOLS_AB */
+    const char *want;           /* route_describe() of the root */
+};
+
+static const struct row kinds[] = {
+    {"\"PoolRoute|A\"", "PoolRoute(A)"},
+    {"{\"type\": \"PoolRoute\", \"pool\": \"B\"}", "PoolRoute(B)"},
+    {"\"Pool|B\"", "Server(127.0.0.1:11401)"},
+    {"\"NullRoute\"", "NullRoute"},
+    {"{\"type\": \"NullRoute\"}", "NullRoute"},
+    {"\"FailoverRoute|Pool|A\"",
+     "FailoverRoute[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"{\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\", \"PoolRoute|B\"]}",
+     "FailoverRoute[PoolRoute(A),PoolRoute(B)]"},
+    {"{\"type\": \"FailoverWithExptimeRoute\", \"normal\": \"PoolRoute|A\","
+     " \"failover\": [\"PoolRoute|B\"], \"failover_exptime\": 10}",
+     "FailoverRoute(exptime=10)[PoolRoute(A),PoolRoute(B)]"},
+    {"{\"type\": \"FailoverWithExptimeRoute\", \"normal\": \"PoolRoute|A\","
+     " \"failover\": \"Pool|A\"}",
+     "FailoverRoute(exptime=60)[PoolRoute(A),Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"{\"type\": \"FailoverWithExptimeRoute\", \"normal\": \"PoolRoute|A\","
+     " \"failover\": \"PoolRoute|B\", \"failover_exptime\": 0}",
+     "FailoverRoute(exptime=0)[PoolRoute(A),PoolRoute(B)]"},
+    {"\"MissFailoverRoute|Pool|A\"",
+     "MissFailoverRoute[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"{\"type\": \"MissFailoverRoute\", \"children\": [\"PoolRoute|B\", \"PoolRoute|A\"]}",
+     "MissFailoverRoute[PoolRoute(B),PoolRoute(A)]"},
+    {"\"AllSyncRoute|Pool|A\"",
+     "AllSyncRoute[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"{\"type\": \"AllSyncRoute\", \"children\": [\"Pool|A\", \"Pool|B\"]}",
+     "AllSyncRoute[Server(127.0.0.1:11301),Server(127.0.0.1:11302),Server(127.0.0.1:11401)]"},
+    {"\"AllAsyncRoute|Pool|B\"", "AllAsyncRoute[Server(127.0.0.1:11401)]"},
+    {"{\"type\": \"AllAsyncRoute\", \"children\": \"Pool|A\"}",
+     "AllAsyncRoute[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"\"AllInitialRoute|PoolRoute|A\"", "AllInitialRoute[PoolRoute(A)]"},
+    {"{\"type\": \"AllInitialRoute\", \"children\": [\"PoolRoute|A\", \"NullRoute\"]}",
+     "AllInitialRoute[PoolRoute(A),NullRoute]"},
+    {"\"LatestRoute|Pool|A\"",
+     "LatestRoute(failover_count=5)[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"{\"type\": \"LatestRoute\", \"children\": \"Pool|A\", \"failover_count\": 1}",
+     "LatestRoute(failover_count=1)[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
+    {"\"FailoverRoute|FailoverRoute|PoolRoute|A\"", "FailoverRoute[FailoverRoute[PoolRoute(A)]]"},
+    {"{\"type\": \"OperationSelectorRoute\", \"operation_policies\": {"
+     " \"get\": \"PoolRoute|A\", \"lease-set\": \"PoolRoute|B\", \"flush_all\": \"NullRoute\"},"
+     " \"default_policy\": \"PoolRoute|B\"}",
+     "OperationSelectorRoute{get:PoolRoute(A),flush_all:NullRoute,lease-set:PoolRoute(B),"
+     "default:PoolRoute(B)}"},
+    {"{\"type\": \"OperationSelectorRoute\", \"operation_policies\": {\"delete\": \"Pool|B\"}}",
+     "OperationSelectorRoute{delete:Server(127.0.0.1:11401),default:-}"},
+    {"{\"type\": \"PrefixPolicyRoute\", \"default_policy\": \"PoolRoute|A\"}",
+     "OperationSelectorRoute{default:PoolRoute(A)}"},
+    {"{\"type\": \"PrefixSelectorRoute\", \"policies\": {\"a:\": \"PoolRoute|A\","
+     " \"ab:\": \"PoolRoute|B\"}, \"wildcard\": \"NullRoute\"}",
+     "PrefixSelectorRoute{a::PoolRoute(A),ab::PoolRoute(B),wildcard:NullRoute}"},
+    {"{\"type\": \"PrefixSelectorRoute\", \"policies\": {\"x\": \"PoolRoute|A\"}}",
+     "PrefixSelectorRoute{x:PoolRoute(A),wildcard:-}"},
+    {"{\"type\": \"WarmUpRoute\", \"cold\": \"PoolRoute|A\", \"warm\": \"PoolRoute|B\","
+     " \"exptime\": 60}",
+     "WarmUpRoute(exptime=60)[PoolRoute(A),PoolRoute(B)]"},
+    {"{\"type\": \"WarmUpRoute\", \"cold\": [\"PoolRoute|A\"], \"warm\": \"Pool|B\"}",
+     "WarmUpRoute(exptime=0)[PoolRoute(A),Server(127.0.0.1:11401)]"},
+    {"[\"PoolRoute|A\"]", "PoolRoute(A)"},
+};
+
+static const char *with_pools(char *buf, size_t cap, const char *route) {
+    snprintf(buf, cap, "{" POOLS_AB ", \"route\": %s}", route);
+    return buf;
+}
+
+TEST(every_route_kind) {
+    char text[2048];
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const char *got = root_of(with_pools(text, sizeof(text), kinds[i].route));
+        if (strcmp(got, kinds[i].want) != 0)
+            TH_FAIL("row %zu: %s\n    got  %s\n    want %s", i, kinds[i].route, got,
+                    kinds[i].want);
+    }
+}
+
+TEST(routes_list_takes_the_first_route) {
+    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
+                       " {\"aliases\": [\"/r/a/\"], \"route\": \"PoolRoute|A\"},"
+                       " {\"aliases\": [\"/r/b/\", \"/r/c/\"], \"route\": \"PoolRoute|B\"}]}"),
+               "PoolRoute(A)");
+}
+
+/* distributed.md 1.2, its macro call written out, on local addresses. */
+static const char *const example =
+    "{\n"
+    "  \"pools\": {\n"
+    "    \"wildcard\":   { \"servers\": [\"127.0.0.1:12001\", \"127.0.0.1:12002\"] },\n"
+    "    \"replicated\": { \"servers\": [\"127.0.0.1:12101\", \"127.0.0.1:12102\"] },\n"
+    "    \"gutter\":     { \"servers\": [\"127.0.0.1:12901\"] },\n"
+    "    \"warm\":       { \"servers\": [\"127.0.0.1:13001\"] } },\n"
+    "  \"named_handles\": [ { \"type\": \"PoolRoute\", \"name\": \"wc\", \"pool\": \"wildcard\" } ],\n"
+    "  \"route\": { \"type\": \"PrefixSelectorRoute\",\n"
+    "    \"policies\": {\n"
+    "      \"rep:\":  { \"type\": \"OperationSelectorRoute\", \"operation_policies\": {\n"
+    "                   \"get\": \"LatestRoute|Pool|replicated\",\n"
+    "                   \"set\": \"AllSyncRoute|Pool|replicated\",\n"
+    "                   \"delete\": \"AllSyncRoute|Pool|replicated\" } },\n"
+    "      \"cold:\": { \"type\": \"WarmUpRoute\", \"cold\": \"wc\", \"warm\": \"PoolRoute|warm\","
+    " \"exptime\": 60 } },\n"
+    "    \"wildcard\": { \"type\": \"FailoverWithExptimeRoute\", \"normal\": \"PoolRoute|wildcard\",\n"
+    "                  \"failover\": [\"PoolRoute|gutter\"], \"failover_exptime\": 10 } }\n"
+    "}\n";
+
+TEST(mcrouter_example) {
+    struct cellar_config *cfg = parse(example);
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(desc(cfg, cfg->root),
+               "PrefixSelectorRoute{"
+               "rep::OperationSelectorRoute{"
+               "get:LatestRoute(failover_count=5)[Server(127.0.0.1:12101),Server(127.0.0.1:12102)],"
+               "set:AllSyncRoute[Server(127.0.0.1:12101),Server(127.0.0.1:12102)],"
+               "delete:AllSyncRoute[Server(127.0.0.1:12101),Server(127.0.0.1:12102)],"
+               "default:-},"
+               "cold::WarmUpRoute(exptime=60)[PoolRoute(wildcard),PoolRoute(warm)],"
+               "wildcard:FailoverRoute(exptime=10)[PoolRoute(wildcard),PoolRoute(gutter)]}");
+    ASSERT_EQ(cfg->npools, 4);
+    ASSERT_EQ(cfg->nservers, 6);
+    ASSERT_STR(cfg->pools[2].name, "gutter");
+    ASSERT_STR(cellar_config_server_name(cfg, 4), "127.0.0.1:12901");
+    cellar_config_release(&cfg);
+}
+
+TEST(the_example_with_its_macros_is_refused) {
+    ASSERT_STR(root_of("{\"macros\": {}, \"route\": \"NullRoute\"}"),
+               "ERROR: macros: macros are not supported yet");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Invalid configurations                                                   */
+/* ---------------------------------------------------------------------- */
+
+struct bad {
+    const char *text;
+    const char *want;           /* a substring of the error */
+};
+
+#define P "{" POOLS_AB ", "
+
+static const struct bad bad[] = {
+    /* Syntax and the top level. */
+    {"{\"route\": \"NullRoute\",\n \"route\": \"NullRoute\"}", "line 2, column 8: duplicate object key"},
+    {"{\"route\": \"NullRoute\"", "line 1, column 21: '}' expected near end of file"},
+    {"// a list\n[\"NullRoute\"]", "the configuration is not a JSON object"},
+    {"{\"pools\": {}}", "no route: give \"route\" or \"routes\""},
+    {"{\"route\": \"NullRoute\", \"routes\": []}", "give \"route\" or \"routes\", not both"},
+    {"{\"route\": \"NullRoute\", \"shadows\": []}", "unknown key \"shadows\" (the configuration"},
+    {"{\"macros\": {\"m\": {}}, \"route\": \"NullRoute\"}", "macros are not supported yet"},
+    {"{\"pools\": [], \"route\": \"NullRoute\"}", "pools: expected an object of pools, not a list"},
+    /* Pools. */
+    {P "\"route\": \"PoolRoute|C\"}", "route: unknown pool \"C\""},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:x\"]}},"
+     " \"route\": \"PoolRoute|A\"}",
+     "pools.A.servers[2]: bad port (IPv6 addresses go in brackets) in \"127.0.0.1:x\""},
+    {"{\"pools\": {\"A\": {\"servers\": [\"fe80::1:11211\"]}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers[0]: IPv6 addresses go in brackets"},
+    {"{\"pools\": {\"A\": {\"servers\": []}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers: expected a list of servers, not an empty list"},
+    {"{\"pools\": {\"A\": {}}, \"route\": \"NullRoute\"}", "pools.A: missing \"servers\""},
+    {"{\"pools\": {\"A\": {\"servers\": [11211]}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers[0]: expected a string, not an integer"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"protocol\": \"caret\"}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.protocol: expected \"ascii\", \"text\", \"meta\" or \"binary\""},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"hash\": \"crc32\"}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.hash: expected \"ch3\""},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"server_timeout\": \"1s\"}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.server_timeout: expected an integer, not a string"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"tko_timeouts\": 0}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.tko_timeouts: 0 is out of range"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"keep_routing_prefix\": true}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A: unknown key \"keep_routing_prefix\""},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"weights\": [2]}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.weights: only the ketama hash uses weights (this pool hashes with ch3)"},
+    {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"127.0.0.1\", \"127.0.0.2\"],"
+     " \"weights\": [2]}}, \"route\": \"NullRoute\"}",
+     "pools.A.weights: 1 weights for 2 servers"},
+    {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"127.0.0.1\", \"127.0.0.2\"],"
+     " \"weights\": [2, 0.5]}}, \"route\": \"NullRoute\"}",
+     "pools.A.weights[1]: a weight is a whole number from 1"},
+    {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"127.0.0.1:5:3\"],"
+     " \"weights\": [2]}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers[0]: has a weight already"},
+    {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"/tmp/mc.sock\"],"
+     " \"weights\": [2]}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers[0]: a unix socket takes no weight"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"no-such-host.invalid:1\"]}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers[0]: cannot resolve \"no-such-host.invalid\""},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": {\"name\": \"A\", \"servers\": [\"127.0.0.1\"]}}}",
+     "route.pool: pool \"A\" is defined twice"},
+    {"{\"route\": {\"type\": \"PoolRoute\", \"pool\": {\"servers\": [\"127.0.0.1\"]}}}",
+     "route.pool: an inline pool needs a \"name\""},
+    /* Routes. */
+    {P "\"route\": {\"type\": \"FooRoute\"}}", "route: unknown route type \"FooRoute\""},
+    {P "\"route\": \"FooRoute|Pool|A\"}", "route: unknown route type \"FooRoute\" in"},
+    {P "\"route\": \"nothing\"}", "route: unknown named handle or route \"nothing\""},
+    {P "\"route\": {\"children\": []}}", "route: missing \"type\""},
+    {P "\"route\": {\"type\": 7}}", "route.type: expected a string, not an integer"},
+    {P "\"route\": 42}", "route: a route is an object or a string, not an integer"},
+    {P "\"route\": {\"type\": \"FailoverRoute\"}}", "route: missing \"children\""},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": []}}",
+     "route.children: no routes in the list"},
+    {P "\"route\": {\"type\": \"AllSyncRoute\", \"children\": [\"PoolRoute|A\", null]}}",
+     "route.children[1]: a route is an object or a string, not null"},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
+     " \"failover_errors\": [\"timeout\"]}}",
+     "route: unknown key \"failover_errors\" (FailoverRoute takes: type name children)"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"hash\": {\"hash_func\": \"Ch3\"}}}",
+     "route: unknown key \"hash\" (PoolRoute takes: type name pool)"},
+    {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
+    {P "\"route\": {\"type\": \"LatestRoute\", \"children\": \"Pool|A\", \"failover_count\": -1}}",
+     "route.failover_count: -1 is out of range"},
+    {P "\"route\": {\"type\": \"FailoverWithExptimeRoute\", \"failover\": \"PoolRoute|B\"}}",
+     "route: missing \"normal\""},
+    {P "\"route\": {\"type\": \"FailoverWithExptimeRoute\", \"normal\": \"PoolRoute|A\","
+     " \"failover_exptime\": 1.5}}",
+     "route.failover_exptime: expected an integer, not a number"},
+    {P "\"route\": {\"type\": \"WarmUpRoute\", \"cold\": \"PoolRoute|A\"}}", "route: missing \"warm\""},
+    {P "\"route\": {\"type\": \"WarmUpRoute\", \"cold\": \"Pool|A\", \"warm\": \"PoolRoute|B\"}}",
+     "route.cold: 2 routes where one is expected"},
+    {P "\"route\": {\"type\": \"OperationSelectorRoute\", \"operation_policies\":"
+     " {\"get\": \"PoolRoute|A\", \"metaget\": \"PoolRoute|A\"}}}",
+     "route.operation_policies.metaget: unknown operation \"metaget\""},
+    {P "\"route\": {\"type\": \"OperationSelectorRoute\", \"operation_policies\": [\"get\"]}}",
+     "route.operation_policies: expected an object, not a list"},
+    {P "\"route\": {\"type\": \"PrefixSelectorRoute\", \"policies\": {\"a:\": {"
+     "\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\", \"PoolRoute|C\"]}}}}",
+     "route.policies.\"a:\".children[1]: unknown pool \"C\""},
+    {P "\"route\": \"WarmUpRoute|Pool|A\"}",
+     "route: WarmUpRoute is written as an object, not as \"WarmUpRoute|Pool|A\""},
+    {P "\"route\": \"FailoverRoute\"}", "route: \"FailoverRoute\" needs children"},
+    {P "\"route\": \"AllSyncRoute|Pool|C\"}", "route: unknown pool \"C\""},
+    {P "\"route\": \"PoolRoute\"}", "route: \"PoolRoute\" needs a pool"},
+    /* Named handles. */
+    {P "\"named_handles\": [{\"type\": \"FailoverRoute\", \"name\": \"x\","
+     " \"children\": [\"PoolRoute|A\", \"x\"]}], \"route\": \"x\"}",
+     "named_handles[0].children[1]: named handle \"x\" is used inside its own definition"},
+    {P "\"named_handles\": [{\"type\": \"FailoverRoute\", \"name\": \"x\", \"children\": [\"y\"]},"
+     " {\"type\": \"FailoverRoute\", \"name\": \"y\", \"children\": [\"x\"]}], \"route\": \"x\"}",
+     "named_handles[1].children[0]: named handle \"x\" is used inside its own definition"},
+    {P "\"named_handles\": [{\"type\": \"NullRoute\", \"name\": \"x\"}],"
+     " \"route\": {\"type\": \"FailoverRoute\", \"children\": [{\"type\": \"PoolRoute\","
+     " \"name\": \"x\", \"pool\": \"A\"}]}}",
+     "route.children[0]: named handle \"x\" is defined twice (also at named_handles[0])"},
+    {P "\"named_handles\": [{\"type\": \"NullRoute\"}], \"route\": \"NullRoute\"}",
+     "named_handles[0]: a named handle needs a \"name\""},
+    {P "\"named_handles\": [{\"type\": \"NullRoute\", \"name\": \"\"}], \"route\": \"NullRoute\"}",
+     "named_handles[0]: a named handle's name is empty"},
+    {P "\"named_handles\": [{\"type\": \"PoolRoute\", \"name\": \"n\", \"pool\": \"Z\"}],"
+     " \"route\": \"NullRoute\"}",
+     "named_handles[0].pool: unknown pool \"Z\""},
+    {P "\"named_handles\": {\"a\": {\"type\": \"NullRoute\", \"name\": \"b\"}}, \"route\": \"a\"}",
+     "named_handles.a: its \"name\" is not \"a\""},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"name\": 3, \"children\": \"Pool|A\"}}",
+     "route.name: expected a string, not an integer"},
+    /* routes. */
+    {P "\"routes\": []}", "routes: expected a list of {\"aliases\", \"route\"} entries, not an empty"},
+    {P "\"routes\": [{\"aliases\": [\"/a/b/\"]}]}", "routes[0]: missing \"route\""},
+    {P "\"routes\": [{\"route\": \"NullRoute\"}]}", "routes[0]: missing \"aliases\""},
+    {P "\"routes\": [{\"aliases\": [\"/a/b/\"], \"route\": \"NullRoute\"},"
+     " {\"aliases\": [1], \"route\": \"NullRoute\"}]}",
+     "routes[1].aliases[0]: expected a string, not an integer"},
+    {P "\"routes\": [{\"aliases\": [], \"route\": \"NullRoute\"},"
+     " {\"aliases\": [], \"route\": \"PoolRoute|Q\"}]}",
+     "routes[1].route: unknown pool \"Q\""},
+};
+
+TEST(invalid_configs_say_where_and_why) {
+    if (sizeof(bad) / sizeof(bad[0]) < 25)
+        TH_FAIL("the table is too short");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct cellar_config *cfg = (struct cellar_config *)1;
+        char err[512] = "";
+        int rc = cellar_config_parse(&cfg, bad[i].text, NULL, err, sizeof(err));
+        if (rc != CELLAR_ECONFIG || cfg != NULL)
+            TH_FAIL("row %zu accepted: %s", i, bad[i].text);
+        if (strstr(err, bad[i].want) == NULL)
+            TH_FAIL("row %zu: %s\n    got  \"%s\"\n    want \"%s\"", i, bad[i].text, err,
+                    bad[i].want);
+    }
+}
+
+TEST(small_error_buffers_are_cut_not_overrun) {
+    char err[8];
+    struct cellar_config *cfg;
+    ASSERT_EQ(cellar_config_parse(&cfg, P "\"route\": \"PoolRoute|Q\"}", NULL, err, sizeof(err)),
+              CELLAR_ECONFIG);
+    ASSERT_STR(err, "route: ");
+    ASSERT_EQ(cellar_config_parse(&cfg, P "\"route\": \"PoolRoute|Q\"}", NULL, NULL, 0),
+              CELLAR_ECONFIG);
+}
+
+TEST(deep_nesting_is_refused) {
+    char text[8192];
+    size_t n = (size_t)snprintf(text, sizeof(text), "{" POOLS_AB ", \"route\": ");
+    for (int i = 0; i < 150; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n,
+                              "{\"type\": \"FailoverRoute\", \"children\": [");
+    n += (size_t)snprintf(text + n, sizeof(text) - n, "\"NullRoute\"");
+    for (int i = 0; i < 150; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "]}");
+    snprintf(text + n, sizeof(text) - n, "}");
+    ASSERT(strstr(root_of(text), "routes nested more than 100 deep") != NULL);
+    n = (size_t)snprintf(text, sizeof(text), "{\"route\": \"");
+    for (int i = 0; i < 150; i++)
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "FailoverRoute|");
+    snprintf(text + n, sizeof(text) - n, "NullRoute\"}");
+    ASSERT(strstr(root_of(text), "routes nested more than 100 deep") != NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Under the sanitizers: no leaks over parse, describe, release             */
+/* ---------------------------------------------------------------------- */
+
+TEST(parse_describe_release_loop) {
+    char text[2048];
+    for (int round = 0; round < 20; round++) {
+        for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+            struct cellar_config *cfg = parse(with_pools(text, sizeof(text), kinds[i].route));
+            ASSERT_PARSED(cfg);
+            ASSERT_STR(desc(cfg, cfg->root), kinds[i].want);
+            cellar_config_release(&cfg);
+            ASSERT(cfg == NULL);
+        }
+        struct cellar_config *cfg = parse(example);
+        ASSERT_PARSED(cfg);
+        struct cellar_config *ref = cl_config_ref(cfg);
+        cellar_config_release(&cfg);
+        ASSERT(desc(ref, ref->root)[0] == 'P');
+        cellar_config_release(&ref);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            char err[256];
+            ASSERT_EQ(cellar_config_parse(&cfg, bad[i].text, NULL, err, sizeof(err)),
+                      CELLAR_ECONFIG);
+        }
+    }
+}
+
+int main(void) {
+    return RUN_TESTS();
+}
