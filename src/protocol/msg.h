@@ -76,6 +76,10 @@ struct msg {
     uint64_t delta;             /* incr/decr */
     bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
                                    only; on the other wires the reply's ttl stays -1) */
+    uint32_t hold;              /* delete: cellard's delete hold-off (-o delete_hold), in
+                                   seconds: adds of the key are refused meanwhile.  Sent
+                                   as text `delete <key> <hold>` (text and meta wires;
+                                   binary cannot say it); 0: a plain delete */
 };
 
 enum msg_res {

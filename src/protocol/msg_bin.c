@@ -132,7 +132,8 @@ static char *put_extras(char *p, const struct msg *m) {
  * next.  0 for what binary cannot say, a bad key, or too little room.
  */
 static size_t bin_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
-    if (!bin_can_say(m->op) || (m->op == MSG_CAS && m->cas == 0))
+    if (!bin_can_say(m->op) || (m->op == MSG_CAS && m->cas == 0) ||
+        (m->op == MSG_DELETE && m->hold))
         return 0;
     bool keyed = msg_op_keyed(m->op);
     if (keyed && !msg_key_ok(m->key))

@@ -8,6 +8,8 @@
  *   append prepend        ms k n MA|MP            HD, NS (flags and TTL kept)
  *   cas                   ms k n F<f> T<e> C<cas>       HD, NS, EX, NF
  *   delete                md k                    HD (DELETED), NF
+ *   delete with a hold    delete k <hold>         DELETED, NOT_FOUND (text: meta has
+ *                                                 no hold-off; cellard -o delete_hold)
  *   incr / decr           ma k [MD] D<d> v        VA n / digits (NUMBER), NF
  *   lease-get             mg k v f c t N<e>       VA ... [W] [Z] [X], or EN
  *   lease-set             ms k n F<f> T<e> C<token>     HD, NS, EX, NF
@@ -114,6 +116,13 @@ static void fmt_ms(struct mc_put *w, const struct msg *m) {
 static void fmt_other(struct mc_put *w, const struct msg *m) {
     switch (m->op) {
     case MSG_DELETE:
+        if (m->hold) {                  /* meta has no hold-off: the text delete says it */
+            MC_PUT_LIT(w, "delete ");
+            mc_put(w, m->key.p, m->key.len);
+            MC_PUT_LIT(w, " ");
+            mc_put_u64(w, m->hold);
+            break;
+        }
         MC_PUT_LIT(w, "md ");
         mc_put(w, m->key.p, m->key.len);
         break;
@@ -300,11 +309,19 @@ static bool map_md_ma(struct msg_reply *r, enum msg_op op, const struct mc_meta_
     return e->code == MC_META_CODE_VA && span_u64(e->value, UINT64_MAX, &r->number);
 }
 
-/* The text replies of flush_all ("OK") and version ("VERSION <text>"). */
+/*
+ * The text replies of flush_all ("OK"), version ("VERSION <text>") and a
+ * delete with a hold-off ("DELETED", "NOT_FOUND").
+ */
 static bool map_text(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
     struct mc_span l = e->msg;
     if (e->code != MC_META_CODE_OTHER)
         return false;
+    if (op == MSG_DELETE) {
+        bool del = l.len == 7 && memcmp(l.p, "DELETED", 7) == 0;
+        r->res = del ? MSG_RES_DELETED : MSG_RES_NOT_FOUND;
+        return del || (l.len == 9 && memcmp(l.p, "NOT_FOUND", 9) == 0);
+    }
     if (op == MSG_FLUSH_ALL) {
         r->res = MSG_RES_OK;
         return l.len == 2 && memcmp(l.p, "OK", 2) == 0;
@@ -330,6 +347,8 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
             return map_mg(r, m, e);
         if (msg_op_stores(m->op))
             return map_ms(r, m->op, e);
+        if (m->op == MSG_DELETE && m->hold)
+            return map_text(r, m->op, e);
         if (m->op == MSG_DELETE || m->op == MSG_INCR || m->op == MSG_DECR)
             return map_md_ma(r, m->op, e);
         if (m->op == MSG_FLUSH_ALL || m->op == MSG_VERSION)

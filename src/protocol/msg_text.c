@@ -49,6 +49,9 @@ static size_t fmt_keyed(char *out, size_t cap, const struct msg *m) {
     } else if (m->op == MSG_TOUCH) {
         MC_PUT_LIT(&w, " ");
         mc_put_i64(&w, m->exptime);
+    } else if (m->op == MSG_DELETE && m->hold) {
+        MC_PUT_LIT(&w, " ");
+        mc_put_u64(&w, m->hold);
     }
     MC_PUT_LIT(&w, "\r\n");
     return mc_put_len(&w, out);

@@ -905,4 +905,30 @@ TEST(stream_split_at_every_byte) {
         TH_FAIL("cut %zu reply %zu: %s", fail_cut, fail_el, fail);
 }
 
+/*
+ * A delete with cellard's hold-off goes out as the text `delete <key>
+ * <seconds>` (observed on cellard -o delete_hold: DELETED, then an add of
+ * the key answers NOT_STORED until the hold passes; NOT_FOUND for a
+ * missing key); hold 0 is a plain delete.
+ */
+TEST(delete_with_hold) {
+    char out[MSG_HEAD_MAX];
+    struct msg m = {.op = MSG_DELETE, .key = {"k", 1}, .hold = 2};
+    size_t n = msg_wire_text.fmt(out, sizeof(out), &m, 0);
+    ASSERT_EQ(n, 12);
+    ASSERT_MEM(out, "delete k 2\r\n", 12);
+    struct msg_reply r;
+    size_t used = 99;
+    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "DELETED\r\n", 9, &used), MC_PARSE_OK);
+    ASSERT_EQ(used, 9);
+    ASSERT_EQ(r.res, MSG_RES_DELETED);
+    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "NOT_FOUND\r\n", 11, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_NOT_FOUND);
+    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "DELETED", 7, &used), MC_PARSE_NEED_MORE);
+    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "STORED\r\n", 8, &used), MC_PARSE_ERROR);
+    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "CLIENT_ERROR bad command line format\r\n", 38, &used),
+              MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_CLIENT_ERROR);
+}
+
 int main(void) { return RUN_TESTS(); }
