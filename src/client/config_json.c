@@ -438,44 +438,41 @@ static char *weighted_entry(struct jp *jp, const char *entry, json_int_t w) {
     return out;
 }
 
-/* The pool's server entries (weights folded in) into entries[0..n). */
-static int pool_entries(struct jp *jp, json_t *servers, json_t *weights, const char *hash,
-                        char **entries) {
-    size_t n = json_array_size(servers);
-    if (weights && strcmp(hash, "ketama") != 0) {
-        size_t mark = path_key(jp, "weights");
-        fail(jp, "only the ketama hash uses weights (this pool hashes with %s)", hash);
-        path_set(jp, mark);
-        return -1;
-    }
-    if (weights && json_array_size(weights) != n) {
-        path_key(jp, "weights");
+/*
+ * Checks a pool's weights: only ketama reads them (another hash would
+ * quietly ignore them), one whole number from 1 per server.
+ */
+static int check_weights(struct jp *jp, json_t *weights, size_t n, const char *hash) {
+    path_key(jp, "weights");
+    if (strcmp(hash, "ketama") != 0)
+        return fail(jp, "only the ketama hash uses weights (this pool hashes with %s)", hash);
+    if (json_array_size(weights) != n)
         return fail(jp, "%zu weights for %zu servers", json_array_size(weights), n);
-    }
     for (size_t i = 0; i < n; i++) {
+        json_t *w = json_array_get(weights, i);
+        size_t mark = path_index(jp, i);
+        if (!json_is_integer(w) || json_integer_value(w) < 1 ||
+            json_integer_value(w) > UINT32_MAX)
+            return fail(jp, "a weight is a whole number from 1 (ketama's; mcrouter's "
+                            "fractional WeightedCh3 weights are not supported)");
+        path_set(jp, mark);
+    }
+    return 0;
+}
+
+/* The pool's server entries (weights, already checked, folded in) into entries[0..n). */
+static int pool_entries(struct jp *jp, json_t *servers, json_t *weights, char **entries) {
+    for (size_t i = 0; i < json_array_size(servers); i++) {
         json_t *s = json_array_get(servers, i);
         size_t mark = path_key(jp, "servers");
         path_index(jp, i);
         if (!json_is_string(s))
             return fail(jp, "expected a string, not %s", type_name(s));
-        if (weights) {
-            json_t *w = json_array_get(weights, i);
-            path_set(jp, mark);
-            path_key(jp, "weights");
-            path_index(jp, i);
-            if (!json_is_integer(w) || json_integer_value(w) < 1 ||
-                json_integer_value(w) > UINT32_MAX)
-                return fail(jp, "a weight is a whole number from 1 (ketama's; mcrouter's "
-                                "fractional WeightedCh3 weights are not supported)");
-            path_set(jp, mark);
-            path_key(jp, "servers");
-            path_index(jp, i);
-            entries[i] = weighted_entry(jp, json_string_value(s), json_integer_value(w));
-        } else {
-            entries[i] = strdup(json_string_value(s));
-            if (entries[i] == NULL)
-                nomem(jp);
-        }
+        if (weights)
+            entries[i] = weighted_entry(jp, json_string_value(s),
+                                        json_integer_value(json_array_get(weights, i)));
+        else if ((entries[i] = strdup(json_string_value(s))) == NULL)
+            nomem(jp);
         if (entries[i] == NULL)
             return -1;
         path_set(jp, mark);
@@ -531,7 +528,13 @@ static int add_pool(struct jp *jp, const char *name, json_t *obj, bool inline_po
     char **entries = calloc(n, sizeof(*entries));
     if (entries == NULL)
         return nomem(jp);
-    int rc = pool_entries(jp, servers, weights, po.hash ? po.hash : "ch3", entries);
+    /* "ch3" is config.c's default hash. */
+    size_t mark = jp->plen;
+    int rc = weights ? check_weights(jp, weights, n, po.hash ? po.hash : "ch3") : 0;
+    if (rc == 0) {
+        path_set(jp, mark);
+        rc = pool_entries(jp, servers, weights, entries);
+    }
     if (rc == 0) {
         char msg[MSG_LEN] = "";
         if (cl_config_add_pool(jp->cfg, name, (const char *const *)entries, (unsigned)n, &po,
@@ -1023,6 +1026,10 @@ static int build_object(struct jp *jp, json_t *obj, struct route **out) {
     json_t *name = json_object_get(obj, "name");
     if (name == NULL)
         return build_typed(jp, obj, out);
+    if (!json_is_string(name)) {
+        path_key(jp, "name");
+        return fail(jp, "expected a string, not %s", type_name(name));
+    }
     struct named *nh = named_find(jp, json_string_value(name));
     if (nh == NULL || nh->def != obj)   /* the scan sees every object built */
         return fail(jp, "named handle \"%s\" was not found by the scan", json_string_value(name));
@@ -1080,6 +1087,8 @@ static int build_string(struct jp *jp, const char *s, struct rlist *l) {
         return rlist_push(jp, l, route_null(jp->cfg->routes));
     if (k->list_form && arg)
         return build_listed_string(jp, k, arg, l);
+    if (k->kind == ROUTE_NULL)
+        return fail(jp, "NullRoute takes nothing after '|', not \"%s\"", s);
     if (k->list_form || k->kind == ROUTE_POOL)
         return fail(jp, "\"%s\" needs %s, as \"%s|%s\"", s,
                     k->kind == ROUTE_POOL ? "a pool" : "children", k->type,

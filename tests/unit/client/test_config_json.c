@@ -491,6 +491,8 @@ static const struct bad bad[] = {
     {P "\"route\": \"FailoverRoute\"}", "route: \"FailoverRoute\" needs children"},
     {P "\"route\": \"AllSyncRoute|Pool|C\"}", "route: unknown pool \"C\""},
     {P "\"route\": \"PoolRoute\"}", "route: \"PoolRoute\" needs a pool"},
+    {P "\"route\": \"NullRoute|x\"}", "route: NullRoute takes nothing after '|'"},
+    {P "\"route\": \"Pool|A\"}", "route: 2 routes where one is expected"},
     /* Named handles. */
     {P "\"named_handles\": [{\"type\": \"FailoverRoute\", \"name\": \"x\","
      " \"children\": [\"PoolRoute|A\", \"x\"]}], \"route\": \"x\"}",
