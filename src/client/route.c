@@ -245,6 +245,10 @@ static void describe(struct out *o, const struct route *r, const struct cellar_c
     case ROUTE_WARM_UP:
         put(o, "(exptime=");
         put_num(o, r->exptime);
+        if (r->hold) {
+            put(o, ",delete_hold=");
+            put_num(o, r->hold);
+        }
         put(o, ")");
         break;
     case ROUTE_OPERATION_SELECTOR:

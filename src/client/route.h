@@ -64,6 +64,8 @@ struct route {
                                    (-1: none); WARM_UP: TTL of an add into cold when
                                    warm cannot tell the remaining one */
     unsigned failover_count;    /* LATEST: children tried after the first */
+    unsigned hold;              /* WARM_UP: deletes reach cold with this delete hold-off
+                                   (seconds; cellard -o delete_hold), 0: plain deletes */
     struct route *by_op[MSG_OP_COUNT]; /* OPERATION_SELECTOR: NULL -> dflt */
     struct route *dflt;         /* OPERATION_SELECTOR default_policy; PREFIX wildcard */
     char **prefixes;            /* PREFIX_SELECTOR: prefixes[i] -> children[i], longest wins */

@@ -14,9 +14,11 @@
  * meanwhile.  The add finishes in the background with its own copy of
  * the key and value.
  *
- * FIXME: deletes should reach cold with cellard's delete hold-off (-o
- * delete_hold), so that an add racing a delete cannot bring the value
- * back; the wires have no way to say the hold yet.
+ * Deletes reach cold with the route's delete hold-off (`delete_hold`,
+ * seconds; cellard -o delete_hold) when it has one, as the paper's
+ * warm-up does: for that long cold refuses adds of the key, so a warm-up
+ * add racing the delete (a reader that found the old value in warm just
+ * before) cannot bring the deleted value back.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,8 @@ static void cold_done(struct cl_req *q, int status, const struct msg_reply *rep)
 static void warm_up_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (q->m.op != MSG_GET && q->m.op != MSG_GETS && q->m.op != MSG_GAT &&
         q->m.op != MSG_GATS) {
+        if (q->m.op == MSG_DELETE)
+            q->m.hold = r->hold;        /* the request is the route's until done */
         route_dispatch(r->children[0], h, q);
         return;
     }
