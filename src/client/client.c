@@ -219,7 +219,7 @@ void cellar_poll(struct cellar *h, int timeout_ms) {
 }
 
 int cellar_server_of(struct cellar *h, const char *key, size_t nkey) {
-    if (!msg_key_ok((struct mc_span){key, nkey}))
+    if (h->cfg->npools == 0 || !msg_key_ok((struct mc_span){key, nkey}))
         return CELLAR_EINVAL;
     return (int)cl_pool_pick(h->cfg, 0, key, nkey);
 }

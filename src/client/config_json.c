@@ -41,7 +41,8 @@
  *     (or PrefixPolicyRoute)    "default_policy": route     (both optional)
  *     PrefixSelectorRoute       "policies": { PREFIX: route, ... },
  *                               "wildcard": route            (both optional)
- *     WarmUpRoute               "cold": route, "warm": route, "exptime": INT (0)
+ *     WarmUpRoute               "cold": route, "warm": route, "exptime": INT (0),
+ *                               "delete_hold": seconds (0; ours: cellard's hold-off)
  *     NullRoute
  *
  * Comments (// and / * * /) and trailing commas are allowed, as mcrouter's
@@ -787,12 +788,15 @@ static int build_warm_up(struct jp *jp, const struct kind *k, json_t *obj,
                          struct route **out) {
     (void)k;
     struct route *cold = NULL, *warm = NULL;
-    long long exptime;
+    long long exptime, hold;
     if (build_key(jp, obj, "cold", true, &cold) < 0 ||
         build_key(jp, obj, "warm", true, &warm) < 0 ||
-        get_int(jp, obj, "exptime", 0, INT_MAX, 0, &exptime) < 0)
+        get_int(jp, obj, "exptime", 0, INT_MAX, 0, &exptime) < 0 ||
+        get_int(jp, obj, "delete_hold", 0, 86400, 0, &hold) < 0)
         return -1;
     *out = route_warm_up(jp->cfg->routes, cold, warm, (int)exptime);
+    if (*out)
+        (*out)->hold = (unsigned)hold;
     return *out ? 0 : nomem(jp);
 }
 
@@ -821,7 +825,8 @@ static const struct kind kinds[] = {
      "default_policy", "operation_policies", build_opsel, false},
     {"PrefixSelectorRoute", ROUTE_PREFIX_SELECTOR, "policies wildcard", "wildcard",
      "policies", build_prefix, false},
-    {"WarmUpRoute", ROUTE_WARM_UP, "cold warm exptime", "cold warm", "", build_warm_up, false},
+    {"WarmUpRoute", ROUTE_WARM_UP, "cold warm exptime delete_hold", "cold warm", "",
+     build_warm_up, false},
     {"NullRoute", ROUTE_NULL, "", "", "", build_null, false},
 };
 
