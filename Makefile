@@ -108,6 +108,13 @@ $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
 
+# bench/incast: multi-get latency against the client's window, 16 servers behind
+# a tc tbf queue in a network namespace (needs root; builds in build-incast/;
+# not part of make test).  bench/incast/README.md has the method and results.
+.PHONY: bench-incast
+bench-incast:
+	bench/incast/run
+
 # bench/client: libcellar against libmemcached (bench/client/run; never part of make test).
 # It links the libcellar archive as an application would (without link-time optimisation
 # across the library, as libmemcached's shared object has none) and libmemcached-dev, which
