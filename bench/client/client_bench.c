@@ -255,7 +255,7 @@ static struct client *client_mc(char *const *hosts, const unsigned *ports, unsig
 }
 
 static struct client *client_cellar(const char *list, const char *name, const char *protocol,
-                                    const char *hash) {
+                                    const char *hash, int window_init) {
     struct client *c = calloc(1, sizeof *c);
     if (c == NULL)
         die("out of memory");
@@ -263,7 +263,7 @@ static struct client *client_cellar(const char *list, const char *name, const ch
     c->get = cl_get;
     c->mget = cl_mget;
     c->set = cl_set;
-    struct cellar_options opt = {.protocol = protocol, .hash = hash};
+    struct cellar_options opt = {.protocol = protocol, .hash = hash, .window_init = window_init};
     struct cellar_config *cfg;
     char err[256];
     if (cellar_config_parse(&cfg, list, &opt, err, sizeof err) != CELLAR_OK)
@@ -535,13 +535,15 @@ static void usage(void) {
             "  --json   also write the results as one JSON object\n"
             "  --only ROW:CLIENT  run that one cell (e.g. mget100:cellar-meta) for -D seconds,\n"
             "           print it and exit: for profilers\n"
-            "  --no-preload  the servers already hold the keys (an earlier run's)\n");
+            "  --no-preload  the servers already hold the keys (an earlier run's)\n"
+            "  --window N    libcellar's window_init (default: the library's, 256)\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     const char *servers = NULL, *json_path = NULL, *pids = NULL, *only = NULL;
     bool no_preload = false;
+    int window_init = 0;        /* libcellar's default (256) */
     struct bench b = {.nkeys = 20000, .seconds = 1.0, .max_calls = 1000000};
     int rounds = 3;
     for (int i = 1; i < argc; i++) {
@@ -570,6 +572,8 @@ int main(int argc, char **argv) {
             json_path = v;
         else if (strcmp(a, "--only") == 0)
             only = v;
+        else if (strcmp(a, "--window") == 0)
+            window_init = atoi(v);
         else
             usage();
     }
@@ -609,9 +613,9 @@ int main(int argc, char **argv) {
 
     struct client *clients[NCLIENTS] = {
         client_mc(hosts, ports, b.nservers),
-        client_cellar(servers, "cellar-meta", "meta", "ketama"),
-        client_cellar(servers, "cellar-text", "text", "ketama"),
-        client_cellar(servers, "cellar-ch3", "meta", "ch3"),
+        client_cellar(servers, "cellar-meta", "meta", "ketama", window_init),
+        client_cellar(servers, "cellar-text", "text", "ketama", window_init),
+        client_cellar(servers, "cellar-ch3", "meta", "ch3", window_init),
     };
     unsigned agree = ring_agreement(&b, clients[0], clients[1], 1000);
     fprintf(stderr, "ring: libmemcached and libcellar place %u of 1000 keys on the same server\n",
