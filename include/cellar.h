@@ -71,6 +71,9 @@ enum cellar_status {
     CELLAR_NOT_FOUND = 1,       /* a miss; delete/incr/decr/touch/cas of a missing key */
     CELLAR_NOT_STORED = 2,      /* add of a present key; replace/append/prepend of a missing one */
     CELLAR_EXISTS = 3,          /* cas: the item changed since it was read */
+    CELLAR_DROPPED = 4,         /* a get over UDP whose reply was lost, late or out of
+                                   order: a miss, but one not to refill (the value is
+                                   likely there; the paper's clients skip the fill) */
     CELLAR_EINVAL = -1,         /* a bad argument: a key that is not 1..250 bytes free of
                                    spaces and control bytes, an unknown name */
     CELLAR_ENOMEM = -2,
@@ -114,6 +117,9 @@ struct cellar_options {
     int window_max;             /* nor grows above: 4096 */
     uint64_t host_id;           /* which replica LatestRoute reads first: a hash of the
                                    host name */
+    int udp;                    /* 1: gets go over UDP (memcached's frames), everything
+                                   else over TCP; a lost, late or out-of-order reply
+                                   answers CELLAR_DROPPED: 0 */
     int lease_retry_ms;         /* a lease-get told to wait retries after: 10 (doubling) */
     int lease_wait_ms;          /* and gives up (CELLAR_LEASE_WAIT) after: 1000 */
 };
@@ -353,6 +359,8 @@ struct cellar_stats {
     uint64_t probes;            /* probes sent */
     uint64_t connects;          /* connections opened */
     uint64_t near_hits;         /* gets answered by the near-cache */
+    uint64_t udp_gets;          /* gets sent over UDP */
+    uint64_t udp_drops;         /* of which lost, late or out of order (CELLAR_DROPPED) */
     uint32_t window;            /* the multi-get window now */
     uint32_t window_peak;       /* the most gets ever in flight at once */
 };

@@ -38,6 +38,7 @@ const char *cellar_strerror(int status) {
     case CELLAR_NOT_FOUND:   return "not found";
     case CELLAR_NOT_STORED:  return "not stored";
     case CELLAR_EXISTS:      return "exists (cas mismatch)";
+    case CELLAR_DROPPED:     return "UDP reply lost, late or out of order";
     case CELLAR_EINVAL:      return "invalid argument";
     case CELLAR_ENOMEM:      return "out of memory";
     case CELLAR_ETIMEDOUT:   return "server timed out";
@@ -100,7 +101,10 @@ int cellar_create(struct cellar **out, struct cellar_config *cfg) {
         c->h = h;
         c->srv = &cfg->servers[i];
         c->pool = &cfg->pools[c->srv->pool];
+        c->io = CL_IO_TCP;
         c->fd = -1;
+        c->udp.io = CL_IO_UDP;
+        c->udp.fd = -1;
         c->probe_backoff_ms = c->pool->probe_min_ms;
     }
     h->window = cfg->window_init;
@@ -166,7 +170,8 @@ static void pump(struct cellar *h, uint64_t now) {
     while (h->pump_head && h->outstanding < limit) {
         struct cl_conn *c = pump_pop(h);
         unsigned room = limit - h->outstanding, share = room / 4 + 1;
-        if (cl_conn_send(c, share, now) > 0 && c->waiting.n && c->state == CL_CONN_UP)
+        if (cl_conn_send(c, share, now) > 0 &&
+            ((c->waiting.n && c->state == CL_CONN_UP) || c->udp.waiting.n))
             cl_pump_add(h, c);
     }
     if (h->outstanding > h->st.window_peak)
@@ -178,7 +183,7 @@ static bool busy(const struct cellar *h) {
     for (unsigned i = 0; i < h->nconns; i++) {
         const struct cl_conn *c = &h->conns[i];
         if (c->sent.n || c->waiting.n || c->state == CL_CONN_CONNECTING ||
-            c->state == CL_CONN_DOWN)
+            c->state == CL_CONN_DOWN || c->udp.inflight || c->udp.waiting.n)
             return true;
     }
     return false;
@@ -208,9 +213,15 @@ static void run(struct cellar *h, const unsigned *left, uint64_t until) {
         }
         int n = evloop_wait(h->loop, ev, EVENTS_MAX, ms);
         now = cl_now_ns();
-        for (int i = 0; i < n; i++)
-            if (ev[i].ptr)
+        for (int i = 0; i < n; i++) {
+            const enum cl_io *io = ev[i].ptr;
+            if (io == NULL)
+                continue;
+            if (*io == CL_IO_UDP)
+                cl_udp_io(ev[i].ptr, now);
+            else
                 cl_conn_io(ev[i].ptr, ev[i].events, now);
+        }
     }
 }
 

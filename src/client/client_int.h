@@ -49,6 +49,7 @@ struct cl_server {
 
 struct cl_pool {
     char *name;
+    bool udp;                   /* gets over UDP */
     unsigned first, n;          /* its servers: cfg->servers[first .. first + n) */
     struct ring *ring;
     const struct msg_wire *wire;
@@ -169,7 +170,33 @@ struct cl_queue {
     unsigned n;
 };
 
+/* What a socket registered in the handle's loop is: the first field of each. */
+enum cl_io { CL_IO_TCP = 0, CL_IO_UDP };
+
+#define CL_UDP_SLOTS 1024       /* UDP gets in flight to one server (more go over TCP) */
+
+/* One UDP get in flight: its request and the reply's datagrams so far. */
+struct cl_udp_slot {
+    struct cl_req *q;           /* NULL: free */
+    uint16_t id;                /* the frame's request id */
+    uint16_t next_seq, total;   /* datagrams of the current message: next, of total */
+    char *buf;                  /* the reply's bytes so far */
+    size_t len, cap;
+    uint64_t deadline_ns;
+};
+
+/* A handle's UDP socket to one server (udp.c). */
+struct cl_udp {
+    enum cl_io io;              /* CL_IO_UDP */
+    int fd;
+    uint16_t next_id, oldest_id;/* ids in flight lie in [oldest_id, next_id) */
+    struct cl_udp_slot *slots;  /* CL_UDP_SLOTS, made on first use */
+    struct cl_queue waiting;    /* submitted, not yet sent (held by the window) */
+    unsigned inflight;
+};
+
 struct cl_conn {
+    enum cl_io io;              /* CL_IO_TCP */
     struct cellar *h;
     const struct cl_server *srv;
     const struct cl_pool *pool;
@@ -192,10 +219,28 @@ struct cl_conn {
     int events;                 /* what the loop watches the socket for (EV_*) */
     bool in_pump;               /* on the handle's pump list */
     struct cl_conn *pump_next;
+    struct cl_udp udp;          /* the pool's gets, when it sends them over UDP */
 };
 
-/* Takes q (q->m, q->done set).  It completes at once when the server is down. */
+/* Hands q back to its owner, counting what the handle counts (conn.c). */
+void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r);
+
+/* UDP gets (udp.c) */
+bool cl_udp_wants(const struct cl_conn *c, const struct cl_req *q);
+void cl_udp_submit(struct cl_conn *c, struct cl_req *q);
+unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now);
+void cl_udp_io(struct cl_udp *u, uint64_t now);
+uint64_t cl_udp_tick(struct cl_conn *c, uint64_t now);
+void cl_udp_reset(struct cl_conn *c, int status);
+void cl_udp_deinit(struct cl_conn *c);
+
+/*
+ * Takes q (q->m, q->done set): over UDP when the pool sends gets that way,
+ * else over TCP.  It completes at once when the server is down.
+ */
 void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now);
+/* Takes q for the TCP connection, whatever the pool's UDP setting. */
+void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q, uint64_t now);
 
 /* Writes up to `room` waiting requests; returns how many went out. */
 unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now);

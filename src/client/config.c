@@ -213,6 +213,7 @@ static int pool_settings(struct cl_pool *pl, const struct cellar_options *opt, c
             proto);
         return -1;
     }
+    pl->udp = opt->udp != 0;
     pl->server_timeout_ms = pick(opt->server_timeout_ms, defaults.server_timeout_ms);
     pl->connect_timeout_ms = pick(opt->connect_timeout_ms, pl->server_timeout_ms);
     pl->tko_timeouts = pick(opt->tko_timeouts, defaults.tko_timeouts);

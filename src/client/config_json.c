@@ -20,7 +20,8 @@
  *                 "protocol": "ascii" | "text" | "meta" | "binary",
  *                 "hash": "ch3" | "ketama" | "modula" | "rendezvous",
  *                 "server_timeout", "connect_timeout", "tko_timeouts",
- *                 "probe_min_ms", "probe_max_ms": INT >= 1 }
+ *                 "probe_min_ms", "probe_max_ms": INT >= 1,
+ *                 "udp": BOOL (ours: gets over UDP) }
  *   route    := STRING | object | [ route, ... ]  (a list where one route is
  *                                                  expected must hold one)
  *   STRING   := a named handle's name
@@ -363,7 +364,7 @@ static json_t *need(struct jp *jp, json_t *obj, const char *key) {
 
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
-    "probe_min_ms probe_max_ms"
+    "probe_min_ms probe_max_ms udp"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct jp *jp, json_t *obj, struct cellar_options *po) {
@@ -383,6 +384,13 @@ static int pool_options(struct jp *jp, json_t *obj, struct cellar_options *po) {
         if (!known)
             return fail(jp, "expected \"ch3\", \"ketama\", \"modula\" or \"rendezvous\"");
         po->hash = json_string_value(v);
+        path_set(jp, mark);
+    }
+    if ((v = json_object_get(obj, "udp")) != NULL) {
+        size_t mark = path_key(jp, "udp");
+        if (!json_is_boolean(v))
+            return fail(jp, "expected true or false");
+        po->udp = json_is_true(v);
         path_set(jp, mark);
     }
     static const struct { const char *key; size_t off; } ints[] = {

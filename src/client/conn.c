@@ -71,7 +71,7 @@ static inline bool is_get(enum msg_op op) {
 }
 
 /* Hands q back to its owner, counting what the handle counts. */
-static void complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
+void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
     struct cellar_stats *st = &c->h->st;
     if (r && is_get(q->m.op)) {
         if (r->res == MSG_RES_HIT)
@@ -91,7 +91,7 @@ static void complete(struct cl_conn *c, struct cl_req *q, int status, const stru
 static void fail_queue(struct cl_conn *c, struct cl_queue *qu, int status) {
     struct cl_req *q;
     while ((q = q_pop(qu)) != NULL)
-        complete(c, q, status, NULL);
+        cl_conn_complete(c, q, status, NULL);
 }
 
 static void watch(struct cl_conn *c, int events) {
@@ -247,9 +247,16 @@ static void start_probe(struct cl_conn *c, uint64_t now) {
 
 void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now) {
     if (c->state == CL_CONN_DOWN || c->probing) {
-        complete(c, q, CELLAR_EDOWN, NULL);
+        cl_conn_complete(c, q, CELLAR_EDOWN, NULL);
         return;
     }
+    if (cl_udp_wants(c, q))
+        cl_udp_submit(c, q);
+    else
+        cl_conn_submit_tcp(c, q, now);
+}
+
+void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q, uint64_t now) {
     q_push(&c->waiting, q);
     if (c->state == CL_CONN_IDLE)
         conn_open(c, now);
@@ -282,13 +289,13 @@ static bool put_request(struct cl_conn *c, struct cl_req *q) {
     const struct msg_wire *w = c->pool->wire;
     size_t vlen = msg_op_stores(q->m.op) ? q->m.value.len : 0;
     if (!wbuf_room(c, MSG_HEAD_MAX + vlen + w->value_end_len)) {
-        complete(c, q, CELLAR_ENOMEM, NULL);
+        cl_conn_complete(c, q, CELLAR_ENOMEM, NULL);
         return false;
     }
     q->opaque = c->next_opaque++;
     size_t n = w->fmt(c->wbuf + c->wlen, MSG_HEAD_MAX, &q->m, q->opaque);
     if (n == 0) {
-        complete(c, q, msg_key_ok(q->m.key) || !msg_op_keyed(q->m.op) ? CELLAR_ENOTSUP
+        cl_conn_complete(c, q, msg_key_ok(q->m.key) || !msg_op_keyed(q->m.op) ? CELLAR_ENOTSUP
                                                                        : CELLAR_EINVAL, NULL);
         return false;
     }
@@ -321,11 +328,12 @@ static void flush(struct cl_conn *c, uint64_t now) {
 }
 
 unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
+    unsigned sent = cl_udp_send(c, room, now);
+    room -= sent;
     if (c->state != CL_CONN_UP)
-        return 0;
-    unsigned sent = 0;
+        return sent;
     uint64_t deadline = now + ms_ns(c->pool->server_timeout_ms);
-    while (sent < room && c->waiting.head) {
+    for (unsigned tcp = 0; tcp < room && c->waiting.head;) {
         struct cl_req *q = q_pop(&c->waiting);
         if (!put_request(c, q))
             continue;
@@ -333,9 +341,10 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
         q_push(&c->sent, q);
         c->h->outstanding++;
         c->h->st.requests++;
+        tcp++;
         sent++;
     }
-    if (sent)
+    if (c->wlen > c->woff)
         flush(c, now);
     return sent;
 }
@@ -382,7 +391,7 @@ static bool parse_replies(struct cl_conn *c, uint64_t now) {
         c->h->outstanding--;
         c->fails = 0;
         cl_window_answered(c->h);
-        complete(c, q, cl_status_of(&r), &r);
+        cl_conn_complete(c, q, cl_status_of(&r), &r);
     }
     if (c->roff < c->rlen && c->sent.head == NULL) {
         conn_failed(c, CELLAR_EPROTO, 0, now);     /* bytes nobody asked for */
@@ -442,7 +451,19 @@ void cl_conn_io(struct cl_conn *c, int events, uint64_t now) {
 /* Deadlines                                                                */
 /* ---------------------------------------------------------------------- */
 
+static uint64_t tcp_tick(struct cl_conn *c, uint64_t now);
+
+/* The connection's next deadline, or the UDP gets' if sooner (0: none). */
+static uint64_t sooner(uint64_t a, uint64_t b) {
+    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
+}
+
 uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now) {
+    uint64_t udp = c->udp.inflight ? cl_udp_tick(c, now) : 0;
+    return sooner(udp, tcp_tick(c, now));
+}
+
+static uint64_t tcp_tick(struct cl_conn *c, uint64_t now) {
     if (c->state == CL_CONN_CONNECTING && now >= c->connect_deadline_ns)
         conn_failed(c, CELLAR_ETIMEDOUT, 1, now);
     else if (c->state == CL_CONN_UP && c->sent.head && now >= c->sent.head->deadline_ns)
@@ -462,6 +483,7 @@ uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now) {
 }
 
 void cl_conn_reset(struct cl_conn *c, int status) {
+    cl_udp_reset(c, status);
     c->probing = false;
     drop(c, status, status);
     if (c->state != CL_CONN_DOWN)
@@ -470,6 +492,7 @@ void cl_conn_reset(struct cl_conn *c, int status) {
 
 void cl_conn_deinit(struct cl_conn *c) {
     cl_conn_reset(c, CELLAR_ECLOSED);
+    cl_udp_deinit(c);
     free(c->wbuf);
     free(c->rbuf);
     c->wbuf = c->rbuf = NULL;

@@ -15,7 +15,7 @@ import os
 LIB_PATH = os.environ.get("CELLAR_LIB") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "libcellar.so")
 
-OK, NOT_FOUND, NOT_STORED, EXISTS = 0, 1, 2, 3
+OK, NOT_FOUND, NOT_STORED, EXISTS, DROPPED = 0, 1, 2, 3, 4
 EINVAL, ENOMEM, ETIMEDOUT, ECONNECT, ECLOSED, EDOWN = -1, -2, -3, -4, -5, -6
 EPROTO, ENOTSUP, ESERVER, ECLIENT, EUNKNOWN, ECONFIG = -7, -8, -9, -10, -11, -12
 
@@ -26,7 +26,8 @@ class Options(ctypes.Structure):
                 ("tko_timeouts", ctypes.c_int), ("probe_min_ms", ctypes.c_int),
                 ("probe_max_ms", ctypes.c_int), ("window_init", ctypes.c_int),
                 ("window_min", ctypes.c_int), ("window_max", ctypes.c_int),
-                ("host_id", ctypes.c_uint64), ("lease_retry_ms", ctypes.c_int),
+                ("host_id", ctypes.c_uint64), ("udp", ctypes.c_int),
+                ("lease_retry_ms", ctypes.c_int),
                 ("lease_wait_ms", ctypes.c_int)]
 
 
@@ -46,7 +47,8 @@ class Item(ctypes.Structure):
 class Stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in (
         "requests", "hits", "misses", "timeouts", "errors", "down_fast_fails",
-        "tko_events", "revivals", "probes", "connects", "near_hits")] + [
+        "tko_events", "revivals", "probes", "connects", "near_hits", "udp_gets",
+        "udp_drops")] + [
         ("window", ctypes.c_uint32), ("window_peak", ctypes.c_uint32)]
 
 

@@ -351,10 +351,10 @@ class Netns:
         kw.setdefault("timeout", 30)
         return subprocess.run(["ip", "netns", "exec", self.name] + [str(a) for a in argv], **kw)
 
-    def start_servers(self, binary=None, n=1, args=(), start_timeout=10.0):
-        """Start n memcached-compatible servers (TCP only) on host_ip, distinct
-        ports; poll from the root namespace until each accepts; return their
-        [(ip, port)].  They are stopped on exit, and it is a failure then if
+    def start_servers(self, binary=None, n=1, args=(), start_timeout=10.0, udp=False):
+        """Start n memcached-compatible servers (TCP only, or also UDP on the
+        same port number with udp=True) on host_ip, distinct ports; poll from
+        the root namespace until each accepts; return their [(ip, port)].  They are stopped on exit, and it is a failure then if
         one had died or exits badly (like util.Server).  util.CELLARD_ARGS
         are added for the server under test, as util.Server does."""
         binary = binary or util.CELLARD
@@ -363,7 +363,7 @@ class Netns:
         for _ in range(n):
             port = self._next_port
             self._next_port += 1
-            argv = ([binary, "-l", self.host_ip, "-p", str(port), "-U", "0"]
+            argv = ([binary, "-l", self.host_ip, "-p", str(port), "-U", str(port) if udp else "0"]
                     + util.root_args() + extra + [str(a) for a in args])
             errf = tempfile.NamedTemporaryFile(prefix="cellar-netns-%d-" % port,
                                                suffix=".stderr", delete=False)

@@ -73,8 +73,9 @@ class Server:
     stopped it, if it exited non-zero or by a signal after SIGTERM, or if it
     had to be SIGKILLed.  stderr goes to a temp file (`stderr_text()`)."""
 
-    def __init__(self, binary=None, args=(), name=None, start_timeout=10.0):
+    def __init__(self, binary=None, args=(), name=None, start_timeout=10.0, udp=False):
         self.binary = binary or CELLARD
+        self.udp = udp              # also listen on UDP, on the TCP port's number
         self.args = [str(a) for a in args]
         self.name = name or os.path.basename(self.binary)
         self.start_timeout = start_timeout
@@ -89,7 +90,8 @@ class Server:
         for _attempt in range(5):
             self.port = free_port()
             extra = CELLARD_ARGS if self.binary == CELLARD and CELLARD != MEMCACHED else []
-            argv = ([self.binary, "-l", HOST, "-p", str(self.port), "-U", "0"]
+            argv = ([self.binary, "-l", HOST, "-p", str(self.port),
+                     "-U", str(self.port) if self.udp else "0"]
                     + root_args() + extra + self.args)
             self._errf = tempfile.NamedTemporaryFile(
                 prefix="cellar-it-%s-" % self.name, suffix=".stderr", delete=False)

@@ -1,0 +1,294 @@
+/*
+ * udp.c -- gets over UDP, as the paper's clients send them.
+ *
+ *   datagram out: [req id][seq 0][total 1][0] "mg <key> v f\r\n" (the pool's wire)
+ *   datagrams in: [req id][seq i][total n][0] reply bytes, i = 0 .. n-1
+ *
+ * A pool with `udp` sends its get and gets requests this way, one socket
+ * per server per handle (connected, so the kernel filters other senders);
+ * everything that changes state stays on TCP.  Each get takes the next
+ * request id; its slot (id mod CL_UDP_SLOTS) gathers the reply's
+ * datagrams in order and, once a message is whole, the wire parses it (a
+ * reply memcached sends as several messages, each numbered from 0, is
+ * gathered message after message).  A datagram out of order, a reply
+ * that does not parse, or no whole reply by the pool's server_timeout is
+ * the paper's dropped get: the request answers CELLAR_DROPPED, a miss the
+ * caller should not refill, and counts in udp_drops.  Drops never mark a
+ * server down (only TCP does), but a late reply shrinks the window as a
+ * timeout does.
+ *
+ * Ids are handed out in order and every get has the same timeout, so
+ * deadlines grow with ids: the oldest id in flight has the next deadline.
+ * A datagram whose id is no longer in flight (late, or a duplicate) is
+ * ignored.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "client/client_int.h"
+
+#define UDP_HDR 8
+#define UDP_DATAGRAM_MAX 65536
+
+static struct cl_conn *conn_of(struct cl_udp *u) {
+    return (struct cl_conn *)((char *)u - offsetof(struct cl_conn, udp));
+}
+
+static inline uint16_t load16(const unsigned char *p) {
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline void store16(unsigned char *p, uint16_t v) {
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+bool cl_udp_wants(const struct cl_conn *c, const struct cl_req *q) {
+    return c->pool->udp && (q->m.op == MSG_GET || q->m.op == MSG_GETS);
+}
+
+void cl_udp_submit(struct cl_conn *c, struct cl_req *q) {
+    q->next = NULL;
+    struct cl_queue *w = &c->udp.waiting;
+    if (w->tail)
+        w->tail->next = q;
+    else
+        w->head = q;
+    w->tail = q;
+    w->n++;
+    cl_pump_add(c->h, c);
+}
+
+static struct cl_req *waiting_pop(struct cl_udp *u) {
+    struct cl_req *q = u->waiting.head;
+    if (q) {
+        u->waiting.head = q->next;
+        if (u->waiting.head == NULL)
+            u->waiting.tail = NULL;
+        u->waiting.n--;
+        q->next = NULL;
+    }
+    return q;
+}
+
+/* The socket and slots, made on first use; false when they cannot be. */
+static bool udp_open(struct cl_conn *c) {
+    struct cl_udp *u = &c->udp;
+    if (u->fd >= 0)
+        return true;
+    if (u->slots == NULL && (u->slots = calloc(CL_UDP_SLOTS, sizeof(*u->slots))) == NULL)
+        return false;
+    const struct cl_server *s = c->srv;
+    int fd = socket(s->addr.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return false;
+    if (connect(fd, (const struct sockaddr *)&s->addr, s->addrlen) < 0 ||
+        evloop_add(c->h->loop, fd, EV_READ, u) < 0) {
+        close(fd);
+        return false;
+    }
+    u->io = CL_IO_UDP;
+    u->fd = fd;
+    return true;
+}
+
+/* Frees slot s; its request (if any) is the caller's to answer. */
+static void slot_clear(struct cl_udp *u, struct cl_udp_slot *s) {
+    if (s->q) {
+        s->q = NULL;
+        u->inflight--;
+    }
+    s->len = 0;
+    s->next_seq = s->total = 0;
+}
+
+/* Answers slot s's request as dropped. */
+static void drop(struct cl_conn *c, struct cl_udp_slot *s) {
+    struct cl_req *q = s->q;
+    slot_clear(&c->udp, s);
+    c->h->outstanding--;
+    c->h->st.udp_drops++;
+    cl_conn_complete(c, q, CELLAR_DROPPED, NULL);
+}
+
+/*
+ * Sends one get.  Returns 1 when it went out, 0 when it must wait (the
+ * socket buffer is full), -1 when it cannot go over UDP (no free slot:
+ * more than CL_UDP_SLOTS in flight) and belongs on TCP.
+ */
+static int send_one(struct cl_conn *c, struct cl_req *q, uint64_t deadline) {
+    struct cl_udp *u = &c->udp;
+    struct cl_udp_slot *s = &u->slots[u->next_id % CL_UDP_SLOTS];
+    if (s->q)
+        return -1;
+    unsigned char d[UDP_HDR + MSG_HEAD_MAX];
+    size_t n = c->pool->wire->fmt((char *)d + UDP_HDR, MSG_HEAD_MAX, &q->m, u->next_id);
+    if (n == 0) {
+        cl_conn_complete(c, q, msg_key_ok(q->m.key) ? CELLAR_ENOTSUP : CELLAR_EINVAL, NULL);
+        return 1;
+    }
+    store16(d, u->next_id);
+    store16(d + 2, 0);
+    store16(d + 4, 1);
+    store16(d + 6, 0);
+    if (send(u->fd, d, UDP_HDR + n, 0) < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
+            return 0;
+        cl_conn_complete(c, q, CELLAR_ECONNECT, NULL);   /* e.g. an ICMP refusal noted */
+        return 1;
+    }
+    *s = (struct cl_udp_slot){.q = q, .id = u->next_id, .buf = s->buf, .cap = s->cap,
+                              .deadline_ns = deadline};
+    q->opaque = u->next_id;
+    if (u->inflight++ == 0)
+        u->oldest_id = u->next_id;
+    u->next_id++;
+    c->h->outstanding++;
+    c->h->st.requests++;
+    c->h->st.udp_gets++;
+    return 1;
+}
+
+unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now) {
+    struct cl_udp *u = &c->udp;
+    if (u->waiting.n == 0 || room == 0)
+        return 0;
+    if (!udp_open(c)) {
+        struct cl_req *q;
+        while ((q = waiting_pop(u)) != NULL)
+            cl_conn_complete(c, q, CELLAR_ECONNECT, NULL);
+        return 0;
+    }
+    uint64_t deadline = now + (uint64_t)c->pool->server_timeout_ms * 1000000u;
+    unsigned sent = 0;
+    while (sent < room && u->waiting.head) {
+        struct cl_req *q = u->waiting.head;
+        int rc = send_one(c, q, deadline);
+        if (rc == 0)
+            break;
+        waiting_pop(u);
+        if (rc < 0)
+            cl_conn_submit_tcp(c, q, now);
+        else
+            sent++;
+    }
+    return sent;
+}
+
+/* Appends a datagram's payload to the slot's reply; false when it does not fit memory. */
+static bool gather(struct cl_udp_slot *s, const char *p, size_t n) {
+    if (s->cap - s->len < n) {
+        size_t cap = s->cap ? s->cap : 2048;
+        while (cap - s->len < n)
+            cap *= 2;
+        char *b = realloc(s->buf, cap);
+        if (b == NULL)
+            return false;
+        s->buf = b;
+        s->cap = cap;
+    }
+    memcpy(s->buf + s->len, p, n);
+    s->len += n;
+    return true;
+}
+
+/* One datagram from the server. */
+static void datagram(struct cl_conn *c, const unsigned char *d, size_t n) {
+    struct cl_udp *u = &c->udp;
+    if (n < UDP_HDR)
+        return;
+    uint16_t id = load16(d), seq = load16(d + 2), total = load16(d + 4);
+    struct cl_udp_slot *s = &u->slots[id % CL_UDP_SLOTS];
+    if (s->q == NULL || s->id != id)
+        return;                             /* late or duplicate: its get is answered */
+    if (seq != s->next_seq || total == 0 || seq >= total || (s->total && total != s->total) ||
+        !gather(s, (const char *)d + UDP_HDR, n - UDP_HDR)) {
+        drop(c, s);                         /* out of order: the paper's clients give up */
+        return;
+    }
+    s->total = total;
+    if (++s->next_seq < total)
+        return;
+    struct msg_reply r;
+    size_t used = 0;
+    enum mc_parse rc = c->pool->wire->parse(&r, &s->q->m, id, s->buf, s->len, &used);
+    if (rc == MC_PARSE_NEED_MORE) {         /* another message of the same reply follows */
+        s->next_seq = s->total = 0;
+        return;
+    }
+    if (rc != MC_PARSE_OK || used != s->len) {
+        drop(c, s);
+        return;
+    }
+    struct cl_req *q = s->q;
+    slot_clear(u, s);
+    c->h->outstanding--;
+    cl_window_answered(c->h);
+    cl_conn_complete(c, q, cl_status_of(&r), &r);
+}
+
+void cl_udp_io(struct cl_udp *u, uint64_t now) {
+    (void)now;
+    struct cl_conn *c = conn_of(u);
+    static __thread unsigned char d[UDP_DATAGRAM_MAX];
+    for (int i = 0; i < 256 && u->fd >= 0; i++) {
+        ssize_t n = recv(u->fd, d, sizeof(d), 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;        /* EAGAIN; or an ICMP error: the gets it hit will be late */
+        }
+        datagram(c, d, (size_t)n);
+    }
+}
+
+uint64_t cl_udp_tick(struct cl_conn *c, uint64_t now) {
+    struct cl_udp *u = &c->udp;
+    while (u->inflight) {
+        struct cl_udp_slot *s = &u->slots[u->oldest_id % CL_UDP_SLOTS];
+        if (s->q == NULL || s->id != u->oldest_id) {
+            u->oldest_id++;
+            continue;
+        }
+        if (now < s->deadline_ns)
+            return s->deadline_ns;
+        cl_window_timeout(c->h);
+        drop(c, s);
+        u->oldest_id++;
+    }
+    return 0;
+}
+
+void cl_udp_reset(struct cl_conn *c, int status) {
+    struct cl_udp *u = &c->udp;
+    for (unsigned i = 0; u->slots && i < CL_UDP_SLOTS && u->inflight; i++) {
+        struct cl_udp_slot *s = &u->slots[i];
+        if (s->q) {
+            struct cl_req *q = s->q;
+            slot_clear(u, s);
+            c->h->outstanding--;
+            cl_conn_complete(c, q, status, NULL);
+        }
+    }
+    struct cl_req *q;
+    while ((q = waiting_pop(u)) != NULL)
+        cl_conn_complete(c, q, status, NULL);
+}
+
+void cl_udp_deinit(struct cl_conn *c) {
+    struct cl_udp *u = &c->udp;
+    cl_udp_reset(c, CELLAR_ECLOSED);
+    if (u->fd >= 0) {
+        evloop_del(c->h->loop, u->fd);
+        close(u->fd);
+        u->fd = -1;
+    }
+    for (unsigned i = 0; u->slots && i < CL_UDP_SLOTS; i++)
+        free(u->slots[i].buf);
+    free(u->slots);
+    u->slots = NULL;
+}
