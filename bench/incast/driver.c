@@ -20,7 +20,8 @@
  *
  * --window 0 leaves the three window settings at zero, so the handle runs
  * the library's default adaptive window (what an application gets without
- * setting them).
+ * setting them); --window-init, --window-min and --window-max then set
+ * some of them, to try an adaptive window with other bounds.
  *
  * tko_timeouts is set very high (unless --tko) so that a timeout never
  * marks a server down: a down server's keys fail at once, which would look
@@ -48,7 +49,8 @@ static void usage(void) {
             "usage: incast-driver --servers LIST (--preload | --window N)\n"
             "       [--keys 1000] [--value 1024] [--warmup 5] [--iters 300] [--min-iters 20]\n"
             "       [--seconds 15] [--timeout-ms 1000] [--tko N]\n"
-            "--window 0: the library's own adaptive window (its defaults)\n");
+            "--window 0: the library's own adaptive window (its defaults);\n"
+            "--window-init/--window-min/--window-max N then set each bound (0: default)\n");
     exit(2);
 }
 
@@ -75,6 +77,7 @@ int main(int argc, char **argv) {
     const char *servers = NULL;
     int preload = 0, window = 0, nkeys = 1000, vsize = 1024, warmup = 5, iters = 300;
     int min_iters = 20, timeout_ms = 1000, tko = 1000000000, window_given = 0;
+    int winit = -1, wmin = -1, wmax = -1;
     double seconds = 15;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -96,6 +99,9 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--seconds") == 0) seconds = atof(v);
         else if (strcmp(a, "--timeout-ms") == 0) timeout_ms = atoi(v);
         else if (strcmp(a, "--tko") == 0) tko = atoi(v);
+        else if (strcmp(a, "--window-init") == 0) winit = atoi(v);
+        else if (strcmp(a, "--window-min") == 0) wmin = atoi(v);
+        else if (strcmp(a, "--window-max") == 0) wmax = atoi(v);
         else usage();
     }
     if (servers == NULL || (!preload && (!window_given || window < 0)) || nkeys <= 0 || vsize <= 0 || iters <= 0)
@@ -109,6 +115,11 @@ int main(int argc, char **argv) {
         .window_min = preload ? 0 : window,
         .window_max = preload ? 0 : window,
     };
+    if (!preload && window == 0) {
+        opt.window_init = winit > 0 ? winit : 0;
+        opt.window_min = wmin > 0 ? wmin : 0;
+        opt.window_max = wmax > 0 ? wmax : 0;
+    }
     struct cellar_config *cfg;
     char err[512];
     int rc = cellar_config_parse(&cfg, servers, &opt, err, sizeof err);
