@@ -759,7 +759,7 @@ __attribute__((unused)) static int env_pools(struct env *e, unsigned n, const st
         return -1;
     }
     for (unsigned i = 1; i < n; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof(name), "p%u", i);
         const char *entry = e->f[i]->addr;
         const struct cellar_options none = {0};
@@ -1562,4 +1562,542 @@ ETEST(near_cache) {
     cellar_destroy(&e->h);
     cellar_destroy(&e->h2);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Routes (trees built by hand: pool i = server i = fake i)                 */
+/* ---------------------------------------------------------------------- */
+
+static void describe_is(struct env *e, const char *want, int *th_failed) {
+    char got[512];
+    route_describe(e->cfg->root, e->cfg, got, sizeof(got));
+    ASSERT_STR(got, want);
+}
+
+/*
+ * FailoverWithExptimeRoute: the normal pool first; on a failover error the
+ * gutter pool, whose writes carry an exptime capped at failover_exptime.
+ * Plain FailoverRoute passes the exptime on unchanged.
+ */
+ETEST(route_failover_exptime) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *kids[2] = {P(e, 0), P(e, 1)};
+    struct route *plain_kids[2] = {P(e, 0), P(e, 2)};
+    struct route *gutter = route_failover(e->cfg->routes, kids, 2, 10);
+    struct route *plain = route_failover(e->cfg->routes, plain_kids, 2, -1);
+    const char *pre[1] = {"plain:"};
+    e->cfg->root = route_prefix_selector(e->cfg->routes, pre, &plain, 1, gutter);
+    ASSERT(e->cfg->root != NULL);
+    describe_is(e, "PrefixSelectorRoute{plain::FailoverRoute[PoolRoute(default),PoolRoute(p2)],"
+                   "wildcard:FailoverRoute(exptime=10)[PoolRoute(default),PoolRoute(p1)]}",
+                th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct fake *normal = e->f[0], *gut = e->f[1], *other = e->f[2];
+    struct cellar_item it;
+
+    /* Healthy: the normal pool, exptime as given. */
+    ASSERT_EQ(cellar_set(e->h, K("a"), "1", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(normal, "a"), 0);
+    ASSERT(!fake_has(gut, "a"));
+
+    /* Normal pool fails: the gutter, exptime capped. */
+    atomic_store(&normal->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_set(e->h, K("g0"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g0"), 10);
+    ASSERT_EQ(cellar_set(e->h, K("g1"), "v", 1, 0, 1000), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g1"), 10);
+    ASSERT_EQ(cellar_set(e->h, K("g2"), "v", 1, 0, 5), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g2"), 5);
+    int64_t far = (int64_t)time(NULL) + 86400;
+    ASSERT_EQ(cellar_add(e->h, K("g3"), "v", 1, 0, far), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g3"), 10);
+    int64_t soon = (int64_t)time(NULL) + 3;       /* a unix time 3 s away stays */
+    ASSERT_EQ(cellar_set(e->h, K("g4"), "v", 1, 0, soon), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g4"), soon);
+    ASSERT_EQ(cellar_set(e->h, K("g5"), "v", 1, 0, -1), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g5"), -1);
+    ASSERT_EQ(cellar_touch(e->h, K("g2"), 500), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(gut, "g2"), 10);
+    ASSERT_EQ(cellar_get(e->h, K("g0"), &it), CELLAR_OK);          /* read from the gutter */
+    ASSERT_STR(it.value, "v");
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_gat(e->h, K("g1"), 900, &it), CELLAR_OK);
+    cellar_item_clear(&it);
+    ASSERT_EQ(fake_exptime(gut, "g1"), 10);
+    ASSERT_EQ(cellar_delete(e->h, K("g0")), CELLAR_OK);
+    ASSERT(!fake_has(gut, "g0"));
+    ASSERT_EQ(fake_reqs(other), 0);
+
+    /* A miss or a refusal is an answer: no failover. */
+    atomic_store(&normal->mode, FK_NORMAL);
+    unsigned g = fake_reqs(gut);
+    ASSERT_EQ(cellar_get(e->h, K("g1"), &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_add(e->h, K("a"), "2", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(fake_reqs(gut), g);
+
+    /* Both fail: the last child's answer. */
+    atomic_store(&normal->mode, FK_GARBAGE);
+    atomic_store(&gut->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_set(e->h, K("g6"), "v", 1, 0, 0), CELLAR_EPROTO);
+    atomic_store(&gut->mode, FK_NORMAL);
+
+    /* Plain FailoverRoute: no cap. */
+    ASSERT_EQ(cellar_set(e->h, K("plain:x"), "v", 1, 0, 1000), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(other, "plain:x"), 1000);
+    ASSERT_EQ(cellar_set(e->h, K("plain:y"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(other, "plain:y"), 0);
+}
+
+/*
+ * AllSyncRoute: every child, and the worst answer (error > miss/refusal >
+ * success).  Not in sanitizer builds until BUG 2 (bug_all_sync_ubsan,
+ * below) is fixed: every reply AllSync keeps trips UBSan there.
+ */
+#ifndef __SANITIZE_ADDRESS__
+ETEST(route_all_sync) {
+    struct cellar_options opt = {.server_timeout_ms = 100, .tko_timeouts = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *kids[3] = {P(e, 0), P(e, 1), P(e, 2)};
+    e->cfg->root = route_all(e->cfg->routes, ROUTE_ALL_SYNC, kids, 3);
+    describe_is(e, "AllSyncRoute[PoolRoute(default),PoolRoute(p1),PoolRoute(p2)]", th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    ASSERT_EQ(cellar_set(e->h, K("k"), "val", 3, 2, 0), CELLAR_OK);
+    for (int i = 0; i < 3; i++)
+        ASSERT(fake_is(e->f[i], "k", "val"));
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);          /* all hit */
+    ASSERT_STR(it.value, "val");
+    ASSERT_EQ(it.flags, 2);
+    cellar_item_clear(&it);
+    fake_put(e->f[1], "k", "other", 0, 0);
+    fake_put(e->f[2], "only2", "x", 0, 0);
+    ASSERT_EQ(cellar_get(e->h, K("only2"), &it), CELLAR_NOT_FOUND);   /* two miss */
+    ASSERT(it.value == NULL);
+    ASSERT_EQ(cellar_delete(e->h, K("only2")), CELLAR_NOT_FOUND);
+    ASSERT(!fake_has(e->f[2], "only2"));
+    ASSERT_EQ(cellar_add(e->h, K("k"), "z", 1, 0, 0), CELLAR_NOT_STORED);
+    atomic_store(&e->f[2]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_set(e->h, K("k2"), "v", 1, 0, 0), CELLAR_EPROTO);   /* error wins */
+    ASSERT(fake_is(e->f[0], "k2", "v") && fake_is(e->f[1], "k2", "v"));
+    ASSERT_EQ(cellar_get(e->h, K("k2"), &it), CELLAR_EPROTO);
+    atomic_store(&e->f[2]->mode, FK_NORMAL);
+    ASSERT_EQ(cellar_set(e->h, K("n"), "5", 1, 0, 0), CELLAR_OK);
+    uint64_t n = 0;
+    ASSERT_EQ(cellar_incr(e->h, K("n"), 2, &n), CELLAR_OK);
+    ASSERT_U64(n, 7);
+    /* A timeout is the worst of all; the others still counted. */
+    atomic_store(&e->f[1]->mode, FK_HANG);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(cellar_incr(e->h, K("n"), 1, &n), CELLAR_ETIMEDOUT);
+    ASSERT(now_ms() - t0 >= 95);
+    ASSERT(fake_is(e->f[0], "n", "8") && fake_is(e->f[2], "n", "8"));
+    /* An error before a miss: */
+    atomic_store(&e->f[1]->mode, FK_NORMAL);
+    ASSERT(WAIT_FOR(fake_idle(e->f[1]), 1000));
+    fake_put(e->f[0], "m", "x", 0, 0);
+    atomic_store(&e->f[2]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_get(e->h, K("m"), &it), CELLAR_EPROTO);
+}
+#endif
+
+/* AllSyncRoute where no child's reply is kept (all fail): the sanitizers can watch it. */
+ETEST(route_all_sync_failures) {
+    struct cellar_options opt = {.server_timeout_ms = 60, .tko_timeouts = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *kids[3] = {P(e, 0), P(e, 1), P(e, 2)};
+    e->cfg->root = route_all(e->cfg->routes, ROUTE_ALL_SYNC, kids, 3);
+    describe_is(e, "AllSyncRoute[PoolRoute(default),PoolRoute(p1),PoolRoute(p2)]", th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    atomic_store(&e->f[0]->mode, FK_GARBAGE);
+    atomic_store(&e->f[1]->mode, FK_HANG);
+    atomic_store(&e->f[2]->mode, FK_GARBAGE);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_EPROTO);  /* the first error */
+    ASSERT(now_ms() - t0 >= 55);                                        /* waited for all */
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_EPROTO);
+    ASSERT(it.value == NULL);
+    ASSERT_EQ(fake_reqs(e->f[1]), 2);
+}
+
+/*
+ * AllAsyncRoute answers at once as NullRoute would, its children finish
+ * in the background (a slow one, a hanging one); AllInitialRoute answers
+ * with the first child's reply while the others go on.  Children left in
+ * flight when the handle is destroyed end there, without leaks.
+ */
+ETEST(route_all_async_initial) {
+    struct cellar_options opt = {.server_timeout_ms = 150, .tko_timeouts = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *kids[3] = {P(e, 0), P(e, 1), P(e, 2)};
+    struct route *async = route_all(e->cfg->routes, ROUTE_ALL_ASYNC, kids, 3);
+    struct route *initial = route_all(e->cfg->routes, ROUTE_ALL_INITIAL, kids, 3);
+    const char *pre[1] = {"i:"};
+    e->cfg->root = route_prefix_selector(e->cfg->routes, pre, &initial, 1, async);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct fake *fast = e->f[0], *slow = e->f[1], *hang = e->f[2];
+    atomic_store(&slow->delay_ms, 30);
+    atomic_store(&hang->mode, FK_HANG);
+    struct cellar_item it;
+
+    /* AllAsync: the null answer now, the writes later. */
+    int64_t t0 = now_ms();
+    ASSERT_EQ(cellar_set(e->h, K("a1"), "v", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_get(e->h, K("a1"), &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_delete(e->h, K("a1")), CELLAR_NOT_FOUND);
+    ASSERT(now_ms() - t0 < 25);
+    ASSERT(POLL_FOR(e->h, fake_reqs(slow) >= 3 && fake_idle(slow), 2000));
+    ASSERT(POLL_FOR(e->h, fake_reqs(hang) >= 3, 2000));
+    ASSERT(!fake_has(fast, "a1") && !fake_has(slow, "a1"));   /* set, get, delete in order */
+    ASSERT_EQ(cellar_set(e->h, K("a2"), "v", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT(POLL_FOR(e->h, fake_has(fast, "a2") && fake_has(slow, "a2"), 2000));
+    /* The hanging child's requests time out in the background. */
+    struct cellar_stats st;
+    ASSERT(POLL_FOR(e->h, (cellar_stats(e->h, &st), st.timeouts >= 4), 2000));
+
+    /* AllInitial: the first child's answer, the others after. */
+    t0 = now_ms();
+    ASSERT_EQ(cellar_set(e->h, K("i:1"), "w", 1, 0, 0), CELLAR_OK);
+    ASSERT(now_ms() - t0 < 25);
+    ASSERT(fake_is(fast, "i:1", "w"));
+    ASSERT_EQ(cellar_get(e->h, K("i:1"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "w");
+    cellar_item_clear(&it);
+    ASSERT(POLL_FOR(e->h, fake_is(slow, "i:1", "w"), 2000));
+    /* The first child slower than the others. */
+    atomic_store(&slow->delay_ms, 0);
+    atomic_store(&fast->delay_ms, 30);
+    ASSERT_EQ(cellar_set(e->h, K("i:2"), "x", 1, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(fast, "i:2", "x"));
+    ASSERT(fake_is(slow, "i:2", "x"));
+    atomic_store(&fast->delay_ms, 0);
+
+    /* Destroyed with children in flight: the hanging ones, and a slow one. */
+    atomic_store(&slow->delay_ms, 100);
+    ASSERT_EQ(cellar_set(e->h, K("a3"), "v", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_set(e->h, K("i:3"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT(e->h->conns[1].sent.n + e->h->conns[1].waiting.n >= 2);
+    ASSERT(e->h->conns[2].sent.n + e->h->conns[2].waiting.n >= 2);
+    cellar_destroy(&e->h);
+}
+
+/* AllAsync children held back by the window when the handle goes. */
+ETEST(route_all_async_queued_destroy) {
+    struct cellar_options opt = {.server_timeout_ms = 150, .tko_timeouts = 1000,
+                                 .window_init = 2, .window_min = 2, .window_max = 2};
+    ASSERT_EQ(env_pools(e, 1, &opt), 0);
+    struct route *kids[6];
+    for (int i = 0; i < 6; i++)
+        kids[i] = P(e, 0);
+    e->cfg->root = route_all(e->cfg->routes, ROUTE_ALL_ASYNC, kids, 6);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    atomic_store(&e->f[0]->mode, FK_HANG);
+    static char big[100000];
+    ASSERT_EQ(cellar_set(e->h, K("q"), big, sizeof(big), 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_set(e->h, K("r"), big, sizeof(big), 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(e->h->conns[0].sent.n + e->h->conns[0].waiting.n, 12);
+    ASSERT(e->h->conns[0].waiting.n >= 10);
+    cellar_destroy(&e->h);
+}
+
+/* MissFailoverRoute: reads go on after a miss (or an error) until a hit; writes to the first. */
+ETEST(route_miss_failover) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *kids[3] = {P(e, 0), P(e, 1), P(e, 2)};
+    e->cfg->root = route_miss_failover(e->cfg->routes, kids, 3);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    fake_put(e->f[1], "in1", "one", 0, 0);
+    fake_put(e->f[2], "in1", "two", 0, 0);
+    fake_put(e->f[2], "in2", "two", 0, 0);
+    ASSERT_EQ(cellar_get(e->h, K("in1"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "one");
+    cellar_item_clear(&it);
+    unsigned r2 = fake_reqs(e->f[2]);
+    ASSERT_EQ(cellar_get(e->h, K("in2"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "two");
+    cellar_item_clear(&it);
+    ASSERT_EQ(fake_reqs(e->f[2]), r2 + 1);
+    ASSERT_EQ(cellar_gets(e->h, K("none"), &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_set(e->h, K("w"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT(fake_has(e->f[0], "w") && !fake_has(e->f[1], "w") && !fake_has(e->f[2], "w"));
+    ASSERT_EQ(cellar_delete(e->h, K("in2")), CELLAR_NOT_FOUND);      /* first child only */
+    ASSERT(fake_has(e->f[2], "in2"));
+    atomic_store(&e->f[0]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_get(e->h, K("in1"), &it), CELLAR_OK);
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_set(e->h, K("w"), "v", 1, 0, 0), CELLAR_EPROTO);
+}
+
+/* LatestRoute: host_id picks the first child; failover_count more are tried after it. */
+ETEST(route_latest) {
+    struct cellar_options opt = {.server_timeout_ms = 1000, .host_id = 4};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *kids[3] = {P(e, 0), P(e, 1), P(e, 2)};
+    e->cfg->root = route_latest(e->cfg->routes, kids, 3, 1);
+    describe_is(e, "LatestRoute(failover_count=1)[PoolRoute(default),PoolRoute(p1),"
+                   "PoolRoute(p2)]", th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);          /* 4 % 3 = 1 */
+    ASSERT(!fake_has(e->f[0], "k") && fake_has(e->f[1], "k") && !fake_has(e->f[2], "k"));
+    atomic_store(&e->f[1]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_set(e->h, K("k2"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT(fake_has(e->f[2], "k2"));
+    ASSERT_EQ(cellar_get(e->h, K("k2"), &it), CELLAR_OK);
+    cellar_item_clear(&it);
+    atomic_store(&e->f[2]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_get(e->h, K("k2"), &it), CELLAR_EPROTO);   /* not a third try */
+    ASSERT_EQ(fake_reqs(e->f[0]), 0);
+    /* Another host id, another first child (wrapping around). */
+    cellar_destroy(&e->h);
+    e->cfg->host_id = 5;
+    atomic_store(&e->f[1]->mode, FK_NORMAL);
+    atomic_store(&e->f[2]->mode, FK_GARBAGE);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("k3"), "v", 1, 0, 0), CELLAR_OK);          /* 2, then 0 */
+    ASSERT(fake_has(e->f[0], "k3") && !fake_has(e->f[1], "k3"));
+}
+
+/* OperationSelectorRoute: by the operation, else the default (else NullRoute's answer). */
+ETEST(route_operation_selector) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    struct route *by_op[MSG_OP_COUNT] = {0}, *none[MSG_OP_COUNT] = {0};
+    by_op[MSG_SET] = P(e, 1);
+    by_op[MSG_GET] = P(e, 0);
+    struct route *sel = route_operation_selector(e->cfg->routes, by_op, P(e, 2));
+    none[MSG_DELETE] = P(e, 0);
+    struct route *sel2 = route_operation_selector(e->cfg->routes, none, NULL);
+    const char *pre[1] = {"n:"};
+    e->cfg->root = route_prefix_selector(e->cfg->routes, pre, &sel2, 1, sel);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT(fake_has(e->f[1], "k") && !fake_has(e->f[0], "k") && !fake_has(e->f[2], "k"));
+    fake_put(e->f[0], "k", "from0", 0, 0);
+    fake_put(e->f[2], "k", "from2", 0, 0);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "from0");
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_gets(e->h, K("k"), &it), CELLAR_OK);                /* default */
+    ASSERT_STR(it.value, "from2");
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_delete(e->h, K("k")), CELLAR_OK);
+    ASSERT(!fake_has(e->f[2], "k") && fake_has(e->f[0], "k") && fake_has(e->f[1], "k"));
+    unsigned before = fake_reqs(e->f[0]) + fake_reqs(e->f[1]) + fake_reqs(e->f[2]);
+    ASSERT_EQ(cellar_set(e->h, K("n:k"), "v", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_get(e->h, K("n:k"), &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(fake_reqs(e->f[0]) + fake_reqs(e->f[1]) + fake_reqs(e->f[2]), before);
+    fake_put(e->f[0], "n:k", "x", 0, 0);
+    ASSERT_EQ(cellar_delete(e->h, K("n:k")), CELLAR_OK);
+    ASSERT(!fake_has(e->f[0], "n:k"));
+}
+
+/* PrefixSelectorRoute: the longest matching prefix, else the wildcard (else null). */
+ETEST(route_prefix_selector) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 3, &opt), 0);
+    const char *pre[2] = {"a:", "a:b:"};
+    struct route *to[2] = {P(e, 0), P(e, 1)};
+    struct route *with = route_prefix_selector(e->cfg->routes, pre, to, 2, P(e, 2));
+    struct route *without = route_prefix_selector(e->cfg->routes, pre, to, 2, NULL);
+    const char *top[1] = {"x"};
+    e->cfg->root = route_prefix_selector(e->cfg->routes, top, &without, 1, with);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("a:b:c"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("a:x"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("a:b"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("zz"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT(fake_has(e->f[1], "a:b:c") && !fake_has(e->f[0], "a:b:c"));
+    ASSERT(fake_has(e->f[0], "a:x") && fake_has(e->f[0], "a:b"));
+    ASSERT(fake_has(e->f[2], "zz") && !fake_has(e->f[0], "zz"));
+    ASSERT_EQ(cellar_set(e->h, K("xa:1"), "v", 1, 0, 0), CELLAR_NOT_STORED);  /* no wildcard */
+    ASSERT_EQ(fake_reqs(e->f[0]) + fake_reqs(e->f[1]) + fake_reqs(e->f[2]), 4);
+}
+
+/*
+ * WarmUpRoute: a cold miss reads warm (asking for the remaining TTL), answers
+ * warm's hit and adds it into cold with that TTL (or the route's exptime
+ * when warm has none); the next read hits cold.  Writes go to cold only.
+ */
+ETEST(route_warm_up) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 2, &opt), 0);
+    e->cfg->root = route_warm_up(e->cfg->routes, P(e, 0), P(e, 1), 7);
+    describe_is(e, "WarmUpRoute(exptime=7)[PoolRoute(default),PoolRoute(p1)]", th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct fake *cold = e->f[0], *warm = e->f[1];
+    struct cellar_item it;
+    fake_put(warm, "w1", "warm-one", 3, 100);
+    fake_put(warm, "w2", "warm-two", 0, 0);
+    ASSERT_EQ(cellar_get(e->h, K("w1"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "warm-one");
+    ASSERT_EQ(it.flags, 3);
+    cellar_item_clear(&it);
+    ASSERT(POLL_FOR(e->h, fake_has(cold, "w1"), 2000));
+    ASSERT_EQ(fake_exptime(cold, "w1"), 100);
+    uint32_t fl = 0;
+    size_t n = 0;
+    char *v = fake_value(cold, "w1", &n, &fl);
+    bool same = v && strcmp(v, "warm-one") == 0 && fl == 3;
+    free(v);
+    ASSERT(same);
+    unsigned w = fake_reqs(warm);
+    ASSERT_EQ(cellar_get(e->h, K("w1"), &it), CELLAR_OK);                 /* cold hit */
+    cellar_item_clear(&it);
+    ASSERT_EQ(fake_reqs(warm), w);
+    /* No TTL on warm: the route's exptime. gat reads warm without touching it. */
+    ASSERT_EQ(cellar_gat(e->h, K("w2"), 50, &it), CELLAR_OK);
+    ASSERT_STR(it.value, "warm-two");
+    cellar_item_clear(&it);
+    ASSERT(POLL_FOR(e->h, fake_has(cold, "w2"), 2000));
+    ASSERT_EQ(fake_exptime(cold, "w2"), 7);
+    ASSERT_EQ(fake_exptime(warm, "w2"), 0);
+    /* A miss in both: cold's miss. */
+    ASSERT_EQ(cellar_get(e->h, K("none"), &it), CELLAR_NOT_FOUND);
+    ASSERT(it.value == NULL);
+    /* Writes: cold only. */
+    ASSERT_EQ(cellar_set(e->h, K("w4"), "new", 3, 0, 0), CELLAR_OK);
+    ASSERT(fake_has(cold, "w4") && !fake_has(warm, "w4"));
+    ASSERT_EQ(cellar_delete(e->h, K("w1")), CELLAR_OK);
+    ASSERT(!fake_has(cold, "w1") && fake_has(warm, "w1"));
+    /* Warm failing: cold's miss. */
+    atomic_store(&warm->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_get(e->h, K("none2"), &it), CELLAR_NOT_FOUND);
+    /* Cold failing: its error. */
+    atomic_store(&cold->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_get(e->h, K("w2"), &it), CELLAR_EPROTO);
+    /* A background add still on its way (cold answers slowly) when the handle goes. */
+    atomic_store(&cold->mode, FK_NORMAL);
+    atomic_store(&warm->mode, FK_NORMAL);
+    atomic_store(&cold->delay_ms, 100);
+    fake_put(warm, "w5", "late", 0, 0);
+    ASSERT_EQ(cellar_get(e->h, K("w5"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "late");
+    cellar_item_clear(&it);
+    ASSERT_EQ(e->h->conns[0].sent.n + e->h->conns[0].waiting.n, 1);
+    cellar_destroy(&e->h);
+}
+
+/* NullRoute: nothing sent; a miss, not stored, not found. */
+ETEST(route_null) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 1, &opt), 0);
+    e->cfg->root = route_null(e->cfg->routes);
+    describe_is(e, "NullRoute", th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    uint64_t n = 99;
+    struct cellar_lease l;
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_gats(e->h, K("k"), 5, &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_cas(e->h, K("k"), "v", 1, 0, 0, 9), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_delete(e->h, K("k")), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_touch(e->h, K("k"), 5), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_incr(e->h, K("k"), 1, &n), CELLAR_NOT_FOUND);
+    ASSERT_U64(n, 99);
+    ASSERT_EQ(cellar_lease_get(e->h, K("k"), 5, &it, &l), CELLAR_NOT_FOUND);
+    const char *keys[2] = {"a", "b"};
+    size_t nk[2] = {1, 1};
+    struct cellar_item items[2];
+    ASSERT_EQ(cellar_mget(e->h, keys, nk, 2, items), CELLAR_OK);
+    ASSERT_EQ(items[0].status, CELLAR_NOT_FOUND);
+    ASSERT_EQ(items[1].status, CELLAR_NOT_FOUND);
+    ASSERT_EQ(fake_reqs(e->f[0]), 0);
+    char ver[32];
+    ASSERT_EQ(cellar_version(e->h, 0, ver, sizeof(ver)), CELLAR_OK);   /* servers, not routes */
+    ASSERT_EQ(fake_reqs(e->f[0]), 1);
+}
+
+/*
+ * The JSON form of a tree, where config_json.c parses one: the same
+ * description as the hand-built tree, and the gutter's exptime cap at work.
+ */
+ETEST(json_config) {
+    ASSERT(env_fakes(e, 2));
+    char text[1024], err[256];
+    snprintf(text, sizeof(text),
+             "{ // mcrouter's format\n"
+             "  \"pools\": {\"main\": {\"servers\": [\"%s\"]},\n"
+             "            \"gutter\": {\"servers\": [\"%s\"]}},\n"
+             "  \"route\": {\"type\": \"FailoverWithExptimeRoute\",\n"
+             "            \"normal\": \"PoolRoute|main\",\n"
+             "            \"failover\": \"PoolRoute|gutter\",\n"
+             "            \"failover_exptime\": 10}\n"
+             "}\n", e->f[0]->addr, e->f[1]->addr);
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    int rc = cellar_config_parse(&e->cfg, text, &opt, err, sizeof(err));
+    if (rc != CELLAR_OK && strstr(err, "not supported")) {
+        fprintf(stderr, "  json_config: %s (skipped)\n", err);
+        return;
+    }
+    ASSERT_EQ(rc, CELLAR_OK);
+    char got[256];
+    route_describe(e->cfg->root, e->cfg, got, sizeof(got));
+    ASSERT_STR(got, "FailoverRoute(exptime=10)[PoolRoute(main),PoolRoute(gutter)]");
+    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("j"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(e->f[0], "j"), 0);
+    atomic_store(&e->f[0]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_set(e->h, K("j"), "v", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(fake_exptime(e->f[1], "j"), 10);
+}
+
+/*
+ * BUG (see the report): a request whose failover is still on its way when
+ * the handle is destroyed.  cellar_destroy() deinits the connections in
+ * index order; failing the failover's request on server 1 with ECLOSED
+ * makes FailoverRoute send it on to server 0, whose connection was
+ * already deinited: cl_conn_submit() opens a new socket and queues it
+ * there, and nothing ever completes it.  The seq (route_failover.c), the
+ * fan (route_all.c) and the socket leak.
+ */
+#if 0
+ETEST(bug_destroy_failover_in_flight) {
+    struct cellar_options opt = {.server_timeout_ms = 1000, .tko_timeouts = 1000};
+    ASSERT_EQ(env_pools(e, 2, &opt), 0);
+    struct route *fo_kids[2] = {P(e, 1), P(e, 0)};
+    struct route *fo = route_failover(e->cfg->routes, fo_kids, 2, -1);
+    struct route *kids[2] = {P(e, 0), fo};
+    e->cfg->root = route_all(e->cfg->routes, ROUTE_ALL_INITIAL, kids, 2);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    atomic_store(&e->f[1]->mode, FK_HANG);
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);  /* server 0 answered */
+    ASSERT_EQ(e->h->conns[1].sent.n + e->h->conns[1].waiting.n, 1);  /* the failover's */
+    cellar_destroy(&e->h);      /* LeakSanitizer: the fan and the seq */
+}
+#endif
+
+/*
+ * BUG 2 (see the report): AllSyncRoute's keep_worst() (route_all.c:62-63)
+ * copies the kept reply's value and message with memcpy() even when they
+ * are empty spans {NULL, 0} -- a STORED, a miss, a hit's msg -- and
+ * memcpy(dst, NULL, 0) is undefined: UBSan stops the program at the first
+ * AllSync request answered by a server.
+ */
+#if 0
+ETEST(bug_all_sync_ubsan) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 2, &opt), 0);
+    struct route *kids[2] = {P(e, 0), P(e, 1)};
+    e->cfg->root = route_all(e->cfg->routes, ROUTE_ALL_SYNC, kids, 2);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);
+}
+#endif
 int main(void) { return RUN_TESTS(); }
