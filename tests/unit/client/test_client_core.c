@@ -1134,7 +1134,7 @@ ETEST(tko_and_revival) {
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_EDOWN);
     ASSERT_EQ(it.status, CELLAR_EDOWN);
     ASSERT_EQ(cellar_set(e->h, K("k"), "w", 1, 0, 0), CELLAR_EDOWN);
-    ASSERT(now_ms() - t0 < 20);
+    ASSERT(now_ms() - t0 < 45);         /* at once, not after server_timeout */
     ASSERT_EQ(fake_reqs(f), seen);
     cellar_stats(e->h, &st);
     ASSERT_U64(st.down_fast_fails, 2);
@@ -1742,7 +1742,7 @@ ETEST(route_all_async_initial) {
     e->cfg->root = route_prefix_selector(e->cfg->routes, pre, &initial, 1, async);
     ASSERT_EQ(env_handle(e), CELLAR_OK);
     struct fake *fast = e->f[0], *slow = e->f[1], *hang = e->f[2];
-    atomic_store(&slow->delay_ms, 30);
+    atomic_store(&slow->delay_ms, 100);
     atomic_store(&hang->mode, FK_HANG);
     struct cellar_item it;
 
@@ -1751,7 +1751,7 @@ ETEST(route_all_async_initial) {
     ASSERT_EQ(cellar_set(e->h, K("a1"), "v", 1, 0, 0), CELLAR_NOT_STORED);
     ASSERT_EQ(cellar_get(e->h, K("a1"), &it), CELLAR_NOT_FOUND);
     ASSERT_EQ(cellar_delete(e->h, K("a1")), CELLAR_NOT_FOUND);
-    ASSERT(now_ms() - t0 < 25);
+    ASSERT(now_ms() - t0 < 90);
     ASSERT(POLL_FOR(e->h, fake_reqs(slow) >= 3 && fake_idle(slow), 2000));
     ASSERT(POLL_FOR(e->h, fake_reqs(hang) >= 3, 2000));
     ASSERT(!fake_has(fast, "a1") && !fake_has(slow, "a1"));   /* set, get, delete in order */
@@ -1764,7 +1764,7 @@ ETEST(route_all_async_initial) {
     /* AllInitial: the first child's answer, the others after. */
     t0 = now_ms();
     ASSERT_EQ(cellar_set(e->h, K("i:1"), "w", 1, 0, 0), CELLAR_OK);
-    ASSERT(now_ms() - t0 < 25);
+    ASSERT(now_ms() - t0 < 90);
     ASSERT(fake_is(fast, "i:1", "w"));
     ASSERT_EQ(cellar_get(e->h, K("i:1"), &it), CELLAR_OK);
     ASSERT_STR(it.value, "w");
@@ -1772,10 +1772,11 @@ ETEST(route_all_async_initial) {
     ASSERT(POLL_FOR(e->h, fake_is(slow, "i:1", "w"), 2000));
     /* The first child slower than the others. */
     atomic_store(&slow->delay_ms, 0);
+    ASSERT(POLL_FOR(e->h, fake_idle(slow), 2000));
     atomic_store(&fast->delay_ms, 30);
     ASSERT_EQ(cellar_set(e->h, K("i:2"), "x", 1, 0, 0), CELLAR_OK);
     ASSERT(fake_is(fast, "i:2", "x"));
-    ASSERT(fake_is(slow, "i:2", "x"));
+    ASSERT(POLL_FOR(e->h, fake_is(slow, "i:2", "x"), 2000));
     atomic_store(&fast->delay_ms, 0);
 
     /* Destroyed with children in flight: the hanging ones, and a slow one. */
@@ -2098,6 +2099,32 @@ ETEST(bug_all_sync_ubsan) {
     e->cfg->root = route_all(e->cfg->routes, ROUTE_ALL_SYNC, kids, 2);
     ASSERT_EQ(env_handle(e), CELLAR_OK);
     ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);
+}
+#endif
+
+/*
+ * BUG 3 (minor, see the report): after cellar_flush_all() the near-cache
+ * keeps nothing for the rest of that second.  near.c makes its engine with
+ * use_cas = false, so engine_flush() (expire.c) marks everything with an
+ * atime <= now as flushed, whole seconds: a value fetched in the same
+ * second as the flush is put and then never found, and every get goes to
+ * the servers until the clock ticks.
+ */
+#if 0
+ETEST(bug_near_after_flush) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
+    ASSERT_EQ(cellar_near_create(&e->near, 1 << 20, 60, NULL), CELLAR_OK);
+    cellar_use_near(e->h, e->near);
+    struct cellar_item it;
+    ASSERT_EQ(cellar_flush_all(e->h, 0), CELLAR_OK);
+    fake_put(e->f[0], "k", "v", 0, 0);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);     /* from the server, kept */
+    cellar_item_clear(&it);
+    unsigned r = fake_reqs(e->f[0]);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);     /* should be near */
+    cellar_item_clear(&it);
+    ASSERT_EQ(fake_reqs(e->f[0]), r);                        /* fails: r + 1 */
 }
 #endif
 int main(void) { return RUN_TESTS(); }
