@@ -116,6 +116,12 @@ void cellar_destroy(struct cellar **hp) {
     struct cellar *h = *hp;
     if (h == NULL)
         return;
+    /*
+     * Failing one connection's requests may make a route send them on to
+     * another connection (a failover), one already closed: closing makes
+     * every such submission fail at once, so nothing is left queued.
+     */
+    h->closing = true;
     for (unsigned i = 0; i < h->nconns; i++)
         cl_conn_deinit(&h->conns[i]);
     free(h->conns);

@@ -269,6 +269,7 @@ struct cellar {
     unsigned outstanding;       /* requests sent and not answered, over all connections */
     double window;
     struct cellar_near *near;   /* NULL, or the near-cache gets look in first */
+    bool closing;               /* cellar_destroy() under way: submissions fail at once */
     struct cellar_stats st;
 };
 

@@ -246,6 +246,10 @@ static void start_probe(struct cl_conn *c, uint64_t now) {
 }
 
 void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now) {
+    if (c->h->closing) {                /* a route resending while the handle goes */
+        cl_conn_complete(c, q, CELLAR_ECLOSED, NULL);
+        return;
+    }
     if (c->state == CL_CONN_DOWN || c->probing) {
         cl_conn_complete(c, q, CELLAR_EDOWN, NULL);
         return;

@@ -46,7 +46,7 @@ int cellar_near_create(struct cellar_near **out, size_t bytes, int ttl_s, const 
     cfg.slab_chunk_max = NEAR_CHUNK_MAX;
     cfg.item_size_max = (uint32_t)(imax / NEAR_CHUNK_MAX * NEAR_CHUNK_MAX);
     cfg.policy = policy ? policy : "s3fifo";
-    cfg.use_cas = false;
+    cfg.use_cas = true;         /* flush_all then spares what is stored in the same second */
     char err[256];
     struct cellar_near *n = calloc(1, sizeof(*n));
     if (n == NULL)

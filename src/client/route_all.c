@@ -59,8 +59,10 @@ static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {
         f->worst_r.value = f->worst_r.msg = (struct mc_span){NULL, 0};
         return;
     }
-    memcpy(f->worst_buf, rep->value.p, nv);
-    memcpy(f->worst_buf + nv, rep->msg.p, nm);
+    if (nv)
+        memcpy(f->worst_buf, rep->value.p, nv);
+    if (nm)
+        memcpy(f->worst_buf + nv, rep->msg.p, nm);
     f->worst_r.value = (struct mc_span){f->worst_buf, nv};
     f->worst_r.msg = (struct mc_span){f->worst_buf + nv, nm};
 }

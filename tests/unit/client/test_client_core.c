@@ -1652,10 +1652,8 @@ ETEST(route_failover_exptime) {
 
 /*
  * AllSyncRoute: every child, and the worst answer (error > miss/refusal >
- * success).  Not in sanitizer builds until BUG 2 (bug_all_sync_ubsan,
- * below) is fixed: every reply AllSync keeps trips UBSan there.
+ * success).
  */
-#ifndef __SANITIZE_ADDRESS__
 ETEST(route_all_sync) {
     struct cellar_options opt = {.server_timeout_ms = 100, .tko_timeouts = 1000};
     ASSERT_EQ(env_pools(e, 3, &opt), 0);
@@ -1702,7 +1700,6 @@ ETEST(route_all_sync) {
     atomic_store(&e->f[2]->mode, FK_GARBAGE);
     ASSERT_EQ(cellar_get(e->h, K("m"), &it), CELLAR_EPROTO);
 }
-#endif
 
 /* AllSyncRoute where no child's reply is kept (all fail): the sanitizers can watch it. */
 ETEST(route_all_sync_failures) {
@@ -2060,16 +2057,14 @@ ETEST(json_config) {
 }
 
 /*
- * BUG (see the report): a request whose failover is still on its way when
- * the handle is destroyed.  cellar_destroy() deinits the connections in
- * index order; failing the failover's request on server 1 with ECLOSED
- * makes FailoverRoute send it on to server 0, whose connection was
- * already deinited: cl_conn_submit() opens a new socket and queues it
- * there, and nothing ever completes it.  The seq (route_failover.c), the
- * fan (route_all.c) and the socket leak.
+ * A request whose failover is still on its way when the handle is
+ * destroyed: cellar_destroy() deinits the connections in index order, and
+ * failing the failover's request on server 1 with ECLOSED makes
+ * FailoverRoute send it on to server 0, already deinited.  That submission
+ * must fail at once (the handle is closing) rather than open a new socket
+ * and queue it for ever: LeakSanitizer caught the seq and the fan leaking.
  */
-#if 0
-ETEST(bug_destroy_failover_in_flight) {
+ETEST(destroy_with_failover_in_flight) {
     struct cellar_options opt = {.server_timeout_ms = 1000, .tko_timeouts = 1000};
     ASSERT_EQ(env_pools(e, 2, &opt), 0);
     struct route *fo_kids[2] = {P(e, 1), P(e, 0)};
@@ -2082,17 +2077,14 @@ ETEST(bug_destroy_failover_in_flight) {
     ASSERT_EQ(e->h->conns[1].sent.n + e->h->conns[1].waiting.n, 1);  /* the failover's */
     cellar_destroy(&e->h);      /* LeakSanitizer: the fan and the seq */
 }
-#endif
 
 /*
- * BUG 2 (see the report): AllSyncRoute's keep_worst() (route_all.c:62-63)
- * copies the kept reply's value and message with memcpy() even when they
- * are empty spans {NULL, 0} -- a STORED, a miss, a hit's msg -- and
- * memcpy(dst, NULL, 0) is undefined: UBSan stops the program at the first
- * AllSync request answered by a server.
+ * AllSyncRoute keeps the worst reply's value and message; they are often
+ * empty spans {NULL, 0} (a STORED, a miss, a hit's msg), and copying
+ * those with memcpy(dst, NULL, 0) is undefined: UBSan stopped the program
+ * at the first AllSync request a server answered.
  */
-#if 0
-ETEST(bug_all_sync_ubsan) {
+ETEST(all_sync_keeps_empty_replies) {
     struct cellar_options opt = {.server_timeout_ms = 1000};
     ASSERT_EQ(env_pools(e, 2, &opt), 0);
     struct route *kids[2] = {P(e, 0), P(e, 1)};
@@ -2100,18 +2092,14 @@ ETEST(bug_all_sync_ubsan) {
     ASSERT_EQ(env_handle(e), CELLAR_OK);
     ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);
 }
-#endif
 
 /*
- * BUG 3 (minor, see the report): after cellar_flush_all() the near-cache
- * keeps nothing for the rest of that second.  near.c makes its engine with
- * use_cas = false, so engine_flush() (expire.c) marks everything with an
- * atime <= now as flushed, whole seconds: a value fetched in the same
- * second as the flush is put and then never found, and every get goes to
- * the servers until the clock ticks.
+ * After cellar_flush_all() the near-cache keeps what is fetched in the
+ * same second: with use_cas off, engine_flush() (expire.c) hid everything
+ * stored up to the flush's whole second, so each get went to the servers
+ * until the clock ticked.
  */
-#if 0
-ETEST(bug_near_after_flush) {
+ETEST(near_keeps_values_after_flush) {
     struct cellar_options opt = {.server_timeout_ms = 1000};
     ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
     ASSERT_EQ(cellar_near_create(&e->near, 1 << 20, 60, NULL), CELLAR_OK);
@@ -2124,7 +2112,7 @@ ETEST(bug_near_after_flush) {
     unsigned r = fake_reqs(e->f[0]);
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);     /* should be near */
     cellar_item_clear(&it);
-    ASSERT_EQ(fake_reqs(e->f[0]), r);                        /* fails: r + 1 */
+    ASSERT_EQ(fake_reqs(e->f[0]), r);
 }
-#endif
+
 int main(void) { return RUN_TESTS(); }
