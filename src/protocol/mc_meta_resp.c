@@ -17,6 +17,8 @@
  */
 #include "protocol/mc_meta_resp.h"
 
+#include "protocol/mc_block.h"
+
 #include <string.h>
 
 /* The two-letter codes whose line holds return flags, and the text words. */
@@ -101,16 +103,7 @@ static enum mc_parse parse_va(struct mc_meta_resp *r, const char *buf, size_t le
                               const char *end, size_t next, size_t *consumed) {
     if (!take_vlen(&p, end, &r->vlen) || !parse_flags(r, p, end))
         return MC_PARSE_ERROR;
-    size_t total = next + (size_t)r->vlen + 2;
-    if (len < total) {
-        r->need = total;
-        return MC_PARSE_NEED_MORE;
-    }
-    if (buf[total - 2] != '\r' || buf[total - 1] != '\n')
-        return MC_PARSE_ERROR;
-    r->value = (struct mc_span){buf + next, r->vlen};
-    *consumed = total;
-    return MC_PARSE_OK;
+    return mc_block_take(buf, len, next, r->vlen, &r->value, &r->need, consumed);
 }
 
 static void resp_clear(struct mc_meta_resp *r) {

@@ -17,6 +17,7 @@
  */
 #include "protocol/mc_text_resp.h"
 
+#include "protocol/mc_block.h"
 #include "protocol/mc_put.h"
 #include "protocol/msg.h"
 
@@ -131,16 +132,7 @@ static enum mc_parse parse_value(struct mc_resp *r, const char *buf, size_t len,
         if (take_num(&p, end, &cas, 20) != 0)
             return MC_PARSE_ERROR;          /* a fifth word */
     }
-    size_t total = next + (size_t)r->vlen + 2;
-    if (len < total) {
-        r->need = total;
-        return MC_PARSE_NEED_MORE;
-    }
-    if (buf[total - 2] != '\r' || buf[total - 1] != '\n')
-        return MC_PARSE_ERROR;
-    r->value = (struct mc_span){buf + next, r->vlen};
-    *consumed = total;
-    return MC_PARSE_OK;
+    return mc_block_take(buf, len, next, r->vlen, &r->value, &r->need, consumed);
 }
 
 /* Status words after which nothing may follow on the line. */
