@@ -1,4 +1,5 @@
-"""libcellar's routes, configured in mcrouter's JSON, against cellard pools:
+"""libcellar's routes, configured in mcrouter's JSON, against cellard pools
+and, separately, memcached pools (warm-up: cellard, for its delete hold-off):
 the gutter pool (FailoverWithExptimeRoute), a replicated pool (AllSync
 writes, LatestRoute reads by host id) and cold-cluster warm-up
 (WarmUpRoute with cellard's delete hold-off).  What each route did is
@@ -7,9 +8,11 @@ checked on the servers themselves, by another client or raw commands."""
 import json
 import signal
 
+import pytest
+
 import cellar_ffi as cf
 import util
-from test_client import Pool
+from test_client import KINDS, Pool
 
 
 def addrs(servers):
@@ -33,8 +36,9 @@ def kill(server):
     server.proc.wait()
 
 
-def test_gutter_takes_a_dead_servers_keys_with_short_ttls():
-    with Pool("cellard", 4) as main, Pool("cellard", 1) as gutter:
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_gutter_takes_a_dead_servers_keys_with_short_ttls(kind):
+    with Pool(kind, 4) as main, Pool(kind, 1) as gutter:
         cfg = json.dumps({
             "pools": {"main": {"servers": addrs(main)}, "gutter": {"servers": addrs(gutter)}},
             "route": {"type": "FailoverWithExptimeRoute", "normal": "PoolRoute|main",
@@ -72,8 +76,9 @@ def test_gutter_takes_a_dead_servers_keys_with_short_ttls():
         restart_on(main[victim])
 
 
-def test_replicated_pool_writes_all_reads_one_by_host_id():
-    with Pool("cellard", 3) as rep:
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_replicated_pool_writes_all_reads_one_by_host_id(kind):
+    with Pool(kind, 3) as rep:
         cfg = json.dumps({
             "pools": {"rep": {"servers": addrs(rep)}},
             "route": {"type": "OperationSelectorRoute",
