@@ -9,6 +9,11 @@
  *   cellar-text    libcellar, protocol "text", hash "ketama"
  *   cellar-ch3     libcellar's defaults: protocol "meta", hash "ch3" (mcrouter's
  *                  furc over MurmurHash64A instead of MD5; other servers per key)
+ *   cellar-udp     cellar-meta with udp = 1: gets (single and multi) go over UDP
+ *                  to the servers' -U port (the runner makes it the TCP port),
+ *                  sets over TCP.  A dropped reply (CELLAR_DROPPED) is counted,
+ *                  not fatal: UDP vs TCP get latency is its get row against
+ *                  cellar-meta's.
  *
  * and six rows, each a blocking call repeated for a bounded time and count:
  *
@@ -148,6 +153,7 @@ struct client {
                                    allocated one when it returns NULL at the end */
     struct cellar *h;
     struct cellar_item items[MAX_MGET];
+    uint64_t drops;             /* UDP gets answered CELLAR_DROPPED */
     char err[256];
 };
 
@@ -200,6 +206,10 @@ static int cl_get(struct client *c, const char *key, size_t nkey) {
     cellar_item_clear(&it);
     if (rc == CELLAR_OK || rc == CELLAR_NOT_FOUND)
         return rc == CELLAR_OK;
+    if (rc == CELLAR_DROPPED) {
+        c->drops++;
+        return 0;
+    }
     snprintf(c->err, sizeof c->err, "cellar_get: %s", cellar_strerror(rc));
     return -1;
 }
@@ -214,6 +224,8 @@ static int cl_mget(struct client *c, const char *const *keys, const size_t *nkey
     for (size_t i = 0; i < n; i++) {
         if (c->items[i].status == CELLAR_OK)
             hits++;
+        else if (c->items[i].status == CELLAR_DROPPED)
+            c->drops++;
         else if (c->items[i].status != CELLAR_NOT_FOUND && bad == 0)
             bad = c->items[i].status;
         cellar_item_clear(&c->items[i]);
@@ -255,7 +267,7 @@ static struct client *client_mc(char *const *hosts, const unsigned *ports, unsig
 }
 
 static struct client *client_cellar(const char *list, const char *name, const char *protocol,
-                                    const char *hash, int window_init) {
+                                    const char *hash, int udp, int window_init) {
     struct client *c = calloc(1, sizeof *c);
     if (c == NULL)
         die("out of memory");
@@ -263,7 +275,8 @@ static struct client *client_cellar(const char *list, const char *name, const ch
     c->get = cl_get;
     c->mget = cl_mget;
     c->set = cl_set;
-    struct cellar_options opt = {.protocol = protocol, .hash = hash, .window_init = window_init};
+    struct cellar_options opt = {.protocol = protocol, .hash = hash, .window_init = window_init,
+                                 .udp = udp};
     struct cellar_config *cfg;
     char err[256];
     if (cellar_config_parse(&cfg, list, &opt, err, sizeof err) != CELLAR_OK)
@@ -304,11 +317,11 @@ static const struct row ROWS[] = {
     {"set1k", "set, 1,024-byte value", ROW_SET, 1024},
 };
 #define NROWS (sizeof ROWS / sizeof ROWS[0])
-#define NCLIENTS 4
+#define NCLIENTS 5
 
 /* One measurement: one row, one client, one round. */
 struct cell {
-    uint64_t calls, keys, hits, wall_ns, cpu_ns, srv_cpu_ns;
+    uint64_t calls, keys, hits, drops, wall_ns, cpu_ns, srv_cpu_ns;
     double p50_us, p99_us;
 };
 
@@ -376,6 +389,7 @@ static void run_cell(struct bench *b, struct client *c, const struct row *r, uin
             die("%s %s (warm-up): %s", c->name, r->name, c->err);
 
     memset(out, 0, sizeof *out);
+    uint64_t drops0 = c->drops;
     uint64_t limit = (uint64_t)(b->seconds * 1e9);
     uint64_t srv0 = servers_cpu_ns(b), cpu0 = thread_cpu_ns();
     uint64_t start = now_ns(), t = start;
@@ -392,7 +406,8 @@ static void run_cell(struct bench *b, struct client *c, const struct row *r, uin
     out->wall_ns = t - start;
     out->cpu_ns = thread_cpu_ns() - cpu0;
     out->srv_cpu_ns = servers_cpu_ns(b) - srv0;
-    if (out->hits != out->keys)
+    out->drops = c->drops - drops0;
+    if (out->hits + out->drops != out->keys)
         die("%s %s: %llu of %llu keys hit; the preload is not all there", c->name, r->name,
             (unsigned long long)out->hits, (unsigned long long)out->keys);
     qsort(b->lat, out->calls, sizeof *b->lat, cmp_u64);
@@ -514,9 +529,6 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static const char *UDP_TODO =
-    "TODO(udp): libcellar has no UDP transport yet (src/client opens TCP and unix sockets "
-    "only), so UDP vs TCP get latency is not measured; add a row once it has one";
 
 /* ---------------------------------------------------------------------- */
 /* main                                                                     */
@@ -613,9 +625,10 @@ int main(int argc, char **argv) {
 
     struct client *clients[NCLIENTS] = {
         client_mc(hosts, ports, b.nservers),
-        client_cellar(servers, "cellar-meta", "meta", "ketama", window_init),
-        client_cellar(servers, "cellar-text", "text", "ketama", window_init),
-        client_cellar(servers, "cellar-ch3", "meta", "ch3", window_init),
+        client_cellar(servers, "cellar-meta", "meta", "ketama", 0, window_init),
+        client_cellar(servers, "cellar-text", "text", "ketama", 0, window_init),
+        client_cellar(servers, "cellar-ch3", "meta", "ch3", 0, window_init),
+        client_cellar(servers, "cellar-udp", "meta", "ketama", 1, window_init),
     };
     unsigned agree = ring_agreement(&b, clients[0], clients[1], 1000);
     fprintf(stderr, "ring: libmemcached and libcellar place %u of 1000 keys on the same server\n",
@@ -710,7 +723,18 @@ int main(int argc, char **argv) {
                m->r_cpu <= 0.5 ? "met" : "NOT met", g->r_kps, g->r_kps >= 1 ? "met" : "NOT met",
                g->r_kps_min, g->r_kps_max);
     }
-    printf("  UDP vs TCP get latency: %s\n", UDP_TODO);
+    /* UDP against TCP: cellar-udp's gets against cellar-meta's, the same wire otherwise. */
+    const struct summary *gu = &sum[0][4], *gt = &sum[0][1];
+    uint64_t udp_drops = 0, udp_keys = 0;
+    for (unsigned r = 0; r < NROWS; r++)
+        for (int rd = 0; rd < rounds; rd++) {
+            udp_drops += cells[r][4][rd].drops;
+            udp_keys += ROWS[r].kind == ROW_SET ? 0 : cells[r][4][rd].keys;
+        }
+    printf("  UDP vs TCP single-get latency (cellar-udp / cellar-meta): p50 %.1f / %.1f us, "
+           "p99 %.1f / %.1f us, keys/s %.0f / %.0f; %llu of %llu UDP gets dropped\n",
+           gu->p50, gt->p50, gu->p99, gt->p99, gu->kps, gt->kps,
+           (unsigned long long)udp_drops, (unsigned long long)udp_keys);
     for (int ci = 1; ci < NCLIENTS; ci++)
         printf("%s: window now %u, peak in flight %u, %llu connects, %llu timeouts, %llu errors\n",
                clients[ci]->name, cst[ci].window, cst[ci].window_peak,
@@ -773,11 +797,12 @@ int main(int argc, char **argv) {
                 fprintf(f, ", \"rounds\": [");
                 for (int rd = 0; rd < rounds; rd++) {
                     const struct cell *x = &cells[r][ci][rd];
-                    fprintf(f, "%s{\"calls\": %llu, \"keys\": %llu, \"wall_ns\": %llu, "
+                    fprintf(f, "%s{\"calls\": %llu, \"keys\": %llu, \"drops\": %llu, \"wall_ns\": %llu, "
                                "\"cpu_ns\": %llu, \"server_cpu_ns\": %llu, \"p50_us\": %.2f, "
                                "\"p99_us\": %.2f}",
                             rd ? ", " : "", (unsigned long long)x->calls,
-                            (unsigned long long)x->keys, (unsigned long long)x->wall_ns,
+                            (unsigned long long)x->keys, (unsigned long long)x->drops,
+                            (unsigned long long)x->wall_ns,
                             (unsigned long long)x->cpu_ns, (unsigned long long)x->srv_cpu_ns,
                             x->p50_us, x->p99_us);
                 }
@@ -796,9 +821,11 @@ int main(int argc, char **argv) {
                     g->r_kps >= 1 ? "true" : "false");
         }
         fprintf(f, "},\n");
-        fprintf(f, "  \"udp\": ");
-        json_str(f, UDP_TODO);
-        fprintf(f, "\n}\n");
+        fprintf(f, "  \"udp_vs_tcp_get\": {\"udp_p50_us\": %.2f, \"tcp_p50_us\": %.2f, "
+                   "\"udp_p99_us\": %.2f, \"tcp_p99_us\": %.2f, \"udp_keys_per_s\": %.0f, "
+                   "\"tcp_keys_per_s\": %.0f, \"udp_drops\": %llu, \"udp_gets\": %llu}\n}\n",
+                gu->p50, gt->p50, gu->p99, gt->p99, gu->kps, gt->kps,
+                (unsigned long long)udp_drops, (unsigned long long)udp_keys);
         fclose(f);
     }
 
