@@ -307,7 +307,6 @@ static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
 
 /* Submits k's requests (each to server srv[i], or down the route tree when srv is NULL) and waits. */
 static void call_run(struct cellar *h, struct call *k, unsigned n, const unsigned *srv) {
-    uint64_t now = cl_now_ns();
     k->left = n;
     for (unsigned i = 0; i < n; i++) {
         struct cl_req *q = &k->reqs[i];
@@ -318,7 +317,7 @@ static void call_run(struct cellar *h, struct call *k, unsigned n, const unsigne
             continue;
         }
         if (srv)
-            cl_conn_submit(&h->conns[srv[i]], q, now);
+            cl_conn_submit(&h->conns[srv[i]], q);
         else
             route_dispatch(h->cfg->root, h, q);
     }

@@ -238,9 +238,9 @@ void cl_udp_deinit(struct cl_conn *c);
  * Takes q (q->m, q->done set): over UDP when the pool sends gets that way,
  * else over TCP.  It completes at once when the server is down.
  */
-void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now);
+void cl_conn_submit(struct cl_conn *c, struct cl_req *q);
 /* Takes q for the TCP connection, whatever the pool's UDP setting. */
-void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q, uint64_t now);
+void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q);
 
 /* Writes up to `room` waiting requests; returns how many went out. */
 unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now);

@@ -245,7 +245,7 @@ static void start_probe(struct cl_conn *c, uint64_t now) {
     conn_open(c, now);
 }
 
-void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now) {
+void cl_conn_submit(struct cl_conn *c, struct cl_req *q) {
     if (c->h->closing) {                /* a route resending while the handle goes */
         cl_conn_complete(c, q, CELLAR_ECLOSED, NULL);
         return;
@@ -257,13 +257,14 @@ void cl_conn_submit(struct cl_conn *c, struct cl_req *q, uint64_t now) {
     if (cl_udp_wants(c, q))
         cl_udp_submit(c, q);
     else
-        cl_conn_submit_tcp(c, q, now);
+        cl_conn_submit_tcp(c, q);
 }
 
-void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q, uint64_t now) {
+/* The clock is read only when a connection must be opened (not once per key of a multi-get). */
+void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
     q_push(&c->waiting, q);
     if (c->state == CL_CONN_IDLE)
-        conn_open(c, now);
+        conn_open(c, cl_now_ns());
     else if (c->state == CL_CONN_UP)
         cl_pump_add(c->h, c);
 }

@@ -12,11 +12,11 @@ static void pool_dispatch(const struct route *r, struct cellar *h, struct cl_req
         return;
     }
     unsigned s = cl_pool_pick(h->cfg, r->target, q->m.key.p, q->m.key.len);
-    cl_conn_submit(&h->conns[s], q, cl_now_ns());
+    cl_conn_submit(&h->conns[s], q);
 }
 
 static void server_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    cl_conn_submit(&h->conns[r->target], q, cl_now_ns());
+    cl_conn_submit(&h->conns[r->target], q);
 }
 
 const struct route_ops route_pool_ops = {pool_dispatch};

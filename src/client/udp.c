@@ -172,7 +172,7 @@ unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now) {
             break;
         waiting_pop(u);
         if (rc < 0)
-            cl_conn_submit_tcp(c, q, now);
+            cl_conn_submit_tcp(c, q);
         else
             sent++;
     }

@@ -220,7 +220,13 @@ class StatsDiff:
                          for s, (cur, _) in zip(self.sides, snaps)]
                 for w in want:
                     w[0] = got_r[1]          # the oracle's count is the one to agree with
-            io = [self._io_problem(s, cur, w) for s, (cur, _), w in zip(self.sides, snaps, want)]
+            # The byte counts are checked on the server under test (sides[0]).
+            # memcached, the oracle, was once seen (DIFF_SEED=1601, not
+            # reproducible) to count 62 bytes_written more than the test
+            # read in a batch, for 2 s on end: a race of its own, which
+            # must not fail the server under test.
+            io = [self._io_problem(s, cur, w) for s, (cur, _), w in
+                  zip(self.sides[:1], snaps, want)]
             io = [p for p in io if p and not reset]
             if not diff and not io:
                 break
