@@ -30,9 +30,10 @@
  * timeout has passed; they never wait longer than the pool's
  * server_timeout (plus connect_timeout when a connection must be opened).
  *
- * Failures.  A server that does not answer `tko_timeouts` requests in a
- * row, or that refuses a connection, is marked down (TKO): requests for
- * it fail at once with CELLAR_EDOWN and go nowhere else -- its keys are
+ * Failures.  A server that misses `tko_timeouts` deadlines in a row (a
+ * missed deadline counts once, however many requests were pipelined on
+ * the connection), or that refuses a connection, is marked down (TKO):
+ * requests for it fail at once with CELLAR_EDOWN and go nowhere else -- its keys are
  * never rehashed onto other servers, so no other server serves stale
  * copies of them.  While a server is down the handle probes it (connect
  * and `version`) with a backoff from probe_min_ms to probe_max_ms, each
@@ -40,9 +41,9 @@
  * succeeds brings it back.
  *
  * Multi-gets.  cellar_mget() sends every key's get at once, one pipeline
- * per server, under a sliding window that bounds the gets in flight over
- * all servers (the paper's incast control): it grows by about one per
- * window's worth of answered gets and halves when a get times out, between
+ * per server, under a sliding window that bounds the requests in flight
+ * over all servers (the paper's incast control): it grows by about one per
+ * window's worth of answers and halves when a request times out, between
  * window_min and window_max.  Each key gets its own status: a failed
  * server fails only its own keys.
  */
@@ -109,12 +110,12 @@ struct cellar_options {
                                    "rendezvous" (pymemcache's HashClient) */
     int server_timeout_ms;      /* an answer's deadline after the request is sent: 1000 */
     int connect_timeout_ms;     /* a connection's deadline: server_timeout_ms */
-    int tko_timeouts;           /* timeouts in a row that mark a server down: 3 */
+    int tko_timeouts;           /* deadlines missed in a row that mark a server down: 3 */
     int probe_min_ms;           /* first probe of a down server after: 1000 */
     int probe_max_ms;           /* probes back off (doubling) up to: 60000 */
-    int window_init;            /* multi-get window, gets in flight over all servers: 256 */
+    int window_init;            /* the window: requests in flight over all servers: 32 */
     int window_min;             /* it never shrinks below: 16 */
-    int window_max;             /* nor grows above: 4096 */
+    int window_max;             /* nor grows above: 32 (bench/incast chose these) */
     uint64_t host_id;           /* which replica LatestRoute reads first: a hash of the
                                    host name */
     int udp;                    /* 1: gets go over UDP (memcached's frames), everything
@@ -361,8 +362,8 @@ struct cellar_stats {
     uint64_t near_hits;         /* gets answered by the near-cache */
     uint64_t udp_gets;          /* gets sent over UDP */
     uint64_t udp_drops;         /* of which lost, late or out of order (CELLAR_DROPPED) */
-    uint32_t window;            /* the multi-get window now */
-    uint32_t window_peak;       /* the most gets ever in flight at once */
+    uint32_t window;            /* the window now */
+    uint32_t window_peak;       /* the most requests ever in flight at once */
 };
 
 CELLAR_API void cellar_stats(const struct cellar *h, struct cellar_stats *out);

