@@ -275,8 +275,9 @@ static struct client *client_cellar(const char *list, const char *name, const ch
     c->get = cl_get;
     c->mget = cl_mget;
     c->set = cl_set;
+    /* --window N pins the window at N (init and ceiling); 0 keeps the library's. */
     struct cellar_options opt = {.protocol = protocol, .hash = hash, .window_init = window_init,
-                                 .udp = udp};
+                                 .window_max = window_init, .udp = udp};
     struct cellar_config *cfg;
     char err[256];
     if (cellar_config_parse(&cfg, list, &opt, err, sizeof err) != CELLAR_OK)
@@ -548,14 +549,14 @@ static void usage(void) {
             "  --only ROW:CLIENT  run that one cell (e.g. mget100:cellar-meta) for -D seconds,\n"
             "           print it and exit: for profilers\n"
             "  --no-preload  the servers already hold the keys (an earlier run's)\n"
-            "  --window N    libcellar's window_init (default: the library's, 256)\n");
+            "  --window N    libcellar's window, init and ceiling (default: the library's, 32)\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     const char *servers = NULL, *json_path = NULL, *pids = NULL, *only = NULL;
     bool no_preload = false;
-    int window_init = 0;        /* libcellar's default (256) */
+    int window_init = 0;        /* libcellar's default (32) */
     struct bench b = {.nkeys = 20000, .seconds = 1.0, .max_calls = 1000000};
     int rounds = 3;
     for (int i = 1; i < argc; i++) {
