@@ -343,6 +343,19 @@ CELLAR_API void cellar_near_destroy(struct cellar_near **n);
 /* Puts n in front of h's servers (NULL: none). */
 CELLAR_API void cellar_use_near(struct cellar *h, struct cellar_near *n);
 
+/*
+ * Asks server i for `stats [group]` (group NULL or "": the general ones;
+ * "settings", "items", "slabs", "sizes", "conns", "reset", "detail dump",
+ * ...) over its pool's protocol and calls each(arg, name, value) for every
+ * statistic, during the call (the spans are the reply's: copy what you
+ * keep).  CELLAR_OK (also for the groups that only act: reset, detail on),
+ * CELLAR_EUNKNOWN for a group the server does not know, or an error.
+ */
+CELLAR_API int cellar_server_stats(struct cellar *h, unsigned i, const char *group,
+                                   void (*each)(void *arg, const char *name, size_t nname,
+                                                const char *value, size_t nvalue),
+                                   void *arg);
+
 /* ---------------------------------------------------------------------- */
 /* Counters                                                                 */
 /* ---------------------------------------------------------------------- */

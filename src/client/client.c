@@ -58,7 +58,7 @@ const char *cellar_strerror(int status) {
 int cl_status_of(const struct msg_reply *r) {
     switch (r->res) {
     case MSG_RES_HIT: case MSG_RES_STORED: case MSG_RES_DELETED: case MSG_RES_TOUCHED:
-    case MSG_RES_NUMBER: case MSG_RES_OK: case MSG_RES_VERSION:
+    case MSG_RES_NUMBER: case MSG_RES_OK: case MSG_RES_VERSION: case MSG_RES_STATS:
         return CELLAR_OK;
     case MSG_RES_MISS: case MSG_RES_NOT_FOUND:
         return CELLAR_NOT_FOUND;
@@ -263,6 +263,9 @@ struct call {
     struct cl_answer ans;       /* single requests: the reply's other fields */
     char *text;                 /* version: where the text goes */
     size_t text_cap;
+    const struct msg_wire *wire;/* stats: the server's wire, to walk the reply */
+    void (*each)(void *arg, const char *name, size_t nname, const char *value, size_t nvalue);
+    void *each_arg;
 };
 
 void cellar_item_clear(struct cellar_item *it) {
@@ -293,6 +296,11 @@ static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
         k->ans = (struct cl_answer){.number = r->number, .won = r->won,
                                     .token_sent = r->token_sent, .stale = r->stale,
                                     .ttl = r->ttl};
+    }
+    if (r && r->res == MSG_RES_STATS && k->each) {
+        struct mc_span rest = r->value, name, value;
+        while (k->wire->stat_next(&rest, &name, &value))
+            k->each(k->each_arg, name.p, name.len, value.p, value.len);
     }
     if (r && r->res == MSG_RES_VERSION && k->text_cap) {
         size_t n = r->msg.len < k->text_cap - 1 ? r->msg.len : k->text_cap - 1;
@@ -531,6 +539,21 @@ int cellar_flush_all(struct cellar *h, int64_t delay) {
     call_run(h, &k, n, srv);
     free(reqs);
     free(srv);
+    return k.status;
+}
+
+int cellar_server_stats(struct cellar *h, unsigned i, const char *group,
+                        void (*each)(void *arg, const char *name, size_t nname,
+                                     const char *value, size_t nvalue),
+                        void *arg) {
+    if (i >= h->nconns)
+        return CELLAR_EINVAL;
+    struct mc_span g = span(group ? group : "", group ? strlen(group) : 0);
+    if (!msg_group_ok(g))
+        return CELLAR_EINVAL;
+    struct cl_req q = {.m = {.op = MSG_STATS, .key = g}};
+    struct call k = {.reqs = &q, .wire = h->conns[i].pool->wire, .each = each, .each_arg = arg};
+    call_run(h, &k, 1, &i);
     return k.status;
 }
 

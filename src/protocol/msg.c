@@ -17,6 +17,17 @@ bool msg_key_ok(struct mc_span key) {
     return true;
 }
 
+bool msg_group_ok(struct mc_span group) {
+    if (group.len > MC_KEY_MAX)
+        return false;
+    for (size_t i = 0; i < group.len; i++) {
+        unsigned char c = (unsigned char)group.p[i];
+        if (c < ' ' || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
 const struct msg_wire *msg_wire_find(const char *name) {
     if (!strcmp(name, "meta"))
         return &msg_wire_meta;
@@ -34,6 +45,7 @@ static const char *const op_names[MSG_OP_COUNT] = {
     [MSG_CAS] = "cas",         [MSG_DELETE] = "delete",   [MSG_INCR] = "incr",
     [MSG_DECR] = "decr",       [MSG_TOUCH] = "touch",     [MSG_FLUSH_ALL] = "flush_all",
     [MSG_VERSION] = "version", [MSG_LEASE_GET] = "lease-get", [MSG_LEASE_SET] = "lease-set",
+    [MSG_STATS] = "stats",
 };
 
 static const char *const res_names[MSG_RES_COUNT] = {
@@ -44,7 +56,7 @@ static const char *const res_names[MSG_RES_COUNT] = {
     [MSG_RES_TOUCHED] = "TOUCHED",   [MSG_RES_NUMBER] = "NUMBER",
     [MSG_RES_OK] = "OK",             [MSG_RES_VERSION] = "VERSION",
     [MSG_RES_ERROR] = "ERROR",       [MSG_RES_CLIENT_ERROR] = "CLIENT_ERROR",
-    [MSG_RES_SERVER_ERROR] = "SERVER_ERROR",
+    [MSG_RES_SERVER_ERROR] = "SERVER_ERROR", [MSG_RES_STATS] = "STATS",
 };
 
 const char *msg_op_name(enum msg_op op) {

@@ -62,6 +62,9 @@ enum msg_op {
     MSG_VERSION,
     MSG_LEASE_GET,              /* meta only: key, exptime = the lease's TTL (mg N) */
     MSG_LEASE_SET,              /* meta only: key, value, flags, exptime, cas = token */
+    MSG_STATS,                  /* key = the group ("", "settings", "items", "detail dump"
+                                   ...; no control bytes); answered STATS, or OK for
+                                   the groups that only act (reset, detail on|off) */
     MSG_OP_COUNT
 };
 
@@ -98,6 +101,8 @@ enum msg_res {
     MSG_RES_ERROR,              /* the server does not know the command; msg may say more */
     MSG_RES_CLIENT_ERROR,       /* msg = the message */
     MSG_RES_SERVER_ERROR,       /* msg = the message */
+    MSG_RES_STATS,              /* value = the statistics in the wire's form: walk them
+                                   with the wire's stat_next() */
     MSG_RES_COUNT
 };
 
@@ -131,9 +136,24 @@ struct msg_wire {
                            const char *buf, size_t len, size_t *consumed);
     const char *value_end;      /* sent after a storage op's value: "\r\n", or "" */
     size_t value_end_len;
+    /*
+     * Takes the next statistic off *rest (a STATS reply's value, as parse
+     * left it): its name and value.  false when none is left.
+     */
+    bool (*stat_next)(struct mc_span *rest, struct mc_span *name, struct mc_span *value);
 };
 
 extern const struct msg_wire msg_wire_text;
+
+/*
+ * The text form of stats, which the meta wire shares (a meta connection
+ * reads the text command): the request line, the reply (whole, up to
+ * END), and walking its STAT lines.
+ */
+size_t msg_text_fmt_stats(char *out, size_t cap, const struct msg *m);
+enum mc_parse msg_text_parse_stats(struct msg_reply *r, const char *buf, size_t len,
+                                   size_t *consumed);
+bool msg_text_stat_next(struct mc_span *rest, struct mc_span *name, struct mc_span *value);
 extern const struct msg_wire msg_wire_meta;
 extern const struct msg_wire msg_wire_bin;
 
@@ -145,10 +165,13 @@ static inline bool msg_op_stores(enum msg_op op) {
     return (op >= MSG_SET && op <= MSG_CAS) || op == MSG_LEASE_SET;
 }
 
-/* Does op name a key (everything but flush_all and version)? */
+/* Does op name a key (everything but flush_all, version and stats)? */
 static inline bool msg_op_keyed(enum msg_op op) {
-    return op != MSG_FLUSH_ALL && op != MSG_VERSION;
+    return op != MSG_FLUSH_ALL && op != MSG_VERSION && op != MSG_STATS;
 }
+
+/* Is group a stats group every wire can carry: at most MC_KEY_MAX bytes, no control byte? */
+bool msg_group_ok(struct mc_span group);
 
 /* Is key a key every wire can carry: 1..MC_KEY_MAX bytes, none a space or control byte? */
 bool msg_key_ok(struct mc_span key);

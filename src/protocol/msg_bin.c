@@ -84,6 +84,7 @@ static const uint8_t opcode_of[MSG_OP_COUNT] = {
     [MSG_DELETE] = MC_BIN_OP_DELETE,   [MSG_INCR] = MC_BIN_OP_INCREMENT,
     [MSG_DECR] = MC_BIN_OP_DECREMENT,  [MSG_TOUCH] = MC_BIN_OP_TOUCH,
     [MSG_FLUSH_ALL] = MC_BIN_OP_FLUSH, [MSG_VERSION] = MC_BIN_OP_VERSION,
+    [MSG_STATS] = MC_BIN_OP_STAT,
 };
 
 static inline bool bin_can_say(enum msg_op op) {
@@ -135,8 +136,9 @@ static size_t bin_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaqu
     if (!bin_can_say(m->op) || (m->op == MSG_CAS && m->cas == 0) ||
         (m->op == MSG_DELETE && m->hold))
         return 0;
-    bool keyed = msg_op_keyed(m->op);
-    if (keyed && !msg_key_ok(m->key))
+    bool keyed = msg_op_keyed(m->op) || m->op == MSG_STATS;     /* STAT's key: the group */
+    if ((msg_op_keyed(m->op) && !msg_key_ok(m->key)) ||
+        (m->op == MSG_STATS && !msg_group_ok(m->key)))
         return 0;
     char ext[20];
     char *end = put_extras(ext, m);
@@ -266,6 +268,60 @@ static enum mc_parse parse_failure(struct msg_reply *r, enum msg_op op,
 }
 
 /*
+ * STAT's reply: one packet per statistic (key = name, value = text), then
+ * a packet with neither, all with the request's opaque; or one failure
+ * packet (01 for an unknown group: ERROR, as the text protocol answers).
+ * The statistics, packets and all, are the value; bin_stat_next() walks
+ * them.  "reset" and "detail on|off" answer the terminator alone: STATS
+ * with nothing in it (text says RESET / OK).
+ */
+static enum mc_parse parse_stats(struct msg_reply *r, uint32_t opaque, const char *buf,
+                                 size_t len, size_t *consumed) {
+    for (size_t off = 0;;) {
+        struct mc_bin_res h;
+        size_t head = 0;
+        enum mc_parse rc = mc_bin_parse_res(&h, buf + off, len - off, &head);
+        if (rc == MC_PARSE_CLOSE ||
+            (len - off >= MC_BIN_HDR_LEN && (h.opcode != MC_BIN_OP_STAT || h.opaque != opaque)))
+            return MC_PARSE_ERROR;
+        if (rc != MC_PARSE_OK || len - off - head < h.vlen)
+            return MC_PARSE_NEED_MORE;
+        if (h.status != MC_BIN_ST_OK) {
+            if (off != 0)
+                return MC_PARSE_ERROR;
+            struct mc_span body = {buf + head, h.vlen};
+            if (h.status == MC_BIN_ST_KEY_ENOENT)   /* no such group: text answers ERROR */
+                rc = say(r, MSG_RES_ERROR, body);
+            else
+                rc = parse_failure(r, MSG_STATS, &h, body);
+            if (rc == MC_PARSE_OK)
+                *consumed = head + h.vlen;
+            return rc;
+        }
+        if (h.keylen == 0 && h.bodylen == 0) {
+            r->res = MSG_RES_STATS;
+            r->value = (struct mc_span){buf, off};
+            *consumed = off + head;
+            return MC_PARSE_OK;
+        }
+        off += head + h.vlen;
+    }
+}
+
+static bool bin_stat_next(struct mc_span *rest, struct mc_span *name, struct mc_span *value) {
+    struct mc_bin_res h;
+    size_t head = 0;
+    if (rest->len == 0 || mc_bin_parse_res(&h, rest->p, rest->len, &head) != MC_PARSE_OK ||
+        rest->len - head < h.vlen)
+        return false;
+    *name = h.key;
+    *value = (struct mc_span){rest->p + head, h.vlen};
+    rest->p += head + h.vlen;
+    rest->len -= head + h.vlen;
+    return true;
+}
+
+/*
  * One whole reply.  The header alone decides whether it can be this
  * request's (magic, opcode, opaque, lengths), so a lost stream is found
  * before waiting for a body it announces; the answer itself waits for
@@ -277,6 +333,8 @@ static enum mc_parse bin_parse(struct msg_reply *r, const struct msg *m, uint32_
     *consumed = 0;
     if (!bin_can_say(m->op))
         return MC_PARSE_ERROR;
+    if (m->op == MSG_STATS)
+        return parse_stats(r, opaque, buf, len, consumed);
     struct mc_bin_res h;
     size_t head = 0;
     enum mc_parse rc = mc_bin_parse_res(&h, buf, len, &head);
@@ -296,4 +354,4 @@ static enum mc_parse bin_parse(struct msg_reply *r, const struct msg *m, uint32_
     return rc;
 }
 
-const struct msg_wire msg_wire_bin = {"binary", bin_fmt, bin_parse, "", 0};
+const struct msg_wire msg_wire_bin = {"binary", bin_fmt, bin_parse, "", 0, bin_stat_next};

@@ -14,6 +14,7 @@
  *   lease-get             mg k v f c t N<e>       VA ... [W] [Z] [X], or EN
  *   lease-set             ms k n F<f> T<e> C<token>     HD, NS, EX, NF
  *   flush_all / version   the text commands; OK, VERSION <text>
+ *   stats [group]         the text command and reply (msg_text_parse_stats)
  *
  * Any request may also be answered by ERROR, CLIENT_ERROR or SERVER_ERROR.
  * No request carries q, so every one gets exactly one reply.
@@ -154,6 +155,8 @@ static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
         return 0;
     if (msg_op_stores(m->op) && m->value.len > UINT32_MAX)
         return 0;
+    if (m->op == MSG_STATS)
+        return msg_text_fmt_stats(out, cap, m);
     struct mc_put w = MC_PUT_INIT(out, cap);
     if (mg_flags[m->op] != NULL)
         fmt_mg(&w, m);
@@ -362,6 +365,8 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
 static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
                                 const char *buf, size_t len, size_t *consumed) {
     (void)opaque;
+    if (m->op == MSG_STATS)         /* the text command, and its text reply */
+        return msg_text_parse_stats(r, buf, len, consumed);
     *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
     struct mc_meta_resp e;
@@ -377,4 +382,5 @@ static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32
     return MC_PARSE_OK;
 }
 
-const struct msg_wire msg_wire_meta = {"meta", meta_fmt, meta_parse, "\r\n", 2};
+const struct msg_wire msg_wire_meta = {"meta", meta_fmt, meta_parse, "\r\n", 2,
+                                       msg_text_stat_next};

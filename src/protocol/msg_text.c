@@ -9,6 +9,7 @@
  *   touch k e             TOUCHED NOT_FOUND
  *   flush_all [d]         OK
  *   version               VERSION <text>
+ *   stats [group]         STAT <name> <value> ... END; RESET / OK (reset, detail on)
  *
  * Any request may also be answered by ERROR, CLIENT_ERROR or SERVER_ERROR.
  * Elements are read with the client half of the text codec (mc_text_resp);
@@ -28,6 +29,8 @@ static const enum mc_cmd store_cmd[MSG_OP_COUNT] = {
     [MSG_REPLACE] = MC_CMD_REPLACE, [MSG_APPEND] = MC_CMD_APPEND,
     [MSG_PREPEND] = MC_CMD_PREPEND, [MSG_CAS] = MC_CMD_CAS,
 };
+
+static enum msg_res status_of(enum msg_op op, enum mc_resp_kind k);
 
 /* "<verb> <key>[ <num>]\r\n", or "<verb> <num> <key>\r\n" for gat/gats. */
 static size_t fmt_keyed(char *out, size_t cap, const struct msg *m) {
@@ -90,11 +93,86 @@ static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
         MC_PUT_LIT(&w, "version\r\n");
         return mc_put_len(&w, out);
     }
+    case MSG_STATS:
+        return msg_text_fmt_stats(out, cap, m);
     case MSG_LEASE_GET: case MSG_LEASE_SET:
         return 0;
     default:
         return fmt_keyed(out, cap, m);
     }
+}
+
+size_t msg_text_fmt_stats(char *out, size_t cap, const struct msg *m) {
+    if (!msg_group_ok(m->key))
+        return 0;
+    struct mc_put w = MC_PUT_INIT(out, cap);
+    MC_PUT_LIT(&w, "stats");
+    if (m->key.len) {
+        MC_PUT_LIT(&w, " ");
+        mc_put(&w, m->key.p, m->key.len);
+    }
+    MC_PUT_LIT(&w, "\r\n");
+    return mc_put_len(&w, out);
+}
+
+/*
+ * A stats reply: STAT lines (and the other lines some groups send, such
+ * as `stats cachedump`'s ITEM lines) up to END, kept whole as the value;
+ * RESET or OK alone for the groups that only act; or an error.
+ */
+enum mc_parse msg_text_parse_stats(struct msg_reply *r, const char *buf, size_t len,
+                                   size_t *consumed) {
+    *r = (struct msg_reply){.ttl = -1};
+    *consumed = 0;
+    for (size_t off = 0;;) {
+        struct mc_resp e;
+        size_t n = 0;
+        enum mc_parse rc = mc_text_parse_resp(&e, buf + off, len - off, &n);
+        if (rc != MC_PARSE_OK)
+            return rc == MC_PARSE_NEED_MORE ? rc : MC_PARSE_ERROR;
+        if (e.kind == MC_RESP_STAT || e.kind == MC_RESP_OTHER) {
+            off += n;
+            continue;
+        }
+        if (e.kind == MC_RESP_END) {
+            r->res = MSG_RES_STATS;
+            r->value = (struct mc_span){buf, off};
+        } else if (off == 0 && (e.kind == MC_RESP_RESET || e.kind == MC_RESP_OK)) {
+            r->res = MSG_RES_OK;
+        } else if (off == 0 && (e.kind == MC_RESP_ERROR || e.kind == MC_RESP_CLIENT_ERROR ||
+                                e.kind == MC_RESP_SERVER_ERROR)) {
+            r->res = status_of(MSG_STATS, e.kind);
+            r->msg = e.msg;
+        } else {
+            return MC_PARSE_ERROR;
+        }
+        *consumed = off + n;
+        return MC_PARSE_OK;
+    }
+}
+
+bool msg_text_stat_next(struct mc_span *rest, struct mc_span *name, struct mc_span *value) {
+    while (rest->len) {
+        const char *nl = memchr(rest->p, '\n', rest->len);
+        size_t n = nl ? (size_t)(nl - rest->p) + 1 : rest->len;
+        struct mc_span line = {rest->p, n};
+        rest->p += n;
+        rest->len -= n;
+        while (line.len && (line.p[line.len - 1] == '\n' || line.p[line.len - 1] == '\r'))
+            line.len--;
+        if (line.len > 5 && memcmp(line.p, "STAT ", 5) == 0) {
+            const char *p = line.p + 5, *end = line.p + line.len;
+            const char *sp = memchr(p, ' ', (size_t)(end - p));
+            *name = (struct mc_span){p, (size_t)((sp ? sp : end) - p)};
+            *value = sp ? (struct mc_span){sp + 1, (size_t)(end - sp - 1)}
+                        : (struct mc_span){end, 0};
+        } else {
+            *name = line;           /* a line of another kind: the whole of it */
+            *value = (struct mc_span){line.p + line.len, 0};
+        }
+        return true;
+    }
+    return false;
 }
 
 /* The one status line a request may answer with, beside the errors. */
@@ -153,6 +231,8 @@ static enum mc_parse parse_value(struct msg_reply *r, const struct msg *m,
 static enum mc_parse text_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
                                 const char *buf, size_t len, size_t *consumed) {
     (void)opaque;
+    if (m->op == MSG_STATS)
+        return msg_text_parse_stats(r, buf, len, consumed);
     *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
     struct mc_resp e;
@@ -180,4 +260,5 @@ static enum mc_parse text_parse(struct msg_reply *r, const struct msg *m, uint32
     return MC_PARSE_OK;
 }
 
-const struct msg_wire msg_wire_text = {"text", text_fmt, text_parse, "\r\n", 2};
+const struct msg_wire msg_wire_text = {"text", text_fmt, text_parse, "\r\n", 2,
+                                       msg_text_stat_next};

@@ -252,8 +252,10 @@ static void check_one(const char *in, size_t len) {
         check_alone_and_followed(&r, buf, consumed);
         check_prefixes(buf, consumed);
     }
+    /* Not stats: its reply is the text protocol's, read by msg_text_parse_stats. */
     for (int op = 0; op < MSG_OP_COUNT; op++)
-        check_wire((enum msg_op)op, buf, len, rc, &r, consumed);
+        if (op != MSG_STATS)
+            check_wire((enum msg_op)op, buf, len, rc, &r, consumed);
     free(buf);
 }
 

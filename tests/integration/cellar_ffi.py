@@ -52,6 +52,10 @@ class Stats(ctypes.Structure):
         ("window", ctypes.c_uint32), ("window_peak", ctypes.c_uint32)]
 
 
+# void each(void *arg, const char *name, size_t nname, const char *value, size_t nvalue)
+STAT_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                           ctypes.c_void_p, ctypes.c_size_t)
+
 _lib = None
 
 
@@ -95,6 +99,7 @@ def lib():
             getattr(L, name).argtypes = [vp, cp, sz, u64, ctypes.POINTER(u64)]
         L.cellar_flush_all.argtypes = [vp, i64]
         L.cellar_version.argtypes = [vp, ctypes.c_uint, cp, sz]
+        L.cellar_server_stats.argtypes = [vp, ctypes.c_uint, cp, STAT_FN, vp]
         L.cellar_stats.argtypes = [vp, ctypes.POINTER(Stats)]
         L.cellar_lease_get.argtypes = [vp, cp, sz, ctypes.c_int, ctypes.POINTER(Item),
                                        ctypes.POINTER(Lease)]
@@ -253,6 +258,16 @@ class Client:
 
     def flush_all(self, delay=0):
         return lib().cellar_flush_all(self.h, delay)
+
+    def server_stats(self, i, group=None):
+        """(status, {name: value}) of server i's `stats [group]` (bytes -> bytes)."""
+        got = {}
+
+        def each(_arg, name, nname, value, nvalue):
+            got[ctypes.string_at(name, nname)] = ctypes.string_at(value, nvalue)
+        fn = STAT_FN(each)
+        rc = lib().cellar_server_stats(self.h, i, _b(group) if group else None, fn, None)
+        return rc, got
 
     def version(self, i):
         buf = ctypes.create_string_buffer(128)

@@ -151,10 +151,19 @@ def test_every_operation(kind, proto):
         got = c.mget(keys)
         assert [g[0] for g in got] == [cf.OK, cf.NOT_FOUND, cf.OK, cf.OK, cf.OK]
         assert got[3][1] == big
-        # version, flush_all
+        # version, stats, flush_all
         for i in range(3):
             rc, ver = c.version(i)
             assert rc == cf.OK and ver == owner("k1").version().decode()
+            rc, st = c.server_stats(i)
+            direct_st = srv[i].stats()
+            assert rc == cf.OK and st[b"pid"] == direct_st["pid"].encode()
+            assert int(st[b"curr_items"]) == int(direct_st["curr_items"])
+            rc, st = c.server_stats(i, "settings")
+            assert rc == cf.OK and st[b"tcpport"] == str(srv[i].port).encode()
+        assert c.server_stats(0, "reset")[0] == cf.OK
+        assert c.server_stats(0, "nonesuch")[0] == cf.EUNKNOWN
+        assert c.server_stats(0, "bad\r\ngroup")[0] == cf.EINVAL
         assert c.flush_all() == cf.OK
         assert c.get("k1")[0] == cf.NOT_FOUND
         st = c.stats()

@@ -609,6 +609,53 @@ TEST(wire_identity) {
     ASSERT_STR(W->value_end, "");
 }
 
+/*
+ * STAT: the group as the key; a packet per statistic, then an empty one.
+ * Observed from memcached 1.6.18: "reset" answers the terminator alone,
+ * an unknown group 01 "Not found" (ERROR, as text answers), "detail dump"
+ * one packet ("detailed" = "END\r\n") and the terminator.
+ */
+TEST(stats) {
+    static const unsigned char reset[] = {
+        0x81, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0};
+    static const unsigned char unknown[] = {
+        0x81, 0x10, 0, 0, 0, 0, 0, 1, 0, 0, 0, 9, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0,
+        'N', 'o', 't', ' ', 'f', 'o', 'u', 'n', 'd'};
+    static const unsigned char dump[] = {
+        0x81, 0x10, 0, 8, 0, 0, 0, 0, 0, 0, 0, 13, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0,
+        'd', 'e', 't', 'a', 'i', 'l', 'e', 'd', 'E', 'N', 'D', '\r', '\n',
+        0x81, 0x10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0};
+    char out[MSG_HEAD_MAX];
+    struct msg m = {.op = MSG_STATS, .key = {"detail dump", 11}};
+    ASSERT_EQ(W->fmt(out, sizeof(out), &m, 9), 24 + 11);
+    ASSERT_EQ((unsigned char)out[1], 0x10);
+    ASSERT_EQ(out[3], 11);
+    ASSERT_MEM(out + 24, "detail dump", 11);
+
+    struct msg_reply r;
+    size_t used = 99;
+    for (size_t cut = 0; cut < sizeof(dump); cut++)
+        ASSERT_EQ(W->parse(&r, &m, 9, (const char *)dump, cut, &used), MC_PARSE_NEED_MORE);
+    ASSERT_EQ(W->parse(&r, &m, 9, (const char *)dump, sizeof(dump), &used), MC_PARSE_OK);
+    ASSERT_EQ(used, sizeof(dump));
+    ASSERT_EQ(r.res, MSG_RES_STATS);
+    struct mc_span rest = r.value, name, value;
+    ASSERT(W->stat_next(&rest, &name, &value));
+    ASSERT_EQ(name.len, 8);
+    ASSERT_MEM(name.p, "detailed", 8);
+    ASSERT_EQ(value.len, 5);
+    ASSERT_MEM(value.p, "END\r\n", 5);
+    ASSERT(!W->stat_next(&rest, &name, &value));
+    ASSERT_EQ(W->parse(&r, &m, 8, (const char *)dump, sizeof(dump), &used), MC_PARSE_ERROR);
+
+    ASSERT_EQ(W->parse(&r, &m, 7, (const char *)reset, sizeof(reset), &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_STATS);
+    ASSERT_EQ(r.value.len, 0);
+    ASSERT_EQ(W->parse(&r, &m, 8, (const char *)unknown, sizeof(unknown), &used), MC_PARSE_OK);
+    ASSERT_EQ(used, sizeof(unknown));
+    ASSERT_EQ(r.res, MSG_RES_ERROR);
+}
+
 int main(void) {
     return RUN_TESTS();
 }

@@ -174,7 +174,10 @@ static const char *check_round_trip(const struct msg *m, const char *out, size_t
         struct mc_req tq;
         if (mc_text_parse(&tq, out, n, &consumed) != MC_PARSE_OK || consumed != n)
             return "text parse";
-        if (tq.cmd != (m->op == MSG_FLUSH_ALL ? MC_CMD_FLUSH_ALL : MC_CMD_VERSION))
+        enum mc_cmd want = m->op == MSG_FLUSH_ALL ? MC_CMD_FLUSH_ALL
+                           : m->op == MSG_STATS   ? MC_CMD_STATS
+                                                  : MC_CMD_VERSION;
+        if (tq.cmd != want)
             return "text command";
         return m->op == MSG_FLUSH_ALL && tq.exptime != m->exptime ? "delay" : NULL;
     }
@@ -588,6 +591,57 @@ TEST(delete_with_hold) {
     ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "CLIENT_ERROR bad command line format\r\n", 38, &used),
               MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_CLIENT_ERROR);
+}
+
+/*
+ * stats [group]: STAT lines up to END are the value, walked with
+ * stat_next; RESET and OK (stats reset, stats detail on) are OK; an
+ * unknown group is ERROR.  Observed from memcached 1.6.18 (`stats
+ * settings` cut to its first two lines; `stats detail dump` with nothing
+ * recorded is END alone).
+ */
+TEST(stats) {
+    static const char settings[] = "STAT maxbytes 67108864\r\nSTAT maxconns 1024\r\nEND\r\n";
+    char out[MSG_HEAD_MAX];
+    struct msg m = {.op = MSG_STATS, .key = {"settings", 8}};
+    size_t n = msg_wire_meta.fmt(out, sizeof(out), &m, 0);
+    ASSERT_EQ(n, 16);
+    ASSERT_MEM(out, "stats settings\r\n", 16);
+    m.key = (struct mc_span){"", 0};
+    ASSERT_EQ(msg_wire_meta.fmt(out, sizeof(out), &m, 0), 7);
+    m.key = (struct mc_span){"a\r\n", 3};
+    ASSERT_EQ(msg_wire_meta.fmt(out, sizeof(out), &m, 0), 0);
+    m.key = (struct mc_span){"settings", 8};
+
+    struct msg_reply r;
+    size_t used = 99, len = sizeof(settings) - 1;
+    for (size_t cut = 0; cut < len; cut++)
+        ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, settings, cut, &used), MC_PARSE_NEED_MORE);
+    ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, settings, len, &used), MC_PARSE_OK);
+    ASSERT_EQ(used, len);
+    ASSERT_EQ(r.res, MSG_RES_STATS);
+    struct mc_span rest = r.value, name, value;
+    ASSERT(msg_wire_meta.stat_next(&rest, &name, &value));
+    ASSERT_MEM(name.p, "maxbytes", 8);
+    ASSERT_EQ(name.len, 8);
+    ASSERT_MEM(value.p, "67108864", 8);
+    ASSERT_EQ(value.len, 8);
+    ASSERT(msg_wire_meta.stat_next(&rest, &name, &value));
+    ASSERT_EQ(name.len, 8);
+    ASSERT_MEM(value.p, "1024", 4);
+    ASSERT(!msg_wire_meta.stat_next(&rest, &name, &value));
+
+    ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "END\r\n", 5, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_STATS);
+    ASSERT_EQ(r.value.len, 0);
+    ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "RESET\r\n", 7, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_OK);
+    ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "OK\r\n", 4, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_OK);
+    ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "ERROR\r\n", 7, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_ERROR);
+    ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "STAT a 1\r\nSTORED\r\n", 18, &used), MC_PARSE_ERROR);
+    ASSERT_EQ(used, 0);
 }
 
 int main(void) { return RUN_TESTS(); }
