@@ -344,6 +344,29 @@ CELLAR_API void cellar_near_destroy(struct cellar_near **n);
 CELLAR_API void cellar_use_near(struct cellar *h, struct cellar_near *n);
 
 /*
+ * A raw meta command (meta pools): cmd 'g', 's', 'd' or 'a' for mg, ms,
+ * md, ma, with flags as the protocol writes them ("v t f", "T30 F5 I",
+ * ...; no q: every command is answered), value for ms.  *out gets the
+ * two-letter code, the return flags as text and the value (VA), the
+ * caller's to free with cellar_meta_reply_clear().  Returns CELLAR_OK
+ * (HD, VA, MN), CELLAR_NOT_FOUND (EN, NF), CELLAR_NOT_STORED (NS),
+ * CELLAR_EXISTS (EX), or an error (CELLAR_ENOTSUP on text and binary
+ * pools; CELLAR_EINVAL for a q flag or another command).
+ */
+struct cellar_meta_reply {
+    int status;
+    char code[3];               /* "HD", "VA", "EN", ... ("" on errors) */
+    char *flags;                /* the return flags, e.g. "t-1 f0" */
+    char *value;                /* VA's data, NUL-terminated */
+    size_t nvalue;
+};
+
+CELLAR_API int cellar_meta(struct cellar *h, char cmd, const char *key, size_t nkey,
+                           const char *flags, const void *value, size_t nvalue,
+                           struct cellar_meta_reply *out);
+CELLAR_API void cellar_meta_reply_clear(struct cellar_meta_reply *r);
+
+/*
  * Asks server i for `stats [group]` (group NULL or "": the general ones;
  * "settings", "items", "slabs", "sizes", "conns", "reset", "detail dump",
  * ...) over its pool's protocol and calls each(arg, name, value) for every

@@ -59,6 +59,7 @@ int cl_status_of(const struct msg_reply *r) {
     switch (r->res) {
     case MSG_RES_HIT: case MSG_RES_STORED: case MSG_RES_DELETED: case MSG_RES_TOUCHED:
     case MSG_RES_NUMBER: case MSG_RES_OK: case MSG_RES_VERSION: case MSG_RES_STATS:
+    case MSG_RES_META:
         return CELLAR_OK;
     case MSG_RES_MISS: case MSG_RES_NOT_FOUND:
         return CELLAR_NOT_FOUND;
@@ -266,6 +267,7 @@ struct call {
     const struct msg_wire *wire;/* stats: the server's wire, to walk the reply */
     void (*each)(void *arg, const char *name, size_t nname, const char *value, size_t nvalue);
     void *each_arg;
+    struct cellar_meta_reply *meta; /* a raw meta command's answer */
 };
 
 void cellar_item_clear(struct cellar_item *it) {
@@ -286,6 +288,22 @@ static int take_value(struct cellar_item *it, const struct msg_reply *r) {
     return CELLAR_OK;
 }
 
+/* Copies a raw meta command's answer (code, return flags, value) for the caller. */
+static int take_meta(struct cellar_meta_reply *out, int status, const struct msg_reply *r) {
+    memcpy(out->code, r->code, 2);
+    out->code[2] = '\0';
+    out->flags = malloc(r->msg.len + 1);
+    out->value = malloc(r->value.len + 1);
+    if (out->flags == NULL || out->value == NULL)
+        return CELLAR_ENOMEM;
+    memcpy(out->flags, r->msg.p, r->msg.len);
+    out->flags[r->msg.len] = '\0';
+    memcpy(out->value, r->value.p, r->value.len);
+    out->value[r->value.len] = '\0';
+    out->nvalue = r->value.len;
+    return status;
+}
+
 static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
     struct call *k = q->arg;
     if (r && r->res == MSG_RES_HIT && k->items)
@@ -297,6 +315,8 @@ static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
                                     .token_sent = r->token_sent, .stale = r->stale,
                                     .ttl = r->ttl};
     }
+    if (r && k->meta && r->code[0])
+        status = take_meta(k->meta, status, r);
     if (r && r->res == MSG_RES_STATS && k->each) {
         struct mc_span rest = r->value, name, value;
         while (k->wire->stat_next(&rest, &name, &value))
@@ -540,6 +560,31 @@ int cellar_flush_all(struct cellar *h, int64_t delay) {
     free(reqs);
     free(srv);
     return k.status;
+}
+
+int cellar_meta(struct cellar *h, char cmd, const char *key, size_t nkey, const char *flags,
+                const void *value, size_t nvalue, struct cellar_meta_reply *out) {
+    memset(out, 0, sizeof(*out));
+    struct mc_span f = span(flags ? flags : "", flags ? strlen(flags) : 0);
+    if (!msg_meta_ok(cmd, f)) {
+        out->status = CELLAR_EINVAL;
+        return CELLAR_EINVAL;
+    }
+    if (cmd == 's' || cmd == 'd' || cmd == 'a')
+        forget(h, key, nkey);
+    struct cl_req q = {.m = {.op = MSG_META, .meta_cmd = cmd, .key = span(key, nkey),
+                             .meta_flags = f,
+                             .value = span(value, nvalue)}};
+    struct call k = {.reqs = &q, .meta = out};
+    call_run(h, &k, 1, NULL);
+    out->status = k.status;
+    return k.status;
+}
+
+void cellar_meta_reply_clear(struct cellar_meta_reply *r) {
+    free(r->flags);
+    free(r->value);
+    memset(r, 0, sizeof(*r));
 }
 
 int cellar_server_stats(struct cellar *h, unsigned i, const char *group,

@@ -89,8 +89,8 @@ void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const str
         st->timeouts++;
     } else if (status == CELLAR_EDOWN) {
         st->down_fast_fails++;
-    } else if (status < 0 && r == NULL) {
-        st->errors++;
+    } else if (status < 0 && r == NULL && status != CELLAR_ENOTSUP && status != CELLAR_EINVAL) {
+        st->errors++;               /* what went wrong on the way: not the caller's request */
     }
     q->done(q, status, r);
 }
@@ -299,7 +299,7 @@ static bool wbuf_room(struct cl_conn *c, size_t need) {
 /* Appends q's bytes to the write buffer: false when q cannot go (completed here). */
 static bool put_request(struct cl_conn *c, struct cl_req *q) {
     const struct msg_wire *w = c->pool->wire;
-    size_t vlen = msg_op_stores(q->m.op) ? q->m.value.len : 0;
+    size_t vlen = msg_carries_value(&q->m) ? q->m.value.len : 0;
     if (!wbuf_room(c, MSG_HEAD_MAX + vlen + w->value_end_len)) {
         cl_conn_complete(c, q, CELLAR_ENOMEM, NULL);
         return false;
@@ -312,7 +312,7 @@ static bool put_request(struct cl_conn *c, struct cl_req *q) {
         return false;
     }
     c->wlen += n;
-    if (msg_op_stores(q->m.op)) {
+    if (msg_carries_value(&q->m)) {
         memcpy(c->wbuf + c->wlen, q->m.value.p, vlen);
         memcpy(c->wbuf + c->wlen + vlen, w->value_end, w->value_end_len);
         c->wlen += vlen + w->value_end_len;

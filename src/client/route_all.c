@@ -10,7 +10,7 @@
  *                    finish in the background
  *
  * Children may outlive their parent's answer, so a fan carries its own
- * copy of the key and value, and is freed when its last child is done.
+ * copy of the key and value (and a raw meta command's flags), and is freed when its last child is done.
  * The reply AllSync keeps (the worst so far) is copied too: a reply's
  * spans live only as long as the callback that hands it over.
  */
@@ -98,8 +98,9 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         cl_answer_null(q);
         return;
     }
-    size_t nk = q->m.key.len, nv = msg_op_stores(q->m.op) ? q->m.value.len : 0;
-    struct fan *f = malloc(sizeof(*f) + n * sizeof(f->kids[0]) + nk + nv);
+    size_t nk = q->m.key.len, nv = msg_carries_value(&q->m) ? q->m.value.len : 0;
+    size_t nf = q->m.op == MSG_META ? q->m.meta_flags.len : 0;
+    struct fan *f = malloc(sizeof(*f) + n * sizeof(f->kids[0]) + nk + nv + nf);
     if (f == NULL) {
         q->done(q, CELLAR_ENOMEM, NULL);
         return;
@@ -111,8 +112,12 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         memcpy(copy, q->m.key.p, nk);
     if (nv)
         memcpy(copy + nk, q->m.value.p, nv);
+    if (nf)
+        memcpy(copy + nk + nv, q->m.meta_flags.p, nf);
     m.key.p = copy;
     m.value = (struct mc_span){nv ? copy + nk : NULL, nv};
+    if (q->m.op == MSG_META)
+        m.meta_flags = (struct mc_span){nf ? copy + nk + nv : NULL, nf};
     for (unsigned i = 0; i < n; i++)
         f->kids[i] = (struct fan_child){.q = {.m = m, .done = child_done}, .f = f};
     if (r->kind == ROUTE_ALL_ASYNC) {

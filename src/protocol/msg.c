@@ -28,6 +28,17 @@ bool msg_group_ok(struct mc_span group) {
     return true;
 }
 
+bool msg_meta_ok(char cmd, struct mc_span f) {
+    if (cmd != 'g' && cmd != 's' && cmd != 'd' && cmd != 'a')
+        return false;
+    for (size_t i = 0; i < f.len; i++) {
+        unsigned char b = (unsigned char)f.p[i];
+        if (b < ' ' || b == 0x7f || (b == 'q' && (i == 0 || f.p[i - 1] == ' ')))
+            return false;
+    }
+    return true;
+}
+
 const struct msg_wire *msg_wire_find(const char *name) {
     if (!strcmp(name, "meta"))
         return &msg_wire_meta;
@@ -45,7 +56,7 @@ static const char *const op_names[MSG_OP_COUNT] = {
     [MSG_CAS] = "cas",         [MSG_DELETE] = "delete",   [MSG_INCR] = "incr",
     [MSG_DECR] = "decr",       [MSG_TOUCH] = "touch",     [MSG_FLUSH_ALL] = "flush_all",
     [MSG_VERSION] = "version", [MSG_LEASE_GET] = "lease-get", [MSG_LEASE_SET] = "lease-set",
-    [MSG_STATS] = "stats",
+    [MSG_STATS] = "stats",     [MSG_META] = "meta",
 };
 
 static const char *const res_names[MSG_RES_COUNT] = {
@@ -57,6 +68,7 @@ static const char *const res_names[MSG_RES_COUNT] = {
     [MSG_RES_OK] = "OK",             [MSG_RES_VERSION] = "VERSION",
     [MSG_RES_ERROR] = "ERROR",       [MSG_RES_CLIENT_ERROR] = "CLIENT_ERROR",
     [MSG_RES_SERVER_ERROR] = "SERVER_ERROR", [MSG_RES_STATS] = "STATS",
+    [MSG_RES_META] = "META",
 };
 
 const char *msg_op_name(enum msg_op op) {

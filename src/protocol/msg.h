@@ -65,6 +65,12 @@ enum msg_op {
     MSG_STATS,                  /* key = the group ("", "settings", "items", "detail dump"
                                    ...; no control bytes); answered STATS, or OK for
                                    the groups that only act (reset, detail on|off) */
+    MSG_META,                   /* meta only, the raw command: meta_cmd ('g' 's' 'd' 'a'
+                                   for mg ms md ma), key, meta_flags (the flag tokens
+                                   as text; no q: every request is answered), value for
+                                   ms; answered META (HD VA MN), or MISS / NOT_FOUND /
+                                   NOT_STORED / EXISTS (EN NF NS EX), with code and the
+                                   return flags in msg */
     MSG_OP_COUNT
 };
 
@@ -79,6 +85,8 @@ struct msg {
     uint64_t delta;             /* incr/decr */
     bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
                                    only; on the other wires the reply's ttl stays -1) */
+    char meta_cmd;              /* MSG_META: 'g', 's', 'd' or 'a' */
+    struct mc_span meta_flags;  /* MSG_META: e.g. "v t f N30" */
     uint32_t hold;              /* delete: cellard's delete hold-off (-o delete_hold), in
                                    seconds: adds of the key are refused meanwhile.  Sent
                                    as text `delete <key> <hold>` (text and meta wires;
@@ -103,6 +111,7 @@ enum msg_res {
     MSG_RES_SERVER_ERROR,       /* msg = the message */
     MSG_RES_STATS,              /* value = the statistics in the wire's form: walk them
                                    with the wire's stat_next() */
+    MSG_RES_META,               /* MSG_META answered HD, VA (value) or MN */
     MSG_RES_COUNT
 };
 
@@ -118,7 +127,9 @@ struct msg_reply {
     bool won;                   /* lease-get: this request won the right to fill (meta W) */
     bool token_sent;            /* lease-get: another request holds it (meta Z) */
     bool stale;                 /* lease-get: the value was invalidated (meta X) */
-    struct mc_span msg;         /* VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR */
+    struct mc_span msg;         /* VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR; MSG_META:
+                                   the return flags as text */
+    char code[2];               /* MSG_META: the reply's two letters ("HD", "VA", "EN", ...) */
 };
 
 /*
@@ -160,9 +171,14 @@ extern const struct msg_wire msg_wire_bin;
 /* The wire named name ("text", "ascii", "meta", "binary"), or NULL. */
 const struct msg_wire *msg_wire_find(const char *name);
 
-/* Does op carry a value (storage ops)? */
+/* Does op carry a value (storage ops)?  (A raw meta ms carries one too: msg_carries_value.) */
 static inline bool msg_op_stores(enum msg_op op) {
     return (op >= MSG_SET && op <= MSG_CAS) || op == MSG_LEASE_SET;
+}
+
+/* Does m carry a value: a storage op, or a raw meta ms? */
+static inline bool msg_carries_value(const struct msg *m) {
+    return msg_op_stores(m->op) || (m->op == MSG_META && m->meta_cmd == 's');
 }
 
 /* Does op name a key (everything but flush_all, version and stats)? */
@@ -175,6 +191,13 @@ bool msg_group_ok(struct mc_span group);
 
 /* Is key a key every wire can carry: 1..MC_KEY_MAX bytes, none a space or control byte? */
 bool msg_key_ok(struct mc_span key);
+
+/*
+ * Can a raw meta command say this: cmd one of g s d a, flags free of
+ * control bytes and of a q token (a quiet command may not answer, and a
+ * connection matches replies to requests one for one)?
+ */
+bool msg_meta_ok(char cmd, struct mc_span flags);
 
 /* Names, for messages and tests ("get", "HIT", ...). */
 const char *msg_op_name(enum msg_op op);

@@ -88,7 +88,8 @@ static const uint8_t opcode_of[MSG_OP_COUNT] = {
 };
 
 static inline bool bin_can_say(enum msg_op op) {
-    return (unsigned)op < MSG_OP_COUNT && op != MSG_LEASE_GET && op != MSG_LEASE_SET;
+    return (unsigned)op < MSG_OP_COUNT && op != MSG_LEASE_GET && op != MSG_LEASE_SET &&
+           op != MSG_META;
 }
 
 static inline bool is_retrieval(enum msg_op op) {

@@ -149,6 +149,62 @@ static void fmt_other(struct mc_put *w, const struct msg *m) {
     }
 }
 
+/*
+ * A raw meta command: "m<c> <key>[ <datalen>][ <flags>]\r\n".  Refused:
+ * a command other than mg ms md ma, a control byte in the flags, and a q
+ * token, whose silence would break the one reply per request that
+ * connections match replies by.
+ */
+static size_t fmt_raw(char *out, size_t cap, const struct msg *m) {
+    char c = m->meta_cmd;
+    struct mc_span f = m->meta_flags;
+    if (!msg_meta_ok(c, f))
+        return 0;
+    struct mc_put w = MC_PUT_INIT(out, cap);
+    mc_put(&w, "m", 1);
+    mc_put(&w, &c, 1);
+    MC_PUT_LIT(&w, " ");
+    mc_put(&w, m->key.p, m->key.len);
+    if (c == 's') {
+        MC_PUT_LIT(&w, " ");
+        mc_put_u64(&w, m->value.len);
+    }
+    if (f.len) {
+        MC_PUT_LIT(&w, " ");
+        mc_put(&w, f.p, f.len);
+    }
+    MC_PUT_LIT(&w, "\r\n");
+    return mc_put_len(&w, out);
+}
+
+/*
+ * A raw meta command's reply, whatever flags it carries: HD, VA (with its
+ * value) and MN are META; EN, NF, NS and EX answer as the text words do.
+ * The code and the return flags (as text) go back as they came.
+ */
+static bool map_raw(struct msg_reply *r, const struct mc_meta_resp *e) {
+    static const struct { enum mc_meta_code code; char name[3]; enum msg_res res; } map[] = {
+        {MC_META_CODE_HD, "HD", MSG_RES_META},      {MC_META_CODE_VA, "VA", MSG_RES_META},
+        {MC_META_CODE_MN, "MN", MSG_RES_META},      {MC_META_CODE_EN, "EN", MSG_RES_MISS},
+        {MC_META_CODE_NF, "NF", MSG_RES_NOT_FOUND}, {MC_META_CODE_NS, "NS", MSG_RES_NOT_STORED},
+        {MC_META_CODE_EX, "EX", MSG_RES_EXISTS},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (map[i].code != e->code)
+            continue;
+        r->res = map[i].res;
+        memcpy(r->code, map[i].name, 2);
+        r->value = e->value;
+        if (e->nflags) {
+            const struct mc_meta_rflag *a = &e->flags[0], *z = &e->flags[e->nflags - 1];
+            const char *from = a->arg.p - 1, *to = z->arg.p + z->arg.len;
+            r->msg = (struct mc_span){from, (size_t)(to - from)};
+        }
+        return true;
+    }
+    return false;
+}
+
 static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
     (void)opaque;
     if ((unsigned)m->op >= MSG_OP_COUNT || (msg_op_keyed(m->op) && !msg_key_ok(m->key)))
@@ -157,6 +213,8 @@ static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
         return 0;
     if (m->op == MSG_STATS)
         return msg_text_fmt_stats(out, cap, m);
+    if (m->op == MSG_META)
+        return fmt_raw(out, cap, m);
     struct mc_put w = MC_PUT_INIT(out, cap);
     if (mg_flags[m->op] != NULL)
         fmt_mg(&w, m);
@@ -346,6 +404,8 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
     case MC_META_CODE_CLIENT_ERROR: r->res = MSG_RES_CLIENT_ERROR; break;
     case MC_META_CODE_SERVER_ERROR: r->res = MSG_RES_SERVER_ERROR; break;
     default:
+        if (m->op == MSG_META)
+            return map_raw(r, e);
         if (is_mg(m->op))
             return map_mg(r, m, e);
         if (msg_op_stores(m->op))

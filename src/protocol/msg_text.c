@@ -95,7 +95,7 @@ static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
     }
     case MSG_STATS:
         return msg_text_fmt_stats(out, cap, m);
-    case MSG_LEASE_GET: case MSG_LEASE_SET:
+    case MSG_LEASE_GET: case MSG_LEASE_SET: case MSG_META:
         return 0;
     default:
         return fmt_keyed(out, cap, m);

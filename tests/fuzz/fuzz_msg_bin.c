@@ -41,7 +41,7 @@ static const int opcode_of[MSG_OP_COUNT] = {
     [MSG_SET] = 0x01,     [MSG_ADD] = 0x02,     [MSG_REPLACE] = 0x03, [MSG_APPEND] = 0x0e,
     [MSG_PREPEND] = 0x0f, [MSG_CAS] = 0x01,     [MSG_DELETE] = 0x04, [MSG_INCR] = 0x05,
     [MSG_DECR] = 0x06,    [MSG_TOUCH] = 0x1c,   [MSG_FLUSH_ALL] = 0x08, [MSG_VERSION] = 0x0b,
-    [MSG_LEASE_GET] = -1, [MSG_LEASE_SET] = -1, [MSG_STATS] = 0x10,
+    [MSG_LEASE_GET] = -1, [MSG_LEASE_SET] = -1, [MSG_STATS] = 0x10, [MSG_META] = -1,
 };
 
 /* May op be answered res?  Errors may answer anything. */
@@ -139,7 +139,7 @@ static void check_one(const char *in, size_t len) {
     if (rc != MC_PARSE_OK)
         CHECK(consumed == 0);
     if (opcode_of[m.op] < 0) {
-        CHECK(rc == MC_PARSE_ERROR);            /* binary has no lease ops */
+        CHECK(rc == MC_PARSE_ERROR);            /* binary has no lease ops, no raw meta */
     } else if (len >= 24) {
         bool refuse = u[0] != 0x81 || opcode_of[m.op] != u[1] || be32(u + 12) != opaque ||
                       (uint32_t)u[4] + (uint32_t)(u[2] << 8 | u[3]) > be32(u + 8);

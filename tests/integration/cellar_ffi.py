@@ -44,6 +44,12 @@ class Item(ctypes.Structure):
                 ("cas", ctypes.c_uint64)]
 
 
+class MetaReply(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_int), ("code", ctypes.c_char * 3),
+                ("flags", ctypes.c_void_p), ("value", ctypes.c_void_p),
+                ("nvalue", ctypes.c_size_t)]
+
+
 class Stats(ctypes.Structure):
     _fields_ = [(name, ctypes.c_uint64) for name in (
         "requests", "hits", "misses", "timeouts", "errors", "down_fast_fails",
@@ -100,6 +106,9 @@ def lib():
         L.cellar_flush_all.argtypes = [vp, i64]
         L.cellar_version.argtypes = [vp, ctypes.c_uint, cp, sz]
         L.cellar_server_stats.argtypes = [vp, ctypes.c_uint, cp, STAT_FN, vp]
+        L.cellar_meta.argtypes = [vp, ctypes.c_char, cp, sz, cp, cp, sz,
+                                  ctypes.POINTER(MetaReply)]
+        L.cellar_meta_reply_clear.argtypes = [ctypes.POINTER(MetaReply)]
         L.cellar_stats.argtypes = [vp, ctypes.POINTER(Stats)]
         L.cellar_lease_get.argtypes = [vp, cp, sz, ctypes.c_int, ctypes.POINTER(Item),
                                        ctypes.POINTER(Lease)]
@@ -258,6 +267,17 @@ class Client:
 
     def flush_all(self, delay=0):
         return lib().cellar_flush_all(self.h, delay)
+
+    def meta(self, cmd, key, flags="", value=b""):
+        """A raw meta command: (status, code, return flags, value)."""
+        r = MetaReply()
+        k, v = _b(key), _b(value)
+        rc = lib().cellar_meta(self.h, _b(cmd)[1:2], k, len(k), _b(flags), v, len(v),
+                               ctypes.byref(r))
+        out = (rc, r.code.decode(), ctypes.string_at(r.flags).decode() if r.flags else "",
+               ctypes.string_at(r.value, r.nvalue) if r.value else None)
+        lib().cellar_meta_reply_clear(ctypes.byref(r))
+        return out
 
     def server_stats(self, i, group=None):
         """(status, {name: value}) of server i's `stats [group]` (bytes -> bytes)."""

@@ -161,6 +161,17 @@ def test_every_operation(kind, proto):
             assert int(st[b"curr_items"]) == int(direct_st["curr_items"])
             rc, st = c.server_stats(i, "settings")
             assert rc == cf.OK and st[b"tcpport"] == str(srv[i].port).encode()
+        # raw meta commands (meta pools only)
+        if proto == "meta":
+            assert c.meta("ms", "raw", "T0 F7", "hi")[:2] == (cf.OK, "HD")
+            assert c.meta("mg", "raw", "v t f") == (cf.OK, "VA", "t-1 f7", b"hi")
+            assert c.meta("mg", "absent", "v") == (cf.NOT_FOUND, "EN", "", b"")
+            assert c.meta("md", "absent", "") == (cf.NOT_FOUND, "NF", "", b"")
+            assert c.meta("ma", "raw", "v")[:2] == (cf.ECLIENT, "")
+            assert c.meta("mg", "raw", "v q")[0] == cf.EINVAL
+            assert c.meta("md", "raw", "")[:2] == (cf.OK, "HD")
+        else:
+            assert c.meta("mg", "raw", "v")[0] == cf.ENOTSUP
         assert c.server_stats(0, "reset")[0] == cf.OK
         assert c.server_stats(0, "nonesuch")[0] == cf.EUNKNOWN
         assert c.server_stats(0, "bad\r\ngroup")[0] == cf.EINVAL

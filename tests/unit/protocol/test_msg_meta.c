@@ -119,7 +119,8 @@ TEST(fmt_longest_fits) {
     for (int op = 0; op < MSG_OP_COUNT; op++) {
         struct msg m = {.op = (enum msg_op)op, .key = SPAN(K250), .value = SPAN("v"),
                         .flags = UINT32_MAX, .exptime = INT64_MIN, .cas = UINT64_MAX,
-                        .delta = UINT64_MAX};
+                        .delta = UINT64_MAX, .meta_cmd = 's',
+                        .meta_flags = SPAN("T4294967295 F4294967295 C18446744073709551615")};
         if (W->fmt(out, sizeof(out), &m, 0) == 0)
             TH_FAIL("%s did not fit", msg_op_name(m.op));
     }
@@ -186,6 +187,9 @@ static const char *check_round_trip(const struct msg *m, const char *out, size_t
         return "meta parse";
     if (q.key.len != m->key.len || memcmp(q.key.p, m->key.p, q.key.len) != 0)
         return "key";
+    if (m->op == MSG_META)      /* the raw command: what the caller wrote */
+        return q.cmd == MC_META_MS && q.vlen == m->value.len && mc_meta_has(&q, 'I') &&
+                       q.ttl == 30 && q.client_flags == 5 ? NULL : "raw ms";
     if (mc_meta_has(&q, 'q') || mc_meta_has(&q, 'O') || mc_meta_has(&q, 'k'))
         return "q O k";
     if (msg_op_stores(m->op))
@@ -208,7 +212,8 @@ TEST(fmt_round_trip_through_server_codec) {
                     struct msg m = {.op = (enum msg_op)op, .key = keys[k],
                                     .value = {K250, (size_t)v * 50}, .exptime = exps[e],
                                     .flags = (uint32_t)nums[v], .cas = nums[v],
-                                    .delta = nums[v]};
+                                    .delta = nums[v], .meta_cmd = 's',
+                                    .meta_flags = SPAN("T30 F5 I")};
                     size_t n = W->fmt(out, sizeof(out), &m, 0);
                     const char *why = n == 0 ? "not written" : check_round_trip(&m, out, n);
                     if (why)
@@ -642,6 +647,65 @@ TEST(stats) {
     ASSERT_EQ(r.res, MSG_RES_ERROR);
     ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, "STAT a 1\r\nSTORED\r\n", 18, &used), MC_PARSE_ERROR);
     ASSERT_EQ(used, 0);
+}
+
+/*
+ * A raw meta command: the line as the caller wrote it, and any reply with
+ * its code and return flags (observed from memcached 1.6.18: `mg k v t f`
+ * on a hit set with F7 and no TTL, on a miss; `ms k 2 T30 F5` stored;
+ * `md k` of a missing key).
+ */
+TEST(raw_meta) {
+    char out[MSG_HEAD_MAX];
+    struct msg m = {.op = MSG_META, .meta_cmd = 'g', .key = SPAN("k"),
+                    .meta_flags = SPAN("v t f")};
+    size_t n = W->fmt(out, sizeof(out), &m, 0);
+    ASSERT_EQ(n, 12);
+    ASSERT_MEM(out, "mg k v t f\r\n", 12);
+    struct msg s = {.op = MSG_META, .meta_cmd = 's', .key = SPAN("k"), .value = SPAN("hi"),
+                    .meta_flags = SPAN("T30 F5")};
+    n = W->fmt(out, sizeof(out), &s, 0);
+    ASSERT_EQ(n, 15);
+    ASSERT_MEM(out, "ms k 2 T30 F5\r\n", 15);
+    /* Refused: a quiet command, another command, a control byte. */
+    s.meta_flags = (struct mc_span)SPAN("T30 q");
+    ASSERT_EQ(W->fmt(out, sizeof(out), &s, 0), 0);
+    s.meta_flags = (struct mc_span)SPAN("q");
+    ASSERT_EQ(W->fmt(out, sizeof(out), &s, 0), 0);
+    s.meta_flags = (struct mc_span)SPAN("T30\r\nmn");
+    ASSERT_EQ(W->fmt(out, sizeof(out), &s, 0), 0);
+    s.meta_flags = (struct mc_span)SPAN("");
+    s.meta_cmd = 'e';
+    ASSERT_EQ(W->fmt(out, sizeof(out), &s, 0), 0);
+
+    struct msg_reply r;
+    size_t used;
+    static const char hit[] = "VA 2 t-1 f7\r\nhi\r\n";
+    for (size_t cut = 0; cut < sizeof(hit) - 1; cut++)
+        ASSERT_EQ(W->parse(&r, &m, 0, hit, cut, &used), MC_PARSE_NEED_MORE);
+    ASSERT_EQ(W->parse(&r, &m, 0, hit, sizeof(hit) - 1, &used), MC_PARSE_OK);
+    ASSERT_EQ(used, sizeof(hit) - 1);
+    ASSERT_EQ(r.res, MSG_RES_META);
+    ASSERT_MEM(r.code, "VA", 2);
+    ASSERT_EQ(r.msg.len, 6);
+    ASSERT_MEM(r.msg.p, "t-1 f7", 6);
+    ASSERT_EQ(r.value.len, 2);
+    ASSERT_EQ(W->parse(&r, &m, 0, "EN\r\n", 4, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_MISS);
+    ASSERT_MEM(r.code, "EN", 2);
+    ASSERT_EQ(r.msg.len, 0);
+    ASSERT_EQ(W->parse(&r, &s, 0, "HD\r\n", 4, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_META);
+    ASSERT_EQ(W->parse(&r, &m, 0, "NF\r\n", 4, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_NOT_FOUND);
+    ASSERT_EQ(W->parse(&r, &m, 0, "NS\r\n", 4, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_NOT_STORED);
+    ASSERT_EQ(W->parse(&r, &m, 0, "EX c5\r\n", 7, &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_EXISTS);
+    ASSERT_EQ(W->parse(&r, &m, 0, "CLIENT_ERROR bad command line format\r\n", 38, &used),
+              MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_CLIENT_ERROR);
+    ASSERT_EQ(W->parse(&r, &m, 0, "OK\r\n", 4, &used), MC_PARSE_ERROR);
 }
 
 int main(void) { return RUN_TESTS(); }
