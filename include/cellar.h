@@ -27,15 +27,19 @@
  * Every call returns an int: CELLAR_OK (0), one of the memcache answers
  * below (positive), or a negative CELLAR_E* error; cellar_strerror() names
  * each.  The calls block until every server involved has answered or its
- * timeout has passed; they never wait longer than the pool's
+ * timeout has passed: a request, once sent, waits at most its pool's
  * server_timeout (plus connect_timeout when a connection must be opened).
+ * A call takes longer when the window holds some of its requests back,
+ * when a route tries servers one after another (failover, warm-up), or
+ * while a lease-get waits (lease_wait_ms).
  *
  * Failures.  A server that misses `tko_timeouts` deadlines in a row (a
  * missed deadline counts once, however many requests were pipelined on
  * the connection), or that refuses a connection, is marked down (TKO):
- * requests for it fail at once with CELLAR_EDOWN and go nowhere else -- its keys are
- * never rehashed onto other servers, so no other server serves stale
- * copies of them.  While a server is down the handle probes it (connect
+ * requests for it fail at once with CELLAR_EDOWN and go nowhere else
+ * unless a route sends them on (a FailoverRoute's next child: the gutter)
+ * -- its keys are never rehashed onto the other servers of its pool, so
+ * none of them serves stale copies.  While a server is down the handle probes it (connect
  * and `version`) with a backoff from probe_min_ms to probe_max_ms, each
  * time the handle runs (any call, or cellar_poll()); the first probe that
  * succeeds brings it back.

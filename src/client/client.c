@@ -5,7 +5,7 @@
  * server's connection and runs the handle's loop until every one of them
  * is done:
  *
- *   submit all --> pump: while gets in flight < window, let each connection
+ *   submit all --> pump: while requests in flight < window, let each connection
  *        ^         with waiting requests write a share of them (round robin)
  *        |           |
  *        |         tick: every connection's deadlines (timeouts, probes);
@@ -126,6 +126,7 @@ void cellar_destroy(struct cellar **hp) {
     for (unsigned i = 0; i < h->nconns; i++)
         cl_conn_deinit(&h->conns[i]);
     free(h->conns);
+    free(h->udp_buf);
     evloop_destroy(&h->loop);
     cellar_config_release(&h->cfg);
     free(h);
@@ -402,9 +403,10 @@ int cellar_get(struct cellar *h, const char *key, size_t nkey, struct cellar_ite
             return CELLAR_OK;
         }
     }
+    unsigned gen = h->near ? cl_near_gen(h->near, key, nkey) : 0;
     int status = get_op(h, MSG_GET, key, nkey, 0, it);
     if (h->near && status == CELLAR_OK)
-        cl_near_put(h->near, key, nkey, it->value, it->nvalue, it->flags);
+        cl_near_put(h->near, key, nkey, it->value, it->nvalue, it->flags, gen);
     return status;
 }
 
@@ -432,8 +434,12 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
     if (reqs == NULL)
         return CELLAR_ENOMEM;
     memset(items, 0, n * sizeof(*items));
-    /* Keys the near-cache answers are left out of the requests (map says where each goes). */
-    size_t *map = h->near ? malloc(n * sizeof(*map)) : NULL;
+    /*
+     * Keys the near-cache answers are left out of the requests; map[j]
+     * says which key request j is, and the key's drop generation before
+     * the fetch (cl_near_put keeps nothing a write dropped meanwhile).
+     */
+    struct { size_t idx; unsigned gen; } *map = h->near ? malloc(n * sizeof(*map)) : NULL;
     size_t m = 0;
     if (h->near && map == NULL) {
         free(reqs);
@@ -441,12 +447,15 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
     }
     for (size_t i = 0; i < n; i++) {
         struct mc_span key = span(keys[i], nkeys[i]);
-        if (map && msg_key_ok(key) && cl_near_get(h->near, key.p, key.len, &items[i])) {
-            h->st.near_hits++;
-            continue;
+        if (map && msg_key_ok(key)) {
+            map[m].gen = cl_near_gen(h->near, key.p, key.len);
+            if (cl_near_get(h->near, key.p, key.len, &items[i])) {
+                h->st.near_hits++;
+                continue;
+            }
         }
         if (map)
-            map[m] = i;
+            map[m].idx = i;
         reqs[m++].m = (struct msg){.op = MSG_GET, .key = key};
     }
     struct cellar_item *got = map ? calloc(m ? m : 1, sizeof(*got)) : items;
@@ -462,8 +471,8 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
             struct cellar_item *it = &got[j];
             if (it->status == CELLAR_OK)
                 cl_near_put(h->near, reqs[j].m.key.p, reqs[j].m.key.len, it->value, it->nvalue,
-                            it->flags);
-            items[map[j]] = *it;
+                            it->flags, map[j].gen);
+            items[map[j].idx] = *it;
         }
         free(got);
         free(map);
@@ -472,7 +481,10 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
     return CELLAR_OK;
 }
 
-/* A write of the handle's own: its key leaves the near-cache first. */
+/*
+ * A write of the handle's own: its key leaves the near-cache before it is
+ * sent and again once it is answered (near.c says why both).
+ */
 static void forget(struct cellar *h, const char *key, size_t nkey) {
     if (h->near && msg_key_ok(span(key, nkey)))
         cl_near_forget(h->near, key, nkey);
@@ -484,7 +496,9 @@ static int store_op(struct cellar *h, enum msg_op op, const char *key, size_t nk
     forget(h, key, nkey);
     struct msg m = {.op = op, .key = span(key, nkey), .value = span(value, nvalue),
                     .flags = flags, .exptime = exptime, .cas = cas};
-    return call_one(h, m, NULL, NULL);
+    int status = call_one(h, m, NULL, NULL);
+    forget(h, key, nkey);
+    return status;
 }
 
 int cellar_set(struct cellar *h, const char *key, size_t nkey, const void *value, size_t nvalue,
@@ -517,27 +531,31 @@ int cellar_cas(struct cellar *h, const char *key, size_t nkey, const void *value
     return store_op(h, MSG_CAS, key, nkey, value, nvalue, flags, exptime, cas);
 }
 
+/* A keyed write other than a store: the near-cache drops its key around it. */
+static int write_op(struct cellar *h, struct msg m, uint64_t *number) {
+    forget(h, m.key.p, m.key.len);
+    int status = call_one(h, m, NULL, number);
+    forget(h, m.key.p, m.key.len);
+    return status;
+}
+
 int cellar_delete(struct cellar *h, const char *key, size_t nkey) {
-    forget(h, key, nkey);
-    return call_one(h, (struct msg){.op = MSG_DELETE, .key = span(key, nkey)}, NULL, NULL);
+    return write_op(h, (struct msg){.op = MSG_DELETE, .key = span(key, nkey)}, NULL);
 }
 
 int cellar_touch(struct cellar *h, const char *key, size_t nkey, int64_t exptime) {
-    forget(h, key, nkey);
-    return call_one(h, (struct msg){.op = MSG_TOUCH, .key = span(key, nkey), .exptime = exptime},
-                    NULL, NULL);
+    return write_op(h, (struct msg){.op = MSG_TOUCH, .key = span(key, nkey), .exptime = exptime},
+                    NULL);
 }
 
 int cellar_incr(struct cellar *h, const char *key, size_t nkey, uint64_t delta, uint64_t *value) {
-    forget(h, key, nkey);
-    return call_one(h, (struct msg){.op = MSG_INCR, .key = span(key, nkey), .delta = delta},
-                    NULL, value);
+    return write_op(h, (struct msg){.op = MSG_INCR, .key = span(key, nkey), .delta = delta},
+                    value);
 }
 
 int cellar_decr(struct cellar *h, const char *key, size_t nkey, uint64_t delta, uint64_t *value) {
-    forget(h, key, nkey);
-    return call_one(h, (struct msg){.op = MSG_DECR, .key = span(key, nkey), .delta = delta},
-                    NULL, value);
+    return write_op(h, (struct msg){.op = MSG_DECR, .key = span(key, nkey), .delta = delta},
+                    value);
 }
 
 int cellar_flush_all(struct cellar *h, int64_t delay) {
@@ -577,6 +595,8 @@ int cellar_meta(struct cellar *h, char cmd, const char *key, size_t nkey, const 
                              .value = span(value, nvalue)}};
     struct call k = {.reqs = &q, .meta = out};
     call_run(h, &k, 1, NULL);
+    if (cmd == 's' || cmd == 'd' || cmd == 'a')
+        forget(h, key, nkey);
     out->status = k.status;
     return k.status;
 }

@@ -269,15 +269,18 @@ struct cellar {
     unsigned outstanding;       /* requests sent and not answered, over all connections */
     double window;
     struct cellar_near *near;   /* NULL, or the near-cache gets look in first */
+    unsigned char *udp_buf;     /* where UDP datagrams are received (made on first use) */
     bool closing;               /* cellar_destroy() under way: submissions fail at once */
     struct cellar_stats st;
 };
 
 /* The near-cache (near.c): a copy of key's value into *it, if it has one. */
 bool cl_near_get(struct cellar_near *n, const char *key, size_t nkey, struct cellar_item *it);
-/* Keeps a value fetched from the servers. */
+/* The key's drop generation, read before fetching what cl_near_put() may keep. */
+unsigned cl_near_gen(struct cellar_near *n, const char *key, size_t nkey);
+/* Keeps a value fetched from the servers, unless the key was dropped since gen was read. */
 void cl_near_put(struct cellar_near *n, const char *key, size_t nkey, const char *value,
-                 size_t nvalue, uint32_t flags);
+                 size_t nvalue, uint32_t flags, unsigned gen);
 /* Drops key (before a write of the handle's own). */
 void cl_near_forget(struct cellar_near *n, const char *key, size_t nkey);
 /* Drops everything (the handle's flush_all). */

@@ -72,15 +72,10 @@ static struct cl_req *q_pop(struct cl_queue *qu) {
     return q;
 }
 
-static inline bool is_get(enum msg_op op) {
-    return op == MSG_GET || op == MSG_GETS || op == MSG_GAT || op == MSG_GATS ||
-           op == MSG_LEASE_GET;
-}
-
 /* Hands q back to its owner, counting what the handle counts. */
 void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
     struct cellar_stats *st = &c->h->st;
-    if (r && is_get(q->m.op)) {
+    if (r && cl_op_reads(q->m.op)) {
         if (r->res == MSG_RES_HIT)
             st->hits++;
         else if (r->res == MSG_RES_MISS)
@@ -196,15 +191,30 @@ static void connected(struct cl_conn *c) {
 }
 
 /*
+ * A connection that could not be started for reasons of our own (no
+ * socket, no epoll slot) or for a moment (a unix socket's full backlog):
+ * what waited fails, the server is not marked down -- but a probe that
+ * fails so goes back to waiting for its next turn, or it would be
+ * restarted at once, over and over.
+ */
+static void open_failed(struct cl_conn *c, uint64_t now) {
+    if (c->probing)
+        mark_down(c, CELLAR_ECONNECT, now);
+    else
+        drop(c, CELLAR_ECONNECT, CELLAR_ECONNECT);
+}
+
+/*
  * Starts a non-blocking connect.  A refusal that comes at once (a unix
  * socket nobody listens on) is a hard TKO, as a refusal that comes later
- * is; running out of sockets is no fault of the server's.
+ * is; running out of sockets is no fault of the server's, nor is a unix
+ * socket's full backlog (EAGAIN).
  */
 static void conn_open(struct cl_conn *c, uint64_t now) {
     const struct cl_server *s = c->srv;
     int fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        drop(c, CELLAR_ECONNECT, CELLAR_ECONNECT);
+        open_failed(c, now);
         return;
     }
     if (s->port) {
@@ -214,13 +224,17 @@ static void conn_open(struct cl_conn *c, uint64_t now) {
     c->h->st.connects++;
     int rc = connect(fd, (const struct sockaddr *)&s->addr, s->addrlen);
     if (rc < 0 && errno != EINPROGRESS) {
+        int err = errno;
         close(fd);
-        mark_down(c, CELLAR_ECONNECT, now);
+        if (err == EAGAIN || err == EINTR)
+            open_failed(c, now);
+        else
+            mark_down(c, CELLAR_ECONNECT, now);
         return;
     }
     if (evloop_add(c->h->loop, fd, EV_READ | EV_WRITE, c) < 0) {
         close(fd);
-        drop(c, CELLAR_ECONNECT, CELLAR_ECONNECT);
+        open_failed(c, now);
         return;
     }
     c->fd = fd;
@@ -269,6 +283,10 @@ void cl_conn_submit(struct cl_conn *c, struct cl_req *q) {
 
 /* The clock is read only when a connection must be opened (not once per key of a multi-get). */
 void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
+    if (c->state == CL_CONN_DOWN || c->probing) {   /* a UDP get sent back to TCP */
+        cl_conn_complete(c, q, CELLAR_EDOWN, NULL);
+        return;
+    }
     q_push(&c->waiting, q);
     if (c->state == CL_CONN_IDLE)
         conn_open(c, cl_now_ns());
@@ -452,7 +470,8 @@ void cl_conn_io(struct cl_conn *c, int events, uint64_t now) {
     if (c->fd >= 0 && (events & (EV_READ | EV_ERROR)))
         conn_read(c, now);
     if (c->fd >= 0 && c->state == CL_CONN_UP && c->sent.n == 0 && c->waiting.n == 0 &&
-        c->rlen == 0 && c->rcap > RBUF_MIN) {
+        c->roff == c->rlen && c->rcap > RBUF_MIN) {
+        c->roff = c->rlen = 0;
         free(c->rbuf);          /* a large reply's buffer goes back once it is read */
         c->rbuf = NULL;
         c->rcap = 0;

@@ -11,7 +11,8 @@
  * The fill is `ms <key> ... C<token>`: it stores only while the token is
  * still the item's CAS, so a delete or invalidation since the lease was
  * won makes it fail, as the paper requires.  Waiting backs off from
- * lease_retry_ms, doubling up to 100 ms, for lease_wait_ms in all (a last
+ * lease_retry_ms, doubling up to 100 ms (or lease_retry_ms if that is
+ * more), for lease_wait_ms in all (a last
  * read at the deadline); the handle's connections keep running meanwhile.
  */
 #include "client/client_int.h"
@@ -68,7 +69,8 @@ static int lease_read(struct cellar *h, const char *key, size_t nkey, int lease_
         uint64_t left_ms = (deadline - now + 999999) / 1000000u;
         cellar_item_clear(it);
         cl_pause(h, left_ms < (uint64_t)backoff ? (int)left_ms : backoff);
-        backoff = backoff * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : backoff * 2;
+        int64_t next = (int64_t)backoff * 2, cap = backoff > RETRY_MAX_MS ? backoff : RETRY_MAX_MS;
+        backoff = (int)(next > cap ? cap : next);
     }
 }
 

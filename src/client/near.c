@@ -11,12 +11,21 @@
  * remove its key first, so a handle reads its own writes, but another
  * client's writes become visible only when the entry expires.
  *
+ * Read-your-writes across threads: a handle's write drops the key before
+ * it is sent and again once it is answered, and a value fetched from the
+ * servers is kept only if no drop of its key came in between (a
+ * generation per key stripe, read before the fetch and checked after the
+ * store, the store undone when it moved): another handle's read that
+ * fetched the old value just before the write landed cannot leave it
+ * behind for the writer to read back.
+ *
  * Shared: any number of handles on any threads may use one near-cache
  * (the engine is thread-safe).  Only plain get and multi-get read it;
  * gets/gats (which want the servers' cas), gat and leases go to the
  * servers.  Values larger than what fits the engine's largest item are not
  * kept.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,11 +37,21 @@
 #define NEAR_CHUNK_MAX (32u * 1024)
 #define NEAR_ITEM_MAX (1024u * 1024)
 #define NEAR_IOV 64               /* >= engine_item_iov_max() for these sizes */
+#define NEAR_GENS 256             /* generation stripes (keys hash onto them) */
 
 struct cellar_near {
     struct engine *e;
     int ttl;
+    atomic_uint gens[NEAR_GENS];  /* bumped by every drop of a key of the stripe */
 };
+
+static atomic_uint *gen_of(struct cellar_near *n, const char *key, size_t nkey) {
+    return &n->gens[engine_key_hash(key, nkey) % NEAR_GENS];
+}
+
+unsigned cl_near_gen(struct cellar_near *n, const char *key, size_t nkey) {
+    return atomic_load_explicit(gen_of(n, key, nkey), memory_order_acquire);
+}
 
 int cellar_near_create(struct cellar_near **out, size_t bytes, int ttl_s, const char *policy) {
     *out = NULL;
@@ -103,8 +122,8 @@ bool cl_near_get(struct cellar_near *n, const char *key, size_t nkey, struct cel
 }
 
 void cl_near_put(struct cellar_near *n, const char *key, size_t nkey, const char *value,
-                 size_t nvalue, uint32_t flags) {
-    if (nvalue > UINT32_MAX)
+                 size_t nvalue, uint32_t flags, unsigned gen) {
+    if (nvalue > UINT32_MAX || cl_near_gen(n, key, nkey) != gen)
         return;
     near_clock(n);
     enum engine_alloc_err why;
@@ -120,9 +139,12 @@ void cl_near_put(struct cellar_near *n, const char *key, size_t nkey, const char
     }
     engine_store(n->e, x, ENGINE_SET, 0, NULL);
     engine_item_unref(n->e, x);
+    if (cl_near_gen(n, key, nkey) != gen)
+        engine_delete(n->e, key, nkey, 0);   /* a drop came in between: undo */
 }
 
 void cl_near_forget(struct cellar_near *n, const char *key, size_t nkey) {
+    atomic_fetch_add_explicit(gen_of(n, key, nkey), 1, memory_order_acq_rel);
     engine_delete(n->e, key, nkey, 0);
 }
 

@@ -55,8 +55,8 @@ static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {
     size_t nv = rep->value.len, nm = rep->msg.len;
     f->worst_buf = malloc(nv + nm + 1);
     if (f->worst_buf == NULL) {
-        f->worst = CELLAR_ENOMEM;
-        f->worst_r.value = f->worst_r.msg = (struct mc_span){NULL, 0};
+        f->worst = CELLAR_ENOMEM;   /* answered without a reply, not as the reply's kind */
+        f->worst_r = (struct msg_reply){.res = MSG_RES_NONE, .ttl = -1};
         return;
     }
     if (nv)

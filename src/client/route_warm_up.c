@@ -8,7 +8,9 @@
  *                       |                 and `add` the value into cold
  *                       +--miss or error--> answer cold's miss
  *
- * Everything else goes to cold only.  The add carries the TTL warm has
+ * A cold that fails (down, timed out) is read around too, from warm, but
+ * nothing is added into it then.  Everything else goes to cold only.  The
+ * add carries the TTL warm has
  * left on the item where the wire can say it (meta), else the route's
  * exptime; being an add, it never overwrites what a client stored in cold
  * meanwhile.  The add finishes in the background with its own copy of
@@ -18,7 +20,9 @@
  * seconds; cellard -o delete_hold) when it has one, as the paper's
  * warm-up does: for that long cold refuses adds of the key, so a warm-up
  * add racing the delete (a reader that found the old value in warm just
- * before) cannot bring the deleted value back.
+ * before) cannot bring the deleted value back.  A cold that does not know
+ * the hold-off (memcached answers `delete <key> <n>` with CLIENT_ERROR) gets
+ * the plain delete instead, so the key is deleted all the same.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +35,7 @@ struct warm {
     const struct route *r;
     struct cellar *h;
     int cold_status;            /* cold's answer, given if warm has nothing better */
+    bool fill;                  /* cold answered a miss: a warm hit is added into it */
 };
 
 struct warm_add {
@@ -66,7 +71,8 @@ static void warm_done(struct cl_req *q, int status, const struct msg_reply *rep)
     struct warm *w = (struct warm *)q;
     struct cl_req *parent = w->parent;
     if (status == CELLAR_OK && rep && rep->res == MSG_RES_HIT) {
-        fill_cold(w, rep);
+        if (w->fill)
+            fill_cold(w, rep);
         free(w);
         parent->done(parent, status, rep);
         return;
@@ -77,15 +83,48 @@ static void warm_done(struct cl_req *q, int status, const struct msg_reply *rep)
     parent->done(parent, cold, cold == CELLAR_NOT_FOUND ? &miss : NULL);
 }
 
+/* A delete to cold with the hold-off, sent again plainly if cold does not know it. */
+struct held {
+    struct cl_req q;            /* first, so done() finds it */
+    struct cl_req *parent;
+    const struct route *r;
+    struct cellar *h;
+};
+
+static void held_done(struct cl_req *q, int status, const struct msg_reply *rep) {
+    struct held *d = (struct held *)q;
+    if (status == CELLAR_ECLIENT && d->q.m.hold) {
+        d->q = (struct cl_req){.m = d->parent->m, .done = held_done};
+        d->q.m.hold = 0;
+        route_dispatch(d->r->children[0], d->h, &d->q);
+        return;
+    }
+    struct cl_req *parent = d->parent;
+    free(d);
+    parent->done(parent, status, rep);
+}
+
+static void delete_held(const struct route *r, struct cellar *h, struct cl_req *q) {
+    struct held *d = malloc(sizeof(*d));
+    if (d == NULL) {
+        q->done(q, CELLAR_ENOMEM, NULL);
+        return;
+    }
+    *d = (struct held){.q = {.m = q->m, .done = held_done}, .parent = q, .r = r, .h = h};
+    d->q.m.hold = r->hold;
+    route_dispatch(r->children[0], h, &d->q);
+}
+
 static void cold_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct warm *w = (struct warm *)q;
-    if (status != CELLAR_NOT_FOUND) {
+    if (status != CELLAR_NOT_FOUND && !cl_failover_error(status)) {
         struct cl_req *parent = w->parent;
         free(w);
         parent->done(parent, status, rep);
         return;
     }
     w->cold_status = status;
+    w->fill = status == CELLAR_NOT_FOUND;
     w->q = (struct cl_req){.m = w->parent->m, .done = warm_done};
     w->q.m.want_ttl = true;
     if (w->q.m.op == MSG_GAT || w->q.m.op == MSG_GATS)
@@ -96,9 +135,10 @@ static void cold_done(struct cl_req *q, int status, const struct msg_reply *rep)
 static void warm_up_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (q->m.op != MSG_GET && q->m.op != MSG_GETS && q->m.op != MSG_GAT &&
         q->m.op != MSG_GATS) {
-        if (q->m.op == MSG_DELETE)
-            q->m.hold = r->hold;        /* the request is the route's until done */
-        route_dispatch(r->children[0], h, q);
+        if (q->m.op == MSG_DELETE && r->hold)
+            delete_held(r, h, q);
+        else
+            route_dispatch(r->children[0], h, q);
         return;
     }
     struct warm *w = malloc(sizeof(*w));

@@ -33,6 +33,7 @@
 
 #define UDP_HDR 8
 #define UDP_DATAGRAM_MAX 65536
+#define SLOT_KEEP 4096          /* a slot keeps a reply buffer up to this size */
 
 static struct cl_conn *conn_of(struct cl_udp *u) {
     return (struct cl_conn *)((char *)u - offsetof(struct cl_conn, udp));
@@ -47,8 +48,9 @@ static inline void store16(unsigned char *p, uint16_t v) {
     p[1] = (unsigned char)v;
 }
 
+/* A unix socket server has no UDP: its gets stay on the stream. */
 bool cl_udp_wants(const struct cl_conn *c, const struct cl_req *q) {
-    return c->pool->udp && (q->m.op == MSG_GET || q->m.op == MSG_GETS);
+    return c->pool->udp && c->srv->port != 0 && (q->m.op == MSG_GET || q->m.op == MSG_GETS);
 }
 
 void cl_udp_submit(struct cl_conn *c, struct cl_req *q) {
@@ -96,11 +98,20 @@ static bool udp_open(struct cl_conn *c) {
     return true;
 }
 
-/* Frees slot s; its request (if any) is the caller's to answer. */
+/*
+ * Frees slot s; its request (if any) is the caller's to answer.  A reply
+ * buffer past SLOT_KEEP goes too, so 1,024 slots do not each keep the
+ * largest reply they ever gathered.
+ */
 static void slot_clear(struct cl_udp *u, struct cl_udp_slot *s) {
     if (s->q) {
         s->q = NULL;
         u->inflight--;
+    }
+    if (s->cap > SLOT_KEEP) {
+        free(s->buf);
+        s->buf = NULL;
+        s->cap = 0;
     }
     s->len = 0;
     s->next_seq = s->total = 0;
@@ -116,9 +127,12 @@ static void drop(struct cl_conn *c, struct cl_udp_slot *s) {
 }
 
 /*
- * Sends one get.  Returns 1 when it went out, 0 when it must wait (the
- * socket buffer is full), -1 when it cannot go over UDP (no free slot:
- * more than CL_UDP_SLOTS in flight) and belongs on TCP.
+ * Sends one get.  Returns 1 when it is done with (sent, or answered), -1
+ * when it cannot go over UDP (no free slot: more than CL_UDP_SLOTS in
+ * flight) and belongs on TCP.  A datagram the kernel will not take (a
+ * full socket buffer, no buffers: what a shaped or congested link gives)
+ * is a dropped get at once, as a datagram lost on the way would be: a
+ * get waiting for the socket to drain would have no deadline.
  */
 static int send_one(struct cl_conn *c, struct cl_req *q, uint64_t deadline) {
     struct cl_udp *u = &c->udp;
@@ -136,9 +150,12 @@ static int send_one(struct cl_conn *c, struct cl_req *q, uint64_t deadline) {
     store16(d + 4, 1);
     store16(d + 6, 0);
     if (send(u->fd, d, UDP_HDR + n, 0) < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS)
-            return 0;
-        cl_conn_complete(c, q, CELLAR_ECONNECT, NULL);   /* e.g. an ICMP refusal noted */
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+            c->h->st.udp_drops++;
+            cl_conn_complete(c, q, CELLAR_DROPPED, NULL);
+        } else {
+            cl_conn_complete(c, q, CELLAR_ECONNECT, NULL);   /* e.g. an ICMP refusal noted */
+        }
         return 1;
     }
     *s = (struct cl_udp_slot){.q = q, .id = u->next_id, .buf = s->buf, .cap = s->cap,
@@ -166,11 +183,8 @@ unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now) {
     uint64_t deadline = now + (uint64_t)c->pool->server_timeout_ms * 1000000u;
     unsigned sent = 0;
     while (sent < room && u->waiting.head) {
-        struct cl_req *q = u->waiting.head;
+        struct cl_req *q = waiting_pop(u);
         int rc = send_one(c, q, deadline);
-        if (rc == 0)
-            break;
-        waiting_pop(u);
         if (rc < 0)
             cl_conn_submit_tcp(c, q);
         else
@@ -224,19 +238,22 @@ static void datagram(struct cl_conn *c, const unsigned char *d, size_t n) {
         drop(c, s);
         return;
     }
-    struct cl_req *q = s->q;
-    slot_clear(u, s);
+    /* The reply's spans point into the slot's buffer: answer before clearing it. */
     c->h->outstanding--;
     cl_window_answered(c->h);
-    cl_conn_complete(c, q, cl_status_of(&r), &r);
+    cl_conn_complete(c, s->q, cl_status_of(&r), &r);
+    slot_clear(u, s);
 }
 
 void cl_udp_io(struct cl_udp *u, uint64_t now) {
     (void)now;
     struct cl_conn *c = conn_of(u);
-    static __thread unsigned char d[UDP_DATAGRAM_MAX];
+    struct cellar *h = c->h;
+    if (h->udp_buf == NULL && (h->udp_buf = malloc(UDP_DATAGRAM_MAX)) == NULL)
+        return;                 /* the gets will be late: dropped, no worse */
+    unsigned char *d = h->udp_buf;
     for (int i = 0; i < 256 && u->fd >= 0; i++) {
-        ssize_t n = recv(u->fd, d, sizeof(d), 0);
+        ssize_t n = recv(u->fd, d, UDP_DATAGRAM_MAX, 0);
         if (n < 0) {
             if (errno == EINTR)
                 continue;

@@ -157,3 +157,24 @@ def test_warm_up_fills_cold_from_warm_and_deletes_stay_deleted():
             # Writes go to cold only.
             assert c.set("fresh", "new") == cf.OK
             assert cc.get("fresh")[1] == b"new" and wc.get("fresh")[0] == cf.NOT_FOUND
+
+
+def test_warm_up_with_a_memcached_cold_and_a_dead_cold():
+    """A cold cluster of stock memcached (no delete hold-off) still gets its
+    deletes, as plain ones; a cold server that is down is read around, from
+    warm, and nothing is added into it."""
+    with Pool("memcached", 1) as cold, Pool("cellard", 1) as warm:
+        cfg = json.dumps({
+            "pools": {"cold": {"servers": addrs(cold)}, "warm": {"servers": addrs(warm)}},
+            "route": {"type": "WarmUpRoute", "cold": "PoolRoute|cold", "warm": "PoolRoute|warm",
+                      "exptime": 100, "delete_hold": 2}})
+        with cf.Client(",".join(addrs(warm))) as wc, cf.Client(cfg, probe_min_ms=60000) as c:
+            assert c.set("k", "v") == cf.OK                  # into cold
+            assert c.delete("k") == cf.OK                    # memcached refuses the hold-off...
+            assert cold[0].client().get("k") is None         # ...the plain delete went through
+            assert wc.set("w", "warm", exptime=500) == cf.OK
+            kill(cold[0])
+            assert c.get("w")[:2] == (cf.OK, b"warm")         # cold down: read from warm
+            assert c.get("absent")[0] in (cf.ECONNECT, cf.EDOWN, cf.ECLOSED)
+            from test_client import restart_on
+            restart_on(cold[0])
