@@ -374,6 +374,10 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    if (worker_init_all(&srv) < 0) {
+        fprintf(stderr, "failed to start worker threads\n");
+        return 1;
+    }
     if (open_listeners(&srv) < 0) {
         fprintf(stderr, "failed to listen\n");
         return 71;

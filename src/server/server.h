@@ -210,7 +210,8 @@ struct server {
 };
 
 /* worker.c */
-int worker_start_all(struct server *s);
+int worker_init_all(struct server *s);   /* workers, loops, UDP sockets: before listen() */
+int worker_start_all(struct server *s);  /* their threads */
 void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool terminated);
 void conn_swallow(struct conn *c, uint64_t n);
 /*

@@ -813,7 +813,14 @@ void worker_hand_fd(struct worker *w, int fd, int listen_fd,
     evloop_wake(w->loop);
 }
 
-int worker_start_all(struct server *s) {
+/*
+ * Makes the workers, their loops and their UDP sockets.  main() calls it
+ * before the TCP listeners listen, as memcached binds its UDP port first:
+ * a client that can connect over TCP can then also be answered over UDP
+ * (a datagram sent to a port not yet bound is lost), and a privileged UDP
+ * port is bound before privileges are dropped.
+ */
+int worker_init_all(struct server *s) {
     s->workers = calloc((size_t)s->nworkers, sizeof(struct worker));
     if (s->workers == NULL)
         return -1;
@@ -832,6 +839,10 @@ int worker_start_all(struct server *s) {
         if (udp_open_worker(s, w) < 0)
             return -1;
     }
+    return 0;
+}
+
+int worker_start_all(struct server *s) {
     for (int i = 0; i < s->nworkers; i++) {
         if (pthread_create(&s->workers[i].thread, NULL, worker_main, &s->workers[i]) != 0)
             return -1;
