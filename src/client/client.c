@@ -281,7 +281,8 @@ static int take_value(struct cellar_item *it, const struct msg_reply *r) {
     it->value = malloc(r->value.len + 1);
     if (it->value == NULL)
         return CELLAR_ENOMEM;
-    memcpy(it->value, r->value.p, r->value.len);
+    if (r->value.len)
+        memcpy(it->value, r->value.p, r->value.len);
     it->value[r->value.len] = '\0';
     it->nvalue = r->value.len;
     it->flags = r->flags;
@@ -297,9 +298,12 @@ static int take_meta(struct cellar_meta_reply *out, int status, const struct msg
     out->value = malloc(r->value.len + 1);
     if (out->flags == NULL || out->value == NULL)
         return CELLAR_ENOMEM;
-    memcpy(out->flags, r->msg.p, r->msg.len);
+    /* Spans may be {NULL, 0}; memcpy from NULL is undefined even for nothing. */
+    if (r->msg.len)
+        memcpy(out->flags, r->msg.p, r->msg.len);
     out->flags[r->msg.len] = '\0';
-    memcpy(out->value, r->value.p, r->value.len);
+    if (r->value.len)
+        memcpy(out->value, r->value.p, r->value.len);
     out->value[r->value.len] = '\0';
     out->nvalue = r->value.len;
     return status;
@@ -325,7 +329,8 @@ static void call_done(struct cl_req *q, int status, const struct msg_reply *r) {
     }
     if (r && r->res == MSG_RES_VERSION && k->text_cap) {
         size_t n = r->msg.len < k->text_cap - 1 ? r->msg.len : k->text_cap - 1;
-        memcpy(k->text, r->msg.p, n);
+        if (n)
+            memcpy(k->text, r->msg.p, n);
         k->text[n] = '\0';
     }
     /* A batch keeps its first failure (a single request: its status). */

@@ -331,7 +331,8 @@ static bool put_request(struct cl_conn *c, struct cl_req *q) {
     }
     c->wlen += n;
     if (msg_carries_value(&q->m)) {
-        memcpy(c->wbuf + c->wlen, q->m.value.p, vlen);
+        if (vlen)                   /* an empty value may be {NULL, 0} */
+            memcpy(c->wbuf + c->wlen, q->m.value.p, vlen);
         memcpy(c->wbuf + c->wlen + vlen, w->value_end, w->value_end_len);
         c->wlen += vlen + w->value_end_len;
     }

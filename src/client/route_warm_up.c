@@ -57,7 +57,8 @@ static void fill_cold(struct warm *w, const struct msg_reply *rep) {
     if (a == NULL)
         return;                 /* the read is answered anyway; cold stays cold */
     memcpy(a->bytes, pm->key.p, nk);
-    memcpy(a->bytes + nk, rep->value.p, nv);
+    if (nv)
+        memcpy(a->bytes + nk, rep->value.p, nv);
     int64_t ttl = rep->ttl > 0 ? rep->ttl : w->r->exptime > 0 ? w->r->exptime : 0;
     a->q = (struct cl_req){
         .m = {.op = MSG_ADD, .key = {a->bytes, nk}, .value = {a->bytes + nk, nv},
