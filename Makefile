@@ -185,12 +185,15 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 # Python keeps its memory to the end); conftest.py drops the preload from
 # the environment of every process the tests start, which run with their
 # own sanitizer settings.  The C unit tests check libcellar for leaks.
+# --capture=sys leaves the file descriptors alone, so that a sanitizer's
+# report from inside libcellar reaches the log even when it ends Python.
 ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
              ASAN_OPTIONS=detect_leaks=0 CELLAR_SCRUB_ENV="LD_PRELOAD ASAN_OPTIONS")
+PYTEST_SAN := $(if $(SAN),--capture=sys)
 integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so examples
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
 	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
-	  /usr/bin/python3 -m pytest tests/integration
+	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
 
 check: unit integration
 
