@@ -190,8 +190,9 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
              ASAN_OPTIONS=detect_leaks=0 CELLAR_SCRUB_ENV="LD_PRELOAD ASAN_OPTIONS")
 PYTEST_SAN := $(if $(SAN),--capture=sys)
-integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so examples
+integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench $(B)/libcellar.so examples
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
+	  CELLAR_BENCH=$(abspath $(B)/cellar-bench) \
 	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
 
@@ -199,10 +200,11 @@ check: unit integration
 
 # The integration suite once per eviction policy (about 3 min each; not part
 # of `make test`): every policy must serve memcached's protocols the same.
-policies: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/libcellar.so
+policies: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench $(B)/libcellar.so examples
 	@for p in $$($(B)/cellar-sim -l); do \
 	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_LIB=$(abspath $(B)/libcellar.so) \
+	    CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
 	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
 

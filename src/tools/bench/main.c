@@ -33,7 +33,7 @@ static void usage(FILE *f) {
         "Target\n"
         "  -s, --server HOST        server address (127.0.0.1)\n"
         "  -p, --port PORT          server port (11211)\n"
-        "  -P, --protocol NAME      text (meta and binary: not yet)\n"
+        "  -P, --protocol NAME      text, meta or binary (text)\n"
         "Load\n"
         "  -t, --threads N          load threads, one epoll loop each (1)\n"
         "  -c, --conns N            connections per thread (50)\n"

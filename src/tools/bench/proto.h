@@ -5,8 +5,9 @@
  * key with a value"; a protocol turns them into bytes and reads back the
  * whole reply to one request, saying how many keys hit.  Adding a protocol
  * is one file that fills a struct bench_proto and one line in
- * bench_proto_find() (proto_text.c): the meta and binary codecs slot in
- * here once src/protocol has their client halves.
+ * bench_proto_find() (proto_text.c).  text has its own file; meta and
+ * binary (proto_msg.c) go through the client library's wires
+ * (protocol/msg.h), so the project has one client codec.
  *
  * parse_reply() keeps no state: while a reply is incomplete it answers
  * MC_PARSE_NEED_MORE and is called again from the reply's first byte once
@@ -59,8 +60,10 @@ struct bench_proto {
 };
 
 extern const struct bench_proto bench_proto_text;
+extern const struct bench_proto bench_proto_meta;
+extern const struct bench_proto bench_proto_binary;
 
-/* The protocol called name ("text"); NULL if there is none by that name. */
+/* The protocol called name ("text", "meta", "binary"); NULL if there is none by that name. */
 const struct bench_proto *bench_proto_find(const char *name);
 
 #endif

@@ -85,7 +85,8 @@ const struct bench_proto bench_proto_text = {
 const struct bench_proto *bench_proto_find(const char *name) {
     static const struct bench_proto *const all[] = {
         &bench_proto_text,
-        /* &bench_proto_meta, &bench_proto_binary: once their client codecs exist */
+        &bench_proto_meta,
+        &bench_proto_binary,
     };
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (strcmp(all[i]->name, name) == 0)
