@@ -165,10 +165,33 @@ enum cl_conn_state {
     CL_CONN_DOWN,               /* marked down (TKO): no socket, requests fail at once */
 };
 
+/* A FIFO of requests, linked through cl_req.next. */
 struct cl_queue {
     struct cl_req *head, *tail;
     unsigned n;
 };
+
+static inline void cl_queue_push(struct cl_queue *qu, struct cl_req *q) {
+    q->next = NULL;
+    if (qu->tail)
+        qu->tail->next = q;
+    else
+        qu->head = q;
+    qu->tail = q;
+    qu->n++;
+}
+
+static inline struct cl_req *cl_queue_pop(struct cl_queue *qu) {
+    struct cl_req *q = qu->head;
+    if (q) {
+        qu->head = q->next;
+        if (qu->head == NULL)
+            qu->tail = NULL;
+        qu->n--;
+        q->next = NULL;
+    }
+    return q;
+}
 
 /* What a socket registered in the handle's loop is: the first field of each. */
 enum cl_io { CL_IO_TCP = 0, CL_IO_UDP };

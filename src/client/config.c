@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "client/client_int.h"
+#include "core/hash.h"
 
 #define DEFAULT_PORT 11211
 
@@ -53,14 +54,11 @@ static void say(char *err, size_t errlen, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* A stable id for this host (FNV-1a of its name), for LatestRoute. */
+/* A stable id for this host (a hash of its name), for LatestRoute. */
 static uint64_t host_hash(void) {
     char name[256] = "";
     gethostname(name, sizeof(name) - 1);
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return h;
+    return hash_murmur64a(name, strlen(name), 0);
 }
 
 static int pick(int v, int dflt) {

@@ -50,28 +50,6 @@ static uint64_t ms_ns(int ms) {
     return (uint64_t)ms * 1000000u;
 }
 
-static void q_push(struct cl_queue *qu, struct cl_req *q) {
-    q->next = NULL;
-    if (qu->tail)
-        qu->tail->next = q;
-    else
-        qu->head = q;
-    qu->tail = q;
-    qu->n++;
-}
-
-static struct cl_req *q_pop(struct cl_queue *qu) {
-    struct cl_req *q = qu->head;
-    if (q) {
-        qu->head = q->next;
-        if (qu->head == NULL)
-            qu->tail = NULL;
-        qu->n--;
-        q->next = NULL;
-    }
-    return q;
-}
-
 /* Hands q back to its owner, counting what the handle counts. */
 void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
     struct cellar_stats *st = &c->h->st;
@@ -92,7 +70,7 @@ void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const str
 
 static void fail_queue(struct cl_conn *c, struct cl_queue *qu, int status) {
     struct cl_req *q;
-    while ((q = q_pop(qu)) != NULL)
+    while ((q = cl_queue_pop(qu)) != NULL)
         cl_conn_complete(c, q, status, NULL);
 }
 
@@ -262,7 +240,7 @@ static void start_probe(struct cl_conn *c, uint64_t now) {
     c->probing = true;
     c->h->st.probes++;
     c->probe = (struct cl_req){.m = {.op = MSG_VERSION}, .done = probe_done, .arg = c};
-    q_push(&c->waiting, &c->probe);
+    cl_queue_push(&c->waiting, &c->probe);
     conn_open(c, now);
 }
 
@@ -287,7 +265,7 @@ void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
         cl_conn_complete(c, q, CELLAR_EDOWN, NULL);
         return;
     }
-    q_push(&c->waiting, q);
+    cl_queue_push(&c->waiting, q);
     if (c->state == CL_CONN_IDLE)
         conn_open(c, cl_now_ns());
     else if (c->state == CL_CONN_UP)
@@ -365,11 +343,11 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
         return sent;
     uint64_t deadline = now + ms_ns(c->pool->server_timeout_ms);
     for (unsigned tcp = 0; tcp < room && c->waiting.head;) {
-        struct cl_req *q = q_pop(&c->waiting);
+        struct cl_req *q = cl_queue_pop(&c->waiting);
         if (!put_request(c, q))
             continue;
         q->deadline_ns = deadline;
-        q_push(&c->sent, q);
+        cl_queue_push(&c->sent, q);
         c->h->outstanding++;
         c->h->st.requests++;
         tcp++;
@@ -418,7 +396,7 @@ static bool parse_replies(struct cl_conn *c, uint64_t now) {
             return false;
         }
         c->roff += used;
-        q_pop(&c->sent);
+        cl_queue_pop(&c->sent);
         c->h->outstanding--;
         c->fails = 0;
         cl_window_answered(c->h);

@@ -30,22 +30,14 @@
 #include <unistd.h>
 
 #include "client/client_int.h"
+#include "protocol/mc_udp.h"
 
-#define UDP_HDR 8
+#define UDP_HDR MC_UDP_HDR
 #define UDP_DATAGRAM_MAX 65536
 #define SLOT_KEEP 4096          /* a slot keeps a reply buffer up to this size */
 
 static struct cl_conn *conn_of(struct cl_udp *u) {
     return (struct cl_conn *)((char *)u - offsetof(struct cl_conn, udp));
-}
-
-static inline uint16_t load16(const unsigned char *p) {
-    return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline void store16(unsigned char *p, uint16_t v) {
-    p[0] = (unsigned char)(v >> 8);
-    p[1] = (unsigned char)v;
 }
 
 /* A unix socket server has no UDP: its gets stay on the stream. */
@@ -54,27 +46,8 @@ bool cl_udp_wants(const struct cl_conn *c, const struct cl_req *q) {
 }
 
 void cl_udp_submit(struct cl_conn *c, struct cl_req *q) {
-    q->next = NULL;
-    struct cl_queue *w = &c->udp.waiting;
-    if (w->tail)
-        w->tail->next = q;
-    else
-        w->head = q;
-    w->tail = q;
-    w->n++;
+    cl_queue_push(&c->udp.waiting, q);
     cl_pump_add(c->h, c);
-}
-
-static struct cl_req *waiting_pop(struct cl_udp *u) {
-    struct cl_req *q = u->waiting.head;
-    if (q) {
-        u->waiting.head = q->next;
-        if (u->waiting.head == NULL)
-            u->waiting.tail = NULL;
-        u->waiting.n--;
-        q->next = NULL;
-    }
-    return q;
 }
 
 /* The socket and slots, made on first use; false when they cannot be. */
@@ -145,10 +118,7 @@ static int send_one(struct cl_conn *c, struct cl_req *q, uint64_t deadline) {
         cl_conn_complete(c, q, msg_key_ok(q->m.key) ? CELLAR_ENOTSUP : CELLAR_EINVAL, NULL);
         return 1;
     }
-    store16(d, u->next_id);
-    store16(d + 2, 0);
-    store16(d + 4, 1);
-    store16(d + 6, 0);
+    mc_udp_frame_fmt(d, (struct mc_udp_frame){u->next_id, 0, 1});
     if (send(u->fd, d, UDP_HDR + n, 0) < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
             c->h->st.udp_drops++;
@@ -176,14 +146,14 @@ unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now) {
         return 0;
     if (!udp_open(c)) {
         struct cl_req *q;
-        while ((q = waiting_pop(u)) != NULL)
+        while ((q = cl_queue_pop(&u->waiting)) != NULL)
             cl_conn_complete(c, q, CELLAR_ECONNECT, NULL);
         return 0;
     }
     uint64_t deadline = now + (uint64_t)c->pool->server_timeout_ms * 1000000u;
     unsigned sent = 0;
     while (sent < room && u->waiting.head) {
-        struct cl_req *q = waiting_pop(u);
+        struct cl_req *q = cl_queue_pop(&u->waiting);
         int rc = send_one(c, q, deadline);
         if (rc < 0)
             cl_conn_submit_tcp(c, q);
@@ -213,9 +183,10 @@ static bool gather(struct cl_udp_slot *s, const char *p, size_t n) {
 /* One datagram from the server. */
 static void datagram(struct cl_conn *c, const unsigned char *d, size_t n) {
     struct cl_udp *u = &c->udp;
-    if (n < UDP_HDR)
+    struct mc_udp_frame f;
+    if (!mc_udp_frame_parse(d, n, &f))
         return;
-    uint16_t id = load16(d), seq = load16(d + 2), total = load16(d + 4);
+    uint16_t id = f.id, seq = f.seq, total = f.total;
     struct cl_udp_slot *s = &u->slots[id % CL_UDP_SLOTS];
     if (s->q == NULL || s->id != id)
         return;                             /* late or duplicate: its get is answered */
@@ -292,7 +263,7 @@ void cl_udp_reset(struct cl_conn *c, int status) {
         }
     }
     struct cl_req *q;
-    while ((q = waiting_pop(u)) != NULL)
+    while ((q = cl_queue_pop(&u->waiting)) != NULL)
         cl_conn_complete(c, q, status, NULL);
 }
 

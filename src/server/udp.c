@@ -23,9 +23,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "protocol/mc_udp.h"
 #include "server/server.h"
 
-#define UDP_HDR 8
+#define UDP_HDR MC_UDP_HDR
 
 /* Opens one UDP socket bound to host:port with SO_REUSEPORT (-1 on error). */
 int udp_open(const char *host, int port) {
@@ -97,13 +98,10 @@ int udp_open_worker(struct server *s, struct worker *w) {
  * request).
  */
 int udp_frame_parse(const unsigned char *d, size_t n) {
-    if (n < UDP_HDR)
+    struct mc_udp_frame f;
+    if (!mc_udp_frame_parse(d, n, &f) || f.seq != 0 || f.total != 1)
         return -1;
-    unsigned seq = (unsigned)d[2] << 8 | d[3];
-    unsigned total = (unsigned)d[4] << 8 | d[5];
-    if (seq != 0 || total != 1)
-        return -1;
-    return (int)((unsigned)d[0] << 8 | d[1]);
+    return f.id;
 }
 
 /*
@@ -130,10 +128,9 @@ void udp_send_reply(struct conn *c) {
     if (total > 0xffff)
         total = 0;      /* cannot be numbered: drop, as a lost reply */
     for (size_t i = 0; i < total; i++) {
-        unsigned char hdr[UDP_HDR] = {
-            (unsigned char)(c->udp_reqid >> 8), (unsigned char)c->udp_reqid,
-            (unsigned char)(i >> 8), (unsigned char)i,
-            (unsigned char)(total >> 8), (unsigned char)total, 0, 0};
+        unsigned char hdr[UDP_HDR];
+        mc_udp_frame_fmt(hdr, (struct mc_udp_frame){(uint16_t)c->udp_reqid, (uint16_t)i,
+                                                    (uint16_t)total});
         size_t off = i * UDP_PAYLOAD;
         size_t n = len - off < UDP_PAYLOAD ? len - off : UDP_PAYLOAD;
         struct iovec iov[2] = {{hdr, UDP_HDR}, {buf + off, n}};
