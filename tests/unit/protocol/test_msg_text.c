@@ -909,24 +909,25 @@ TEST(stream_split_at_every_byte) {
  * A delete with cellard's hold-off goes out as the text `delete <key>
  * <seconds>` (observed on cellard -o delete_hold: DELETED, then an add of
  * the key answers NOT_STORED until the hold passes; NOT_FOUND for a
- * missing key); hold 0 is a plain delete.
+ * missing key); hold 0 is a plain delete.  The meta wire sends the same
+ * text command (meta has no hold-off), so both wires are checked here.
  */
-TEST(delete_with_hold) {
+static void delete_with_hold_on(int *th_failed, const struct msg_wire *w) {
     char out[MSG_HEAD_MAX];
     struct msg m = {.op = MSG_DELETE, .key = {"k", 1}, .hold = 2};
-    size_t n = msg_wire_text.fmt(out, sizeof(out), &m, 0);
+    size_t n = w->fmt(out, sizeof(out), &m, 0);
     ASSERT_EQ(n, 12);
     ASSERT_MEM(out, "delete k 2\r\n", 12);
     struct msg_reply r;
     size_t used = 99;
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "DELETED\r\n", 9, &used), MC_PARSE_OK);
+    ASSERT_EQ(w->parse(&r, &m, 0, "DELETED\r\n", 9, &used), MC_PARSE_OK);
     ASSERT_EQ(used, 9);
     ASSERT_EQ(r.res, MSG_RES_DELETED);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "NOT_FOUND\r\n", 11, &used), MC_PARSE_OK);
+    ASSERT_EQ(w->parse(&r, &m, 0, "NOT_FOUND\r\n", 11, &used), MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_NOT_FOUND);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "DELETED", 7, &used), MC_PARSE_NEED_MORE);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "STORED\r\n", 8, &used), MC_PARSE_ERROR);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "CLIENT_ERROR bad command line format\r\n", 38, &used),
+    ASSERT_EQ(w->parse(&r, &m, 0, "DELETED", 7, &used), MC_PARSE_NEED_MORE);
+    ASSERT_EQ(w->parse(&r, &m, 0, "STORED\r\n", 8, &used), MC_PARSE_ERROR);
+    ASSERT_EQ(w->parse(&r, &m, 0, "CLIENT_ERROR bad command line format\r\n", 38, &used),
               MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_CLIENT_ERROR);
 }
@@ -936,50 +937,63 @@ TEST(delete_with_hold) {
  * stat_next; RESET and OK (stats reset, stats detail on) are OK; an
  * unknown group is ERROR.  Observed from memcached 1.6.18 (`stats
  * settings` cut to its first two lines; `stats detail dump` with nothing
- * recorded is END alone).
+ * recorded is END alone).  The meta wire sends and reads the same text,
+ * so both wires are checked here.
  */
-TEST(stats) {
+static void stats_on(int *th_failed, const struct msg_wire *w) {
     static const char settings[] = "STAT maxbytes 67108864\r\nSTAT maxconns 1024\r\nEND\r\n";
     char out[MSG_HEAD_MAX];
     struct msg m = {.op = MSG_STATS, .key = {"settings", 8}};
-    size_t n = msg_wire_text.fmt(out, sizeof(out), &m, 0);
+    size_t n = w->fmt(out, sizeof(out), &m, 0);
     ASSERT_EQ(n, 16);
     ASSERT_MEM(out, "stats settings\r\n", 16);
     m.key = (struct mc_span){"", 0};
-    ASSERT_EQ(msg_wire_text.fmt(out, sizeof(out), &m, 0), 7);
+    ASSERT_EQ(w->fmt(out, sizeof(out), &m, 0), 7);
     m.key = (struct mc_span){"a\r\n", 3};
-    ASSERT_EQ(msg_wire_text.fmt(out, sizeof(out), &m, 0), 0);
+    ASSERT_EQ(w->fmt(out, sizeof(out), &m, 0), 0);
     m.key = (struct mc_span){"settings", 8};
 
     struct msg_reply r;
     size_t used = 99, len = sizeof(settings) - 1;
     for (size_t cut = 0; cut < len; cut++)
-        ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, settings, cut, &used), MC_PARSE_NEED_MORE);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, settings, len, &used), MC_PARSE_OK);
+        ASSERT_EQ(w->parse(&r, &m, 0, settings, cut, &used), MC_PARSE_NEED_MORE);
+    ASSERT_EQ(w->parse(&r, &m, 0, settings, len, &used), MC_PARSE_OK);
     ASSERT_EQ(used, len);
     ASSERT_EQ(r.res, MSG_RES_STATS);
     struct mc_span rest = r.value, name, value;
-    ASSERT(msg_wire_text.stat_next(&rest, &name, &value));
+    ASSERT(w->stat_next(&rest, &name, &value));
     ASSERT_MEM(name.p, "maxbytes", 8);
     ASSERT_EQ(name.len, 8);
     ASSERT_MEM(value.p, "67108864", 8);
     ASSERT_EQ(value.len, 8);
-    ASSERT(msg_wire_text.stat_next(&rest, &name, &value));
+    ASSERT(w->stat_next(&rest, &name, &value));
     ASSERT_EQ(name.len, 8);
     ASSERT_MEM(value.p, "1024", 4);
-    ASSERT(!msg_wire_text.stat_next(&rest, &name, &value));
+    ASSERT(!w->stat_next(&rest, &name, &value));
 
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "END\r\n", 5, &used), MC_PARSE_OK);
+    ASSERT_EQ(w->parse(&r, &m, 0, "END\r\n", 5, &used), MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_STATS);
     ASSERT_EQ(r.value.len, 0);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "RESET\r\n", 7, &used), MC_PARSE_OK);
+    ASSERT_EQ(w->parse(&r, &m, 0, "RESET\r\n", 7, &used), MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_OK);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "OK\r\n", 4, &used), MC_PARSE_OK);
+    ASSERT_EQ(w->parse(&r, &m, 0, "OK\r\n", 4, &used), MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_OK);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "ERROR\r\n", 7, &used), MC_PARSE_OK);
+    ASSERT_EQ(w->parse(&r, &m, 0, "ERROR\r\n", 7, &used), MC_PARSE_OK);
     ASSERT_EQ(r.res, MSG_RES_ERROR);
-    ASSERT_EQ(msg_wire_text.parse(&r, &m, 0, "STAT a 1\r\nSTORED\r\n", 18, &used), MC_PARSE_ERROR);
+    ASSERT_EQ(w->parse(&r, &m, 0, "STAT a 1\r\nSTORED\r\n", 18, &used), MC_PARSE_ERROR);
     ASSERT_EQ(used, 0);
+}
+
+TEST(delete_with_hold) {
+    delete_with_hold_on(th_failed, &msg_wire_text);
+    if (!*th_failed)
+        delete_with_hold_on(th_failed, &msg_wire_meta);
+}
+
+TEST(stats) {
+    stats_on(th_failed, &msg_wire_text);
+    if (!*th_failed)
+        stats_on(th_failed, &msg_wire_meta);
 }
 
 int main(void) { return RUN_TESTS(); }
