@@ -12,6 +12,7 @@
  * formatter (mc_meta_fmt) is checked by parsing what it writes.
  */
 #include "harness.h"
+#include "show.h"
 #include "protocol/mc_meta.h"
 #include "protocol/mc_meta_resp.h"
 
@@ -105,21 +106,6 @@ static const struct row bad_rows[] = {
     {S("HD a b c d e f g h i j k l m n o p q r s t u v w x y\r\n"), MC_META_CODE_HD, NULL, NULL},
 };
 
-static const char *show(const char *s, size_t n) {
-    static char out[160];
-    size_t o = 0, i;
-    for (i = 0; i < n && o + 8 < sizeof(out); i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 32 && c < 127 && c != '\\')
-            out[o++] = (char)c;
-        else
-            o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", c);
-    }
-    if (i < n)
-        o += (size_t)snprintf(out + o, sizeof(out) - o, "...");
-    out[o] = '\0';
-    return out;
-}
 
 /* Parses from an exact-size heap copy so that a read past len trips ASan. */
 static enum mc_parse parse_copy(struct mc_meta_resp *r, const char *in, size_t len,

@@ -10,6 +10,7 @@
  * more requests behind it.
  */
 #include "harness.h"
+#include "show.h"
 #include "protocol/mc_text.h"
 
 #include <inttypes.h>
@@ -45,21 +46,6 @@ static enum mc_parse parse_copy(struct mc_req *req, const char *in, size_t len, 
     return mc_text_parse(req, *copy, len, consumed);
 }
 
-static const char *show(const char *s, size_t n) {
-    static char out[160];
-    size_t o = 0, i;
-    for (i = 0; i < n && o + 8 < sizeof(out); i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 32 && c < 127 && c != '\\')
-            out[o++] = (char)c;
-        else
-            o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", c);
-    }
-    if (i < n)
-        o += (size_t)snprintf(out + o, sizeof(out) - o, "...");
-    out[o] = '\0';
-    return out;
-}
 
 static size_t line_len(const char *in, size_t len) {
     const char *nl = memchr(in, '\n', len);

@@ -12,6 +12,7 @@
  * parsing what it writes with this one.
  */
 #include "harness.h"
+#include "show.h"
 #include "protocol/mc_text.h"
 #include "protocol/mc_text_resp.h"
 
@@ -132,21 +133,6 @@ static const struct row bad_rows[] = {
 
 #define NROWS(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *show(const char *s, size_t n) {
-    static char out[160];
-    size_t o = 0, i;
-    for (i = 0; i < n && o + 8 < sizeof(out); i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 32 && c < 127 && c != '\\')
-            out[o++] = (char)c;
-        else
-            o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", c);
-    }
-    if (i < n)
-        o += (size_t)snprintf(out + o, sizeof(out) - o, "...");
-    out[o] = '\0';
-    return out;
-}
 
 /* Parses from an exact-size heap copy so that a read past len trips ASan. */
 static enum mc_parse parse_copy(struct mc_resp *r, const char *in, size_t len, size_t *consumed,

@@ -15,6 +15,7 @@
  * this test links without the other wires.
  */
 #include "harness.h"
+#include "show.h"
 #include "protocol/mc_meta.h"
 #include "protocol/mc_text.h"
 #include "protocol/msg.h"
@@ -373,21 +374,6 @@ static const struct { enum msg_op op; const char *in; size_t len; } bad_rows[] =
     {MSG_VERSION, S("HD\r\n")},
 };
 
-static const char *show(const char *s, size_t n) {
-    static char out[160];
-    size_t o = 0, i;
-    for (i = 0; i < n && o + 8 < sizeof(out); i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 32 && c < 127 && c != '\\')
-            out[o++] = (char)c;
-        else
-            o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", c);
-    }
-    if (i < n)
-        o += (size_t)snprintf(out + o, sizeof(out) - o, "...");
-    out[o] = '\0';
-    return out;
-}
 
 /* Parses the reply to op from an exact-size heap copy, so a read past len trips ASan. */
 static enum mc_parse parse_copy(struct msg_reply *r, enum msg_op op, const char *in, size_t len,
