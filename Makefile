@@ -23,7 +23,7 @@ CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 LDFLAGS := -pthread $(OPT) $(SAN)
 LDLIBS  := -lm
 
-LAYERS  := core storage protocol client server
+LAYERS  := core storage protocol net client server
 src_of   = $(wildcard src/$(1)/*.c)
 obj_of   = $(patsubst src/%.c,$(B)/obj/%.o,$(call src_of,$(1)))
 
@@ -31,6 +31,7 @@ CORE_A     := $(B)/libcore.a
 STORAGE_A  := $(B)/libstorage.a
 PROTOCOL_A := $(B)/libprotocol.a
 SERVER_A   := $(B)/libserver.a
+NET_A      := $(B)/libnet.a
 CLIENT_A   := $(B)/libclient.a
 
 .PHONY: all run test check unit integration asan clean deps sim policies install lib examples bench-client
@@ -40,6 +41,7 @@ $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
 $(PROTOCOL_A): $(call obj_of,protocol)
 $(CLIENT_A): $(call obj_of,client)
+$(NET_A): $(call obj_of,net)
 $(SERVER_A): $(filter-out $(B)/obj/server/main.o,$(call obj_of,server))
 $(B)/lib%.a:
 	@mkdir -p $(@D)
@@ -49,7 +51,7 @@ $(B)/obj/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+$(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Tools sit on protocol + core (and the client library, once there is one).
@@ -143,7 +145,8 @@ deps_core     := $(CORE_A)
 deps_storage  := $(STORAGE_A) $(CORE_A)
 deps_protocol := $(PROTOCOL_A) $(CORE_A)
 deps_client   := $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
-deps_server   := $(SERVER_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+deps_net      := $(NET_A) $(PROTOCOL_A) $(CORE_A)
+deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 # System libraries a layer's archive needs (the client's JSON configuration).
 libs_client   := -ljansson
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)

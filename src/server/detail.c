@@ -113,17 +113,17 @@ void detail_command(struct conn *c, const struct mc_req *req) {
     bool on = mc_req_word_is(req, 2, "on");
     if (on || mc_req_word_is(req, 2, "off")) {
         atomic_store(&s->detail_on, on);
-        out_copy(&c->out, S("OK\r\n"));
+        out_copy(&c->net.out, S("OK\r\n"));
     } else if (mc_req_word_is(req, 2, "dump")) {
         pthread_mutex_lock(&s->detail->lock);
         for (int b = 0; b < DETAIL_BUCKETS; b++)
             for (struct prefix *p = s->detail->bucket[b]; p != NULL; p = p->next)
-                out_printf(&c->out,
+                out_printf(&c->net.out,
                            "PREFIX %s get %" PRIu64 " hit %" PRIu64 " set %" PRIu64
                            " del %" PRIu64 "\r\n", p->name, p->get, p->hit, p->set, p->del);
         pthread_mutex_unlock(&s->detail->lock);
-        out_copy(&c->out, S("END\r\n"));
+        out_copy(&c->net.out, S("END\r\n"));
     } else {
-        out_copy(&c->out, S("CLIENT_ERROR usage: stats detail on|off|dump\r\n"));
+        out_copy(&c->net.out, S("CLIENT_ERROR usage: stats detail on|off|dump\r\n"));
     }
 }

@@ -3,7 +3,7 @@
  *
  * A parsed text request becomes engine calls, and engine results become
  * memcached's words.  Replies are appended to the connection's pending
- * output (server/out.h); values go out by reference, except small ones,
+ * output (net/out.h); values go out by reference, except small ones,
  * which are copied next to their VALUE line (see OUT_COPY_MAX).
  * Counters follow memcached's per-thread stats.
  */
@@ -18,7 +18,7 @@
 
 static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
     if (!noreply)
-        out_copy(&c->out, s, len);
+        out_copy(&c->net.out, s, len);
 }
 
 /* cache_memlimit <megabytes>: the engine's limit, and what stats settings shows. */
@@ -44,7 +44,7 @@ static void add_value(struct conn *c, struct item *it, bool with_cas) {
     const char *flat = item_value_flat(it);
     uint32_t nbytes = item_nbytes(it);
     bool copy = flat != NULL && nbytes <= OUT_COPY_MAX;
-    char *line = out_reserve(&c->out, MC_VALUE_LINE_MAX + (copy ? nbytes + 2 : 0));
+    char *line = out_reserve(&c->net.out, MC_VALUE_LINE_MAX + (copy ? nbytes + 2 : 0));
     if (line == NULL) {
         engine_item_unref(e, it);
         return;
@@ -54,21 +54,21 @@ static void add_value(struct conn *c, struct item *it, bool with_cas) {
     if (copy) {
         memcpy(line + n, flat, nbytes);
         memcpy(line + n + nbytes, "\r\n", 2);
-        out_commit(&c->out, line, n + nbytes + 2);
+        out_commit(&c->net.out, line, n + nbytes + 2);
         engine_item_unref(e, it);
         return;
     }
-    out_commit(&c->out, line, n);
+    out_commit(&c->net.out, line, n);
     if (flat != NULL) {
-        out_add(&c->out, flat, nbytes);
+        out_add(&c->net.out, flat, nbytes);
     } else {
         struct iovec *iov = c->w->iov;
         int k = engine_item_iov(it, iov, c->w->iov_max);
         for (int i = 0; i < k; i++)
-            out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
+            out_add(&c->net.out, iov[i].iov_base, iov[i].iov_len);
     }
-    out_copy(&c->out, S("\r\n"));
-    out_hold(&c->out, it);
+    out_copy(&c->net.out, S("\r\n"));
+    out_hold(&c->net.out, it);
 }
 
 /*
@@ -107,7 +107,7 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
         else
             STAT_INC(st->get_cmds);
     }
-    out_copy(&c->out, S("END\r\n"));
+    out_copy(&c->net.out, S("END\r\n"));
     c->mc_flush = true;             /* memcached writes a get's answer at once */
 }
 
@@ -170,7 +170,7 @@ void dispatch_nread_done(struct conn *c) {
     struct item *it = c->nitem;
     bool nr = c->nnoreply;
     c->nitem = NULL;
-    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
     unsigned cls = item_clsid(it);
     STAT_INC(st->slab[cls].set_cmds);
     if (c->ncrlf[0] != '\r' || c->ncrlf[1] != '\n') {
@@ -246,9 +246,9 @@ static void do_arith(struct conn *c, struct mc_req *req) {
         dispatch_count_arith(c, decr, res.clsid);
         if (req->noreply)
             break;
-        char *p = out_reserve(&c->out, 24);
+        char *p = out_reserve(&c->net.out, 24);
         if (p != NULL)
-            out_commit(&c->out, p, mc_text_fmt_u64_line(p, res.value));
+            out_commit(&c->net.out, p, mc_text_fmt_u64_line(p, res.value));
         break;
     }
     case ENGINE_MARITH_NON_NUMERIC:
@@ -282,16 +282,16 @@ static void do_touch(struct conn *c, struct mc_req *req) {
 static void do_shutdown(struct conn *c, struct mc_req *req) {
     struct server *s = c->w->srv;
     if (!s->cfg->shutdown_command) {
-        out_copy(&c->out, S("ERROR: shutdown not enabled\r\n"));
+        out_copy(&c->net.out, S("ERROR: shutdown not enabled\r\n"));
         return;
     }
     if (req->ntokens <= 1 || mc_req_word_is(req, 1, "graceful")) {
-        atomic_store(&s->stop, true);
+        atomic_store(&s->net.stop, true);
         kill(getpid(), SIGUSR2);    /* wakes the acceptor */
-        atomic_store_explicit(&c->state, CONN_CLOSING, memory_order_relaxed);
+        atomic_store_explicit(&c->net.state, CONN_CLOSING, memory_order_relaxed);
         return;
     }
-    out_copy(&c->out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
+    out_copy(&c->net.out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
 }
 
 /*
@@ -313,38 +313,38 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
     uint64_t v;
     if (req->ntokens == 3 && (crawl || mc_req_word_is(req, 1, "metadump"))) {
         if (!on) {
-            out_copy(&c->out, S("CLIENT_ERROR lru crawler disabled\r\n"));
+            out_copy(&c->net.out, S("CLIENT_ERROR lru crawler disabled\r\n"));
         } else if (crawl) {
             engine_crawl_now(s->engine);
-            out_copy(&c->out, S("OK\r\n"));
+            out_copy(&c->net.out, S("OK\r\n"));
         } else if (!s->cfg->dump_enabled) {
-            out_copy(&c->out, S("ERROR metadump not allowed\r\n"));
+            out_copy(&c->net.out, S("ERROR metadump not allowed\r\n"));
         } else if (c->is_udp) {
-            out_copy(&c->out, S("CLIENT_ERROR metadump not available over UDP\r\n"));
+            out_copy(&c->net.out, S("CLIENT_ERROR metadump not available over UDP\r\n"));
         } else {
             const char *err = dump_start(c, req->tok[2].p, req->tok[2].len);
             if (err != NULL)
-                out_copy(&c->out, err, strlen(err));
+                out_copy(&c->net.out, err, strlen(err));
         }
     } else if (req->ntokens == 3 && (sleep || mc_req_word_is(req, 1, "tocrawl"))) {
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &v)) {
-            out_copy(&c->out, S("CLIENT_ERROR bad command line format\r\n"));
+            out_copy(&c->net.out, S("CLIENT_ERROR bad command line format\r\n"));
         } else if (sleep && (uint32_t)v > 1000000) {
-            out_copy(&c->out, S("CLIENT_ERROR sleep must be one second or less\r\n"));
+            out_copy(&c->net.out, S("CLIENT_ERROR sleep must be one second or less\r\n"));
         } else {
             atomic_store(sleep ? &s->crawler_sleep : &s->crawler_tocrawl, (uint32_t)v);
-            out_copy(&c->out, S("OK\r\n"));
+            out_copy(&c->net.out, S("OK\r\n"));
         }
     } else if (req->ntokens == 2 && (enable || mc_req_word_is(req, 1, "disable"))) {
         if (enable && on) {
-            out_copy(&c->out, S("ERROR failed to start lru crawler thread\r\n"));
+            out_copy(&c->net.out, S("ERROR failed to start lru crawler thread\r\n"));
             return;
         }
         atomic_store(&s->crawler_on, enable);
         engine_set_crawl(s->engine, server_crawl_runs(s->cfg, enable));
-        out_copy(&c->out, S("OK\r\n"));
+        out_copy(&c->net.out, S("OK\r\n"));
     } else {
-        out_copy(&c->out, S("ERROR\r\n"));
+        out_copy(&c->net.out, S("ERROR\r\n"));
     }
 }
 
@@ -374,7 +374,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         break;
     case MC_CMD_REFRESH_CERTS:
         /* memcached built with TLS, run without it; noreply does not hush this */
-        out_copy(&c->out, S("Error TLS not enabled\r\n"));
+        out_copy(&c->net.out, S("Error TLS not enabled\r\n"));
         break;
     case MC_CMD_WATCH:
         if (!c->w->srv->cfg->watch_enabled) {
@@ -385,7 +385,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         break;
     default:
         /* Meta lines (MC_CMD_META) never come here: worker.c hands them to dispatch_meta. */
-        out_copy(&c->out, S("ERROR\r\n"));
+        out_copy(&c->net.out, S("ERROR\r\n"));
         break;
     }
 }
@@ -446,7 +446,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         reply(c, req->noreply, S("OK\r\n"));
         break;
     case MC_CMD_VERSION:
-        out_copy(&c->out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
+        out_copy(&c->net.out, S("VERSION " CELLAR_MC_VERSION "\r\n"));
         break;
     case MC_CMD_VERBOSITY:
         atomic_store(&s->verbose, req->delta > 2 ? 2 : (int)req->delta);
@@ -454,8 +454,8 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         break;
     case MC_CMD_QUIT:
         /* Replies to earlier pipelined requests still go out, then the close. */
-        c->close_after_write = true;
-        c->close_normal = true;
+        c->net.close_after_write = true;
+        c->net.close_normal = true;
         break;
     case MC_CMD_SHUTDOWN:
         do_shutdown(c, req);

@@ -15,25 +15,25 @@
 /* memcached writes an error answer at once (unless it swallows a body: conn_swallow()). */
 static void bin_error(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque) {
     c->mc_flush = true;
-    char *p = out_reserve(&c->out, MC_BIN_ERROR_MAX);
+    char *p = out_reserve(&c->net.out, MC_BIN_ERROR_MAX);
     if (p != NULL)
-        out_commit(&c->out, p, mc_bin_fmt_error(p, opcode, status, opaque));
+        out_commit(&c->net.out, p, mc_bin_fmt_error(p, opcode, status, opaque));
 }
 
 static void bin_error_text(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque,
                            const char *text) {
     size_t n = strlen(text);
     c->mc_flush = true;
-    char *p = out_reserve(&c->out, MC_BIN_HDR_LEN + n);
+    char *p = out_reserve(&c->net.out, MC_BIN_HDR_LEN + n);
     if (p != NULL)
-        out_commit(&c->out, p, mc_bin_fmt_error_text(p, opcode, status, opaque, text, n));
+        out_commit(&c->net.out, p, mc_bin_fmt_error_text(p, opcode, status, opaque, text, n));
 }
 
 /* An empty success answer (status 0), with a CAS for writes. */
 static void bin_ok(struct conn *c, uint8_t opcode, uint32_t opaque, uint64_t cas) {
-    char *p = out_reserve(&c->out, MC_BIN_HDR_LEN);
+    char *p = out_reserve(&c->net.out, MC_BIN_HDR_LEN);
     if (p != NULL)
-        out_commit(&c->out, p, mc_bin_fmt_header(p, opcode, 0, 0, 0, 0, opaque, cas));
+        out_commit(&c->net.out, p, mc_bin_fmt_header(p, opcode, 0, 0, 0, 0, opaque, cas));
 }
 
 static void bin_get(struct conn *c, struct mc_bin_req *r) {
@@ -58,9 +58,9 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
         if (r->quiet)
             return;
         if (with_key) {
-            char *p = out_reserve(&c->out, MC_BIN_HDR_LEN + r->key.len);
+            char *p = out_reserve(&c->net.out, MC_BIN_HDR_LEN + r->key.len);
             if (p != NULL)
-                out_commit(&c->out, p, mc_bin_fmt_getk_miss(p, r->opcode, r->opaque, r->key.p,
+                out_commit(&c->net.out, p, mc_bin_fmt_getk_miss(p, r->opcode, r->opaque, r->key.p,
                                                             (uint16_t)r->key.len));
         } else {
             bin_error(c, r->opcode, MC_BIN_ST_KEY_ENOENT, r->opaque);
@@ -73,20 +73,20 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
     else
         STAT_HIT(st, e, it, cls);
     uint32_t nvalue = r->cmd == MC_BIN_OP_TOUCH ? 0 : item_nbytes(it);
-    char *p = out_reserve(&c->out, 28 + item_nkey(it));
+    char *p = out_reserve(&c->net.out, 28 + item_nkey(it));
     if (p == NULL) {
         engine_item_unref(e, it);
         return;
     }
-    out_commit(&c->out, p, mc_bin_fmt_get(p, r->opcode, r->opaque, item_cas(it), item_flags(it),
+    out_commit(&c->net.out, p, mc_bin_fmt_get(p, r->opcode, r->opaque, item_cas(it), item_flags(it),
                                           with_key ? item_key(it) : NULL,
                                           (uint16_t)item_nkey(it), nvalue));
     if (nvalue > 0) {
         int k = engine_item_iov(it, c->w->iov, c->w->iov_max);
         for (int i = 0; i < k; i++)
-            out_add(&c->out, c->w->iov[i].iov_base, c->w->iov[i].iov_len);
+            out_add(&c->net.out, c->w->iov[i].iov_base, c->w->iov[i].iov_len);
     }
-    out_hold(&c->out, it);
+    out_hold(&c->net.out, it);
 }
 
 static enum engine_store_op bin_store_op(const struct mc_bin_req *r) {
@@ -133,7 +133,7 @@ void dispatch_bin_nread_done(struct conn *c) {
     struct worker_counters *st = &c->w->st;
     struct item *it = c->nitem;
     c->nitem = NULL;
-    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
     unsigned cls = item_clsid(it);
     STAT_INC(st->slab[cls].set_cmds);
     uint64_t cas = 0;
@@ -218,9 +218,9 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
             dispatch_count_arith(c, decr, res.clsid);
         if (r->quiet)
             break;
-        char *p = out_reserve(&c->out, MC_BIN_INCR_LEN);
+        char *p = out_reserve(&c->net.out, MC_BIN_INCR_LEN);
         if (p != NULL)
-            out_commit(&c->out, p, mc_bin_fmt_incr(p, r->opcode, r->opaque, res.cas, res.value));
+            out_commit(&c->net.out, p, mc_bin_fmt_incr(p, r->opcode, r->opaque, res.cas, res.value));
         break;
     }
     case ENGINE_MARITH_NOT_FOUND:
@@ -245,9 +245,9 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
 
 static void bin_stat_emit(struct stat_sink *k, const char *name, const char *val) {
     size_t nn = strlen(name), nv = strlen(val);
-    char *p = out_reserve(&k->c->out, MC_BIN_HDR_LEN + nn + nv);
+    char *p = out_reserve(&k->c->net.out, MC_BIN_HDR_LEN + nn + nv);
     if (p != NULL)
-        out_commit(&k->c->out, p, mc_bin_fmt_stat(p, k->opaque, name, nn, val, nv));
+        out_commit(&k->c->net.out, p, mc_bin_fmt_stat(p, k->opaque, name, nn, val, nv));
 }
 
 static bool has_prefix(const struct mc_span *s, const char *lit) {
@@ -277,9 +277,9 @@ static void bin_stat(struct conn *c, struct mc_bin_req *r) {
         bin_error(c, r->opcode, MC_BIN_ST_KEY_ENOENT, r->opaque);
         return;
     }
-    char *p = out_reserve(&c->out, MC_BIN_HDR_LEN);
+    char *p = out_reserve(&c->net.out, MC_BIN_HDR_LEN);
     if (p != NULL)
-        out_commit(&c->out, p, mc_bin_fmt_stat(p, r->opaque, NULL, 0, NULL, 0));
+        out_commit(&c->net.out, p, mc_bin_fmt_stat(p, r->opaque, NULL, 0, NULL, 0));
 }
 
 void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
@@ -309,8 +309,8 @@ void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
     case MC_BIN_OP_QUIT:
         if (!r->quiet)
             bin_ok(c, r->opcode, r->opaque, 0);
-        c->close_after_write = true;
-        c->close_normal = true;
+        c->net.close_after_write = true;
+        c->net.close_normal = true;
         break;
     case MC_BIN_OP_FLUSH:
         STAT_INC(c->w->st.flush_cmds);
@@ -328,11 +328,11 @@ void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
         break;
     case MC_BIN_OP_VERSION: {
         static const char v[] = CELLAR_MC_VERSION;
-        char *p = out_reserve(&c->out, MC_BIN_HDR_LEN + sizeof(v) - 1);
+        char *p = out_reserve(&c->net.out, MC_BIN_HDR_LEN + sizeof(v) - 1);
         if (p != NULL) {
             size_t n = mc_bin_fmt_header(p, r->opcode, 0, 0, 0, sizeof(v) - 1, r->opaque, 0);
             memcpy(p + n, v, sizeof(v) - 1);
-            out_commit(&c->out, p, n + sizeof(v) - 1);
+            out_commit(&c->net.out, p, n + sizeof(v) - 1);
         }
         break;
     }
@@ -351,5 +351,5 @@ void dispatch_bin_error(struct conn *c, struct mc_bin_req *r) {
     if (r->swallow > 0)
         conn_swallow(c, r->swallow);
     if (r->close)
-        c->close_after_write = true;
+        c->net.close_after_write = true;
 }

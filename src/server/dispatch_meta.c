@@ -65,7 +65,7 @@ static int64_t view_ttl(int64_t ttl) {
 }
 
 static void meta_error(struct conn *c, enum mc_meta_err err) {
-    out_copy(&c->out, mc_meta_err_str(err), mc_meta_err_len(err));
+    out_copy(&c->net.out, mc_meta_err_str(err), mc_meta_err_len(err));
 }
 
 /* Formats the answer line into scratch; returns whether a value must follow. */
@@ -74,7 +74,7 @@ static bool meta_reply(struct conn *c, const struct mc_meta_req *req,
     char line[MC_META_RESP_MAX];
     bool value = false;
     size_t n = mc_meta_fmt(line, sizeof(line), req, v, &value);
-    if (n > 0 && !out_copy(&c->out, line, n))
+    if (n > 0 && !out_copy(&c->net.out, line, n))
         return false;
     return value;
 }
@@ -189,9 +189,9 @@ static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
     struct iovec *iov = c->w->iov;
     int k = engine_item_iov(it, iov, c->w->iov_max);
     for (int i = 0; i < k; i++)
-        out_add(&c->out, iov[i].iov_base, iov[i].iov_len);
-    out_copy(&c->out, S("\r\n"));
-    out_hold(&c->out, it);
+        out_add(&c->net.out, iov[i].iov_base, iov[i].iov_len);
+    out_copy(&c->net.out, S("\r\n"));
+    out_hold(&c->net.out, it);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -293,7 +293,7 @@ void dispatch_meta_nread_done(struct conn *c) {
     struct item *it = c->nitem;
     c->nitem = NULL;
     c->nmeta = false;
-    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
     unsigned cls = item_clsid(it);
     STAT_INC(st->slab[cls].set_cmds);
     if (c->ncrlf[0] != '\r' || c->ncrlf[1] != '\n') {
@@ -440,7 +440,7 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
         v.ttl = view_ttl(res.ttl);
     }
     if (meta_reply(c, req, &v))
-        out_copy(&c->out, digits, nd);
+        out_copy(&c->net.out, digits, nd);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -515,7 +515,7 @@ static void meta_me(struct conn *c, const struct mc_meta_req *req) {
     }
     char line[MC_META_RESP_MAX];
     size_t n = mc_meta_fmt_me(line, sizeof(line), req, &v);
-    out_copy(&c->out, line, n);
+    out_copy(&c->net.out, line, n);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -544,7 +544,7 @@ void dispatch_meta(struct conn *c, struct mc_meta_req *req, enum mc_parse r) {
         meta_me(c, req);
         break;
     case MC_META_MN:
-        out_copy(&c->out, S("MN\r\n"));
+        out_copy(&c->net.out, S("MN\r\n"));
         c->mc_flush = true;         /* memcached flushes at mn */
         break;
     default:

@@ -82,7 +82,7 @@ const char *dump_start(struct conn *c, const char *arg, size_t len) {
     d->classes = classes;
     engine_dump_begin(c->w->srv->engine, &d->cursor);
     c->dump = d;
-    atomic_store_explicit(&c->state, CONN_DUMP, memory_order_relaxed);
+    atomic_store_explicit(&c->net.state, CONN_DUMP, memory_order_relaxed);
     return NULL;
 }
 
@@ -92,7 +92,7 @@ void dump_free(struct conn *c) {
     engine_dump_end(c->w->srv->engine);
     free(c->dump);
     c->dump = NULL;
-    atomic_store_explicit(&c->state, CONN_PARSE, memory_order_relaxed);
+    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
 }
 
 /* memcached's uriencode: letters, digits and "-._~" stay, every other byte is %XX. */
@@ -116,7 +116,7 @@ static void dump_line(const struct engine_dump_item *it, void *arg) {
     struct conn *c = arg;
     if (((c->dump->classes >> it->clsid) & 1) == 0)
         return;
-    char *p = out_reserve(&c->out, DUMP_LINE_MAX);
+    char *p = out_reserve(&c->net.out, DUMP_LINE_MAX);
     if (p == NULL)
         return;                     /* no memory: the line is lost, as in memcached */
     char *q = uri_encode(memcpy(p, "key=", 4) + 4, it->key, it->nkey);
@@ -125,16 +125,16 @@ static void dump_line(const struct engine_dump_item *it, void *arg) {
                   "\n",
                   it->exptime != 0 ? it->exptime : -1, it->atime, it->cas,
                   it->fetched ? "yes" : "no", it->clsid, it->ntotal);
-    out_commit(&c->out, p, (size_t)(q - p));
+    out_commit(&c->net.out, p, (size_t)(q - p));
 }
 
 void dump_fill(struct conn *c) {
     struct engine *e = c->w->srv->engine;
-    size_t start = c->out.bytes;
-    for (int i = 0; i < DUMP_STEPS && c->out.bytes - start < DUMP_SLICE; i++) {
+    size_t start = c->net.out.bytes;
+    for (int i = 0; i < DUMP_STEPS && c->net.out.bytes - start < DUMP_SLICE; i++) {
         if (!engine_dump_step(e, &c->dump->cursor, DUMP_STEP, dump_line, c)) {
             dump_free(c);
-            out_copy(&c->out, S("END\r\n"));
+            out_copy(&c->net.out, S("END\r\n"));
             return;
         }
     }
@@ -159,7 +159,7 @@ static void cachedump_line(const struct engine_dump_item *it, void *arg) {
         cd->full = true;
         return;
     }
-    out_copy(&cd->c->out, line, (size_t)n);
+    out_copy(&cd->c->net.out, line, (size_t)n);
     cd->bytes += (size_t)n;
     cd->full = ++cd->shown == cd->limit;
 }
@@ -168,14 +168,14 @@ void dump_cachedump(struct conn *c, const struct mc_req *req) {
     struct engine *e = c->w->srv->engine;
     uint64_t id, limit;
     if (!c->w->srv->cfg->dump_enabled) {
-        out_copy(&c->out, S("CLIENT_ERROR stats cachedump not allowed\r\n"));
+        out_copy(&c->net.out, S("CLIENT_ERROR stats cachedump not allowed\r\n"));
     } else if (req->ntokens < 4) {
-        out_copy(&c->out, S("CLIENT_ERROR bad command line\r\n"));
+        out_copy(&c->net.out, S("CLIENT_ERROR bad command line\r\n"));
     } else if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &id) || id > UINT32_MAX ||
                !mc_num_u64(req->tok[3].p, req->tok[3].len, &limit) || limit > UINT32_MAX) {
-        out_copy(&c->out, S("CLIENT_ERROR bad command line format\r\n"));
+        out_copy(&c->net.out, S("CLIENT_ERROR bad command line format\r\n"));
     } else if (id >= ENGINE_MAX_CLASSES) {
-        out_copy(&c->out, S("CLIENT_ERROR Illegal slab id\r\n"));
+        out_copy(&c->net.out, S("CLIENT_ERROR Illegal slab id\r\n"));
     } else {
         struct cachedump cd = {.c = c, .clsid = (unsigned)id, .limit = limit};
         uint64_t cursor;
@@ -183,6 +183,6 @@ void dump_cachedump(struct conn *c, const struct mc_req *req) {
         while (!cd.full && engine_dump_step(e, &cursor, DUMP_STEP, cachedump_line, &cd))
             ;
         engine_dump_end(e);
-        out_copy(&c->out, S("END\r\n"));
+        out_copy(&c->net.out, S("END\r\n"));
     }
 }

@@ -40,131 +40,14 @@ static uint32_t unix_now(void) {
     return (uint32_t)ts.tv_sec;
 }
 
-static int set_nonblock(int fd) {
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-static int add_listener(struct server *s, int fd, bool is_unix, const char *name) {
-    struct listener *n = realloc(s->listeners, sizeof(*n) * (size_t)(s->nlisteners + 1));
-    if (n == NULL)
-        return -1;
-    s->listeners = n;
-    n[s->nlisteners].fd = fd;
-    n[s->nlisteners].is_unix = is_unix;
-    snprintf(n[s->nlisteners].name, sizeof(n[0].name), "%s", name);
-    s->nlisteners++;
-    return 0;
-}
-
-/* Opens TCP listeners for one "host[:port]" entry of -l. */
-static int listen_tcp(struct server *s, const char *entry, int port) {
-    char host[256];
-    snprintf(host, sizeof(host), "%s", entry);
-    char *colon = strrchr(host, ':');
-    char *h = host;
-    if (host[0] == '[') {                       /* [v6]:port */
-        char *end = strchr(host, ']');
-        if (end == NULL)
-            return -1;
-        *end = '\0';
-        h = host + 1;
-        if (end[1] == ':')
-            port = atoi(end + 2);
-    } else if (colon != NULL && strchr(host, ':') == colon) {   /* v4:port */
-        *colon = '\0';
-        port = atoi(colon + 1);
-    }
-    char portstr[16];
-    snprintf(portstr, sizeof(portstr), "%d", port < 0 ? 0 : port);
-    struct addrinfo hints = {.ai_flags = AI_PASSIVE, .ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    int rc = getaddrinfo(strcmp(h, "*") == 0 || h[0] == '\0' ? NULL : h, portstr, &hints, &ai);
-    if (rc != 0) {
-        fprintf(stderr, "getaddrinfo(): %s\n", gai_strerror(rc));
-        return -1;
-    }
-    int opened = 0;
-    for (struct addrinfo *p = ai; p != NULL; p = p->ai_next) {
-        int fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
-        if (fd < 0)
-            continue;
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (p->ai_family == AF_INET6)
-            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-        if (bind(fd, p->ai_addr, p->ai_addrlen) < 0 || listen(fd, s->cfg->backlog) < 0) {
-            if (errno == EADDRINUSE)
-                fprintf(stderr, "failed to listen on TCP port %d: Address already in use\n", port);
-            else
-                perror("bind()");
-            close(fd);
-            freeaddrinfo(ai);
-            return -1;
-        }
-        set_nonblock(fd);
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof(ss);
-        getsockname(fd, (struct sockaddr *)&ss, &len);
-        char ip[INET6_ADDRSTRLEN] = "?", name[128];
-        if (ss.ss_family == AF_INET) {
-            struct sockaddr_in *a = (void *)&ss;
-            inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-            snprintf(name, sizeof(name), "tcp:%s:%u", ip, ntohs(a->sin_port));
-        } else {
-            struct sockaddr_in6 *a = (void *)&ss;
-            inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
-            snprintf(name, sizeof(name), "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
-        }
-        add_listener(s, fd, false, name);
-        opened++;
-    }
-    freeaddrinfo(ai);
-    return opened > 0 ? 0 : -1;
-}
-
-static int listen_unix(struct server *s, const char *path, int mask) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof(a.sun_path)) {
-        close(fd);
-        return -1;
-    }
-    strcpy(a.sun_path, path);
-    struct stat st;
-    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
-        unlink(path);
-    mode_t old = umask((mode_t)(~mask & 0777));
-    int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
-    umask(old);
-    if (rc < 0 || listen(fd, s->cfg->backlog) < 0) {
-        perror("bind()");
-        close(fd);
-        return -1;
-    }
-    set_nonblock(fd);
-    char name[128];
-    snprintf(name, sizeof(name), "unix:%s", path);
-    return add_listener(s, fd, true, name);
-}
-
 static int open_listeners(struct server *s) {
     const struct settings *cfg = s->cfg;
     if (cfg->socketpath != NULL)
-        return listen_unix(s, cfg->socketpath, cfg->access);
+        return net_listen_unix(&s->listeners, cfg->socketpath, cfg->access, cfg->backlog);
     if (cfg->port == 0)
         return 0;
-    char list[1024];
-    snprintf(list, sizeof(list), "%s", cfg->inter ? cfg->inter : "127.0.0.1");
-    char *save = NULL;
-    for (char *tok = strtok_r(list, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
-        if (listen_tcp(s, tok, cfg->port) < 0)
-            return -1;
-    }
-    return 0;
+    return net_listen_tcp(&s->listeners, cfg->inter ? cfg->inter : "127.0.0.1", cfg->port,
+                          cfg->backlog);
 }
 
 /*
@@ -175,7 +58,7 @@ static int open_listeners(struct server *s) {
 static void *maint_main(void *arg) {
     struct server *s = arg;
     unsigned idle = 0;
-    while (!atomic_load(&s->stop)) {
+    while (!atomic_load(&s->net.stop)) {
         atomic_fetch_add_explicit(&s->maint_loops, 1, memory_order_relaxed);
         uint32_t now = unix_now();
         if (now != engine_clock(s->engine))
@@ -188,14 +71,6 @@ static void *maint_main(void *arg) {
     return NULL;
 }
 
-static void reject(struct server *s, int fd) {
-    static const char msg[] = "ERROR Too many open connections\r\n";
-    ssize_t r = write(fd, msg, sizeof(msg) - 1);
-    (void)r;
-    close(fd);
-    atomic_fetch_add(&s->rejected_conns, 1);
-}
-
 /*
  * memcached counts descriptors, not clients, against -c: it keeps room for
  * its own (listeners, per-thread pipes and event bases, reserved_fds), so
@@ -206,38 +81,6 @@ static void reject(struct server *s, int fd) {
 static uint64_t conn_limit(const struct server *s) {
     long n = (long)s->cfg->maxconns - 8 - 4L * s->nworkers;
     return n > 0 ? (uint64_t)n : 0;
-}
-
-/* Accepts every pending connection of one listener and hands each to a worker. */
-static void accept_all(struct server *s, struct listener *l) {
-    for (;;) {
-        struct sockaddr_storage peer;
-        socklen_t plen = sizeof(peer);
-        int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno == EMFILE || errno == ENFILE) {
-                /* Out of descriptors: nothing to do but wait for some to close. */
-                struct timespec ts = {0, 10 * 1000000L};
-                nanosleep(&ts, NULL);
-            }
-            return;
-        }
-        if (atomic_load(&s->curr_conns) >= conn_limit(s)) {
-            reject(s, fd);
-            continue;
-        }
-        if (!l->is_unix) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        }
-        atomic_fetch_add(&s->curr_conns, 1);
-        atomic_fetch_add(&s->total_conns, 1);
-        struct worker *w = &s->workers[s->next_worker];
-        s->next_worker = (s->next_worker + 1) % s->nworkers;
-        worker_hand_fd(w, fd, l->fd, &peer, plen);
-    }
 }
 
 static int drop_privileges(const struct settings *cfg) {
@@ -425,19 +268,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "failed to start worker threads\n");
         return 1;
     }
-    srv.fixed_conns = (uint64_t)srv.nlisteners;
+    srv.fixed_conns = (uint64_t)srv.listeners.n;
     for (int i = 0; i < srv.nworkers; i++)
         srv.fixed_conns += (uint64_t)srv.workers[i].nudp;
-    atomic_store(&srv.total_conns, srv.fixed_conns);
+    atomic_store(&srv.net.total_conns, srv.fixed_conns);
     pthread_t maint;
     pthread_create(&maint, NULL, maint_main, &srv);
 
     struct evloop *loop = evloop_create();
     evloop_add(loop, sfd, EV_READ, &sfd);
-    for (int i = 0; i < srv.nlisteners; i++)
-        evloop_add(loop, srv.listeners[i].fd, EV_READ, &srv.listeners[i]);
+    for (int i = 0; i < srv.listeners.n; i++)
+        evloop_add(loop, srv.listeners.l[i].fd, EV_READ, &srv.listeners.l[i]);
+    const struct net_accept_rules rules = {conn_limit(&srv), "ERROR Too many open connections\r\n"};
     struct ev_fired ev[64];
-    while (!atomic_load(&srv.stop)) {
+    while (!atomic_load(&srv.net.stop)) {
         int n = evloop_wait(loop, ev, 64, 500);
         for (int i = 0; i < n; i++) {
             if (ev[i].ptr == &sfd) {
@@ -445,25 +289,20 @@ int main(int argc, char **argv) {
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                     if (cfg.verbose)
                         fprintf(stderr, "Signal handled: %s.\n", strsignal((int)si.ssi_signo));
-                    atomic_store(&srv.stop, true);
+                    atomic_store(&srv.net.stop, true);
                 }
             } else if (ev[i].ptr != NULL) {
-                accept_all(&srv, ev[i].ptr);
+                net_accept_all(&srv.net, ev[i].ptr, &rules);
             }
         }
     }
 
-    for (int i = 0; i < srv.nlisteners; i++) {
-        close(srv.listeners[i].fd);
-        if (srv.listeners[i].is_unix && cfg.socketpath != NULL)
-            unlink(cfg.socketpath);
-    }
+    net_listeners_close(&srv.listeners);
     watch_stop(&srv);
     worker_stop_all(&srv);
     pthread_join(maint, NULL);
     evloop_destroy(&loop);
     close(sfd);
-    free(srv.listeners);
     watch_free(&srv);
     engine_destroy(&srv.engine);
     detail_free(&srv);

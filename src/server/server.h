@@ -3,10 +3,13 @@
  *
  *   acceptor (main thread)          workers (-t, one epoll loop each)
  *   listen fds --accept--> fd --queue+wake--> worker: conn for life
- *                                              read -> parse -> dispatch
+ *   (net/listener.h)                           read -> parse -> dispatch
  *   maintenance thread: clock, engine_step()      -> one writev per batch
+ *                                              (net/worker.h: the loop, the
+ *                                              buffers; worker.c: the rest)
  *
- * A connection belongs to one worker for its whole life; nothing about it
+ * cellard's connection and worker extend the network core's (struct
+ * net_conn, struct net_worker, embedded first).  A connection belongs to one worker for its whole life; nothing about it
  * is touched by another thread except the fields `stats conns` reads under
  * the worker's conns_lock.  Statistics are per worker, written only by
  * that worker with relaxed atomics, and summed when somebody asks.
@@ -21,22 +24,19 @@
 #include <sys/socket.h>
 
 #include "core/evloop.h"
+#include "net/listener.h"
+#include "net/out.h"
+#include "net/worker.h"
 #include "protocol/mc_text.h"
-#include "server/out.h"
 #include "server/settings.h"
 #include "storage/engine.h"
 
-/* A connection's read buffer, as memcached's READ_BUFFER_SIZE (grown for long lines). */
-#define WORKER_RBUF_SIZE 16384
-
-/* Per-worker counters, as memcached's per-thread stats name them. */
+/* Per-worker counters, as memcached's per-thread stats name them (and NET_STATS). */
 #define WORKER_STATS(X)                                                    \
     X(get_cmds) X(get_misses)                                              \
     X(touch_cmds) X(touch_misses) X(delete_misses) X(incr_misses)          \
     X(decr_misses) X(cas_misses) X(set_cmds) X(flush_cmds) X(meta_cmds)    \
-    X(bytes_read) X(bytes_written) X(conn_yields) X(store_too_large)       \
-    X(store_no_memory) X(auth_cmds) X(auth_errors) X(idle_kicks)          \
-    X(read_buf_oom)
+    X(store_too_large) X(store_no_memory) X(auth_cmds) X(auth_errors)
 
 /* Per-worker, per-slab-class counters (`stats slabs`). */
 #define SLAB_STATS(X)                                                      \
@@ -53,6 +53,7 @@ struct slab_counters {
 };
 
 struct worker_counters {
+    struct net_counters net;        /* the network core's (bytes_read, conn_yields...) */
 #define X(n) _Atomic uint64_t n;
     WORKER_STATS(X)
 #undef X
@@ -75,8 +76,9 @@ struct worker;
 /* A string literal as (pointer, length), for out_copy() and friends. */
 #define S(lit) lit, sizeof(lit) - 1
 
+/* A connection's state (net_conn.state); CONN_PARSE is net's NET_CONN_IDLE. */
 enum conn_state {
-    CONN_PARSE,         /* parsing requests from rbuf */
+    CONN_PARSE = NET_CONN_IDLE, /* parsing requests from rbuf */
     CONN_NREAD,         /* reading a value into an item */
     CONN_SWALLOW,       /* discarding a value we will not store */
     CONN_DUMP,          /* sending a metadump (dump.c); this and WATCH stay together */
@@ -84,16 +86,13 @@ enum conn_state {
     CONN_CLOSING,
 };
 
+/*
+ * A cellard connection: the network core's (fd, read buffer, output,
+ * state) and what memcached's protocols keep between reads.
+ */
 struct conn {
-    int fd;
+    struct net_conn net;            /* first: net allocates and frees it */
     struct worker *w;
-    struct conn *prev, *next;       /* worker's list (under conns_lock) */
-    _Atomic int state;              /* enum conn_state, read by `stats conns` */
-    _Atomic uint32_t last_cmd;      /* unix time of the last command */
-    bool want_write;                /* registered for EV_WRITE */
-    bool close_after_write;
-    bool close_normal;              /* the client quit or hung up (watch's conn_close reason) */
-    bool yielded;                   /* on the worker's ready list */
     /* memcached's per-event request budget, as conn_yields counts it (worker.c) */
     bool mc_flush;                  /* the request just run is one memcached flushes after */
     bool mc_pending;                /* memcached would hold replies not yet flushed */
@@ -102,13 +101,6 @@ struct conn {
     bool is_udp;                    /* a worker's UDP socket, not a stream */
     bool binary;                    /* speaks the binary protocol */
     uint16_t udp_reqid;             /* UDP: request id of the datagram in hand */
-    struct conn *ready_next;
-    int listen_fd;
-    struct sockaddr_storage peer;
-    socklen_t peerlen;
-
-    char *rbuf;
-    size_t rsize, rstart, rend;     /* unparsed bytes are rbuf[rstart..rend) */
     size_t pf_end;                  /* rbuf[..pf_end) scanned for keys to prefetch */
 
     /* CONN_NREAD: the value being read */
@@ -129,31 +121,16 @@ struct conn {
     struct dump *dump;              /* CONN_DUMP: the metadump under way (dump.c) */
     struct watcher *watcher;        /* CONN_WATCH: attached to the watch thread (watch.c) */
     unsigned watch_kinds;           /* CONN_WATCH: what it asked for */
-
-    struct out out;
 };
 
 #define PREFETCH_KEYS ENGINE_PREFETCH_MAX  /* keys a read-ahead hashes at most (worker.c) */
 
 struct worker {
+    struct net_worker net;          /* its loop, connections, buffers */
     struct server *srv;
-    int id;
-    pthread_t thread;
-    struct evloop *loop;
-    pthread_mutex_t queue_lock;     /* new fds handed over by the acceptor */
-    struct pending_fd *queue;
-    pthread_mutex_t conns_lock;     /* the list below, for `stats conns` */
-    struct conn *conns;
-    struct conn *ready;             /* connections that yielded with work left */
-    uint32_t idle_swept;            /* engine clock of the last idle sweep (-o idle_timeout) */
-    char *rbuf_free[64];            /* idle read buffers (worker.c, RBUF_POOL) */
-    int nrbuf_free;
-    /* For `stats` (memcached's read_buf_*); written by this worker only. */
-    _Atomic uint64_t rbufs;         /* read buffers it has, lent or idle */
-    _Atomic uint64_t rbufs_idle;    /* nrbuf_free, as `stats` may read it */
-    struct out_pool outpool;        /* idle reply scratch blocks (OUT_POOL) */
     int *udp_fds;                   /* this worker's UDP sockets (one per -l address) */
     int nudp;
+    uint32_t idle_swept;            /* engine clock of the last idle sweep (-o idle_timeout) */
     struct iovec *iov;              /* room for the pieces of the largest item */
     int iov_max;
     /*
@@ -170,28 +147,13 @@ struct worker {
     struct worker_counters base;    /* snapshot at `stats reset` */
 };
 
-struct pending_fd {
-    struct pending_fd *next;
-    int fd, listen_fd;
-    struct sockaddr_storage peer;
-    socklen_t peerlen;
-};
-
-struct listener {
-    int fd;
-    bool is_unix;
-    char name[128];                 /* for `stats conns`: tcp:127.0.0.1:11211 */
-};
-
 struct server {
+    struct net_server net;          /* workers' shared counts (curr_conns...), stop */
     struct settings *cfg;
     struct engine *engine;
     struct worker *workers;
     int nworkers;
-    struct listener *listeners;
-    int nlisteners;
-    int next_worker;
-    atomic_bool stop;
+    struct net_listeners listeners;
     _Atomic int verbose;
     _Atomic bool crawler_on;        /* lru_crawler enable / disable (dispatch.c) */
     _Atomic uint32_t crawler_sleep, crawler_tocrawl;  /* lru_crawler sleep / tocrawl */
@@ -200,7 +162,6 @@ struct server {
     struct detail *detail;
     struct watch_hub *watch;        /* watch.c */
     uint32_t started;               /* unix time */
-    _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
     _Atomic uint64_t maint_loops;   /* maintenance rounds (memcached's lru_maintainer_juggles) */
     uint64_t fixed_conns;           /* listeners and UDP sockets: memcached counts each
                                        as a connection (set once at start) */
@@ -233,8 +194,6 @@ static inline struct evict_tune server_lru_tune(const struct settings *cfg) {
                                cfg->hot_max_factor, cfg->warm_max_factor};
 }
 void worker_stop_all(struct server *s);
-void worker_hand_fd(struct worker *w, int fd, int listen_fd,
-                    const struct sockaddr_storage *peer, socklen_t peerlen);
 
 /* udp.c */
 #define UDP_PAYLOAD 1392            /* reply bytes per datagram (1400 with the frame) */

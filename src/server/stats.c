@@ -34,6 +34,9 @@ static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
 #define X(n) out->n += STAT_GET(w->n);
         WORKER_STATS(X)
 #undef X
+#define X(n) out->net.n += STAT_GET(w->net.n);
+        NET_STATS(X)
+#undef X
         for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
 #define X(n) out->slab[k].n += STAT_GET(w->slab[k].n);
             SLAB_STATS(X)
@@ -54,6 +57,9 @@ void stats_sum(struct server *s, struct worker_counters *out) {
 #define X(n) out->n -= base.n;
     WORKER_STATS(X)
 #undef X
+#define X(n) out->net.n -= base.net.n;
+    NET_STATS(X)
+#undef X
     for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
 #define X(n) out->slab[k].n -= base.slab[k].n;
         SLAB_STATS(X)
@@ -70,6 +76,9 @@ static void stats_reset(struct server *s) {
 #define X(n) atomic_store_explicit(&w->base.n, STAT_GET(w->st.n), memory_order_relaxed);
         WORKER_STATS(X)
 #undef X
+#define X(n) atomic_store_explicit(&w->base.net.n, STAT_GET(w->st.net.n), memory_order_relaxed);
+        NET_STATS(X)
+#undef X
         for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
 #define X(n) atomic_store_explicit(&w->base.slab[k].n, STAT_GET(w->st.slab[k].n), \
                                    memory_order_relaxed);
@@ -82,8 +91,8 @@ static void stats_reset(struct server *s) {
     }
     engine_stats_reset(s->engine);
     atomic_store(&s->maint_loops, 0);
-    atomic_store(&s->total_conns, 0);
-    atomic_store(&s->rejected_conns, 0);
+    atomic_store(&s->net.total_conns, 0);
+    atomic_store(&s->net.rejected_conns, 0);
     pthread_mutex_unlock(&s->stats_lock);
 }
 
@@ -140,30 +149,30 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("max_connections", s->cfg->maxconns);
     /* memcached counts its listeners and UDP sockets as connections, and
        shows one fewer current connection than it counts */
-    STAT_U("curr_connections", atomic_load(&s->curr_conns) + s->fixed_conns - 1);
-    STAT_U("total_connections", atomic_load(&s->total_conns));
-    STAT_U("rejected_connections", atomic_load(&s->rejected_conns));
-    STAT_U("connection_structures", atomic_load(&s->conn_structs) + (uint64_t)s->nlisteners);
+    STAT_U("curr_connections", atomic_load(&s->net.curr_conns) + s->fixed_conns - 1);
+    STAT_U("total_connections", atomic_load(&s->net.total_conns));
+    STAT_U("rejected_connections", atomic_load(&s->net.rejected_conns));
+    STAT_U("connection_structures", atomic_load(&s->net.conn_structs) + (uint64_t)s->listeners.n);
     /* memcached's response objects are the reply scratch blocks here, its
        read buffers the workers' read buffers (16 KB each, as memcached's) */
     uint64_t ro_oom = 0, ro_count = 0, ro_bytes = 0, rb = 0, rb_idle = 0;
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-        ro_oom += STAT_GET(w->outpool.oom);
+        ro_oom += STAT_GET(w->net.outpool.oom);
         /* blocks of the usual size out of the pool; larger ones are counted in bytes only */
-        uint64_t blocks = STAT_GET(w->outpool.blocks), pooled = STAT_GET(w->outpool.n);
+        uint64_t blocks = STAT_GET(w->net.outpool.blocks), pooled = STAT_GET(w->net.outpool.n);
         ro_count += blocks > pooled ? blocks - pooled : 0;    /* read apart: may cross */
-        ro_bytes += STAT_GET(w->outpool.bytes);
-        rb += STAT_GET(w->rbufs);
-        rb_idle += STAT_GET(w->rbufs_idle);
+        ro_bytes += STAT_GET(w->net.outpool.bytes);
+        rb += STAT_GET(w->net.rbufs);
+        rb_idle += STAT_GET(w->net.rbufs_idle);
     }
     STAT_U("response_obj_oom", ro_oom);
     STAT_U("response_obj_count", ro_count);
     STAT_U("response_obj_bytes", ro_bytes);
     STAT_U("read_buf_count", rb);
-    STAT_U("read_buf_bytes", rb * WORKER_RBUF_SIZE);
-    STAT_U("read_buf_bytes_free", rb_idle * WORKER_RBUF_SIZE);
-    STAT_U("read_buf_oom", t.read_buf_oom);
+    STAT_U("read_buf_bytes", rb * NET_RBUF_SIZE);
+    STAT_U("read_buf_bytes_free", rb_idle * NET_RBUF_SIZE);
+    STAT_U("read_buf_oom", t.net.read_buf_oom);
     STAT_U("reserved_fds", 20);
     STAT_U("cmd_get", t.get_cmds);
     STAT_U("cmd_set", set_cmds);
@@ -190,15 +199,15 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("auth_cmds", t.auth_cmds);
     STAT_U("auth_errors", t.auth_errors);
     if (s->cfg->idle_timeout > 0)
-        STAT_U("idle_kicks", t.idle_kicks);
-    STAT_U("bytes_read", t.bytes_read);
-    STAT_U("bytes_written", t.bytes_written);
+        STAT_U("idle_kicks", t.net.idle_kicks);
+    STAT_U("bytes_read", t.net.bytes_read);
+    STAT_U("bytes_written", t.net.bytes_written);
     STAT_U("limit_maxbytes", es.limit_maxbytes);
     STAT_U("accepting_conns", atomic_load(&s->accepting) ? 1 : 0);
     STAT_U("listen_disabled_num", 0);
     STAT_U("time_in_listen_disabled_us", 0);
     STAT_U("threads", s->nworkers);
-    STAT_U("conn_yields", t.conn_yields);
+    STAT_U("conn_yields", t.net.conn_yields);
     STAT_U("hash_power_level", es.hash_power_level);
     STAT_U("hash_bytes", es.hash_bytes);
     STAT_U("hash_is_expanding", es.hash_is_expanding ? 1 : 0);
@@ -383,44 +392,45 @@ static void stats_conns(struct conn *c, struct stat_sink *o) {
     struct server *s = c->w->srv;
     char n[64];
     uint32_t now = engine_clock(s->engine);
-    for (int i = 0; i < s->nlisteners; i++) {
-        snprintf(n, sizeof(n), "%d:addr", s->listeners[i].fd);
-        o->emit(o, n, s->listeners[i].name);
-        snprintf(n, sizeof(n), "%d:state", s->listeners[i].fd);
+    for (int i = 0; i < s->listeners.n; i++) {
+        snprintf(n, sizeof(n), "%d:addr", s->listeners.l[i].fd);
+        o->emit(o, n, s->listeners.l[i].name);
+        snprintf(n, sizeof(n), "%d:state", s->listeners.l[i].fd);
         o->emit(o, n, "conn_listening");
-        snprintf(n, sizeof(n), "%d:secs_since_last_cmd", s->listeners[i].fd);
+        snprintf(n, sizeof(n), "%d:secs_since_last_cmd", s->listeners.l[i].fd);
         sink_printf(o, n, "%u", now - s->started);
     }
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-        pthread_mutex_lock(&w->conns_lock);
-        for (struct conn *k = w->conns; k != NULL; k = k->next) {
+        pthread_mutex_lock(&w->net.conns_lock);
+        for (struct net_conn *nk = w->net.conns; nk != NULL; nk = nk->next) {
+            struct conn *k = (struct conn *)nk;
             char name[160];
-            addr_name(&k->peer, k->peerlen, name, sizeof(name));
-            snprintf(n, sizeof(n), "%d:addr", k->fd);
+            addr_name(&k->net.peer, k->net.peerlen, name, sizeof(name));
+            snprintf(n, sizeof(n), "%d:addr", k->net.fd);
             o->emit(o, n, k->is_udp ? "udp" : name);
-            for (int j = 0; j < s->nlisteners; j++) {
-                if (s->listeners[j].fd == k->listen_fd) {
-                    snprintf(n, sizeof(n), "%d:listen_addr", k->fd);
-                    o->emit(o, n, s->listeners[j].name);
+            for (int j = 0; j < s->listeners.n; j++) {
+                if (s->listeners.l[j].fd == k->net.listen_fd) {
+                    snprintf(n, sizeof(n), "%d:listen_addr", k->net.fd);
+                    o->emit(o, n, s->listeners.l[j].name);
                 }
             }
-            snprintf(n, sizeof(n), "%d:state", k->fd);
+            snprintf(n, sizeof(n), "%d:state", k->net.fd);
             o->emit(o, n, k->is_udp ? "conn_read"
-                                    : state_name(atomic_load_explicit(&k->state,
+                                    : state_name(atomic_load_explicit(&k->net.state,
                                                                       memory_order_relaxed),
                                                  k == c));
-            snprintf(n, sizeof(n), "%d:secs_since_last_cmd", k->fd);
-            sink_printf(o, n, "%u", now - atomic_load_explicit(&k->last_cmd,
+            snprintf(n, sizeof(n), "%d:secs_since_last_cmd", k->net.fd);
+            sink_printf(o, n, "%u", now - atomic_load_explicit(&k->net.last_active,
                                                                memory_order_relaxed));
         }
-        pthread_mutex_unlock(&w->conns_lock);
+        pthread_mutex_unlock(&w->net.conns_lock);
     }
 }
 
 
 static void text_emit(struct stat_sink *k, const char *name, const char *val) {
-    out_printf(&k->c->out, "STAT %s %s\r\n", name, val);
+    out_printf(&k->c->net.out, "STAT %s %s\r\n", name, val);
 }
 
 /*
@@ -499,15 +509,15 @@ void stats_text(struct conn *c, struct mc_req *req) {
     }
     switch (stats_run(c, &k, sub, len)) {
     case STATS_RESET:
-        out_copy(&c->out, S("RESET\r\n"));
+        out_copy(&c->net.out, S("RESET\r\n"));
         break;
     case STATS_LINES:
-        out_copy(&c->out, S("END\r\n"));
+        out_copy(&c->net.out, S("END\r\n"));
         break;
     case STATS_NOEND:
         break;
     case STATS_UNKNOWN:
-        out_copy(&c->out, S("ERROR\r\n"));
+        out_copy(&c->net.out, S("ERROR\r\n"));
         break;
     }
 }

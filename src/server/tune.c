@@ -18,7 +18,7 @@
 
 static void answer(struct conn *c, const struct mc_req *req, const char *s, size_t len) {
     if (!req->noreply)
-        out_copy(&c->out, s, len);
+        out_copy(&c->net.out, s, len);
 }
 
 /* safe_strtod: the whole token (or up to whitespace) is a double strtod accepts. */

@@ -111,11 +111,11 @@ int udp_frame_parse(const unsigned char *d, size_t n) {
  * once into a scratch buffer and cut from there.
  */
 void udp_send_reply(struct conn *c) {
-    struct out *o = &c->out;
+    struct out *o = &c->net.out;
     size_t len = o->bytes;
     char *buf = len ? malloc(len) : NULL;
     if (len && buf == NULL) {
-        out_reset(o, c->w->srv->engine);
+        out_reset(o);
         return;
     }
     size_t at = 0;
@@ -123,7 +123,7 @@ void udp_send_reply(struct conn *c) {
         memcpy(buf + at, o->iov[i].iov_base, o->iov[i].iov_len);
         at += o->iov[i].iov_len;
     }
-    out_reset(o, c->w->srv->engine);
+    out_reset(o);
     size_t total = (len + UDP_PAYLOAD - 1) / UDP_PAYLOAD;
     if (total > 0xffff)
         total = 0;      /* cannot be numbered: drop, as a lost reply */
@@ -134,14 +134,14 @@ void udp_send_reply(struct conn *c) {
         size_t off = i * UDP_PAYLOAD;
         size_t n = len - off < UDP_PAYLOAD ? len - off : UDP_PAYLOAD;
         struct iovec iov[2] = {{hdr, UDP_HDR}, {buf + off, n}};
-        struct msghdr m = {.msg_name = &c->peer, .msg_namelen = c->peerlen,
+        struct msghdr m = {.msg_name = &c->net.peer, .msg_namelen = c->net.peerlen,
                            .msg_iov = iov, .msg_iovlen = 2};
         ssize_t r;
         do {
-            r = sendmsg(c->fd, &m, 0);
+            r = sendmsg(c->net.fd, &m, 0);
         } while (r < 0 && errno == EINTR);
         if (r > 0)
-            STAT_ADD(c->w->st.bytes_written, (uint64_t)r);
+            STAT_ADD(c->w->st.net.bytes_written, (uint64_t)r);
     }
     free(buf);
 }

@@ -210,7 +210,7 @@ void watch_refused_store(struct server *s, const char *k, size_t nk, enum engine
 
 /* Writes the peer of c as memcached does: address and port, or "unix" and 0. */
 static void peer_name(const struct conn *c, char *ip, size_t n, unsigned *port, const char **tr) {
-    const struct sockaddr_storage *a = &c->peer;
+    const struct sockaddr_storage *a = &c->net.peer;
     *port = 0;
     *tr = c->is_udp ? "udp" : "tcp";
     if (a->ss_family == AF_INET) {
@@ -237,11 +237,11 @@ void watch_conn_event(struct conn *c, bool open, const char *reason) {
     peer_name(c, ip, sizeof(ip), &port, &tr);
     if (open)
         emit(h, WATCH_CONNEVENTS, "type=conn_new rip=%s rport=%u transport=%s cfd=%d\n", ip,
-             port, tr, c->fd);
+             port, tr, c->net.fd);
     else
         emit(h, WATCH_CONNEVENTS,
              "type=conn_close rip=%s rport=%u transport=%s reason=%s cfd=%d\n", ip, port, tr,
-             reason, c->fd);
+             reason, c->net.fd);
 }
 
 /* Under h->mu: what the watchers want, told to the engine too. */
@@ -431,7 +431,7 @@ void watch_command(struct conn *c, const struct mc_req *req) {
                 k = words[j].kind;
         if (k == 0) {
             if (!req->noreply)
-                out_copy(&c->out, S("ERROR\r\n"));
+                out_copy(&c->net.out, S("ERROR\r\n"));
             return;
         }
         kinds |= k;
@@ -442,12 +442,12 @@ void watch_command(struct conn *c, const struct mc_req *req) {
     bool full = h->n >= WATCHER_MAX;
     pthread_mutex_unlock(&h->mu);
     if (full) {
-        out_copy(&c->out, S("WATCHER_TOO_MANY log watcher limit reached\r\n"));
+        out_copy(&c->net.out, S("WATCHER_TOO_MANY log watcher limit reached\r\n"));
         return;
     }
     /* What the client sent after the watch line is never run (as in memcached). */
-    c->rstart = c->rend;
-    atomic_store_explicit(&c->state, CONN_WATCH, memory_order_relaxed);
+    c->net.rstart = c->net.rend;
+    atomic_store_explicit(&c->net.state, CONN_WATCH, memory_order_relaxed);
 }
 
 bool watch_attach(struct conn *c) {
@@ -456,7 +456,7 @@ bool watch_attach(struct conn *c) {
     if (w == NULL)
         return false;
     w->c = c;
-    w->fd = c->fd;
+    w->fd = c->net.fd;
     w->kinds = c->watch_kinds;
     w->cap = c->w->srv->cfg->watcher_logbuf_size > BUF_MIN ? c->w->srv->cfg->watcher_logbuf_size
                                                             : BUF_MIN;

@@ -7,9 +7,10 @@
  *   - formatted lines (VALUE headers, numbers, stats), written into
  *     scratch blocks that never move, so iovecs into them stay valid;
  *     constant replies are copied there too (out_copy());
- *   - item values larger than OUT_COPY_MAX, pointed at inside the item,
- *     with a reference held in the item list and dropped only once the
- *     bytes have left (smaller ones are copied into scratch).
+ *   - values larger than OUT_COPY_MAX, pointed at where they lie (inside
+ *     a cache item, a backend's reply buffer), with a hold on what owns
+ *     them, released through the pool's release() only once the bytes
+ *     have left (smaller ones are copied into scratch).
  * Adjacent pieces that touch in memory are merged into one iovec.  Short
  * constant replies go through out_copy(), which copies them into scratch,
  * so that a run of them ("STORED\r\n" x 16) or the "\r\n" after a value
@@ -18,15 +19,19 @@
  *
  *   [VALUE k 0 5\r\nhello\r\nVALUE j 0 900\r\n][<900 bytes>][\r\nEND\r\n]
  *    scratch (small value copied)              item          scratch
- *                                              (1 reference held)
+ *                                              (1 hold)
+ *
+ * out knows nothing of what it holds: cellard's holds are item
+ * references (released with engine_item_unref), the router's are reply
+ * buffers; the pool's release() says how to let one go.
  *
  * Used by one thread (the connection's worker).  Scratch blocks of the
  * usual size come from, and go back to, that worker's out_pool once all is
  * written, so between batches a connection holds none, and at depth 1 every
  * connection writes into the same few blocks, which stay in cache.
  */
-#ifndef CELLAR_SERVER_OUT_H
-#define CELLAR_SERVER_OUT_H
+#ifndef CELLAR_NET_OUT_H
+#define CELLAR_NET_OUT_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -36,9 +41,6 @@
 #include <sys/uio.h>
 
 #include "core/copy.h"
-
-struct engine;
-struct item;
 
 #define OUT_BLOCK 16384
 /*
@@ -54,8 +56,13 @@ struct out_block {
     char data[];
 };
 
-/* Free scratch blocks of OUT_BLOCK bytes, shared by one thread's outs. */
+/*
+ * Free scratch blocks of OUT_BLOCK bytes, shared by one thread's outs, and
+ * how the outs of that thread release what they hold (out_hold()).
+ */
 struct out_pool {
+    void (*release)(void *ctx, void *ref);
+    void *release_ctx;
     struct out_block *free;
     _Atomic unsigned n;             /* blocks on free (relaxed: `stats` reads it) */
     unsigned max;
@@ -70,15 +77,15 @@ struct out {
     struct out_pool *pool;
     struct iovec *iov;
     int niov, iov_cap, sent;        /* iov[sent..niov) still to write */
-    struct item **items;
-    int nitems, items_cap;
+    void **holds;
+    int nholds, holds_cap;
     struct out_block *head, *cur;   /* scratch blocks */
     size_t bytes;                   /* bytes not yet written */
 };
 
 void out_init(struct out *o, struct out_pool *pool);
-/* Drops item references and frees everything. */
-void out_deinit(struct out *o, struct engine *e);
+/* Releases what it holds and frees everything. */
+void out_deinit(struct out *o);
 /* Frees the pool's blocks (once no out uses it). */
 void out_pool_drain(struct out_pool *pool);
 
@@ -128,18 +135,18 @@ static inline bool out_copy(struct out *o, const void *p, size_t len) {
 }
 /* Formats into scratch (for stats). */
 bool out_printf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Keeps a reference on it until out_reset(). */
-bool out_hold(struct out *o, struct item *it);
+/* Keeps ref held until its bytes are written (or out_reset()), then releases it. */
+bool out_hold(struct out *o, void *ref);
 
 /*
  * Writes as much as the socket takes.  Returns 1 when everything has been
  * written (and resets), 0 when the socket is full, -1 on error.
  * *written gets the bytes written.
  */
-int out_flush(struct out *o, int fd, struct engine *e, size_t *written);
+int out_flush(struct out *o, int fd, size_t *written);
 
-/* Forgets all pending bytes and drops held references. */
-void out_reset(struct out *o, struct engine *e);
+/* Forgets all pending bytes and releases what it holds. */
+void out_reset(struct out *o);
 
 static inline bool out_empty(const struct out *o) { return o->bytes == 0; }
 

@@ -1,4 +1,4 @@
-#include "server/out.h"
+#include "net/out.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/sys.h"
-#include "storage/engine.h"
 
 /* A gauge of the pool's one writer thread: a plain load and store. */
 static void gauge_add(_Atomic uint64_t *g, int64_t d) {
@@ -21,10 +20,10 @@ void out_init(struct out *o, struct out_pool *pool) {
     o->pool = pool;
 }
 
-void out_deinit(struct out *o, struct engine *e) {
-    out_reset(o, e);
+void out_deinit(struct out *o) {
+    out_reset(o);
     free(o->iov);
-    free(o->items);
+    free(o->holds);
     memset(o, 0, sizeof(*o));
 }
 
@@ -112,17 +111,17 @@ bool out_printf(struct out *o, const char *fmt, ...) {
     return out_copy(o, buf, (size_t)n);
 }
 
-bool out_hold(struct out *o, struct item *it) {
-    if (o->nitems == o->items_cap && !grow((void **)&o->items, &o->items_cap, sizeof(*o->items)))
+bool out_hold(struct out *o, void *ref) {
+    if (o->nholds == o->holds_cap && !grow((void **)&o->holds, &o->holds_cap, sizeof(*o->holds)))
         return false;
-    o->items[o->nitems++] = it;
+    o->holds[o->nholds++] = ref;
     return true;
 }
 
-void out_reset(struct out *o, struct engine *e) {
-    for (int i = 0; i < o->nitems; i++)
-        engine_item_unref(e, o->items[i]);
-    o->nitems = 0;
+void out_reset(struct out *o) {
+    for (int i = 0; i < o->nholds; i++)
+        o->pool->release(o->pool->release_ctx, o->holds[i]);
+    o->nholds = 0;
     o->niov = o->sent = 0;
     o->bytes = 0;
     /* Blocks of the usual size go back to the pool (the last used first
@@ -148,7 +147,7 @@ void out_reset(struct out *o, struct engine *e) {
     o->head = o->cur = NULL;
 }
 
-int out_flush(struct out *o, int fd, struct engine *e, size_t *written) {
+int out_flush(struct out *o, int fd, size_t *written) {
     *written = 0;
     while (o->sent < o->niov) {
         int cnt = o->niov - o->sent;
@@ -179,6 +178,6 @@ int out_flush(struct out *o, int fd, struct engine *e, size_t *written) {
             }
         }
     }
-    out_reset(o, e);
+    out_reset(o);
     return 1;
 }

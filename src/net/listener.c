@@ -1,0 +1,194 @@
+#include "net/listener.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "net/worker.h"
+
+static int set_nonblock(int fd) {
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static int add_listener(struct net_listeners *ls, int fd, bool is_unix, const char *name) {
+    struct net_listener *n = realloc(ls->l, sizeof(*n) * (size_t)(ls->n + 1));
+    if (n == NULL) {
+        close(fd);
+        return -1;
+    }
+    ls->l = n;
+    n[ls->n].fd = fd;
+    n[ls->n].is_unix = is_unix;
+    snprintf(n[ls->n].name, sizeof(n[0].name), "%s", name);
+    ls->n++;
+    return 0;
+}
+
+/* Opens TCP listeners for one "host[:port]" entry. */
+static int listen_one(struct net_listeners *ls, const char *entry, int port, int backlog) {
+    char host[256];
+    snprintf(host, sizeof(host), "%s", entry);
+    char *colon = strrchr(host, ':');
+    char *h = host;
+    if (host[0] == '[') {                       /* [v6]:port */
+        char *end = strchr(host, ']');
+        if (end == NULL)
+            return -1;
+        *end = '\0';
+        h = host + 1;
+        if (end[1] == ':')
+            port = atoi(end + 2);
+    } else if (colon != NULL && strchr(host, ':') == colon) {   /* v4:port */
+        *colon = '\0';
+        port = atoi(colon + 1);
+    }
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%d", port < 0 ? 0 : port);
+    struct addrinfo hints = {.ai_flags = AI_PASSIVE, .ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(strcmp(h, "*") == 0 || h[0] == '\0' ? NULL : h, portstr, &hints, &ai);
+    if (rc != 0) {
+        fprintf(stderr, "getaddrinfo(): %s\n", gai_strerror(rc));
+        return -1;
+    }
+    int opened = 0;
+    for (struct addrinfo *p = ai; p != NULL; p = p->ai_next) {
+        int fd = socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (p->ai_family == AF_INET6)
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, p->ai_addr, p->ai_addrlen) < 0 || listen(fd, backlog) < 0) {
+            if (errno == EADDRINUSE)
+                fprintf(stderr, "failed to listen on TCP port %d: Address already in use\n", port);
+            else
+                perror("bind()");
+            close(fd);
+            freeaddrinfo(ai);
+            return -1;
+        }
+        set_nonblock(fd);
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        getsockname(fd, (struct sockaddr *)&ss, &len);
+        char ip[INET6_ADDRSTRLEN] = "?", name[128];
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *a = (void *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+            snprintf(name, sizeof(name), "tcp:%s:%u", ip, ntohs(a->sin_port));
+        } else {
+            struct sockaddr_in6 *a = (void *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+            snprintf(name, sizeof(name), "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
+        }
+        if (add_listener(ls, fd, false, name) < 0) {
+            freeaddrinfo(ai);
+            return -1;
+        }
+        opened++;
+    }
+    freeaddrinfo(ai);
+    return opened > 0 ? 0 : -1;
+}
+
+int net_listen_tcp(struct net_listeners *ls, const char *list, int port, int backlog) {
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", list);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+        if (listen_one(ls, tok, port, backlog) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int net_listen_unix(struct net_listeners *ls, const char *path, int mask, int backlog) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        close(fd);
+        return -1;
+    }
+    strcpy(a.sun_path, path);
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(path);
+    mode_t old = umask((mode_t)(~mask & 0777));
+    int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+    umask(old);
+    if (rc < 0 || listen(fd, backlog) < 0) {
+        perror("bind()");
+        close(fd);
+        return -1;
+    }
+    set_nonblock(fd);
+    char name[128];
+    snprintf(name, sizeof(name), "unix:%s", path);
+    return add_listener(ls, fd, true, name);
+}
+
+void net_listeners_close(struct net_listeners *ls) {
+    for (int i = 0; i < ls->n; i++) {
+        close(ls->l[i].fd);
+        if (ls->l[i].is_unix)
+            unlink(ls->l[i].name + strlen("unix:"));
+    }
+    free(ls->l);
+    ls->l = NULL;
+    ls->n = 0;
+}
+
+static void refuse(struct net_server *s, int fd, const char *refusal) {
+    ssize_t r = write(fd, refusal, strlen(refusal));
+    (void)r;
+    close(fd);
+    atomic_fetch_add(&s->rejected_conns, 1);
+}
+
+void net_accept_all(struct net_server *s, const struct net_listener *l,
+                    const struct net_accept_rules *rules) {
+    for (;;) {
+        struct sockaddr_storage peer;
+        socklen_t plen = sizeof(peer);
+        int fd = accept4(l->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                /* Out of descriptors: nothing to do but wait for some to close. */
+                struct timespec ts = {0, 10 * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            return;
+        }
+        if (atomic_load(&s->curr_conns) >= rules->max_conns) {
+            refuse(s, fd, rules->refusal);
+            continue;
+        }
+        if (!l->is_unix) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        }
+        atomic_fetch_add(&s->curr_conns, 1);
+        atomic_fetch_add(&s->total_conns, 1);
+        struct net_worker *w = s->workers[s->next_worker];
+        s->next_worker = (s->next_worker + 1) % s->nworkers;
+        net_worker_hand_fd(w, fd, l->fd, &peer, plen);
+    }
+}

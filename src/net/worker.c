@@ -1,0 +1,405 @@
+/*
+ * worker.c -- worker threads and the life of a connection.
+ *
+ * Each worker runs one event loop.  A stream connection is driven like this:
+ *
+ *   readable --> read() once into rbuf --> ops->process(): the application
+ *   runs every complete request it may, and sends all their replies with
+ *        ^                              one writev() (net_conn_flush)
+ *        |   socket full: stop reading, wait         |
+ *        +---- for EV_WRITE, then process again <----+ partial write
+ *
+ * The loop is level-triggered, so one read per wake-up is enough and no
+ * read is wasted on EAGAIN.  A connection that still has requests to run
+ * after its turn goes on the worker's ready list (net_conn_yield()) and is
+ * resumed after the other connections had theirs.
+ */
+#include "net/worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/sys.h"
+
+#define RBUF_INIT NET_RBUF_SIZE
+#define RBUF_MAX (64u << 20)    /* a get line with very many keys may grow this far */
+#define RBUF_POOL 64            /* free read buffers a worker keeps */
+#define OUT_POOL 64             /* free reply scratch blocks a worker keeps */
+
+struct net_pending {
+    struct net_pending *next;
+    int fd, listen_fd;
+    struct sockaddr_storage peer;
+    socklen_t peerlen;
+};
+
+static void conn_event(struct net_handler *h, int events);
+static struct net_handler stream_handler = {conn_event};
+
+/*
+ * Read buffers are lent to a connection only while it has unparsed bytes:
+ * between requests it holds none, so an idle connection costs its struct
+ * alone.  The worker keeps a few free buffers of the usual size so that
+ * lending one is a pointer move, not a malloc.
+ */
+static char *rbuf_pool_get(struct net_worker *w) {
+    if (w->nrbuf_free > 0) {
+        char *b = w->rbuf_free[--w->nrbuf_free];
+        atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
+        return b;
+    }
+    char *b = malloc(RBUF_INIT);
+    if (b == NULL)
+        NET_STAT_INC(w->st->read_buf_oom);
+    else
+        NET_STAT_INC(w->rbufs);
+    return b;
+}
+
+/* Frees a connection's read buffer (of any size: grown ones too). */
+static void rbuf_drop(struct net_worker *w, char *b) {
+    free(b);
+    NET_STAT_ADD(w->rbufs, -1);
+}
+
+static void rbuf_pool_put(struct net_worker *w, char *b) {
+    if (w->nrbuf_free < RBUF_POOL) {
+        w->rbuf_free[w->nrbuf_free++] = b;
+        atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
+    } else {
+        rbuf_drop(w, b);
+    }
+}
+
+/* Gives an empty read buffer back (a grown one is freed). */
+static void rbuf_release(struct net_conn *c) {
+    if (c->rbuf == NULL || c->rstart != c->rend)
+        return;
+    if (c->rsize == RBUF_INIT)
+        rbuf_pool_put(c->w, c->rbuf);
+    else
+        rbuf_drop(c->w, c->rbuf);
+    c->rbuf = NULL;
+    c->rsize = c->rstart = c->rend = 0;
+    c->rbuf_moved = true;
+}
+
+/* Makes room in rbuf for more input: compacts, and grows a buffer holding one long line. */
+static bool rbuf_make_room(struct net_conn *c) {
+    c->rbuf_moved = true;
+    if (c->rbuf == NULL) {
+        c->rbuf = rbuf_pool_get(c->w);
+        if (c->rbuf == NULL)
+            return false;
+        c->rsize = RBUF_INIT;
+        c->rstart = c->rend = 0;
+        return true;
+    }
+    if (c->rstart == c->rend) {
+        c->rstart = c->rend = 0;
+    } else if (c->rstart > 0) {
+        memmove(c->rbuf, c->rbuf + c->rstart, c->rend - c->rstart);
+        c->rend -= c->rstart;
+        c->rstart = 0;
+    }
+    if (c->rend < c->rsize)
+        return true;
+    if (c->rsize >= RBUF_MAX)
+        return false;
+    char *n = realloc(c->rbuf, c->rsize * 2);
+    if (n == NULL)
+        return false;
+    c->rbuf = n;
+    c->rsize *= 2;
+    return true;
+}
+
+struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
+                               const struct sockaddr_storage *peer, socklen_t peerlen,
+                               struct net_handler *h) {
+    struct net_conn *c = calloc(1, w->srv->ops->conn_size);
+    if (c == NULL)
+        return NULL;
+    c->h = h != NULL ? *h : stream_handler;
+    c->fd = fd;
+    c->w = w;
+    c->listen_fd = listen_fd;
+    if (peer != NULL && peerlen <= sizeof(c->peer)) {
+        memcpy(&c->peer, peer, peerlen);
+        c->peerlen = peerlen;
+    }
+    out_init(&c->out, &w->outpool);
+    if (evloop_add(w->loop, c->fd, EV_READ, &c->h) < 0) {
+        free(c);
+        return NULL;
+    }
+    pthread_mutex_lock(&w->conns_lock);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    pthread_mutex_unlock(&w->conns_lock);
+    atomic_fetch_add(&w->srv->conn_structs, 1);
+    return c;
+}
+
+void net_conn_free(struct net_conn *c) {
+    struct net_worker *w = c->w;
+    pthread_mutex_lock(&w->conns_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&w->conns_lock);
+    w->srv->ops->release(c);
+    out_deinit(&c->out);
+    if (c->rbuf != NULL)
+        rbuf_drop(w, c->rbuf);
+    free(c);
+    atomic_fetch_sub(&w->srv->conn_structs, 1);
+}
+
+void net_conn_close(struct net_conn *c) {
+    struct net_worker *w = c->w;
+    if (w->srv->ops->closing != NULL)
+        w->srv->ops->closing(c);
+    evloop_del(w->loop, c->fd);
+    close(c->fd);
+    atomic_fetch_sub(&w->srv->curr_conns, 1);
+    /* Unlink from the ready list if it is there. */
+    if (c->yielded) {
+        struct net_conn **pp = &w->ready;
+        while (*pp && *pp != c)
+            pp = &(*pp)->ready_next;
+        if (*pp)
+            *pp = c->ready_next;
+    }
+    net_conn_free(c);
+}
+
+static void conn_want(struct net_conn *c, bool write) {
+    if (c->want_write == write)
+        return;
+    c->want_write = write;
+    evloop_mod(c->w->loop, c->fd, write ? EV_WRITE : EV_READ, &c->h);
+}
+
+bool net_conn_flush(struct net_conn *c) {
+    size_t n = 0;
+    int r = out_flush(&c->out, c->fd, &n);
+    NET_STAT_ADD(c->w->st->bytes_written, n);
+    if (r < 0) {
+        net_conn_close(c);
+        return false;
+    }
+    if (r == 0) {
+        conn_want(c, true);
+        return true;
+    }
+    if (c->close_after_write) {
+        net_conn_close(c);
+        return false;
+    }
+    conn_want(c, false);
+    return true;
+}
+
+void net_conn_yield(struct net_conn *c) {
+    NET_STAT_INC(c->w->st->conn_yields);
+    if (!c->yielded) {
+        c->yielded = true;
+        c->ready_next = c->w->ready;
+        c->w->ready = c;
+    }
+}
+
+static void conn_on_readable(struct net_conn *c) {
+    const struct net_conn_ops *ops = c->w->srv->ops;
+    ssize_t r = NET_READ_RBUF;
+    if (c->read_direct && c->rstart == c->rend)
+        r = ops->read_direct(c);
+    if (r == NET_READ_RBUF) {
+        if (!rbuf_make_room(c)) {
+            net_conn_close(c);
+            return;
+        }
+        r = sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
+        if (r > 0)
+            c->rend += (size_t)r;
+    }
+    if (r == 0) {
+        c->close_normal = true;
+        net_conn_close(c);
+        return;
+    }
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            net_conn_close(c);
+        return;
+    }
+    NET_STAT_ADD(c->w->st->bytes_read, (uint64_t)r);
+    if (ops->process(c))
+        rbuf_release(c);
+}
+
+/* A stream connection's event: output drained, or input to read. */
+static void conn_event(struct net_handler *h, int events) {
+    (void)events;
+    struct net_conn *c = (struct net_conn *)h;
+    if (c->want_write) {
+        if (!net_conn_flush(c))
+            return;
+        if (c->want_write)
+            return;
+        /* Drained: go on with what was parsed while we waited. */
+        c->w->srv->ops->process(c);
+        return;
+    }
+    conn_on_readable(c);
+}
+
+/* Takes the descriptors the acceptor handed over. */
+static void take_pending(struct net_handler *h, int events) {
+    (void)events;
+    struct net_worker *w = (struct net_worker *)((char *)h - offsetof(struct net_worker, wake));
+    pthread_mutex_lock(&w->queue_lock);
+    struct net_pending *p = w->queue;
+    w->queue = NULL;
+    pthread_mutex_unlock(&w->queue_lock);
+    while (p != NULL) {
+        struct net_pending *next = p->next;
+        struct net_conn *c = net_conn_open(w, p->fd, p->listen_fd, &p->peer, p->peerlen, NULL);
+        if (c == NULL) {
+            close(p->fd);
+            atomic_fetch_sub(&w->srv->curr_conns, 1);
+        } else if (w->srv->ops->opened != NULL) {
+            w->srv->ops->opened(c);
+        }
+        free(p);
+        p = next;
+    }
+}
+
+void net_worker_close_idle(struct net_worker *w, uint32_t now, uint32_t limit) {
+    struct net_conn *c = w->conns, *next;
+    for (; c != NULL; c = next) {
+        next = c->next;
+        uint32_t last = atomic_load_explicit(&c->last_active, memory_order_relaxed);
+        if (c->h.on_event != conn_event || c->want_write || c->yielded ||
+            atomic_load_explicit(&c->state, memory_order_relaxed) != NET_CONN_IDLE ||
+            now - last <= limit)
+            continue;
+        NET_STAT_INC(w->st->idle_kicks);
+        c->close_normal = true;
+        net_conn_close(c);
+    }
+}
+
+int net_worker_watch(struct net_worker *w, int fd, int events, struct net_handler *h) {
+    return evloop_add(w->loop, fd, events, h);
+}
+
+static void *worker_main(void *arg) {
+    struct net_worker *w = arg;
+    const struct net_conn_ops *ops = w->srv->ops;
+    struct ev_fired ev[256];
+    if (w->started != NULL)
+        w->started(w);
+    while (!atomic_load(&w->srv->stop)) {
+        int n = evloop_wait(w->loop, ev, 256, w->ready ? 0 : 1000);
+        for (int i = 0; i < n; i++) {
+            struct net_handler *h = ev[i].ptr != NULL ? ev[i].ptr : &w->wake;
+            h->on_event(h, ev[i].events);
+        }
+        if (w->tick != NULL)
+            w->tick(w);
+        /* Resume connections that yielded; they go to the back of the line. */
+        struct net_conn *r = w->ready;
+        w->ready = NULL;
+        while (r != NULL) {
+            struct net_conn *next = r->ready_next;
+            r->yielded = false;
+            if (!r->want_write)
+                ops->process(r);
+            r = next;
+        }
+    }
+    return NULL;
+}
+
+void net_worker_hand_fd(struct net_worker *w, int fd, int listen_fd,
+                        const struct sockaddr_storage *peer, socklen_t peerlen) {
+    struct net_pending *p = malloc(sizeof(*p));
+    if (p == NULL) {
+        close(fd);
+        atomic_fetch_sub(&w->srv->curr_conns, 1);
+        return;
+    }
+    p->fd = fd;
+    p->listen_fd = listen_fd;
+    p->peer = *peer;
+    p->peerlen = peerlen;
+    pthread_mutex_lock(&w->queue_lock);
+    p->next = w->queue;
+    w->queue = p;
+    pthread_mutex_unlock(&w->queue_lock);
+    evloop_wake(w->loop);
+}
+
+int net_worker_init(struct net_worker *w, struct net_server *s, int id, struct net_counters *st,
+                    void (*release)(void *ctx, void *ref), void *release_ctx) {
+    w->srv = s;
+    w->st = st;
+    w->id = id;
+    w->wake.on_event = take_pending;
+    w->loop = evloop_create();
+    w->outpool.max = OUT_POOL;
+    w->outpool.release = release;
+    w->outpool.release_ctx = release_ctx;
+    pthread_mutex_init(&w->queue_lock, NULL);
+    pthread_mutex_init(&w->conns_lock, NULL);
+    return w->loop != NULL ? 0 : -1;
+}
+
+int net_workers_start(struct net_server *s) {
+    for (int i = 0; i < s->nworkers; i++) {
+        if (pthread_create(&s->workers[i]->thread, NULL, worker_main, s->workers[i]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+void net_workers_stop(struct net_server *s) {
+    for (int i = 0; i < s->nworkers; i++)
+        evloop_wake(s->workers[i]->loop);
+    for (int i = 0; i < s->nworkers; i++) {
+        struct net_worker *w = s->workers[i];
+        pthread_join(w->thread, NULL);
+        while (w->conns != NULL) {
+            struct net_conn *c = w->conns;
+            close(c->fd);
+            net_conn_free(c);
+        }
+        struct net_pending *p = w->queue;
+        while (p != NULL) {
+            struct net_pending *n = p->next;
+            close(p->fd);
+            free(p);
+            p = n;
+        }
+        w->queue = NULL;
+    }
+}
+
+void net_worker_deinit(struct net_worker *w) {
+    evloop_destroy(&w->loop);
+    while (w->nrbuf_free > 0)
+        free(w->rbuf_free[--w->nrbuf_free]);
+    out_pool_drain(&w->outpool);
+    pthread_mutex_destroy(&w->queue_lock);
+    pthread_mutex_destroy(&w->conns_lock);
+}
