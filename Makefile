@@ -35,7 +35,7 @@ NET_A      := $(B)/libnet.a
 CLIENT_A   := $(B)/libclient.a
 
 .PHONY: all run test check unit integration asan clean deps sim policies install lib examples bench-client
-all: $(B)/cellard $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
+all: $(B)/cellard $(B)/cellar-router $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
@@ -53,6 +53,11 @@ $(B)/obj/%.o: src/%.c
 
 $(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# cellar-router: the network core below, libcellar's routes behind.
+ROUTER_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/router/*.c))
+$(B)/cellar-router: $(ROUTER_OBJ) $(CLIENT_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(libs_client) $(LDLIBS)
 
 # Tools sit on protocol + core (and the client library, once there is one).
 $(B)/cellar-bench: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/bench/*.c)) $(PROTOCOL_A) $(CORE_A)

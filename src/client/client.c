@@ -197,6 +197,31 @@ static bool busy(const struct cellar *h) {
     return false;
 }
 
+/* Hands the events evloop_wait() reported to their connections. */
+static void handle_events(const struct ev_fired *ev, int n, uint64_t now) {
+    for (int i = 0; i < n; i++) {
+        const enum cl_io *io = ev[i].ptr;
+        if (io == NULL)
+            continue;
+        if (*io == CL_IO_UDP)
+            cl_udp_io(ev[i].ptr, now);
+        else
+            cl_conn_io(ev[i].ptr, ev[i].events, now);
+    }
+}
+
+/* Lets waiting requests out and runs every connection's due deadlines; the next one (0: none). */
+static uint64_t pump_and_tick(struct cellar *h, uint64_t now, uint64_t next) {
+    pump(h, now);
+    for (unsigned i = 0; i < h->nconns; i++) {
+        uint64_t d = cl_conn_tick(&h->conns[i], now);
+        if (d && (next == 0 || d < next))
+            next = d;
+    }
+    pump(h, now);
+    return next;
+}
+
 /*
  * Runs the loop until *left reaches 0 (left != NULL), or until `until`
  * (a clock time, 0 for none) or until nothing is left to do (left NULL).
@@ -204,14 +229,7 @@ static bool busy(const struct cellar *h) {
 static void run(struct cellar *h, const unsigned *left, uint64_t until) {
     struct ev_fired ev[EVENTS_MAX];
     for (;;) {
-        uint64_t now = cl_now_ns(), next = until;
-        pump(h, now);
-        for (unsigned i = 0; i < h->nconns; i++) {
-            uint64_t d = cl_conn_tick(&h->conns[i], now);
-            if (d && (next == 0 || d < next))
-                next = d;
-        }
-        pump(h, now);
+        uint64_t now = cl_now_ns(), next = pump_and_tick(h, now, until);
         if (left ? *left == 0 : (!busy(h) || (until && now >= until)))
             return;
         int ms = 1000;
@@ -220,17 +238,33 @@ static void run(struct cellar *h, const unsigned *left, uint64_t until) {
             ms = wait >= 1000000000u ? 1000 : (int)((wait + 999999) / 1000000);
         }
         int n = evloop_wait(h->loop, ev, EVENTS_MAX, ms);
-        now = cl_now_ns();
-        for (int i = 0; i < n; i++) {
-            const enum cl_io *io = ev[i].ptr;
-            if (io == NULL)
-                continue;
-            if (*io == CL_IO_UDP)
-                cl_udp_io(ev[i].ptr, now);
-            else
-                cl_conn_io(ev[i].ptr, ev[i].events, now);
-        }
+        handle_events(ev, n, cl_now_ns());
     }
+}
+
+int cl_async_fd(const struct cellar *h) {
+    return evloop_fd(h->loop);
+}
+
+void cl_async_submit(struct cellar *h, struct cl_req *q) {
+    if (msg_op_keyed(q->m.op) && !msg_key_ok(q->m.key)) {
+        q->done(q, CELLAR_EINVAL, NULL);
+        return;
+    }
+    route_dispatch(h->cfg->root, h, q);
+}
+
+void cl_async_submit_to(struct cellar *h, unsigned server, struct cl_req *q) {
+    cl_conn_submit(&h->conns[server], q);
+}
+
+uint64_t cl_async_run(struct cellar *h, bool io) {
+    if (io) {
+        struct ev_fired ev[EVENTS_MAX];
+        int n = evloop_wait(h->loop, ev, EVENTS_MAX, 0);
+        handle_events(ev, n, cl_now_ns());
+    }
+    return pump_and_tick(h, cl_now_ns(), 0);
 }
 
 void cellar_poll(struct cellar *h, int timeout_ms) {

@@ -333,4 +333,17 @@ void cl_pump_add(struct cellar *h, struct cl_conn *c);
 
 uint64_t cl_now_ns(void);
 
+/*
+ * The handle driven by somebody else's loop (cellar-router's workers):
+ * watch cl_async_fd() for reading; submit requests with done callbacks;
+ * call cl_async_run() after submitting (it writes what the window lets
+ * out) with io when that descriptor was readable (it reads and answers),
+ * and again by the deadline it returns (a clock time of cl_now_ns(), 0:
+ * none) for timeouts and probes.  Callbacks run inside these calls.
+ */
+int cl_async_fd(const struct cellar *h);
+void cl_async_submit(struct cellar *h, struct cl_req *q);          /* down the route tree */
+void cl_async_submit_to(struct cellar *h, unsigned server, struct cl_req *q); /* to one server */
+uint64_t cl_async_run(struct cellar *h, bool io);
+
 #endif

@@ -80,6 +80,10 @@ int evloop_wait(struct evloop *l, struct ev_fired *out, int max, int timeout_ms)
     return n;
 }
 
+int evloop_fd(const struct evloop *l) {
+    return l->epfd;
+}
+
 void evloop_wake(struct evloop *l) {
     uint64_t one = 1;
     ssize_t r = write(l->wakefd, &one, sizeof(one));

@@ -36,6 +36,13 @@ int evloop_del(struct evloop *l, int fd);
  */
 int evloop_wait(struct evloop *l, struct ev_fired *out, int max, int timeout_ms);
 
+/*
+ * The loop's own descriptor: readable while it has events to report, so
+ * one loop can be watched from another (a library's loop inside a
+ * server's).
+ */
+int evloop_fd(const struct evloop *l);
+
 /* Makes a blocked evloop_wait() return; safe from any thread. */
 void evloop_wake(struct evloop *l);
 

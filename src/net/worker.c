@@ -181,11 +181,24 @@ void net_conn_close(struct net_conn *c) {
     net_conn_free(c);
 }
 
+/* What c waits for: its output to drain, or input unless it is paused. */
+static void conn_interest(struct net_conn *c) {
+    evloop_mod(c->w->loop, c->fd, c->want_write ? EV_WRITE : c->paused ? 0 : EV_READ, &c->h);
+}
+
 static void conn_want(struct net_conn *c, bool write) {
     if (c->want_write == write)
         return;
     c->want_write = write;
-    evloop_mod(c->w->loop, c->fd, write ? EV_WRITE : EV_READ, &c->h);
+    conn_interest(c);
+}
+
+void net_conn_pause(struct net_conn *c, bool pause) {
+    if (c->paused == pause)
+        return;
+    c->paused = pause;
+    if (!c->want_write)
+        conn_interest(c);
 }
 
 bool net_conn_flush(struct net_conn *c) {
@@ -248,8 +261,13 @@ static void conn_on_readable(struct net_conn *c) {
 
 /* A stream connection's event: output drained, or input to read. */
 static void conn_event(struct net_handler *h, int events) {
-    (void)events;
     struct net_conn *c = (struct net_conn *)h;
+    if (c->paused && !c->want_write) {
+        /* interest in nothing: only an error or hang-up gets here, and would again */
+        if (events & EV_ERROR)
+            net_conn_close(c);
+        return;
+    }
     if (c->want_write) {
         if (!net_conn_flush(c))
             return;
@@ -310,7 +328,8 @@ static void *worker_main(void *arg) {
     if (w->started != NULL)
         w->started(w);
     while (!atomic_load(&w->srv->stop)) {
-        int n = evloop_wait(w->loop, ev, 256, w->ready ? 0 : 1000);
+        int n = evloop_wait(w->loop, ev, 256,
+                            w->ready ? 0 : w->wait_ms != NULL ? w->wait_ms(w) : 1000);
         for (int i = 0; i < n; i++) {
             struct net_handler *h = ev[i].ptr != NULL ? ev[i].ptr : &w->wake;
             h->on_event(h, ev[i].events);

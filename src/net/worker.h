@@ -75,6 +75,7 @@ struct net_conn {
     bool rbuf_moved;                /* rbuf's bytes moved or were given back since the
                                        application last looked (it keeps pointers into them) */
     bool read_direct;               /* ask ops->read_direct before reading into rbuf */
+    bool paused;                    /* not read from (net_conn_pause()) */
     struct net_conn *ready_next;
     int listen_fd;
     struct sockaddr_storage peer;
@@ -150,6 +151,8 @@ struct net_worker {
     /* On the worker's thread: before its loop, and after each round of events. */
     void (*started)(struct net_worker *w);
     void (*tick)(struct net_worker *w);
+    /* How long the loop may sleep when nothing happens (optional; else 1000 ms). */
+    int (*wait_ms)(struct net_worker *w);
 };
 
 /* What the workers of one server share: their connection counts, the stop flag. */
@@ -195,6 +198,12 @@ void net_conn_free(struct net_conn *c);
 bool net_conn_flush(struct net_conn *c);
 /* Puts c on its worker's ready list, to go on after the others have had a turn. */
 void net_conn_yield(struct net_conn *c);
+/*
+ * Stops (pause) or resumes reading from c: an application whose answers
+ * to c's requests are still being made (a proxy's) pauses it rather than
+ * buffer requests without bound, and resumes when they are answered.
+ */
+void net_conn_pause(struct net_conn *c, bool pause);
 
 /* Watches fd for events on w's loop (w's thread).  0 or -1. */
 int net_worker_watch(struct net_worker *w, int fd, int events, struct net_handler *h);

@@ -1,0 +1,256 @@
+/*
+ * main.c -- cellar-router: flags, listeners, the acceptor, reloads, signals.
+ *
+ *   main thread                        workers (-t): net/ loops, proxy.c
+ *   parse flags, load the config       each with a libcellar handle over
+ *   open listeners, start workers      the current configuration
+ *   loop: accept -> hand to a worker,
+ *         SIGHUP or a changed file -> load, swap (router_config_load),
+ *         TERM/INT -> stop
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "router/router.h"
+
+/*
+ * The router's requests in flight over all servers, per worker: the
+ * clients' own pipelines bound what they send, so the window (the
+ * paper's incast control, for a client fanning out one page's gets) is
+ * set out of their way unless the configuration says otherwise.
+ */
+#define ROUTER_WINDOW 65536
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "cellar-router " ROUTER_VERSION " -- a memcache router on libcellar's routes\n"
+            "  --config FILE   mcrouter-format JSON (or a server list); \"file:PATH\" works too\n"
+            "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
+            "  -l, --listen=A  addresses to listen on, comma separated (default 127.0.0.1)\n"
+            "  -s, --unix-socket=PATH  listen on a unix socket instead\n"
+            "  -a, --unix-mask=MASK    its permissions (octal, default 0700)\n"
+            "  -c, --conn-limit=N      client connections at most (default 1024)\n"
+            "  -b, --listen-backlog=N  (default 1024)\n"
+            "  -t, --threads=N         workers (default 4)\n"
+            "  -P, --pidfile=FILE\n"
+            "  -v, --verbose\n"
+            "  -V, --version\n"
+            "Reloads the config on SIGHUP and when the file changes.\n");
+}
+
+int router_config_load(struct router *rt, const char *path, char *err, size_t errlen) {
+    struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
+                                 .window_max = ROUTER_WINDOW};
+    struct cellar_config *cfg = NULL;
+    if (cellar_config_load(&cfg, path, &opt, err, errlen) != CELLAR_OK)
+        return -1;
+    pthread_mutex_lock(&rt->cfg_lock);
+    struct cellar_config *old = rt->cfg;
+    rt->cfg = cfg;
+    atomic_fetch_add_explicit(&rt->cfg_gen, 1, memory_order_release);
+    pthread_mutex_unlock(&rt->cfg_lock);
+    cellar_config_release(&old);
+    return 0;
+}
+
+/* The file's modification time and size, to notice a change. */
+static bool file_stamp(const char *path, struct timespec *mtime, off_t *size) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    *mtime = st.st_mtim;
+    *size = st.st_size;
+    return true;
+}
+
+static void reload(struct router *rt, const char *why) {
+    char err[512] = "";
+    if (router_config_load(rt, rt->config_path, err, sizeof(err)) == 0) {
+        atomic_fetch_add(&rt->reloads, 1);
+        fprintf(stderr, "cellar-router: reloaded %s (%s)\n", rt->config_path, why);
+    } else {
+        atomic_fetch_add(&rt->reload_errors, 1);
+        fprintf(stderr, "cellar-router: refusing the new config in %s, keeping the old one: %s\n",
+                rt->config_path, err);
+    }
+}
+
+int main(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"config", required_argument, NULL, 'C'},
+        {"config-file", required_argument, NULL, 'C'},
+        {"port", required_argument, NULL, 'p'},
+        {"listen", required_argument, NULL, 'l'},
+        {"unix-socket", required_argument, NULL, 's'},
+        {"unix-mask", required_argument, NULL, 'a'},
+        {"conn-limit", required_argument, NULL, 'c'},
+        {"listen-backlog", required_argument, NULL, 'b'},
+        {"threads", required_argument, NULL, 't'},
+        {"pidfile", required_argument, NULL, 'P'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL, *inter = "127.0.0.1", *socketpath = NULL, *pidfile = NULL;
+    int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:P:vVh", longopts, NULL)) != -1) {
+        char *end = NULL;
+        bool numeric = optarg != NULL && strchr("pacbt", ch) != NULL;
+        long v = numeric ? strtol(optarg, &end, ch == 'a' ? 8 : 10) : 0;
+        bool bad = numeric && (end == optarg || *end != '\0');
+        switch (ch) {
+        case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
+        case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
+        case 'l': inter = optarg; break;
+        case 's': socketpath = optarg; break;
+        case 'a': mask = (int)v; bad = bad || v < 0 || v > 0777; break;
+        case 'c': maxconns = (int)v; bad = bad || v <= 0; break;
+        case 'b': backlog = (int)v; bad = bad || v <= 0; break;
+        case 't': threads = (int)v; bad = bad || v <= 0 || v > 256; break;
+        case 'P': pidfile = optarg; break;
+        case 'v': verbose++; break;
+        case 'V': printf("cellar-router " ROUTER_VERSION "\n"); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 64;
+        }
+        if (bad) {
+            fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
+            return 64;
+        }
+    }
+    if (config == NULL || optind < argc) {
+        fprintf(stderr, "cellar-router: %s\n",
+                config == NULL ? "--config FILE is required" : "unexpected arguments");
+        usage(stderr);
+        return 64;
+    }
+
+    static struct router rt;
+    rt.config_path = config;
+    rt.verbose = verbose;
+    rt.nworkers = threads;
+    rt.started = (uint32_t)time(NULL);
+    pthread_mutex_init(&rt.cfg_lock, NULL);
+    char err[512] = "";
+    if (router_config_load(&rt, config, err, sizeof(err)) != 0) {
+        fprintf(stderr, "cellar-router: %s: %s\n", config, err);
+        return 1;
+    }
+    struct timespec mtime = {0, 0};
+    off_t size = 0;
+    file_stamp(config, &mtime, &size);
+
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)maxconns + 64) {
+        rl.rlim_cur = (rlim_t)maxconns + 64;
+        if (rl.rlim_max < rl.rlim_cur)
+            rl.rlim_max = rl.rlim_cur;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            fprintf(stderr, "cellar-router: cannot raise the open-files limit for -c %d\n",
+                    maxconns);
+            return 71;
+        }
+    }
+
+    /* Signals are taken synchronously by the main loop; threads inherit the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    rt.net.ops = &router_conn_ops;
+    rt.workers = calloc((size_t)threads, sizeof(*rt.workers));
+    rt.net.workers = calloc((size_t)threads, sizeof(*rt.net.workers));
+    if (rt.workers == NULL || rt.net.workers == NULL) {
+        fprintf(stderr, "cellar-router: out of memory\n");
+        return 1;
+    }
+    rt.net.nworkers = threads;
+    for (int i = 0; i < threads; i++) {
+        rt.net.workers[i] = &rt.workers[i].net;
+        if (router_worker_init(&rt, &rt.workers[i], i) < 0) {
+            fprintf(stderr, "cellar-router: failed to start worker threads\n");
+            return 1;
+        }
+    }
+    int lrc = socketpath != NULL ? net_listen_unix(&rt.listeners, socketpath, mask, backlog)
+            : port != 0          ? net_listen_tcp(&rt.listeners, inter, port, backlog)
+                                 : 0;
+    if (lrc < 0) {
+        fprintf(stderr, "cellar-router: failed to listen\n");
+        return 71;
+    }
+    if (pidfile != NULL) {
+        FILE *f = fopen(pidfile, "w");
+        if (f != NULL) {
+            fprintf(f, "%ld\n", (long)getpid());
+            fclose(f);
+        }
+    }
+    if (net_workers_start(&rt.net) < 0) {
+        fprintf(stderr, "cellar-router: failed to start worker threads\n");
+        return 1;
+    }
+
+    struct evloop *loop = evloop_create();
+    evloop_add(loop, sfd, EV_READ, &sfd);
+    for (int i = 0; i < rt.listeners.n; i++)
+        evloop_add(loop, rt.listeners.l[i].fd, EV_READ, &rt.listeners.l[i]);
+    const struct net_accept_rules rules = {(uint64_t)maxconns,
+                                           "SERVER_ERROR Too many open connections\r\n"};
+    struct ev_fired ev[64];
+    while (!atomic_load(&rt.net.stop)) {
+        int n = evloop_wait(loop, ev, 64, 1000);
+        for (int i = 0; i < n; i++) {
+            if (ev[i].ptr == &sfd) {
+                struct signalfd_siginfo si;
+                while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                    if (si.ssi_signo == SIGHUP)
+                        reload(&rt, "SIGHUP");
+                    else
+                        atomic_store(&rt.net.stop, true);
+                }
+            } else if (ev[i].ptr != NULL) {
+                net_accept_all(&rt.net, ev[i].ptr, &rules);
+            }
+        }
+        /* the file changed (checked once a second at most) */
+        struct timespec m;
+        off_t sz;
+        if (file_stamp(config, &m, &sz) &&
+            (m.tv_sec != mtime.tv_sec || m.tv_nsec != mtime.tv_nsec || sz != size)) {
+            mtime = m;
+            size = sz;
+            reload(&rt, "file changed");
+        }
+    }
+
+    net_listeners_close(&rt.listeners);
+    net_workers_stop(&rt.net);
+    for (int i = 0; i < threads; i++)
+        router_worker_deinit(&rt.workers[i]);
+    evloop_destroy(&loop);
+    close(sfd);
+    free(rt.workers);
+    free(rt.net.workers);
+    cellar_config_release(&rt.cfg);
+    pthread_mutex_destroy(&rt.cfg_lock);
+    if (pidfile != NULL)
+        unlink(pidfile);
+    return 0;
+}

@@ -1,0 +1,716 @@
+/*
+ * proxy.c -- a client connection of cellar-router: requests in, in-order answers out.
+ *
+ *   rbuf --parse--> rreq (bytes copied into it, parsed again there) --+
+ *                     |  one rsub per key: a cl_req down the route tree
+ *                     v                                               |
+ *   queue: [rreq]-[rreq]-[rreq] ... <--- done callbacks fill rsubs <--+
+ *     head whole? --> answer written in the client's protocol --> out
+ *
+ * Requests are answered in the order they came, whatever order the
+ * backends answer in: only the head of the queue is written, once all its
+ * keys are answered.  A request the router answers itself (a parse error,
+ * version, mn, noop, stats) is an rreq with its answer already made, so it
+ * waits its turn like the others.
+ *
+ * A request's bytes (line, value) are copied into its rreq and parsed
+ * again there, so that every span the codecs and libcellar keep points
+ * into memory the rreq owns: the connection's read buffer moves and is
+ * reused while the backends are still to be asked.  Answers' values are
+ * copied out of the backend connection's buffer in the done callback; a
+ * large one is then handed to out by reference and freed once written.
+ *
+ * Back-pressure: a connection with QUEUE_MAX requests waiting is paused
+ * (net stops reading it) and resumed once half of them are answered; one
+ * whose answers the client does not read is not read from (net's
+ * want_write), so neither side grows without bound.
+ *
+ * A connection that closes with requests in flight leaves them orphaned
+ * (rreq->c NULL); each is freed when its last key is answered.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol/mc_bin.h"
+#include "protocol/mc_meta.h"
+#include "protocol/msg_serve.h"
+#include "router/router.h"
+
+#define QUEUE_MAX 256               /* requests a connection may have waiting */
+#define MC_VERSION "1.6.18"         /* the memcached release whose protocol we speak */
+
+enum rproto { RP_TEXT, RP_META, RP_BIN };
+
+/* What an rreq's answer is made of. */
+enum rkind {
+    RK_LOCAL,                       /* the answer is in local[] already */
+    RK_KEYED,                       /* one rsub per key, each through the route tree */
+    RK_BROADCAST,                   /* one rsub per server (flush_all): OK when all are */
+};
+
+struct rreq;
+
+struct rsub {
+    struct cl_req q;                /* first: the done callback finds its rsub */
+    struct rreq *r;
+    int status;
+    bool answered, created;         /* created: a binary incr's add has been sent */
+    struct msg_reply rep;           /* spans into val */
+    char *val;                      /* the reply's value and message, copied */
+    char digits[MSG_SERVE_DIGITS];  /* a binary incr's initial value as text */
+};
+
+struct rconn {
+    struct net_conn net;
+    struct rworker *w;
+    bool proto_known, binary;
+    bool in_process;                /* conn_process() is on the stack: answer, do not flush */
+    bool closing;                   /* close once everything before is answered */
+    struct rreq *head, *tail;
+    unsigned nq;
+};
+
+struct rreq {
+    struct rreq *next;
+    struct rconn *c;                /* NULL: the client is gone */
+    struct rhandle *rh;             /* where the rsubs went */
+    enum rproto proto;
+    enum rkind kind;
+    enum msg_bin_plan plan;
+    unsigned nsub, left;
+    union {                         /* the request, parsed again from bytes[] */
+        struct mc_req text;
+        struct mc_meta_req meta;
+        struct mc_bin_req bin;
+    } u;
+    struct mc_span value;           /* a store's value, in bytes[] */
+    size_t nlocal;
+    char *local;                    /* RK_LOCAL: the answer */
+    struct rsub *subs;
+    char *meta_flags;               /* msg_from_meta's room for edited flags */
+    char bytes[];                   /* the request as it came; then room for local[] */
+};
+
+static void sub_done(struct cl_req *q, int status, const struct msg_reply *r);
+
+/* ---------------------------------------------------------------------- */
+/* Requests                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * An rreq holding a copy of the request's n bytes, with room for nsub
+ * keys and an answer of up to nlocal bytes.
+ */
+static struct rreq *rreq_new(struct rconn *c, enum rproto proto, const char *p, size_t n,
+                             unsigned nsub, size_t nlocal) {
+    size_t subs_at = (offsetof(struct rreq, bytes) + n + nlocal + 15) & ~(size_t)15;
+    struct rreq *r = malloc(subs_at + (size_t)nsub * sizeof(struct rsub));
+    if (r == NULL)
+        return NULL;
+    memset(r, 0, offsetof(struct rreq, bytes));
+    r->c = c;
+    r->proto = proto;
+    if (n)
+        memcpy(r->bytes, p, n);
+    r->local = r->bytes + n;
+    r->subs = (struct rsub *)((char *)r + subs_at);
+    return r;
+}
+
+static void rreq_free(struct rreq *r) {
+    for (unsigned i = 0; i < r->nsub; i++)
+        free(r->subs[i].val);
+    free(r->meta_flags);
+    free(r);
+}
+
+static void enqueue(struct rconn *c, struct rreq *r) {
+    if (c->tail)
+        c->tail->next = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->nq++;
+}
+
+/* Queues an answer the router makes itself. */
+static bool answer_local(struct rconn *c, enum rproto proto, const void *p, size_t n) {
+    struct rreq *r = rreq_new(c, proto, NULL, 0, 0, n);
+    if (r == NULL)
+        return false;
+    r->kind = RK_LOCAL;
+    memcpy(r->local, p, n);
+    r->nlocal = n;
+    enqueue(c, r);
+    return true;
+}
+
+/* Sends rsub i of r (its msg filled) down the route tree, or to server (>= 0). */
+static void submit(struct rreq *r, unsigned i, int server) {
+    struct rsub *s = &r->subs[i];
+    s->r = r;
+    s->q.done = sub_done;
+    s->q.arg = s;
+    r->rh->inflight++;
+    r->c->w->st.keys_sent++;
+    if (server >= 0)
+        cl_async_submit_to(r->rh->h, (unsigned)server, &s->q);
+    else
+        cl_async_submit(r->rh->h, &s->q);
+}
+
+/* Queues r and sends its rsubs (their msgs filled). */
+static void start(struct rconn *c, struct rreq *r, bool broadcast) {
+    r->rh = c->w->cur;
+    r->left = r->nsub;
+    enqueue(c, r);
+    /* a done callback may run inside submit (a server marked down): count first */
+    for (unsigned i = 0; i < r->nsub; i++)
+        submit(r, i, broadcast ? (int)i : -1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Answers                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* Adds a formatted head, then its value and tail; a large value goes by reference. */
+static void put_answer(struct rconn *c, struct rsub *s, const char *head, size_t n,
+                       const struct msg_serve_out *o) {
+    struct out *out = &c->net.out;
+    if (n)
+        out_copy(out, head, n);
+    if (o->value.len) {
+        if (o->value.len > OUT_COPY_MAX && s != NULL && s->val != NULL &&
+            o->value.p >= s->val && out_hold(out, s->val)) {
+            out_add(out, o->value.p, o->value.len);
+            s->val = NULL;          /* out frees it once written */
+        } else {
+            out_copy(out, o->value.p, o->value.len);
+        }
+    }
+    if (o->tail.len)
+        out_copy(out, o->tail.p, o->tail.len);
+}
+
+/* Writes r's answer (every key answered) into c's out. */
+static void write_answer(struct rconn *c, struct rreq *r) {
+    char head[MSG_SERVE_HEAD_MAX];
+    struct msg_serve_out o;
+    size_t n;
+    if (r->kind == RK_LOCAL) {
+        if (r->nlocal)
+            out_copy(&c->net.out, r->local, r->nlocal);
+        return;
+    }
+    if (r->kind == RK_BROADCAST) {
+        /* the first server's error, else the first answer */
+        struct rsub *pick = &r->subs[0];
+        for (unsigned i = 0; i < r->nsub; i++) {
+            if (msg_serve_is_error(&r->subs[i].rep)) {
+                pick = &r->subs[i];
+                break;
+            }
+        }
+        if (r->proto == RP_BIN)
+            n = msg_serve_bin(head, sizeof(head), &r->u.bin, &pick->q.m, &pick->rep, &o);
+        else
+            n = msg_serve_text(head, sizeof(head), &r->u.text, &pick->q.m, &pick->rep, &o);
+        put_answer(c, NULL, head, n, &o);
+        return;
+    }
+    switch (r->proto) {
+    case RP_TEXT: {
+        bool retrieval = r->u.text.cmd <= MC_CMD_GATS && r->u.text.cmd >= MC_CMD_GET;
+        if (retrieval) {
+            for (unsigned i = 0; i < r->nsub; i++) {
+                if (msg_serve_is_error(&r->subs[i].rep)) {
+                    /* a key failed: that error alone, as mcrouter answers */
+                    n = msg_serve_text(head, sizeof(head), &r->u.text, &r->subs[i].q.m,
+                                       &r->subs[i].rep, &o);
+                    put_answer(c, NULL, head, n, &o);
+                    return;
+                }
+            }
+        }
+        for (unsigned i = 0; i < r->nsub; i++) {
+            struct rsub *s = &r->subs[i];
+            n = msg_serve_text(head, sizeof(head), &r->u.text, &s->q.m, &s->rep, &o);
+            put_answer(c, s, head, n, &o);
+            if (retrieval) {
+                c->w->st.get_hits += s->rep.res == MSG_RES_HIT;
+                c->w->st.get_misses += s->rep.res == MSG_RES_MISS;
+            }
+        }
+        if (retrieval)
+            out_copy(&c->net.out, MSG_SERVE_END, MSG_SERVE_END_LEN);
+        return;
+    }
+    case RP_META:
+        n = msg_serve_meta(head, sizeof(head), &r->u.meta, &r->subs[0].rep, &o);
+        put_answer(c, &r->subs[0], head, n, &o);
+        return;
+    case RP_BIN:
+        n = msg_serve_bin(head, sizeof(head), &r->u.bin, &r->subs[0].q.m, &r->subs[0].rep, &o);
+        put_answer(c, &r->subs[0], head, n, &o);
+        return;
+    }
+}
+
+static bool conn_process(struct net_conn *nc);
+
+/*
+ * Writes the answers at the head of c's queue that are whole.  Outside
+ * conn_process() it also sends them, resumes a paused connection and
+ * closes one that asked to be closed.  Returns false if c is gone.
+ */
+static bool drain(struct rconn *c) {
+    while (c->head != NULL && c->head->left == 0) {
+        struct rreq *r = c->head;
+        c->head = r->next;
+        if (c->head == NULL)
+            c->tail = NULL;
+        c->nq--;
+        write_answer(c, r);
+        rreq_free(r);
+    }
+    if (c->in_process)
+        return true;
+    if (c->closing && c->head == NULL)
+        c->net.close_after_write = true;
+    if (!out_empty(&c->net.out) || c->net.close_after_write) {
+        if (!net_conn_flush(&c->net))
+            return false;
+    }
+    if (c->net.paused && c->nq <= QUEUE_MAX / 2 && !c->closing) {
+        net_conn_pause(&c->net, false);
+        return conn_process(&c->net);   /* what was read before the pause */
+    }
+    return true;
+}
+
+/* A key's answer (or failure) from the route tree. */
+static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) {
+    struct rsub *s = q->arg;
+    struct rreq *r = s->r;
+    struct msg_reply failed;
+    if (rep == NULL) {
+        msg_serve_fail(&failed, status);
+        rep = &failed;
+    }
+    if (r->plan == MSG_BIN_SEND_CREATE && !s->created && rep->res == MSG_RES_NOT_FOUND) {
+        /* memcached's binary incr creates the key: the add, in place of the incr */
+        s->created = true;
+        msg_bin_create(&s->q.m, &r->u.bin, s->digits);
+        cl_async_submit(r->rh->h, &s->q);
+        return;
+    }
+    r->rh->inflight--;
+    s->rep = *rep;
+    s->answered = true;
+    if (rep->value.len + rep->msg.len > 0) {
+        s->val = malloc(rep->value.len + rep->msg.len);
+        if (s->val == NULL) {
+            msg_serve_fail(&s->rep, CELLAR_ENOMEM);
+        } else {
+            if (rep->value.len)
+                memcpy(s->val, rep->value.p, rep->value.len);
+            if (rep->msg.len)
+                memcpy(s->val + rep->value.len, rep->msg.p, rep->msg.len);
+            s->rep.value = (struct mc_span){s->val, rep->value.len};
+            s->rep.msg = (struct mc_span){s->val + rep->value.len, rep->msg.len};
+        }
+    }
+    if (msg_serve_is_error(&s->rep) && r->c != NULL)
+        r->c->w->st.errors++;
+    if (--r->left > 0)
+        return;
+    if (r->c == NULL) {
+        rreq_free(r);
+        return;
+    }
+    if (r->c->head == r)
+        (void)drain(r->c);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parsing                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* Returns from take_*: a request was taken, more bytes are needed, or c must stop. */
+enum take { TAKEN, NEED_MORE, STOP };
+
+/* The router's `stats`: its own counters, in memcached's form. */
+static void stats_text(struct rconn *c, enum rproto proto, uint32_t opaque) {
+    struct router *rt = c->w->rt;
+    struct router_counters t = {0};
+    for (int i = 0; i < rt->nworkers; i++) {
+        struct router_counters *s = &rt->workers[i].st;
+#define X(n) t.n += NET_STAT_GET(s->n);
+        ROUTER_STATS(X)
+#undef X
+#define X(n) t.net.n += NET_STAT_GET(s->net.n);
+        NET_STATS(X)
+#undef X
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    char lines[4096];
+    size_t n = 0;
+    char pkt[512];
+#define STAT(name, fmt, v)                                                            \
+    do {                                                                              \
+        char val[64];                                                                 \
+        int vl = snprintf(val, sizeof(val), fmt, v);                                  \
+        if (proto == RP_BIN) {                                                        \
+            size_t k = mc_bin_fmt_stat(pkt, opaque, name, strlen(name), val, (size_t)vl); \
+            if (n + k < sizeof(lines)) { memcpy(lines + n, pkt, k); n += k; }         \
+        } else {                                                                      \
+            n += (size_t)snprintf(lines + n, sizeof(lines) - n, "STAT %s %s\r\n", name, val); \
+        }                                                                             \
+    } while (0)
+    STAT("pid", "%ld", (long)getpid());
+    STAT("uptime", "%ld", (long)(ts.tv_sec - rt->started));
+    STAT("time", "%ld", (long)ts.tv_sec);
+    STAT("version", "%s", MC_VERSION);
+    STAT("router_version", "%s", "cellar-router " ROUTER_VERSION);
+    STAT("threads", "%d", rt->nworkers);
+    STAT("curr_connections", "%llu", (unsigned long long)atomic_load(&rt->net.curr_conns));
+    STAT("total_connections", "%llu", (unsigned long long)atomic_load(&rt->net.total_conns));
+    STAT("rejected_connections", "%llu",
+         (unsigned long long)atomic_load(&rt->net.rejected_conns));
+#define X(name) STAT(#name, "%llu", (unsigned long long)t.name);
+    ROUTER_STATS(X)
+#undef X
+    STAT("bytes_read", "%llu", (unsigned long long)t.net.bytes_read);
+    STAT("bytes_written", "%llu", (unsigned long long)t.net.bytes_written);
+    STAT("config_reloads", "%llu", (unsigned long long)atomic_load(&rt->reloads));
+    STAT("config_reload_errors", "%llu", (unsigned long long)atomic_load(&rt->reload_errors));
+#undef STAT
+    if (proto == RP_BIN) {
+        n += mc_bin_fmt_stat(lines + n, opaque, NULL, 0, NULL, 0);
+    } else {
+        n += (size_t)snprintf(lines + n, sizeof(lines) - n, "END\r\n");
+    }
+    answer_local(c, proto, lines, n);
+}
+
+static enum take take_meta(struct rconn *c, size_t used);
+
+/* A text or meta line: a keyed request through the route tree, or answered here. */
+static enum take take_text(struct rconn *c) {
+    const char *p = c->net.rbuf + c->net.rstart;
+    size_t len = c->net.rend - c->net.rstart;
+    struct mc_req req;
+    size_t used = 0;
+    enum mc_parse pr = mc_text_parse(&req, p, len, &used);
+    if (pr == MC_PARSE_NEED_MORE)
+        return NEED_MORE;
+    if (pr == MC_PARSE_CLOSE) {
+        c->closing = true;
+        return STOP;
+    }
+    if (pr == MC_PARSE_OK && req.cmd == MC_CMD_META)
+        return take_meta(c, used);  /* the text codec only named the verb */
+    size_t total = used;
+    bool stores = pr == MC_PARSE_OK && req.cmd >= MC_CMD_SET && req.cmd <= MC_CMD_CAS;
+    if (stores) {
+        total = used + (size_t)req.vlen + 2;
+        if (len < total)
+            return NEED_MORE;
+        if (p[used + req.vlen] != '\r' || p[used + req.vlen + 1] != '\n') {
+            c->net.rstart += total;
+            if (!req.noreply)
+                answer_local(c, RP_TEXT, "CLIENT_ERROR bad data chunk\r\n", 29);
+            return TAKEN;
+        }
+    }
+    bool hold = pr == MC_PARSE_ERROR && req.cmd == MC_CMD_DELETE &&
+                req.err == MC_ERR_DELETE_USAGE && req.exptime > 0;
+    if (pr == MC_PARSE_ERROR && !hold) {
+        c->net.rstart += used;
+        c->w->st.local_errors++;
+        if (!req.noreply)
+            answer_local(c, RP_TEXT, mc_text_err_str(req.err), mc_text_err_len(req.err));
+        return TAKEN;
+    }
+    c->net.rstart += total;
+    switch (req.cmd) {
+    case MC_CMD_VERSION:
+        answer_local(c, RP_TEXT, "VERSION " MC_VERSION "\r\n", sizeof("VERSION " MC_VERSION "\r\n") - 1);
+        return TAKEN;
+    case MC_CMD_VERBOSITY:
+        if (!req.noreply)
+            answer_local(c, RP_TEXT, "OK\r\n", 4);
+        return TAKEN;
+    case MC_CMD_QUIT:
+        c->closing = true;
+        c->net.close_normal = true;
+        return STOP;
+    case MC_CMD_STATS:
+        c->w->st.cmd_other++;
+        stats_text(c, RP_TEXT, 0);
+        return TAKEN;
+    default:
+        break;
+    }
+    /* keyed requests and flush_all: made again from the rreq's own copy */
+    unsigned nsub = req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS ? req.nkeys
+                  : req.cmd == MC_CMD_FLUSH_ALL ? c->w->cur->h->nconns : 1;
+    struct mc_req probe;
+    if (nsub == 0 || !msg_from_text(&(struct msg){0}, &req, req.key,
+                                    (struct mc_span){p + used, stores ? req.vlen : 0})) {
+        c->w->st.cmd_other++;
+        answer_local(c, RP_TEXT, "ERROR\r\n", 7);
+        return TAKEN;
+    }
+    struct rreq *r = rreq_new(c, RP_TEXT, p, total, nsub, 0);
+    if (r == NULL) {
+        answer_local(c, RP_TEXT, "SERVER_ERROR out of memory\r\n", 28);
+        return TAKEN;
+    }
+    size_t u2 = 0;
+    mc_text_parse(&probe, r->bytes, total, &u2);
+    r->u.text = probe;
+    r->nsub = nsub;
+    struct mc_span value = {r->bytes + used, stores ? req.vlen : 0};
+    if (req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS) {
+        struct mc_span rest = r->u.text.keys, key;
+        unsigned i = 0;
+        while (i < nsub && mc_text_next_key(&rest, &key))
+            msg_from_text(&r->subs[i++].q.m, &r->u.text, key, value);
+        r->nsub = i;
+        c->w->st.cmd_get += i;
+    } else if (req.cmd == MC_CMD_FLUSH_ALL) {
+        for (unsigned i = 0; i < nsub; i++)
+            msg_from_text(&r->subs[i].q.m, &r->u.text, r->u.text.key, value);
+        c->w->st.cmd_flush++;
+    } else {
+        msg_from_text(&r->subs[0].q.m, &r->u.text, r->u.text.key, value);
+        if (stores)
+            c->w->st.cmd_set++;
+        else if (req.cmd == MC_CMD_DELETE)
+            c->w->st.cmd_delete++;
+        else if (req.cmd == MC_CMD_TOUCH)
+            c->w->st.cmd_touch++;
+        else if (req.cmd == MC_CMD_INCR)
+            c->w->st.cmd_incr++;
+        else if (req.cmd == MC_CMD_DECR)
+            c->w->st.cmd_decr++;
+    }
+    r->kind = req.cmd == MC_CMD_FLUSH_ALL ? RK_BROADCAST : RK_KEYED;
+    start(c, r, r->kind == RK_BROADCAST);
+    return TAKEN;
+}
+
+/* A meta line (mg ms md ma mn me) of used bytes, as the text codec found it. */
+static enum take take_meta(struct rconn *c, size_t used) {
+    const char *p = c->net.rbuf + c->net.rstart;
+    size_t len = c->net.rend - c->net.rstart;
+    struct mc_meta_req req;
+    size_t mused = 0;
+    enum mc_parse pr = mc_meta_parse(&req, p, used, &mused);
+    size_t total = used;
+    if (pr == MC_PARSE_OK && req.cmd == MC_META_MS) {
+        total = used + (size_t)req.vlen + 2;
+        if (len < total)
+            return NEED_MORE;
+    } else if (pr == MC_PARSE_ERROR && req.swallow > 0) {
+        total = used + req.swallow;
+        if (len < total)
+            return NEED_MORE;
+    }
+    c->w->st.cmd_meta++;
+    if (pr != MC_PARSE_OK) {
+        /* memcached's words for a bad meta line, as cellard writes them */
+        c->net.rstart += total;
+        c->w->st.local_errors++;
+        answer_local(c, RP_META, mc_meta_err_str(req.err), mc_meta_err_len(req.err));
+        return TAKEN;
+    }
+    if (req.cmd == MC_META_MS &&
+        (p[used + req.vlen] != '\r' || p[used + req.vlen + 1] != '\n')) {
+        c->net.rstart += total;
+        answer_local(c, RP_META, "CLIENT_ERROR bad data chunk\r\n", 29);
+        return TAKEN;
+    }
+    c->net.rstart += total;
+    if (req.cmd == MC_META_MN) {
+        answer_local(c, RP_META, "MN\r\n", 4);
+        return TAKEN;
+    }
+    if (req.cmd == MC_META_ME) {
+        answer_local(c, RP_META, "ERROR\r\n", 7);
+        return TAKEN;
+    }
+    struct rreq *r = rreq_new(c, RP_META, p, total, 1, 0);
+    if (r == NULL) {
+        answer_local(c, RP_META, "SERVER_ERROR out of memory\r\n", 28);
+        return TAKEN;
+    }
+    size_t u2 = 0;
+    mc_meta_parse(&r->u.meta, r->bytes, used, &u2);
+    r->meta_flags = malloc(used);
+    struct mc_span value = {r->bytes + used, req.cmd == MC_META_MS ? req.vlen : 0};
+    if (r->meta_flags == NULL ||
+        !msg_from_meta(&r->subs[0].q.m, &r->u.meta, (struct mc_span){r->bytes, used}, value,
+                       r->meta_flags, used)) {
+        rreq_free(r);
+        answer_local(c, RP_META, "SERVER_ERROR out of memory\r\n", 28);
+        return TAKEN;
+    }
+    r->nsub = 1;
+    r->kind = RK_KEYED;
+    start(c, r, false);
+    return TAKEN;
+}
+
+/* A binary request. */
+static enum take take_bin(struct rconn *c) {
+    const char *p = c->net.rbuf + c->net.rstart;
+    size_t len = c->net.rend - c->net.rstart;
+    struct mc_bin_req req;
+    size_t used = 0;
+    enum mc_parse pr = mc_bin_parse(&req, p, len, &used);
+    if (pr == MC_PARSE_NEED_MORE)
+        return NEED_MORE;
+    if (pr == MC_PARSE_CLOSE) {
+        c->closing = true;
+        return STOP;
+    }
+    if (pr == MC_PARSE_ERROR) {
+        if (len < used + req.swallow)
+            return NEED_MORE;
+        char e[MC_BIN_ERROR_MAX];
+        size_t n = mc_bin_fmt_error(e, req.opcode, req.status, req.opaque);
+        c->net.rstart += used + req.swallow;
+        c->w->st.local_errors++;
+        answer_local(c, RP_BIN, e, n);
+        if (req.close) {
+            c->closing = true;
+            return STOP;
+        }
+        return TAKEN;
+    }
+    size_t total = used + (req.reads_value ? req.vlen : 0);
+    if (len < total)
+        return NEED_MORE;
+    c->net.rstart += total;
+    struct mc_span value = {p + used, req.reads_value ? req.vlen : 0};
+    struct msg probe;
+    enum msg_bin_plan plan = msg_from_bin(&probe, &req, value);
+    if (plan == MSG_BIN_LOCAL || plan == MSG_BIN_UNSUPPORTED) {
+        char a[MC_BIN_ERROR_MAX + 64];
+        size_t n = 0;
+        switch (req.cmd) {
+        case MC_BIN_OP_NOOP:
+            n = mc_bin_fmt_header(a, req.opcode, 0, 0, 0, 0, req.opaque, 0);
+            break;
+        case MC_BIN_OP_QUIT:
+            if (!req.quiet)
+                answer_local(c, RP_BIN, a,
+                             mc_bin_fmt_header(a, req.opcode, 0, 0, 0, 0, req.opaque, 0));
+            c->closing = true;
+            c->net.close_normal = true;
+            return STOP;
+        case MC_BIN_OP_VERSION:
+            n = mc_bin_fmt_header(a, req.opcode, 0, 0, 0, sizeof(MC_VERSION) - 1, req.opaque, 0);
+            memcpy(a + n, MC_VERSION, sizeof(MC_VERSION) - 1);
+            n += sizeof(MC_VERSION) - 1;
+            break;
+        case MC_BIN_OP_STAT:
+            stats_text(c, RP_BIN, req.opaque);
+            return TAKEN;
+        default:
+            n = plan == MSG_BIN_UNSUPPORTED ? msg_serve_bin_unsupported(a, sizeof(a), &req)
+                : mc_bin_fmt_error(a, req.opcode, MC_BIN_ST_UNKNOWN_COMMAND, req.opaque);
+            break;
+        }
+        answer_local(c, RP_BIN, a, n);
+        return TAKEN;
+    }
+    bool flush = probe.op == MSG_FLUSH_ALL;
+    unsigned nsub = flush ? c->w->cur->h->nconns : 1;
+    struct rreq *r = rreq_new(c, RP_BIN, p, total, nsub, 0);
+    if (r == NULL) {
+        char e[MC_BIN_ERROR_MAX];
+        answer_local(c, RP_BIN, e, mc_bin_fmt_error(e, req.opcode, MC_BIN_ST_ENOMEM, req.opaque));
+        return TAKEN;
+    }
+    size_t u2 = 0;
+    mc_bin_parse(&r->u.bin, r->bytes, total, &u2);
+    r->plan = plan;
+    r->nsub = nsub;
+    value.p = r->bytes + used;
+    for (unsigned i = 0; i < nsub; i++)
+        msg_from_bin(&r->subs[i].q.m, &r->u.bin, value);
+    r->kind = flush ? RK_BROADCAST : RK_KEYED;
+    if (cl_op_reads(probe.op))
+        c->w->st.cmd_get++;
+    else if (msg_op_stores(probe.op))
+        c->w->st.cmd_set++;
+    start(c, r, flush);
+    return TAKEN;
+}
+
+/*
+ * net's process(): takes every whole request from rbuf while the queue
+ * has room, then writes what is answered.
+ */
+static bool conn_process(struct net_conn *nc) {
+    struct rconn *c = (struct rconn *)nc;
+    c->in_process = true;
+    while (c->net.rstart < c->net.rend && !c->closing) {
+        if (c->nq >= QUEUE_MAX) {
+            net_conn_pause(&c->net, true);
+            break;
+        }
+        if (!c->proto_known) {
+            c->binary = (unsigned char)c->net.rbuf[c->net.rstart] == MC_BIN_REQ_MAGIC;
+            c->proto_known = true;
+        }
+        enum take t;
+        if (c->binary) {
+            t = take_bin(c);
+        } else {
+            t = take_text(c);
+        }
+        if (t != TAKEN)
+            break;
+        atomic_store_explicit(&c->net.last_active, (uint32_t)time(NULL), memory_order_relaxed);
+    }
+    if (c->closing)
+        c->net.rstart = c->net.rend;        /* what follows a quit is not read */
+    c->in_process = false;
+    return drain(c);
+}
+
+static void conn_opened(struct net_conn *nc) {
+    struct rconn *c = (struct rconn *)nc;
+    c->w = (struct rworker *)nc->w;
+    atomic_store(&c->net.last_active, (uint32_t)time(NULL));
+}
+
+/* The client is gone: its requests still in flight are freed when answered. */
+static void conn_release(struct net_conn *nc) {
+    struct rconn *c = (struct rconn *)nc;
+    struct rreq *r = c->head, *next;
+    for (; r != NULL; r = next) {
+        next = r->next;
+        if (r->left == 0)
+            rreq_free(r);
+        else
+            r->c = NULL;
+    }
+    c->head = c->tail = NULL;
+}
+
+const struct net_conn_ops router_conn_ops = {
+    .conn_size = sizeof(struct rconn),
+    .process = conn_process,
+    .opened = conn_opened,
+    .release = conn_release,
+};

@@ -1,0 +1,128 @@
+/*
+ * worker.c -- a router worker's libcellar handles inside its net/ loop.
+ *
+ * Each worker owns one handle per configuration it has seen.  The
+ * handle's own event loop is watched from the worker's (its epoll
+ * descriptor is readable when a backend connection has something), and
+ * after every round of events the worker runs the handle once more so
+ * that requests its clients submitted go out and deadlines are kept:
+ *
+ *   worker loop round: client events (submit) ... handle's fd (answers)
+ *                      tick: cl_async_run() on every handle; reload?
+ *                      sleep no longer than the earliest handle deadline
+ *
+ * A reload makes a new handle, on which new requests go; the old one is
+ * kept, still run, until nothing it was given is in flight, then
+ * destroyed: requests in flight finish on the tree they started on.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "router/router.h"
+
+/* The handle's descriptor is readable: read and answer. */
+static void handle_io(struct net_handler *io, int events) {
+    (void)events;
+    struct rhandle *rh = (struct rhandle *)((char *)io - offsetof(struct rhandle, io));
+    rh->deadline = cl_async_run(rh->h, true);
+}
+
+/* A handle over the router's current configuration (worker's thread). */
+static struct rhandle *handle_new(struct rworker *w) {
+    struct router *rt = w->rt;
+    struct rhandle *rh = calloc(1, sizeof(*rh));
+    if (rh == NULL)
+        return NULL;
+    pthread_mutex_lock(&rt->cfg_lock);
+    int rc = cellar_create(&rh->h, rt->cfg);
+    rh->gen = atomic_load(&rt->cfg_gen);
+    pthread_mutex_unlock(&rt->cfg_lock);
+    if (rc != CELLAR_OK) {
+        free(rh);
+        return NULL;
+    }
+    rh->w = w;
+    rh->io.on_event = handle_io;
+    if (net_worker_watch(&w->net, cl_async_fd(rh->h), EV_READ, &rh->io) < 0) {
+        cellar_destroy(&rh->h);
+        free(rh);
+        return NULL;
+    }
+    return rh;
+}
+
+static void handle_free(struct rworker *w, struct rhandle *rh) {
+    evloop_del(w->net.loop, cl_async_fd(rh->h));
+    cellar_destroy(&rh->h);
+    free(rh);
+}
+
+/*
+ * After each round: every handle sends what its window lets out and keeps
+ * its deadlines; a new configuration gets a new handle; an old handle
+ * with nothing in flight goes.
+ */
+static void worker_tick(struct net_worker *nw) {
+    struct rworker *w = (struct rworker *)nw;
+    if (atomic_load_explicit(&w->rt->cfg_gen, memory_order_acquire) != w->cur->gen) {
+        struct rhandle *rh = handle_new(w);
+        if (rh != NULL) {
+            rh->older = w->cur;
+            w->cur = rh;
+        }
+    }
+    for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older)
+        rh->deadline = cl_async_run(rh->h, false);
+    struct rhandle **pp = &w->cur->older;
+    while (*pp != NULL) {
+        struct rhandle *rh = *pp;
+        if (rh->inflight == 0) {
+            *pp = rh->older;
+            handle_free(w, rh);
+        } else {
+            pp = &rh->older;
+        }
+    }
+}
+
+/* Sleep no longer than the earliest deadline of any handle. */
+static int worker_wait_ms(struct net_worker *nw) {
+    struct rworker *w = (struct rworker *)nw;
+    uint64_t next = 0;
+    for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older) {
+        if (rh->deadline && (next == 0 || rh->deadline < next))
+            next = rh->deadline;
+    }
+    if (next == 0)
+        return 1000;
+    uint64_t now = cl_now_ns();
+    if (next <= now)
+        return 0;
+    uint64_t ms = (next - now + 999999) / 1000000;
+    return ms > 1000 ? 1000 : (int)ms;
+}
+
+static void release_buffer(void *ctx, void *ref) {
+    (void)ctx;
+    free(ref);
+}
+
+int router_worker_init(struct router *rt, struct rworker *w, int id) {
+    w->rt = rt;
+    if (net_worker_init(&w->net, &rt->net, id, &w->st.net, release_buffer, NULL) < 0)
+        return -1;
+    w->net.tick = worker_tick;
+    w->net.wait_ms = worker_wait_ms;
+    w->cur = handle_new(w);
+    return w->cur != NULL ? 0 : -1;
+}
+
+void router_worker_deinit(struct rworker *w) {
+    /* the clients are gone: every request still in flight is an orphan, failed here */
+    while (w->cur != NULL) {
+        struct rhandle *rh = w->cur;
+        w->cur = rh->older;
+        handle_free(w, rh);
+    }
+    net_worker_deinit(&w->net);
+}
