@@ -85,6 +85,9 @@ struct msg {
     uint64_t delta;             /* incr/decr */
     bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
                                    only; on the other wires the reply's ttl stays -1) */
+    bool want_cas;              /* storage ops, incr/decr, touch: the reply carries the
+                                   item's cas after the change (meta asks with c; binary
+                                   always answers it; text cannot: cas stays 0) */
     char meta_cmd;              /* MSG_META: 'g', 's', 'd' or 'a' */
     struct mc_span meta_flags;  /* MSG_META: e.g. "v t f N30" */
     uint32_t hold;              /* delete: cellard's delete hold-off (-o delete_hold), in
@@ -120,7 +123,8 @@ struct msg_reply {
     struct mc_span value;       /* HIT: the data, without a terminator */
     uint32_t flags;             /* HIT: client flags */
     uint64_t cas;               /* HIT of gets/gats/lease-get: the item's cas (the lease
-                                   token when won) */
+                                   token when won); STORED, NUMBER, TOUCHED of a want_cas
+                                   request: the item's cas after the change */
     uint64_t number;            /* NUMBER */
     int64_t ttl;                /* lease-get HIT, or want_ttl on meta: remaining TTL,
                                    -1 for none or unknown */

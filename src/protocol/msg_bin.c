@@ -183,6 +183,7 @@ static enum mc_parse parse_success(struct msg_reply *r, enum msg_op op,
         r->cas = h->cas;
         return MC_PARSE_OK;
     }
+    r->cas = h->cas;            /* the item's after the change (0 for what has none) */
     switch (op) {
     case MSG_INCR: case MSG_DECR:
         if (!bare || value.len != 8)

@@ -83,6 +83,8 @@ static void fmt_mg(struct mc_put *w, const struct msg *m) {
     mc_put(w, f, n);
     if (f[n - 1] == 'T' || f[n - 1] == 'N')
         mc_put_i64(w, m->exptime);
+    if (m->op == MSG_TOUCH && m->want_cas)
+        MC_PUT_LIT(w, " c");
 }
 
 /* The M token of each ms op; append and prepend carry no F or T. */
@@ -112,6 +114,8 @@ static void fmt_ms(struct mc_put *w, const struct msg *m) {
     } else {
         mc_put(w, ms_mode[m->op], 3);
     }
+    if (m->want_cas)
+        MC_PUT_LIT(w, " c");
 }
 
 static void fmt_other(struct mc_put *w, const struct msg *m) {
@@ -135,6 +139,8 @@ static void fmt_other(struct mc_put *w, const struct msg *m) {
         MC_PUT_LIT(w, " D");
         mc_put_u64(w, m->delta);
         MC_PUT_LIT(w, " v");
+        if (m->want_cas)
+            MC_PUT_LIT(w, " c");
         break;
     case MSG_FLUSH_ALL:
         MC_PUT_LIT(w, "flush_all");
@@ -274,7 +280,7 @@ static const char *mg_allowed(const struct msg *m) {
     switch (m->op) {
     case MSG_GETS: case MSG_GATS: return t ? "fctWZX" : "fcWZX";
     case MSG_LEASE_GET:           return "fctWZX";
-    case MSG_TOUCH:               return "WZX";
+    case MSG_TOUCH:               return m->want_cas ? "cWZX" : "WZX";
     default:                      return t ? "ftWZX" : "fWZX";
     }
 }
@@ -339,10 +345,22 @@ static bool map_mg(struct msg_reply *r, const struct msg *m, const struct mc_met
 }
 
 /*
- * A storage op's reply, without return flags: HD or NS for all, EX and NF
- * only where the request carried a C token.
+ * The return flags of an ms, md or ma: none, or the c that want_cas asked
+ * for (memcached sends it on success only).
  */
-static bool map_ms(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
+static bool cas_flags(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
+    if (e->nflags == 0)
+        return true;
+    return m->want_cas && e->nflags == 1 && e->flags[0].c == 'c' &&
+           span_u64(e->flags[0].arg, UINT64_MAX, &r->cas);
+}
+
+/*
+ * A storage op's reply, without return flags (but c when asked for): HD or
+ * NS for all, EX and NF only where the request carried a C token.
+ */
+static bool map_ms(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
+    enum msg_op op = m->op;
     bool with_cas = op == MSG_CAS || op == MSG_LEASE_SET;
     switch (e->code) {
     case MC_META_CODE_HD: r->res = MSG_RES_STORED; break;
@@ -351,12 +369,13 @@ static bool map_ms(struct msg_reply *r, enum msg_op op, const struct mc_meta_res
     case MC_META_CODE_NF: r->res = with_cas ? MSG_RES_NOT_FOUND : MSG_RES_NONE; break;
     default: return false;
     }
-    return r->res != MSG_RES_NONE && e->nflags == 0;
+    return r->res != MSG_RES_NONE && cas_flags(r, m, e);
 }
 
 /* md: HD (DELETED) or NF; ma: VA with the new value's digits, or NF. */
-static bool map_md_ma(struct msg_reply *r, enum msg_op op, const struct mc_meta_resp *e) {
-    if (e->nflags != 0)
+static bool map_md_ma(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
+    enum msg_op op = m->op;
+    if (!cas_flags(r, m, e))
         return false;
     if (e->code == MC_META_CODE_NF) {
         r->res = MSG_RES_NOT_FOUND;
@@ -409,11 +428,11 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
         if (is_mg(m->op))
             return map_mg(r, m, e);
         if (msg_op_stores(m->op))
-            return map_ms(r, m->op, e);
+            return map_ms(r, m, e);
         if (m->op == MSG_DELETE && m->hold)
             return map_text(r, m->op, e);
         if (m->op == MSG_DELETE || m->op == MSG_INCR || m->op == MSG_DECR)
-            return map_md_ma(r, m->op, e);
+            return map_md_ma(r, m, e);
         if (m->op == MSG_FLUSH_ALL || m->op == MSG_VERSION)
             return map_text(r, m->op, e);
         return false;

@@ -155,7 +155,8 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
  */
 enum msg_bin_plan msg_from_bin(struct msg *m, const struct mc_bin_req *req,
                                struct mc_span value) {
-    *m = (struct msg){.key = req->key, .exptime = req->exptime};
+    /* memcached's binary answers carry the item's cas after a change: ask for it */
+    *m = (struct msg){.key = req->key, .exptime = req->exptime, .want_cas = true};
     switch (req->cmd) {
     case MC_BIN_OP_GET: case MC_BIN_OP_GETK:
         m->op = MSG_GETS;
@@ -207,7 +208,7 @@ void msg_bin_create(struct msg *m, const struct mc_bin_req *req, char *digits) {
     struct mc_put w = MC_PUT_INIT(digits, MSG_SERVE_DIGITS);
     mc_put_u64(&w, req->initial);
     *m = (struct msg){.op = MSG_ADD, .key = req->key, .exptime = req->exptime,
-                      .value = {digits, mc_put_len(&w, digits)}};
+                      .value = {digits, mc_put_len(&w, digits)}, .want_cas = true};
 }
 
 /* ---------------------------------------------------------------------- */

@@ -118,6 +118,7 @@ static struct rreq *rreq_new(struct rconn *c, enum rproto proto, const char *p, 
         memcpy(r->bytes, p, n);
     r->local = r->bytes + n;
     r->subs = (struct rsub *)((char *)r + subs_at);
+    memset(r->subs, 0, (size_t)nsub * sizeof(struct rsub));
     return r;
 }
 
@@ -163,14 +164,21 @@ static void submit(struct rreq *r, unsigned i, int server) {
         cl_async_submit(r->rh->h, &s->q);
 }
 
-/* Queues r and sends its rsubs (their msgs filled). */
+static void rreq_answered(struct rreq *r);
+
+/*
+ * Queues r and sends its rsubs (their msgs filled).  A done callback may
+ * run inside submit (a server marked down answers at once), so r counts
+ * one more key than it has until all are sent, and cannot be finished
+ * (and freed) under the loop.
+ */
 static void start(struct rconn *c, struct rreq *r, bool broadcast) {
     r->rh = c->w->cur;
-    r->left = r->nsub;
+    r->left = r->nsub + 1;
     enqueue(c, r);
-    /* a done callback may run inside submit (a server marked down): count first */
     for (unsigned i = 0; i < r->nsub; i++)
         submit(r, i, broadcast ? (int)i : -1);
+    rreq_answered(r);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -326,6 +334,11 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
     }
     if (msg_serve_is_error(&s->rep) && r->c != NULL)
         r->c->w->st.errors++;
+    rreq_answered(r);
+}
+
+/* One more of r's keys is answered: when it was the last, r's answer can go out. */
+static void rreq_answered(struct rreq *r) {
     if (--r->left > 0)
         return;
     if (r->c == NULL) {
@@ -452,7 +465,10 @@ static enum take take_text(struct rconn *c) {
         return STOP;
     case MC_CMD_STATS:
         c->w->st.cmd_other++;
-        stats_text(c, RP_TEXT, 0);
+        if (req.ntokens > 1)            /* a group the router does not keep */
+            answer_local(c, RP_TEXT, "ERROR\r\n", 7);
+        else
+            stats_text(c, RP_TEXT, 0);
         return TAKEN;
     default:
         break;
@@ -602,7 +618,7 @@ static enum take take_bin(struct rconn *c) {
     struct mc_span value = {p + used, req.reads_value ? req.vlen : 0};
     struct msg probe;
     enum msg_bin_plan plan = msg_from_bin(&probe, &req, value);
-    if (plan == MSG_BIN_LOCAL || plan == MSG_BIN_UNSUPPORTED) {
+    if (plan == MSG_BIN_LOCAL || plan == MSG_BIN_UNSUPPORTED || probe.op == MSG_VERSION) {
         char a[MC_BIN_ERROR_MAX + 64];
         size_t n = 0;
         switch (req.cmd) {
@@ -622,6 +638,10 @@ static enum take take_bin(struct rconn *c) {
             n += sizeof(MC_VERSION) - 1;
             break;
         case MC_BIN_OP_STAT:
+            if (req.key.len > 0) {      /* a group the router does not keep */
+                n = mc_bin_fmt_error(a, req.opcode, MC_BIN_ST_KEY_ENOENT, req.opaque);
+                break;
+            }
             stats_text(c, RP_BIN, req.opaque);
             return TAKEN;
         default:

@@ -11,6 +11,10 @@ Environment:
              e.g. "-o evict=s3fifo" to run the suite under another policy.
   MEMCACHED  the oracle used by the differential test is always
              /usr/bin/memcached (Debian's 1.6.18).
+  CELLAR_ROUTER  when set (the path of cellar-router), the server under test
+             is that router in front of CELLAR_ROUTER_BACKENDS (default 4)
+             processes of CELLARD, started with the test's flags: the same
+             suites then check the router against the same expectations.
 """
 
 import os
@@ -26,6 +30,8 @@ CELLARD = os.environ.get("CELLARD", "/usr/bin/memcached")
 CELLARD_ARGS = os.environ.get("CELLARD_ARGS", "").split()
 MEMCACHED = "/usr/bin/memcached"
 HOST = "127.0.0.1"
+ROUTER = os.environ.get("CELLAR_ROUTER")
+ROUTER_BACKENDS = int(os.environ.get("CELLAR_ROUTER_BACKENDS", "4"))
 
 
 def free_port():
@@ -72,6 +78,14 @@ class Server:
     On exit it is a failure (ServerCrashed) if the server died before we
     stopped it, if it exited non-zero or by a signal after SIGTERM, or if it
     had to be SIGKILLed.  stderr goes to a temp file (`stderr_text()`)."""
+
+    def __new__(cls, binary=None, args=(), name=None, start_timeout=10.0, udp=False, **kw):
+        # The server under test behind cellar-router (CELLAR_ROUTER); the
+        # oracle and servers of other binaries stay themselves.
+        if (cls is Server and ROUTER and (binary or CELLARD) == CELLARD and name != "oracle"
+                and not udp):
+            return super().__new__(RoutedServer)
+        return super().__new__(cls)
 
     def __init__(self, binary=None, args=(), name=None, start_timeout=10.0, udp=False):
         self.binary = binary or CELLARD
@@ -204,6 +218,77 @@ class Server:
         """`stats [sub]` over a fresh raw connection, as a dict of str -> str."""
         with self.conn() as c:
             return c.stats(sub)
+
+
+class RoutedServer(Server):
+    """cellar-router on 127.0.0.1:<free port> in front of ROUTER_BACKENDS
+    servers of `binary` (each with the test's args), as one server: port,
+    pid and stderr are the router's; alive() and the crash checks on exit
+    cover the backends too.  The router's config is the backends as a
+    server list (meta protocol, ch3 hashing: libcellar's defaults)."""
+
+    def start(self):
+        self.backends = []
+        try:
+            for i in range(ROUTER_BACKENDS):
+                b = object.__new__(Server)
+                Server.__init__(b, self.binary, self.args, name="%s-backend%d" % (self.name, i))
+                self.backends.append(b.start())
+            fd, self.config = tempfile.mkstemp(prefix="cellar-it-router-", suffix=".conf")
+            with os.fdopen(fd, "w") as f:
+                f.write(",".join("%s:%d" % (HOST, b.port) for b in self.backends))
+            real, self.binary, self.args = self.binary, ROUTER, []
+            try:
+                for _attempt in range(5):
+                    self.port = free_port()
+                    argv = [ROUTER, "--config", self.config, "-l", HOST, "-p", str(self.port),
+                            "-t", "2"]
+                    self._errf = tempfile.NamedTemporaryFile(
+                        prefix="cellar-it-router-", suffix=".stderr", delete=False)
+                    self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                                 stdout=self._errf, stderr=self._errf)
+                    deadline = time.monotonic() + self.start_timeout
+                    while time.monotonic() < deadline and self.proc.poll() is None:
+                        try:
+                            socket.create_connection((HOST, self.port), timeout=1).close()
+                            self.argv = argv
+                            return self
+                        except OSError:
+                            time.sleep(0.01)
+                    if self.proc.poll() is None:
+                        self._kill()
+                        raise AssertionError("cellar-router did not accept: %s" % argv)
+                    self._cleanup_file()
+                raise AssertionError("cellar-router failed to start: %s" % argv)
+            finally:
+                self.binary = real
+        except BaseException:
+            self._stop_backends()
+            raise
+
+    def _stop_backends(self):
+        problems = []
+        for b in getattr(self, "backends", []):
+            p = b.stop()
+            if p:
+                problems.append("%s %s" % (b.name, p))
+            b._cleanup_file()
+        self.backends = []
+        if getattr(self, "config", None):
+            try:
+                os.unlink(self.config)
+            except OSError:
+                pass
+            self.config = None
+        return problems
+
+    def stop(self, timeout=10.0):
+        problem = super().stop(timeout)
+        problems = ([("cellar-router " + problem)] if problem else []) + self._stop_backends()
+        return "; ".join(problems) or None
+
+    def alive(self):
+        return super().alive() and all(b.alive() for b in self.backends)
 
 
 class Conn:
