@@ -274,7 +274,8 @@ static void conn_event(struct net_handler *h, int events) {
         if (c->want_write)
             return;
         /* Drained: go on with what was parsed while we waited. */
-        c->w->srv->ops->process(c);
+        if (c->w->srv->ops->process(c))
+            rbuf_release(c);
         return;
     }
     conn_on_readable(c);
@@ -342,8 +343,8 @@ static void *worker_main(void *arg) {
         while (r != NULL) {
             struct net_conn *next = r->ready_next;
             r->yielded = false;
-            if (!r->want_write)
-                ops->process(r);
+            if (!r->want_write && ops->process(r))
+                rbuf_release(r);
             r = next;
         }
     }

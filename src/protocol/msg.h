@@ -81,7 +81,10 @@ struct msg {
     uint32_t flags;             /* storage ops: client flags */
     int64_t exptime;            /* as the text protocol reads it: 0 never, <= 30 days
                                    relative, else a unix time; negative: already expired */
-    uint64_t cas;               /* MSG_CAS; MSG_LEASE_SET: the lease token */
+    uint64_t cas;               /* MSG_CAS; MSG_LEASE_SET: the lease token; append,
+                                   prepend, delete, incr, decr: when non-zero, done only
+                                   if the item's cas is this (EXISTS otherwise; meta and
+                                   binary wires: text cannot say it) */
     uint64_t delta;             /* incr/decr */
     bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
                                    only; on the other wires the reply's ttl stays -1) */
@@ -121,7 +124,7 @@ enum msg_res {
 struct msg_reply {
     enum msg_res res;
     struct mc_span value;       /* HIT: the data, without a terminator */
-    uint32_t flags;             /* HIT: client flags */
+    uint32_t flags;             /* HIT: client flags; TOUCHED of a want_cas touch too */
     uint64_t cas;               /* HIT of gets/gats/lease-get: the item's cas (the lease
                                    token when won); STORED, NUMBER, TOUCHED of a want_cas
                                    request: the item's cas after the change */
@@ -183,6 +186,12 @@ static inline bool msg_op_stores(enum msg_op op) {
 /* Does m carry a value: a storage op, or a raw meta ms? */
 static inline bool msg_carries_value(const struct msg *m) {
     return msg_op_stores(m->op) || (m->op == MSG_META && m->meta_cmd == 's');
+}
+
+/* May op carry a cas to compare (msg.cas) besides MSG_CAS and MSG_LEASE_SET? */
+static inline bool msg_op_compares(enum msg_op op) {
+    return op == MSG_APPEND || op == MSG_PREPEND || op == MSG_DELETE || op == MSG_INCR ||
+           op == MSG_DECR;
 }
 
 /* Does op name a key (everything but flush_all, version and stats)? */

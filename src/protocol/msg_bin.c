@@ -151,7 +151,8 @@ static size_t bin_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaqu
     if (body > UINT32_MAX || n > cap)
         return 0;
     mc_bin_fmt_req_header(out, opcode_of[m->op], (uint16_t)keylen, (uint8_t)extlen,
-                          (uint32_t)body, opaque, m->op == MSG_CAS ? m->cas : 0);
+                          (uint32_t)body, opaque,
+                          m->op == MSG_CAS || msg_op_compares(m->op) ? m->cas : 0);
     memcpy(out + MC_BIN_HDR_LEN, ext, extlen);
     if (keylen)
         memcpy(out + MC_BIN_HDR_LEN + extlen, m->key.p, keylen);
@@ -193,6 +194,8 @@ static enum mc_parse parse_success(struct msg_reply *r, enum msg_op op,
     case MSG_TOUCH: /* memcached sends the flags; an empty answer says the same */
         if ((h->extlen != 0 && h->extlen != 4) || h->keylen != 0 || value.len != 0)
             return MC_PARSE_ERROR;
+        if (h->extlen == 4)
+            r->flags = mc_bin_load32(h->ext.p);
         return say(r, MSG_RES_TOUCHED, (struct mc_span){0});
     case MSG_VERSION:
         return bare ? say(r, MSG_RES_VERSION, value) : MC_PARSE_ERROR;
@@ -212,7 +215,7 @@ static enum mc_parse parse_success(struct msg_reply *r, enum msg_op op,
  * A status that reads as one of the text protocol's plain answers for
  * this op (a miss, NOT_STORED, EXISTS, NOT_FOUND), or MSG_RES_NONE.
  */
-static enum msg_res plain_failure(enum msg_op op, uint16_t status) {
+static enum msg_res plain_failure(enum msg_op op, bool compares, uint16_t status) {
     switch (status) {
     case MC_BIN_ST_KEY_ENOENT:
         if (is_retrieval(op))
@@ -226,7 +229,7 @@ static enum msg_res plain_failure(enum msg_op op, uint16_t status) {
     case MC_BIN_ST_KEY_EEXISTS:
         if (op == MSG_ADD)
             return MSG_RES_NOT_STORED;
-        return op == MSG_CAS ? MSG_RES_EXISTS : MSG_RES_NONE;
+        return op == MSG_CAS || compares ? MSG_RES_EXISTS : MSG_RES_NONE;
     case MC_BIN_ST_NOT_STORED:
         return msg_op_stores(op) ? MSG_RES_NOT_STORED : MSG_RES_NONE;
     default:
@@ -235,11 +238,11 @@ static enum msg_res plain_failure(enum msg_op op, uint16_t status) {
 }
 
 /* Status != 0: the body is the server's text; errors get text's words. */
-static enum mc_parse parse_failure(struct msg_reply *r, enum msg_op op,
+static enum mc_parse parse_failure(struct msg_reply *r, enum msg_op op, bool compares,
                                    const struct mc_bin_res *h, struct mc_span body) {
     if (h->extlen != 0 || h->keylen != 0)
         return MC_PARSE_ERROR;
-    enum msg_res plain = plain_failure(op, h->status);
+    enum msg_res plain = plain_failure(op, compares, h->status);
     if (plain != MSG_RES_NONE)
         return say(r, plain, (struct mc_span){0});
     bool delta = op == MSG_INCR || op == MSG_DECR;
@@ -295,7 +298,7 @@ static enum mc_parse parse_stats(struct msg_reply *r, uint32_t opaque, const cha
             if (h.status == MC_BIN_ST_KEY_ENOENT)   /* no such group: text answers ERROR */
                 rc = say(r, MSG_RES_ERROR, body);
             else
-                rc = parse_failure(r, MSG_STATS, &h, body);
+                rc = parse_failure(r, MSG_STATS, false, &h, body);
             if (rc == MC_PARSE_OK)
                 *consumed = head + h.vlen;
             return rc;
@@ -348,7 +351,8 @@ static enum mc_parse bin_parse(struct msg_reply *r, const struct msg *m, uint32_
         return MC_PARSE_NEED_MORE;
     struct mc_span value = {buf + head, h.vlen};
     rc = h.status == MC_BIN_ST_OK ? parse_success(r, m->op, &h, value)
-                                  : parse_failure(r, m->op, &h, value);
+                                  : parse_failure(r, m->op, msg_op_compares(m->op) && m->cas != 0,
+                                                  &h, value);
     if (rc == MC_PARSE_OK)
         *consumed = head + h.vlen;
     else

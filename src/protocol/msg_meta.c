@@ -84,7 +84,7 @@ static void fmt_mg(struct mc_put *w, const struct msg *m) {
     if (f[n - 1] == 'T' || f[n - 1] == 'N')
         mc_put_i64(w, m->exptime);
     if (m->op == MSG_TOUCH && m->want_cas)
-        MC_PUT_LIT(w, " c");
+        MC_PUT_LIT(w, " c f");      /* binary's touch answers both */
 }
 
 /* The M token of each ms op; append and prepend carry no F or T. */
@@ -108,11 +108,11 @@ static void fmt_ms(struct mc_put *w, const struct msg *m) {
         MC_PUT_LIT(w, " T");
         mc_put_i64(w, m->exptime);
     }
-    if (m->op == MSG_CAS || m->op == MSG_LEASE_SET) {
+    if (m->op != MSG_CAS && m->op != MSG_LEASE_SET)
+        mc_put(w, ms_mode[m->op], 3);
+    if (m->op == MSG_CAS || m->op == MSG_LEASE_SET || (msg_op_compares(m->op) && m->cas)) {
         MC_PUT_LIT(w, " C");
         mc_put_u64(w, m->cas);
-    } else {
-        mc_put(w, ms_mode[m->op], 3);
     }
     if (m->want_cas)
         MC_PUT_LIT(w, " c");
@@ -130,6 +130,10 @@ static void fmt_other(struct mc_put *w, const struct msg *m) {
         }
         MC_PUT_LIT(w, "md ");
         mc_put(w, m->key.p, m->key.len);
+        if (m->cas != 0) {
+            MC_PUT_LIT(w, " C");
+            mc_put_u64(w, m->cas);
+        }
         break;
     case MSG_INCR: case MSG_DECR:
         MC_PUT_LIT(w, "ma ");
@@ -141,6 +145,10 @@ static void fmt_other(struct mc_put *w, const struct msg *m) {
         MC_PUT_LIT(w, " v");
         if (m->want_cas)
             MC_PUT_LIT(w, " c");
+        if (m->cas != 0) {
+            MC_PUT_LIT(w, " C");
+            mc_put_u64(w, m->cas);
+        }
         break;
     case MSG_FLUSH_ALL:
         MC_PUT_LIT(w, "flush_all");
@@ -280,7 +288,7 @@ static const char *mg_allowed(const struct msg *m) {
     switch (m->op) {
     case MSG_GETS: case MSG_GATS: return t ? "fctWZX" : "fcWZX";
     case MSG_LEASE_GET:           return "fctWZX";
-    case MSG_TOUCH:               return m->want_cas ? "cWZX" : "WZX";
+    case MSG_TOUCH:               return m->want_cas ? "cfWZX" : "WZX";
     default:                      return t ? "ftWZX" : "fWZX";
     }
 }
@@ -361,7 +369,7 @@ static bool cas_flags(struct msg_reply *r, const struct msg *m, const struct mc_
  */
 static bool map_ms(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
     enum msg_op op = m->op;
-    bool with_cas = op == MSG_CAS || op == MSG_LEASE_SET;
+    bool with_cas = op == MSG_CAS || op == MSG_LEASE_SET || (msg_op_compares(op) && m->cas);
     switch (e->code) {
     case MC_META_CODE_HD: r->res = MSG_RES_STORED; break;
     case MC_META_CODE_NS: r->res = MSG_RES_NOT_STORED; break;
@@ -379,6 +387,10 @@ static bool map_md_ma(struct msg_reply *r, const struct msg *m, const struct mc_
         return false;
     if (e->code == MC_META_CODE_NF) {
         r->res = MSG_RES_NOT_FOUND;
+        return true;
+    }
+    if (e->code == MC_META_CODE_EX && m->cas != 0) {
+        r->res = MSG_RES_EXISTS;
         return true;
     }
     if (op == MSG_DELETE) {

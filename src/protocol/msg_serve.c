@@ -149,9 +149,9 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
 
 /*
  * Binary opcodes (quiet twins already folded into req->cmd by the codec).
- * A header cas asks memcached to compare first; struct msg can say that
- * only for a store (MSG_CAS), so append, prepend, delete, incr and decr
- * with one are refused rather than done without the compare.
+ * A header cas asks memcached to compare first: a store with one is
+ * MSG_CAS, and append, prepend, delete, incr and decr carry it in msg.cas
+ * (the meta and binary wires compare; a text pool answers ENOTSUP).
  */
 enum msg_bin_plan msg_from_bin(struct msg *m, const struct mc_bin_req *req,
                                struct mc_span value) {
@@ -180,17 +180,18 @@ enum msg_bin_plan msg_from_bin(struct msg *m, const struct mc_bin_req *req,
         m->op = req->cmd == MC_BIN_OP_APPEND ? MSG_APPEND : MSG_PREPEND;
         m->exptime = 0;
         m->value = value;
-        return req->cas != 0 ? MSG_BIN_UNSUPPORTED : MSG_BIN_SEND;
+        m->cas = req->cas;          /* compared first (msg_op_compares) */
+        return MSG_BIN_SEND;
     case MC_BIN_OP_DELETE:
         m->op = MSG_DELETE;
         m->exptime = 0;
-        return req->cas != 0 ? MSG_BIN_UNSUPPORTED : MSG_BIN_SEND;
+        m->cas = req->cas;
+        return MSG_BIN_SEND;
     case MC_BIN_OP_INCREMENT: case MC_BIN_OP_DECREMENT:
         m->op = req->cmd == MC_BIN_OP_INCREMENT ? MSG_INCR : MSG_DECR;
         m->delta = req->delta;
         m->exptime = 0;
-        if (req->cas != 0)
-            return MSG_BIN_UNSUPPORTED;
+        m->cas = req->cas;
         return req->exptime == MC_BIN_EXPTIME_NO_CREATE ? MSG_BIN_SEND : MSG_BIN_SEND_CREATE;
     case MC_BIN_OP_FLUSH:
         *m = (struct msg){.op = MSG_FLUSH_ALL, .exptime = req->exptime};
@@ -272,7 +273,7 @@ static bool res_fits(enum msg_op op, enum msg_res res) {
     switch (res) {
     case MSG_RES_HIT: case MSG_RES_MISS: return is_retrieval(op);
     case MSG_RES_STORED: case MSG_RES_NOT_STORED: return msg_op_stores(op);
-    case MSG_RES_EXISTS: return op == MSG_CAS;
+    case MSG_RES_EXISTS: return op == MSG_CAS || msg_op_compares(op);
     case MSG_RES_NOT_FOUND:
         return op == MSG_CAS || op == MSG_DELETE || op == MSG_INCR || op == MSG_DECR ||
                op == MSG_TOUCH;
@@ -345,7 +346,6 @@ size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const str
 /* Binary                                                                   */
 /* ---------------------------------------------------------------------- */
 
-#define MSG_BIN_NOT_SUPPORTED 0x83  /* memcached's PROTOCOL_BINARY_RESPONSE_NOT_SUPPORTED */
 #define MSG_BIN_EINTERNAL 0x84      /* memcached's PROTOCOL_BINARY_RESPONSE_EINTERNAL */
 
 /* An error answer with its text, cut to what fits (cap >= MSG_SERVE_HEAD_MAX). */
@@ -464,10 +464,6 @@ size_t msg_serve_bin(char *out, size_t cap, const struct mc_bin_req *req, const 
     struct msg_reply e;
     msg_serve_fail(&e, CELLAR_EPROTO);
     return bin_fail(out, cap, req, m, &e);
-}
-
-size_t msg_serve_bin_unsupported(char *out, size_t cap, const struct mc_bin_req *req) {
-    return bin_error_text(out, cap, req, MSG_BIN_NOT_SUPPORTED, SPAN("Not supported"));
 }
 
 /* ---------------------------------------------------------------------- */

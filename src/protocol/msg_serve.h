@@ -35,9 +35,10 @@
  *     is two steps, because struct msg's incr never creates: msg_from_bin
  *     says MSG_BIN_SEND_CREATE; on a NOT_FOUND reply the caller sends the
  *     add msg_bin_create() builds and answers with that reply, which
- *     msg_serve_bin() spells as memcached's create (the 8-byte `initial`)
- *     or, when the add lost a race, 05 "Not stored." -- both exactly what
- *     memcached answers.
+ *     msg_serve_bin() spells as memcached's create (the 8-byte `initial`).
+ *     When the add finds the key there (another request created it in
+ *     between: NOT_STORED) the caller sends the incr again, so the result
+ *     is the one memcached's single step gives.
  *   - Meta requests travel raw (MSG_META) without q and O: libcellar
  *     matches one reply per request, so the router applies q itself and
  *     puts O back where memcached prints it.  A `b` (base64) key travels
@@ -124,10 +125,9 @@ enum msg_bin_plan {
                                    router answers (mc_bin_fmt_* as dispatch_bin.c) */
     MSG_BIN_SEND,               /* send m; msg_serve_bin() spells its reply */
     MSG_BIN_SEND_CREATE,        /* incr/decr that creates: send m; on NOT_FOUND send
-                                   msg_bin_create() instead and spell that reply */
-    MSG_BIN_UNSUPPORTED,        /* memcached can, struct msg cannot: a header cas on
-                                   append, prepend, delete, incr or decr; answer
-                                   msg_serve_bin_unsupported() */
+                                   msg_bin_create() instead and spell that reply; on
+                                   NOT_STORED (another request created the key in
+                                   between) send m again */
 };
 
 /*
@@ -187,9 +187,6 @@ size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const str
  */
 size_t msg_serve_bin(char *out, size_t cap, const struct mc_bin_req *req, const struct msg *m,
                      const struct msg_reply *r, struct msg_serve_out *o);
-
-/* The answer to MSG_BIN_UNSUPPORTED: status 0x83 "Not supported" (memcached's number). */
-size_t msg_serve_bin_unsupported(char *out, size_t cap, const struct mc_bin_req *req);
 
 /*
  * The answer to meta request req given reply r to its MSG_META: the code,

@@ -66,6 +66,8 @@ static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
         return 0;                   /* not an op: fmt_keyed would index past verb[] */
     if (msg_op_keyed(m->op) && !msg_key_ok(m->key))
         return 0;
+    if (msg_op_compares(m->op) && m->cas != 0)
+        return 0;                   /* the text protocol compares only in `cas` */
     switch (m->op) {
     case MSG_SET: case MSG_ADD: case MSG_REPLACE:
     case MSG_APPEND: case MSG_PREPEND: case MSG_CAS:

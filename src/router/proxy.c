@@ -59,6 +59,7 @@ struct rsub {
     struct rreq *r;
     int status;
     bool answered, created;         /* created: a binary incr's add has been sent */
+    uint8_t retries;                /* incrs sent again after their add found the key */
     struct msg_reply rep;           /* spans into val */
     char *val;                      /* the reply's value and message, copied */
     char digits[MSG_SERVE_DIGITS];  /* a binary incr's initial value as text */
@@ -69,7 +70,10 @@ struct rconn {
     struct rworker *w;
     bool proto_known, binary;
     bool in_process;                /* conn_process() is on the stack: answer, do not flush */
+    bool resume;                    /* a barrier fell: take the requests read meanwhile */
     bool closing;                   /* close once everything before is answered */
+    bool barrier;                   /* a two-step request is under way: read nothing
+                                       after it until it is done (memcached's order) */
     struct rreq *head, *tail;
     unsigned nq;
 };
@@ -293,9 +297,10 @@ static bool drain(struct rconn *c) {
         if (!net_conn_flush(&c->net))
             return false;
     }
-    if (c->net.paused && c->nq <= QUEUE_MAX / 2 && !c->closing) {
+    if ((c->net.paused && c->nq <= QUEUE_MAX / 2 && !c->closing) || c->resume) {
+        c->resume = false;
         net_conn_pause(&c->net, false);
-        return conn_process(&c->net);   /* what was read before the pause */
+        return conn_process(&c->net);   /* what was read before the pause or barrier */
     }
     return true;
 }
@@ -313,6 +318,15 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
         /* memcached's binary incr creates the key: the add, in place of the incr */
         s->created = true;
         msg_bin_create(&s->q.m, &r->u.bin, s->digits);
+        cl_async_submit(r->rh->h, &s->q);
+        return;
+    }
+    if (r->plan == MSG_BIN_SEND_CREATE && s->created && rep->res == MSG_RES_NOT_STORED &&
+        s->retries < 8) {
+        /* created meanwhile by another request: the incr again, now it finds the key */
+        s->created = false;
+        s->retries++;
+        msg_from_bin(&s->q.m, &r->u.bin, r->value);
         cl_async_submit(r->rh->h, &s->q);
         return;
     }
@@ -341,12 +355,18 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
 static void rreq_answered(struct rreq *r) {
     if (--r->left > 0)
         return;
-    if (r->c == NULL) {
+    struct rconn *c = r->c;
+    if (c == NULL) {
         rreq_free(r);
         return;
     }
-    if (r->c->head == r)
-        (void)drain(r->c);
+    if (r->plan == MSG_BIN_SEND_CREATE && c->barrier) {
+        /* the two-step request is done: what came after it may go on */
+        c->barrier = false;
+        c->resume = true;
+    }
+    if (c->head == r || c->resume)
+        (void)drain(c);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -476,6 +496,10 @@ static enum take take_text(struct rconn *c) {
     /* keyed requests and flush_all: made again from the rreq's own copy */
     unsigned nsub = req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS ? req.nkeys
                   : req.cmd == MC_CMD_FLUSH_ALL ? c->w->cur->h->nconns : 1;
+    if (nsub == 0 && req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS) {
+        answer_local(c, RP_TEXT, MSG_SERVE_END, MSG_SERVE_END_LEN);    /* "gat 10" */
+        return TAKEN;
+    }
     struct mc_req probe;
     if (nsub == 0 || !msg_from_text(&(struct msg){0}, &req, req.key,
                                     (struct mc_span){p + used, stores ? req.vlen : 0})) {
@@ -618,7 +642,7 @@ static enum take take_bin(struct rconn *c) {
     struct mc_span value = {p + used, req.reads_value ? req.vlen : 0};
     struct msg probe;
     enum msg_bin_plan plan = msg_from_bin(&probe, &req, value);
-    if (plan == MSG_BIN_LOCAL || plan == MSG_BIN_UNSUPPORTED || probe.op == MSG_VERSION) {
+    if (plan == MSG_BIN_LOCAL || probe.op == MSG_VERSION) {
         char a[MC_BIN_ERROR_MAX + 64];
         size_t n = 0;
         switch (req.cmd) {
@@ -645,8 +669,7 @@ static enum take take_bin(struct rconn *c) {
             stats_text(c, RP_BIN, req.opaque);
             return TAKEN;
         default:
-            n = plan == MSG_BIN_UNSUPPORTED ? msg_serve_bin_unsupported(a, sizeof(a), &req)
-                : mc_bin_fmt_error(a, req.opcode, MC_BIN_ST_UNKNOWN_COMMAND, req.opaque);
+            n = mc_bin_fmt_error(a, req.opcode, MC_BIN_ST_UNKNOWN_COMMAND, req.opaque);
             break;
         }
         answer_local(c, RP_BIN, a, n);
@@ -665,9 +688,13 @@ static enum take take_bin(struct rconn *c) {
     r->plan = plan;
     r->nsub = nsub;
     value.p = r->bytes + used;
+    r->value = value;
     for (unsigned i = 0; i < nsub; i++)
         msg_from_bin(&r->subs[i].q.m, &r->u.bin, value);
     r->kind = flush ? RK_BROADCAST : RK_KEYED;
+    /* The incr's add goes out after the incr's answer: what the client sent
+       after it must not overtake it. */
+    c->barrier = plan == MSG_BIN_SEND_CREATE;
     if (cl_op_reads(probe.op))
         c->w->st.cmd_get++;
     else if (msg_op_stores(probe.op))
@@ -683,7 +710,7 @@ static enum take take_bin(struct rconn *c) {
 static bool conn_process(struct net_conn *nc) {
     struct rconn *c = (struct rconn *)nc;
     c->in_process = true;
-    while (c->net.rstart < c->net.rend && !c->closing) {
+    while (c->net.rstart < c->net.rend && !c->closing && !c->barrier) {
         if (c->nq >= QUEUE_MAX) {
             net_conn_pause(&c->net, true);
             break;

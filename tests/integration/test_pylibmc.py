@@ -17,7 +17,9 @@ import struct
 import pylibmc
 
 import binproto as bp
-from util import Server, wait_for
+import pytest
+
+from util import ROUTER, Server, wait_for
 
 ITEM_MAX = 1 << 20  # default -I 1m
 
@@ -65,9 +67,11 @@ def test_pylibmc_storage_commands():
                            ("bool", True)]:
             assert mc.set(key, value) is True, key
             assert mc.get(key) == value, key
-        # Binary keys may hold spaces and control bytes.
-        assert mc.set("key with space", "v") is True
-        assert mc.get("key with space") == "v"
+        # Binary keys may hold spaces and control bytes (not through
+        # cellar-router: its pools speak meta or text, whose keys cannot).
+        if not ROUTER:
+            assert mc.set("key with space", "v") is True
+            assert mc.get("key with space") == "v"
         assert mc.set("k" * 250, "long key") is True
         assert mc.get("k" * 250) == "long key"
 
@@ -211,6 +215,8 @@ def test_pylibmc_touch_and_expiry():
         assert mc.touch("t", 100) is True
         assert mc.touch("nope", 100) is False
         wait_for(lambda: mc.get("canary") is None, 10, what="a 1 s item to expire")
+        if ROUTER:      # on another server, whose clock ticks at its own moment
+            wait_for(lambda: mc.get("gone") is None, 3, what="the other 1 s item")
         assert mc.get("gone") is None
         assert mc.get("t") == "v"                         # touched before it expired
 
@@ -362,6 +368,7 @@ def test_pylibmc_large_values():
             assert [(x.status, x.value) for x in pkts] == [(bp.E2BIG, b"Too large.")], pkts
 
 
+@pytest.mark.single_server
 def test_pylibmc_stats():
     with Server() as srv:
         mc = client(srv)

@@ -93,7 +93,7 @@ TEST(fmt_round_trip_every_op) {
             req.opcode != t->opcode ? "opcode" :
             req.extlen != t->extlen ? "extlen" :
             req.opaque != 0x01020304 ? "opaque" :
-            req.cas != (t->op == MSG_CAS ? m.cas : 0) ? "cas" :
+            req.cas != (t->op == MSG_CAS || msg_op_compares(t->op) ? m.cas : 0) ? "cas" :
             req.key.len != (keyed ? 5u : 0u) || (keyed && memcmp(req.key.p, "key:1", 5)) ? "key" :
             req.vlen != (stores ? 5u : 0u) ? "vlen" :
             consumed + req.vlen != n ? "length" :

@@ -150,7 +150,8 @@ static const char *check_ms(const struct msg *m, const struct mc_meta_req *q) {
         [MSG_APPEND] = MC_META_MODE_APPEND,   [MSG_PREPEND] = MC_META_MODE_PREPEND,
     };
     bool appends = m->op == MSG_APPEND || m->op == MSG_PREPEND;
-    bool with_cas = m->op == MSG_CAS || m->op == MSG_LEASE_SET;
+    bool with_cas = m->op == MSG_CAS || m->op == MSG_LEASE_SET ||
+                    (msg_op_compares(m->op) && m->cas != 0);
     if (q->cmd != MC_META_MS) return "command";
     if (q->vlen != m->value.len) return "vlen";
     if (q->mode != mode[m->op]) return "mode";
@@ -162,8 +163,10 @@ static const char *check_ms(const struct msg *m, const struct mc_meta_req *q) {
 }
 
 static const char *check_md_ma(const struct msg *m, const struct mc_meta_req *q) {
+    /* a compare-first cas travels as C (msg.cas) */
+    if (mc_meta_has(q, 'C') != (m->cas != 0) || (m->cas && q->cas != m->cas)) return "C";
     if (m->op == MSG_DELETE)
-        return q->cmd != MC_META_MD ? "command" : q->nflags != 0 ? "flags" : NULL;
+        return q->cmd != MC_META_MD ? "command" : q->nflags != (m->cas != 0) ? "flags" : NULL;
     if (q->cmd != MC_META_MA) return "command";
     if (q->mode != (m->op == MSG_INCR ? MC_META_MODE_INCR : MC_META_MODE_DECR)) return "mode";
     if (q->delta != m->delta || !mc_meta_has(q, 'v')) return "D v";

@@ -223,7 +223,8 @@ TEST(fmt_cap_too_small) {
     }
     for (size_t o = 0; o < NROWS(text_ops); o++) {
         struct msg m = {.op = text_ops[o], KEY(K250), .flags = UINT32_MAX, .exptime = INT64_MIN,
-                        .cas = UINT64_MAX, .delta = UINT64_MAX};
+                        .cas = msg_op_compares(text_ops[o]) ? 0 : UINT64_MAX,
+                        .delta = UINT64_MAX};
         m.value.p = "";
         m.value.len = INT_MAX - 2;       /* the longest value the text protocol takes */
         char out[MSG_HEAD_MAX];
