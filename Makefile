@@ -34,7 +34,7 @@ SERVER_A   := $(B)/libserver.a
 NET_A      := $(B)/libnet.a
 CLIENT_A   := $(B)/libclient.a
 
-.PHONY: all run test check unit integration asan clean deps sim policies install lib examples bench-client
+.PHONY: all run test check unit integration integration-router asan clean deps sim policies install lib examples bench-client
 all: $(B)/cellard $(B)/cellar-router $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
 
 $(CORE_A): $(call obj_of,core)
@@ -204,7 +204,20 @@ integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench $(B
 	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
 
-check: unit integration
+# The client suites again with cellar-router in front of 4 cellard and of 4
+# memcached (tests/integration/util.py, CELLAR_ROUTER): every answer must be
+# the one the servers give directly; tests about one server's own stats are
+# marked single_server and left out.
+ROUTER_SUITES := tests/integration/test_memccapable.py tests/integration/test_pymemcache.py \
+                 tests/integration/test_pylibmc.py
+integration-router: $(B)/cellard $(B)/cellar-router
+	@for be in $(abspath $(B)/cellard) /usr/bin/memcached; do \
+	  echo "== through cellar-router, 4 x $$be"; \
+	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
+	    /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
+	done
+
+check: unit integration integration-router
 
 # The integration suite once per eviction policy (about 3 min each; not part
 # of `make test`): every policy must serve memcached's protocols the same.

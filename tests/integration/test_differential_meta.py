@@ -70,6 +70,8 @@ import random
 import time
 
 from statsdiff import StatsDiff
+import pytest
+
 from util import CELLARD, MEMCACHED, Server
 from test_differential import (DIGITLESS, SAFE, CasRef, Cmd, Gen, Side, exchange,
                                not_all_whitespace, trunc)
@@ -729,6 +731,7 @@ STAT_NAMES = ("cmd_get", "get_hits", "get_misses", "get_expired", "cmd_touch", "
               "decr_misses", "cmd_meta")
 
 
+@pytest.mark.single_server
 def test_meta_stats_counters():
     """The counters meta commands move, after each command of a fixed
     script, compared with memcached 1.6.18's (which counts mg, ms, md and

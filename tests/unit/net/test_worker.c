@@ -180,14 +180,13 @@ TEST(yield_lets_another_connection_in) {
 }
 
 /*
- * FAILS (bug in src/net/worker.c): the read buffer goes back to the worker
- * only after a read's process() (conn_on_readable -> rbuf_release), not
- * after the process() of a turn from the ready list (worker_main) nor
- * after blocked output drains (conn_event).  A connection whose last
- * requests ran in such a turn keeps its empty rbuf, lent, while idle,
- * against worker.h's "an idle connection holds its struct alone", until
- * its next read or its close.  Here: budget 1, three lines in one write;
- * lines 2 and 3 run from the ready list.
+ * The read buffer goes back to the worker after every process() that
+ * leaves it empty: a read's, a turn's from the ready list (worker_main)
+ * and the one after blocked output drains (conn_event), so a connection
+ * whose last requests ran in such a turn holds no buffer while idle
+ * (worker.h: "an idle connection holds its struct alone").  Found by this
+ * test: only the read's gave it back.  Here: budget 1, three lines in one
+ * write; lines 2 and 3 run from the ready list.
  */
 TEST(rbuf_given_back_after_last_yielded_turn) {
     struct app *a = app_start(1, 0);
@@ -202,11 +201,11 @@ TEST(rbuf_given_back_after_last_yielded_turn) {
     close(fd);
     app_stop(a);
     free(a);
-    ASSERT_U64(lent, 0);                        /* FAILS: 1 */
+    ASSERT_U64(lent, 0);
 }
 
 /*
- * FAILS, the same bug: 1500 lines in one read, answered with a send past
+ * The same for drained output: 1500 lines in one read, answered with a send past
  * each 1 KB of output (as cellard's OUT_HIGH_WATER) into a 4 KB send
  * buffer: the process() stops while blocked, and the last lines run when
  * the output drains.
@@ -228,7 +227,7 @@ TEST(rbuf_given_back_after_blocked_output_drains) {
     close(fd);
     app_stop(a);
     free(a);
-    ASSERT_U64(lent, 0);                        /* FAILS: 1 */
+    ASSERT_U64(lent, 0);
 }
 
 /*
