@@ -110,6 +110,15 @@ install: lib
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 	    -e 's|@VERSION@|$(LIB_VERSION)|' cellar.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cellar.pc
 
+# bench/router: cellar-router against Debian's nutcracker and direct to cellard, over 4 cellard
+# (bench/router/run, about 8 minutes; builds in build-router/; installs nutcracker when it is
+# missing; never part of make test).  bench/router/README.md has the method and results.
+.PHONY: bench-router
+bench-router:
+	@test -x /usr/sbin/nutcracker || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nutcracker; }
+	bench/router/run
+
 # The benchmarks' null server: one self-contained file, built by bench/compare.
 $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
@@ -198,32 +207,41 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
              ASAN_OPTIONS=detect_leaks=0 CELLAR_SCRUB_ENV="LD_PRELOAD ASAN_OPTIONS")
 PYTEST_SAN := $(if $(SAN),--capture=sys)
-integration: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench $(B)/libcellar.so examples
+integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
+             $(B)/libcellar.so examples
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
-	  CELLAR_BENCH=$(abspath $(B)/cellar-bench) \
+	  CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
 
 # The client suites again with cellar-router in front of 4 cellard and of 4
-# memcached (tests/integration/util.py, CELLAR_ROUTER): every answer must be
+# memcached (tests/integration/util.py, CELLAR_ROUTE_SUT): every answer must be
 # the one the servers give directly; tests about one server's own stats are
-# marked single_server and left out.
+# marked single_server and left out.  Then the text differential stream
+# through the router over one cellard against memcached, byte for byte.
 ROUTER_SUITES := tests/integration/test_memccapable.py tests/integration/test_pymemcache.py \
                  tests/integration/test_pylibmc.py
 integration-router: $(B)/cellard $(B)/cellar-router
 	@for be in $(abspath $(B)/cellard) /usr/bin/memcached; do \
 	  echo "== through cellar-router, 4 x $$be"; \
-	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
+	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_ROUTE_SUT=1 \
 	    /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
 	done
+	@echo "== through cellar-router, 1 x cellard: the text differential stream"
+	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
+	  CELLAR_ROUTE_SUT=1 CELLAR_ROUTER_BACKENDS=1 \
+	  /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" \
+	  tests/integration/test_differential.py
 
 check: unit integration integration-router
 
 # The integration suite once per eviction policy (about 3 min each; not part
 # of `make test`): every policy must serve memcached's protocols the same.
-policies: $(B)/cellard $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench $(B)/libcellar.so examples
+policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
+          $(B)/libcellar.so examples
 	@for p in $$($(B)/cellar-sim -l); do \
 	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
+	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_LIB=$(abspath $(B)/libcellar.so) \
 	    CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \

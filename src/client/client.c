@@ -247,7 +247,9 @@ int cl_async_fd(const struct cellar *h) {
 }
 
 void cl_async_submit(struct cellar *h, struct cl_req *q) {
-    if (msg_op_keyed(q->m.op) && !msg_key_ok(q->m.key)) {
+    /* a router's client may send any key its protocol can; each wire says
+       which it can carry (msg_key_any) */
+    if (msg_op_keyed(q->m.op) && !msg_key_any(q->m.key)) {
         q->done(q, CELLAR_EINVAL, NULL);
         return;
     }

@@ -17,6 +17,17 @@ bool msg_key_ok(struct mc_span key) {
     return true;
 }
 
+bool msg_key_line_ok(struct mc_span key) {
+    if (!msg_key_any(key))
+        return false;
+    for (size_t i = 0; i < key.len; i++) {
+        char c = key.p[i];
+        if (c == ' ' || c == '\r' || c == '\n' || c == '\0')
+            return false;
+    }
+    return true;
+}
+
 bool msg_group_ok(struct mc_span group) {
     if (group.len > MC_KEY_MAX)
         return false;
@@ -29,7 +40,7 @@ bool msg_group_ok(struct mc_span group) {
 }
 
 bool msg_meta_ok(char cmd, struct mc_span f) {
-    if (cmd != 'g' && cmd != 's' && cmd != 'd' && cmd != 'a')
+    if (cmd != 'g' && cmd != 's' && cmd != 'd' && cmd != 'a' && cmd != 'e')
         return false;
     for (size_t i = 0; i < f.len; i++) {
         unsigned char b = (unsigned char)f.p[i];

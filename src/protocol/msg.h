@@ -66,7 +66,7 @@ enum msg_op {
                                    ...; no control bytes); answered STATS, or OK for
                                    the groups that only act (reset, detail on|off) */
     MSG_META,                   /* meta only, the raw command: meta_cmd ('g' 's' 'd' 'a'
-                                   for mg ms md ma), key, meta_flags (the flag tokens
+                                   'e' for mg ms md ma me), key, meta_flags (the tokens
                                    as text; no q: every request is answered), value for
                                    ms; answered META (HD VA MN), or MISS / NOT_FOUND /
                                    NOT_STORED / EXISTS (EN NF NS EX), with code and the
@@ -88,11 +88,19 @@ struct msg {
     uint64_t delta;             /* incr/decr */
     bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
                                    only; on the other wires the reply's ttl stays -1) */
+    bool text_form;             /* get, gets, gat, gats, touch on the meta wire: sent as
+                                   the text command, as a text client wrote it (the
+                                   router's): an mg takes a stale item's win token (W), a
+                                   get or touch does not */
     bool want_cas;              /* storage ops, incr/decr, touch: the reply carries the
                                    item's cas after the change (meta asks with c; binary
                                    always answers it; text cannot: cas stays 0) */
-    char meta_cmd;              /* MSG_META: 'g', 's', 'd' or 'a' */
+    char meta_cmd;              /* MSG_META: 'g', 's', 'd', 'a' or 'e' (me: answered ME
+                                   with the rest of its line in msg, or EN) */
     struct mc_span meta_flags;  /* MSG_META: e.g. "v t f N30" */
+    bool meta_quiet;            /* MSG_META 'g' 'd' 'a': sent with q and an mn after it,
+                                   so the server's own q rules decide what is said; the
+                                   reply is then the answer, or silent (only the MN) */
     uint32_t hold;              /* delete: cellard's delete hold-off (-o delete_hold), in
                                    seconds: adds of the key are refused meanwhile.  Sent
                                    as text `delete <key> <hold>` (text and meta wires;
@@ -137,6 +145,8 @@ struct msg_reply {
     struct mc_span msg;         /* VERSION, ERROR, CLIENT_ERROR, SERVER_ERROR; MSG_META:
                                    the return flags as text */
     char code[2];               /* MSG_META: the reply's two letters ("HD", "VA", "EN", ...) */
+    bool silent;                /* MSG_META with meta_quiet: q hid the answer (res META,
+                                   code "MN") */
 };
 
 /*
@@ -206,7 +216,24 @@ bool msg_group_ok(struct mc_span group);
 bool msg_key_ok(struct mc_span key);
 
 /*
- * Can a raw meta command say this: cmd one of g s d a, flags free of
+ * Is key a key some wire can carry: 1..MC_KEY_MAX bytes of anything, as a
+ * binary client may send?  (cellar-router's keys.)  Beyond msg_key_ok the
+ * binary wire sends it as it is, the meta wire in base64 with the b flag
+ * (up to MSG_META_B64_KEY_MAX bytes), and the text wire not at all.
+ */
+static inline bool msg_key_any(struct mc_span key) {
+    return key.len > 0 && key.len <= MC_KEY_MAX;
+}
+/*
+ * Can a text or meta line carry key as it is: 1..MC_KEY_MAX bytes, none
+ * that ends a token or a line (space, CR, LF, NUL)?  memcached takes other
+ * control bytes in a key; the router passes its clients' keys on so.
+ */
+bool msg_key_line_ok(struct mc_span key);
+#define MSG_META_B64_KEY_MAX 186    /* its base64 is MC_KEY_MAX (250) characters at most */
+
+/*
+ * Can a raw meta command say this: cmd one of g s d a e, flags free of
  * control bytes and of a q token (a quiet command may not answer, and a
  * connection matches replies to requests one for one)?
  */

@@ -138,7 +138,7 @@ static size_t bin_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaqu
         (m->op == MSG_DELETE && m->hold))
         return 0;
     bool keyed = msg_op_keyed(m->op) || m->op == MSG_STATS;     /* STAT's key: the group */
-    if ((msg_op_keyed(m->op) && !msg_key_ok(m->key)) ||
+    if ((msg_op_keyed(m->op) && !msg_key_any(m->key)) ||     /* binary keys are any bytes */
         (m->op == MSG_STATS && !msg_group_ok(m->key)))
         return 0;
     char ext[20];

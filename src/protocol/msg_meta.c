@@ -50,6 +50,7 @@
 
 #include <string.h>
 
+#include "protocol/mc_meta.h"
 #include "protocol/mc_meta_resp.h"
 #include "protocol/mc_put.h"
 
@@ -187,6 +188,8 @@ static size_t fmt_raw(char *out, size_t cap, const struct msg *m) {
         MC_PUT_LIT(&w, " ");
         mc_put(&w, f.p, f.len);
     }
+    if (m->meta_quiet && c != 's')      /* ms's mn would have to follow its value */
+        MC_PUT_LIT(&w, " q\r\nmn");
     MC_PUT_LIT(&w, "\r\n");
     return mc_put_len(&w, out);
 }
@@ -196,12 +199,16 @@ static size_t fmt_raw(char *out, size_t cap, const struct msg *m) {
  * value) and MN are META; EN, NF, NS and EX answer as the text words do.
  * The code and the return flags (as text) go back as they came.
  */
-static bool map_raw(struct msg_reply *r, const struct mc_meta_resp *e) {
+static bool map_raw(struct msg_reply *r, const struct msg *m, const struct mc_meta_resp *e) {
+    /* me answers ME or EN; ME answers nothing else */
+    if ((m->meta_cmd == 'e') != (e->code == MC_META_CODE_ME) &&
+        !(m->meta_cmd == 'e' && e->code == MC_META_CODE_EN))
+        return false;
     static const struct { enum mc_meta_code code; char name[3]; enum msg_res res; } map[] = {
         {MC_META_CODE_HD, "HD", MSG_RES_META},      {MC_META_CODE_VA, "VA", MSG_RES_META},
         {MC_META_CODE_MN, "MN", MSG_RES_META},      {MC_META_CODE_EN, "EN", MSG_RES_MISS},
         {MC_META_CODE_NF, "NF", MSG_RES_NOT_FOUND}, {MC_META_CODE_NS, "NS", MSG_RES_NOT_STORED},
-        {MC_META_CODE_EX, "EX", MSG_RES_EXISTS},
+        {MC_META_CODE_EX, "EX", MSG_RES_EXISTS},    {MC_META_CODE_ME, "ME", MSG_RES_META},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         if (map[i].code != e->code)
@@ -209,7 +216,9 @@ static bool map_raw(struct msg_reply *r, const struct mc_meta_resp *e) {
         r->res = map[i].res;
         memcpy(r->code, map[i].name, 2);
         r->value = e->value;
-        if (e->nflags) {
+        if (e->code == MC_META_CODE_ME) {
+            r->msg = e->msg;            /* me's answer: the rest of its line */
+        } else if (e->nflags) {
             const struct mc_meta_rflag *a = &e->flags[0], *z = &e->flags[e->nflags - 1];
             const char *from = a->arg.p - 1, *to = z->arg.p + z->arg.len;
             r->msg = (struct mc_span){from, (size_t)(to - from)};
@@ -219,16 +228,49 @@ static bool map_raw(struct msg_reply *r, const struct mc_meta_resp *e) {
     return false;
 }
 
+/*
+ * A key with a space or control byte (a binary client's, through the
+ * router) travels in base64 with the b flag, which memcached decodes; the
+ * reply does not echo the key, so nothing else changes.
+ */
+/* A get or touch the text form can say (else it goes as an mg). */
+static inline bool as_text(const struct msg *m) {
+    return m->text_form && !m->want_ttl && !m->want_cas && msg_key_line_ok(m->key) &&
+           (m->op == MSG_GET || m->op == MSG_GETS || m->op == MSG_GAT || m->op == MSG_GATS ||
+            m->op == MSG_TOUCH);
+}
+
 static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
-    (void)opaque;
-    if ((unsigned)m->op >= MSG_OP_COUNT || (msg_op_keyed(m->op) && !msg_key_ok(m->key)))
+    if ((unsigned)m->op >= MSG_OP_COUNT)
         return 0;
+    char b64[MC_KEY_MAX];
+    struct msg enc;
+    bool b = false;
+    if (msg_op_keyed(m->op) && !msg_key_ok(m->key)) {
+        /* a key with control bytes goes as it is (a meta token may hold them,
+           and a text client's was sent so); one with a byte that would end
+           the token or the line, only in base64 (not a raw command's) */
+        if (!msg_key_any(m->key))
+            return 0;
+        if (msg_key_line_ok(m->key))
+            goto plain;
+        if (m->op == MSG_META || m->key.len > MSG_META_B64_KEY_MAX ||
+            (m->op == MSG_DELETE && m->hold))
+            return 0;
+        enc = *m;
+        enc.key = (struct mc_span){b64, mc_meta_b64_encode(m->key.p, m->key.len, b64)};
+        m = &enc;
+        b = true;
+    }
+plain:
     if (msg_op_stores(m->op) && m->value.len > UINT32_MAX)
         return 0;
     if (m->op == MSG_STATS)
         return msg_text_fmt_stats(out, cap, m);
     if (m->op == MSG_META)
         return fmt_raw(out, cap, m);
+    if (as_text(m))
+        return msg_wire_text.fmt(out, cap, m, opaque);
     struct mc_put w = MC_PUT_INIT(out, cap);
     if (mg_flags[m->op] != NULL)
         fmt_mg(&w, m);
@@ -236,6 +278,8 @@ static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
         fmt_ms(&w, m);
     else
         fmt_other(&w, m);
+    if (b)
+        MC_PUT_LIT(&w, " b");
     MC_PUT_LIT(&w, "\r\n");
     return mc_put_len(&w, out);
 }
@@ -436,7 +480,7 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
     case MC_META_CODE_SERVER_ERROR: r->res = MSG_RES_SERVER_ERROR; break;
     default:
         if (m->op == MSG_META)
-            return map_raw(r, e);
+            return map_raw(r, m, e);
         if (is_mg(m->op))
             return map_mg(r, m, e);
         if (msg_op_stores(m->op))
@@ -455,9 +499,10 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
 
 static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
                                 const char *buf, size_t len, size_t *consumed) {
-    (void)opaque;
     if (m->op == MSG_STATS)         /* the text command, and its text reply */
         return msg_text_parse_stats(r, buf, len, consumed);
+    if (as_text(m))
+        return msg_wire_text.parse(r, m, opaque, buf, len, consumed);
     *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
     struct mc_meta_resp e;
@@ -468,6 +513,21 @@ static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32
     if (!map_reply(r, m, &e)) {
         *r = (struct msg_reply){.ttl = -1};
         return MC_PARSE_ERROR;
+    }
+    if (m->op == MSG_META && m->meta_quiet && m->meta_cmd != 's') {
+        /* the answer q let through, then the MN after it; or the MN alone */
+        if (e.code == MC_META_CODE_MN) {
+            r->silent = true;
+        } else {
+            struct mc_meta_resp mn;
+            size_t n2 = 0;
+            rc = mc_meta_parse_resp(&mn, buf + n, len - n, &n2);
+            if (rc != MC_PARSE_OK || mn.code != MC_META_CODE_MN) {
+                *r = (struct msg_reply){.ttl = -1};
+                return rc == MC_PARSE_NEED_MORE ? rc : MC_PARSE_ERROR;
+            }
+            n += n2;
+        }
     }
     *consumed = n;
     return MC_PARSE_OK;

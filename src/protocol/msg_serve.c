@@ -64,6 +64,7 @@ bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
         return false;
     m->op = text_op[req->cmd];
     m->key = is_retrieval(m->op) ? (key.p != NULL ? key : req->key) : req->key;
+    m->text_form = is_retrieval(m->op) || m->op == MSG_TOUCH;  /* not an mg (msg.h) */
     switch (m->op) {
     case MSG_GAT: case MSG_GATS: case MSG_TOUCH: case MSG_FLUSH_ALL:
         m->exptime = req->exptime;
@@ -109,14 +110,20 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
                    struct mc_span value, char *buf, size_t cap) {
     static const char cmd_char[] = {
         [MC_META_MG] = 'g', [MC_META_MS] = 's', [MC_META_MD] = 'd', [MC_META_MA] = 'a',
+        [MC_META_ME] = 'e',
     };
     *m = (struct msg){0};
     if (req->cmd != MC_META_MG && req->cmd != MC_META_MS && req->cmd != MC_META_MD &&
-        req->cmd != MC_META_MA)
+        req->cmd != MC_META_MA && req->cmd != MC_META_ME)
         return false;
     m->op = MSG_META;
     m->meta_cmd = cmd_char[req->cmd];
     m->key = req->key_binary ? raw_key(line) : req->key;
+    if (req->cmd == MC_META_ME) {   /* me <key> [b]: no other flags */
+        if (req->key_binary)
+            m->meta_flags = (struct mc_span){"b", 1};
+        return true;
+    }
     if (req->cmd == MC_META_MS)
         m->value = value;
     int end = req->nflags;
@@ -125,6 +132,9 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
     bool dropped = end < req->nflags;
     for (int i = 0; i < end; i++)
         dropped |= req->flags[i].c == 'q' || req->flags[i].c == 'O';
+    /* q goes to the server as its own q (and an mn), except an ms's, which
+       the router applies (msg.h, meta_quiet) */
+    m->meta_quiet = req->cmd != MC_META_MS && mc_meta_has(req, 'q');
     if (!dropped) {
         if (end > 0) {
             const struct mc_span *a = &req->flags[0].tok, *z = &req->flags[end - 1].tok;
@@ -153,10 +163,21 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
  * MSG_CAS, and append, prepend, delete, incr and decr carry it in msg.cas
  * (the meta and binary wires compare; a text pool answers ENOTSUP).
  */
+/*
+ * A binary exptime (unsigned 32 bits) as the text protocol says it.  Past
+ * 2^31 - 1 the text and meta lines cannot say it (memcached reads them as
+ * signed 32 bits: already expired); those are absolute times after 2038,
+ * which memcached's binary protocol keeps for as long as a process lives,
+ * so they are sent as 0, never.
+ */
+static int64_t bin_exptime(uint32_t e) {
+    return e > INT32_MAX ? 0 : (int64_t)e;
+}
+
 enum msg_bin_plan msg_from_bin(struct msg *m, const struct mc_bin_req *req,
                                struct mc_span value) {
     /* memcached's binary answers carry the item's cas after a change: ask for it */
-    *m = (struct msg){.key = req->key, .exptime = req->exptime, .want_cas = true};
+    *m = (struct msg){.key = req->key, .exptime = bin_exptime(req->exptime), .want_cas = true};
     switch (req->cmd) {
     case MC_BIN_OP_GET: case MC_BIN_OP_GETK:
         m->op = MSG_GETS;
@@ -194,7 +215,7 @@ enum msg_bin_plan msg_from_bin(struct msg *m, const struct mc_bin_req *req,
         m->cas = req->cas;
         return req->exptime == MC_BIN_EXPTIME_NO_CREATE ? MSG_BIN_SEND : MSG_BIN_SEND_CREATE;
     case MC_BIN_OP_FLUSH:
-        *m = (struct msg){.op = MSG_FLUSH_ALL, .exptime = req->exptime};
+        *m = (struct msg){.op = MSG_FLUSH_ALL, .exptime = bin_exptime(req->exptime)};
         return MSG_BIN_SEND;
     case MC_BIN_OP_VERSION:
         *m = (struct msg){.op = MSG_VERSION};
@@ -208,7 +229,7 @@ enum msg_bin_plan msg_from_bin(struct msg *m, const struct mc_bin_req *req,
 void msg_bin_create(struct msg *m, const struct mc_bin_req *req, char *digits) {
     struct mc_put w = MC_PUT_INIT(digits, MSG_SERVE_DIGITS);
     mc_put_u64(&w, req->initial);
-    *m = (struct msg){.op = MSG_ADD, .key = req->key, .exptime = req->exptime,
+    *m = (struct msg){.op = MSG_ADD, .key = req->key, .exptime = bin_exptime(req->exptime),
                       .value = {digits, mc_put_len(&w, digits)}, .want_cas = true};
 }
 
@@ -509,6 +530,15 @@ static void put_rflags(struct mc_put *w, const struct mc_meta_req *req, struct m
         }
         if (!have || tok.p[0] != f->c)
             continue;
+        /* k may echo the key's raw bytes (a b request for an item stored
+           plain), spaces and all: take the whole key, not up to a space */
+        size_t kl = req->key.len;
+        const char *end = rflags.p + rflags.len;
+        if (f->c == 'k' && (size_t)(end - tok.p) >= 1 + kl &&
+            memcmp(tok.p + 1, req->key.p, kl) == 0 && (tok.p + 1 + kl == end || tok.p[1 + kl] == ' ')) {
+            tok.len = 1 + kl;
+            rest = (struct mc_span){tok.p + tok.len, (size_t)(end - tok.p - tok.len)};
+        }
         MC_PUT_LIT(w, " ");
         mc_put(w, tok.p, tok.len);
         have = next_token(&rest, &tok);
@@ -525,20 +555,15 @@ static void put_rflags(struct mc_put *w, const struct mc_meta_req *req, struct m
 }
 
 /*
- * What q hides, as mc_meta_fmt: a miss of mg, a success of ms and md, a
- * success of ma.  FIXME: memcached shows an ma success that created the
- * item (N), but the backend's reply does not say it created, so the
- * router hides that one too.
+ * What q hides of an ms, as mc_meta_fmt: a success.  The other commands
+ * carry their q to the server (meta_quiet), which decides, so that the
+ * cases only it knows (an ma that created its item shows even with q) are
+ * memcached's; their hidden answers come back silent.
  */
-static bool q_hides(const struct mc_meta_req *req, const char *code) {
-    if (!mc_meta_has(req, 'q'))
-        return false;
-    switch (req->cmd) {
-    case MC_META_MG: return memcmp(code, "EN", 2) == 0;
-    case MC_META_MS: case MC_META_MD: return memcmp(code, "HD", 2) == 0;
-    case MC_META_MA: return memcmp(code, "HD", 2) == 0 || memcmp(code, "VA", 2) == 0;
-    default: return false;
-    }
+static bool q_hides(const struct mc_meta_req *req, const struct msg_reply *r) {
+    if (r->silent)
+        return true;
+    return req->cmd == MC_META_MS && mc_meta_has(req, 'q') && memcmp(r->code, "HD", 2) == 0;
 }
 
 size_t msg_serve_meta(char *out, size_t cap, const struct mc_meta_req *req,
@@ -557,8 +582,15 @@ size_t msg_serve_meta(char *out, size_t cap, const struct mc_meta_req *req,
         memcpy(out, mc_meta_err_str(MC_META_ERR_OPAQUE_TOO_LONG), n);
         return n;
     }
-    if (q_hides(req, r->code))
+    if (q_hides(req, r))
         return 0;
+    if (memcmp(r->code, "ME", 2) == 0) {        /* me's line, as the server wrote it */
+        struct mc_put w = MC_PUT_INIT(out, cap);
+        MC_PUT_LIT(&w, "ME ");
+        mc_put(&w, r->msg.p, r->msg.len);
+        MC_PUT_LIT(&w, "\r\n");
+        return w.full ? put_proto_error(out, cap) : mc_put_len(&w, out);
+    }
     bool va = memcmp(r->code, "VA", 2) == 0;
     struct mc_put w = MC_PUT_INIT(out, cap);
     mc_put(&w, r->code, 2);

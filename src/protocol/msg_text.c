@@ -64,7 +64,8 @@ static size_t text_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaq
     (void)opaque;
     if ((unsigned)m->op >= MSG_OP_COUNT)
         return 0;                   /* not an op: fmt_keyed would index past verb[] */
-    if (msg_op_keyed(m->op) && !msg_key_ok(m->key))
+    /* the text protocol takes any key but for the bytes that end a token or a line */
+    if (msg_op_keyed(m->op) && !msg_key_line_ok(m->key))
         return 0;
     if (msg_op_compares(m->op) && m->cas != 0)
         return 0;                   /* the text protocol compares only in `cas` */

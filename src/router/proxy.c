@@ -20,10 +20,12 @@
  * copied out of the backend connection's buffer in the done callback; a
  * large one is then handed to out by reference and freed once written.
  *
- * Back-pressure: a connection with QUEUE_MAX requests waiting is paused
- * (net stops reading it) and resumed once half of them are answered; one
- * whose answers the client does not read is not read from (net's
- * want_write), so neither side grows without bound.
+ * Back-pressure: a connection is paused (net stops reading it, and no
+ * request is taken from what was read) while it has QUEUE_MAX requests
+ * waiting, or its client is not reading its answers (output blocked, or
+ * more than OUT_MAX bytes of them held); it resumes once half the queue is
+ * answered and the output has drained.  So a connection holds at most
+ * QUEUE_MAX requests' answers, whatever it sends.
  *
  * A connection that closes with requests in flight leaves them orphaned
  * (rreq->c NULL); each is freed when its last key is answered.
@@ -41,6 +43,7 @@
 #include "router/router.h"
 
 #define QUEUE_MAX 256               /* requests a connection may have waiting */
+#define OUT_MAX (1u << 20)          /* answers held for a client before it is not read */
 #define MC_VERSION "1.6.18"         /* the memcached release whose protocol we speak */
 
 enum rproto { RP_TEXT, RP_META, RP_BIN };
@@ -274,12 +277,17 @@ static void write_answer(struct rconn *c, struct rreq *r) {
 
 static bool conn_process(struct net_conn *nc);
 
+/* May a paused connection take requests again: half its queue answered, its output drained? */
+static bool may_take(const struct rconn *c) {
+    return c->nq <= QUEUE_MAX / 2 && !c->net.want_write && c->net.out.bytes <= OUT_MAX;
+}
+
 /*
  * Writes the answers at the head of c's queue that are whole.  Outside
- * conn_process() it also sends them, resumes a paused connection and
- * closes one that asked to be closed.  Returns false if c is gone.
+ * conn_process() it also sends them and closes a connection that asked to
+ * be closed.  Returns false if c is gone.
  */
-static bool drain(struct rconn *c) {
+static bool drain_out(struct rconn *c) {
     while (c->head != NULL && c->head->left == 0) {
         struct rreq *r = c->head;
         c->head = r->next;
@@ -293,15 +301,25 @@ static bool drain(struct rconn *c) {
         return true;
     if (c->closing && c->head == NULL)
         c->net.close_after_write = true;
-    if (!out_empty(&c->net.out) || c->net.close_after_write) {
-        if (!net_conn_flush(&c->net))
-            return false;
-    }
-    if ((c->net.paused && c->nq <= QUEUE_MAX / 2 && !c->closing) || c->resume) {
-        c->resume = false;
-        net_conn_pause(&c->net, false);
-        return conn_process(&c->net);   /* what was read before the pause or barrier */
-    }
+    if (!out_empty(&c->net.out) || c->net.close_after_write)
+        return net_conn_flush(&c->net);
+    return true;
+}
+
+/* Can c go on taking what it has read (after a pause or a barrier)? */
+static bool should_resume(const struct rconn *c) {
+    return !c->closing && !c->barrier && (c->resume || (c->net.paused && may_take(c)));
+}
+
+/*
+ * drain_out(), then, from a done callback, takes what c read before it
+ * paused or met a barrier.  Returns false if c is gone.
+ */
+static bool drain(struct rconn *c) {
+    if (!drain_out(c))
+        return false;
+    if (!c->in_process && should_resume(c))
+        return conn_process(&c->net);
     return true;
 }
 
@@ -461,8 +479,10 @@ static enum take take_text(struct rconn *c) {
             return TAKEN;
         }
     }
+    /* cellard's `delete <key> <hold>` goes on (a backend without -o delete_hold
+       refuses it as memcached does); a key the text form cannot carry cannot */
     bool hold = pr == MC_PARSE_ERROR && req.cmd == MC_CMD_DELETE &&
-                req.err == MC_ERR_DELETE_USAGE && req.exptime > 0;
+                req.err == MC_ERR_DELETE_USAGE && req.exptime > 0 && msg_key_ok(req.key);
     if (pr == MC_PARSE_ERROR && !hold) {
         c->net.rstart += used;
         c->w->st.local_errors++;
@@ -580,10 +600,6 @@ static enum take take_meta(struct rconn *c, size_t used) {
     c->net.rstart += total;
     if (req.cmd == MC_META_MN) {
         answer_local(c, RP_META, "MN\r\n", 4);
-        return TAKEN;
-    }
-    if (req.cmd == MC_META_ME) {
-        answer_local(c, RP_META, "ERROR\r\n", 7);
         return TAKEN;
     }
     struct rreq *r = rreq_new(c, RP_META, p, total, 1, 0);
@@ -709,9 +725,14 @@ static enum take take_bin(struct rconn *c) {
  */
 static bool conn_process(struct net_conn *nc) {
     struct rconn *c = (struct rconn *)nc;
+    if (c->net.paused && !may_take(c))
+        return true;                /* output drained, but not enough: wait on */
+again:
+    c->resume = false;
+    net_conn_pause(&c->net, false);
     c->in_process = true;
     while (c->net.rstart < c->net.rend && !c->closing && !c->barrier) {
-        if (c->nq >= QUEUE_MAX) {
+        if (c->nq >= QUEUE_MAX || c->net.want_write || c->net.out.bytes > OUT_MAX) {
             net_conn_pause(&c->net, true);
             break;
         }
@@ -732,7 +753,12 @@ static bool conn_process(struct net_conn *nc) {
     if (c->closing)
         c->net.rstart = c->net.rend;        /* what follows a quit is not read */
     c->in_process = false;
-    return drain(c);
+    if (!drain_out(c))
+        return false;
+    /* the answers held went out: take the rest of what was read */
+    if (c->net.rstart < c->net.rend && should_resume(c))
+        goto again;
+    return true;
 }
 
 static void conn_opened(struct net_conn *nc) {

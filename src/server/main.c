@@ -132,6 +132,21 @@ int main(int argc, char **argv) {
     if (rc != 0)
         return rc;
 
+    /*
+     * Signals are taken synchronously by the main loop; threads inherit the
+     * mask.  Blocked from the start: a TERM that comes once the port is open
+     * but before the loop runs (-k's mlockall can take a while) waits for
+     * the loop instead of killing the process.
+     */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGUSR1);
+    sigaddset(&mask, SIGUSR2);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
     /* -r: as large a core file as the hard limit allows; memcached exits when none can be had. */
     if (cfg.maxcore) {
         struct rlimit core;
@@ -245,15 +260,6 @@ int main(int argc, char **argv) {
         }
     }
 
-    /* Signals are taken synchronously by the main loop; threads inherit the mask. */
-    sigset_t mask;
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGUSR1);
-    sigaddset(&mask, SIGUSR2);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
-    signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 
     if (cfg.track_sizes && cfg.use_cas && !stats_sizes_start(&srv)) {

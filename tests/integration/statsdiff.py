@@ -25,7 +25,7 @@ difference fails the test.
 import socket
 import time
 
-from util import HOST, ROUTER
+from util import HOST, ROUTED
 
 # name -> why it is not compared.  Names of per-class counters are
 # "slabs:<name>" and "items:<name>".
@@ -153,9 +153,9 @@ class StatsDiff:
         self.checks = self.resyncs = 0
         self.last_sent = 0
         self.moved = set()       # counters that moved on the oracle at least once
-        # Through cellar-router (CELLAR_ROUTER) the server under test's stats
+        # Through cellar-router (CELLAR_ROUTE_SUT) the server under test's stats
         # are the router's own: only the replies are compared.
-        self.off = bool(ROUTER)
+        self.off = bool(ROUTED)
         self.sides = [] if self.off else [_Side(n, p) for n, p in zip(names, ports)]
         # A server counts a connection when a worker takes it, which may
         # come after the client's first round trip (memcached), and the

@@ -19,7 +19,7 @@ import pylibmc
 import binproto as bp
 import pytest
 
-from util import ROUTER, Server, wait_for
+from util import ROUTED, Server, wait_for
 
 ITEM_MAX = 1 << 20  # default -I 1m
 
@@ -69,7 +69,7 @@ def test_pylibmc_storage_commands():
             assert mc.get(key) == value, key
         # Binary keys may hold spaces and control bytes (not through
         # cellar-router: its pools speak meta or text, whose keys cannot).
-        if not ROUTER:
+        if not ROUTED:
             assert mc.set("key with space", "v") is True
             assert mc.get("key with space") == "v"
         assert mc.set("k" * 250, "long key") is True
@@ -215,7 +215,7 @@ def test_pylibmc_touch_and_expiry():
         assert mc.touch("t", 100) is True
         assert mc.touch("nope", 100) is False
         wait_for(lambda: mc.get("canary") is None, 10, what="a 1 s item to expire")
-        if ROUTER:      # on another server, whose clock ticks at its own moment
+        if ROUTED:      # on another server, whose clock ticks at its own moment
             wait_for(lambda: mc.get("gone") is None, 3, what="the other 1 s item")
         assert mc.get("gone") is None
         assert mc.get("t") == "v"                         # touched before it expired

@@ -10,7 +10,7 @@ from pymemcache.exceptions import MemcacheClientError, MemcacheServerError
 
 import pytest
 
-from util import ROUTER, Server, wait_for
+from util import ROUTED, Server, wait_for
 
 ITEM_MAX = 1 << 20  # default -I 1m
 
@@ -427,7 +427,7 @@ def test_expiry():
         wait_for(lambda: mc.get_many(["rel", "abs"]) == {}, 7, 0.05, "TTL 2 / now+3 items to expire")
         print("TTL 2 / now+3 items expired after %.2fs" % (time.monotonic() - t0))
         assert set(mc.get_many(["far", "farrel", "max_rel"])) == {"far", "farrel", "max_rel"}
-        if not ROUTER:          # the router's stats are its own, not the items'
+        if not ROUTED:          # the router's stats are its own, not the items'
             st = mc.stats()
             assert st[b"curr_items"] >= 3
 

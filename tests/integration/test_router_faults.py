@@ -45,7 +45,7 @@ def need(path, var):
 
 def backend(name):
     """A plain cellard on a free port (util.Server would be a RoutedServer
-    when CELLAR_ROUTER is set)."""
+    when CELLAR_ROUTE_SUT=1)."""
     s = object.__new__(util.Server)
     util.Server.__init__(s, util.CELLARD, [], name=name)
     return s

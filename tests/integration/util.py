@@ -11,10 +11,11 @@ Environment:
              e.g. "-o evict=s3fifo" to run the suite under another policy.
   MEMCACHED  the oracle used by the differential test is always
              /usr/bin/memcached (Debian's 1.6.18).
-  CELLAR_ROUTER  when set (the path of cellar-router), the server under test
-             is that router in front of CELLAR_ROUTER_BACKENDS (default 4)
-             processes of CELLARD, started with the test's flags: the same
-             suites then check the router against the same expectations.
+  CELLAR_ROUTER  the path of cellar-router (the router's own tests need it).
+  CELLAR_ROUTE_SUT=1  the server under test is that router in front of
+             CELLAR_ROUTER_BACKENDS (default 4) processes of CELLARD, started
+             with the test's flags: the same suites then check the router
+             against the same expectations.
 """
 
 import os
@@ -31,6 +32,8 @@ CELLARD_ARGS = os.environ.get("CELLARD_ARGS", "").split()
 MEMCACHED = "/usr/bin/memcached"
 HOST = "127.0.0.1"
 ROUTER = os.environ.get("CELLAR_ROUTER")
+# The server under test is cellar-router in front of CELLARD (RoutedServer).
+ROUTED = os.environ.get("CELLAR_ROUTE_SUT") == "1"
 ROUTER_BACKENDS = int(os.environ.get("CELLAR_ROUTER_BACKENDS", "4"))
 
 
@@ -80,9 +83,9 @@ class Server:
     had to be SIGKILLed.  stderr goes to a temp file (`stderr_text()`)."""
 
     def __new__(cls, binary=None, args=(), name=None, start_timeout=10.0, udp=False, **kw):
-        # The server under test behind cellar-router (CELLAR_ROUTER); the
+        # The server under test behind cellar-router (CELLAR_ROUTE_SUT); the
         # oracle and servers of other binaries stay themselves.
-        if (cls is Server and ROUTER and (binary or CELLARD) == CELLARD and name != "oracle"
+        if (cls is Server and ROUTED and (binary or CELLARD) == CELLARD and name != "oracle"
                 and not udp):
             return super().__new__(RoutedServer)
         return super().__new__(cls)

@@ -98,8 +98,7 @@ TEST(fmt_needs_room) {
 }
 
 TEST(fmt_refuses_bad_keys) {
-    static const struct mc_span bad[] = {{S("")}, {S("a b")}, {S("a\r\n")}, {S("a\tb")},
-                                         {S("a\x7f")}, {S(K250 "k")}, {NULL, 0}};
+    static const struct mc_span bad[] = {{S("")}, {S(K250 "k")}, {NULL, 0}};
     char out[MSG_HEAD_MAX];
     for (int op = 0; op < MSG_OP_COUNT; op++) {
         if (!msg_op_keyed((enum msg_op)op))
@@ -112,6 +111,44 @@ TEST(fmt_refuses_bad_keys) {
     }
     struct msg m = {.op = MSG_OP_COUNT, .key = SPAN("k")};
     ASSERT_EQ(W->fmt(out, sizeof(out), &m, 0), 0);
+}
+
+/*
+ * Keys with a space, CR, LF or NUL (a binary client's) go in base64 with
+ * b, and the server's codec reads back the same bytes; too long for that,
+ * or a delete with a hold-off (the text form), they are not written.  Other
+ * control bytes go as they are (a text client's tab).
+ */
+TEST(fmt_sends_binary_keys_in_base64) {
+    static const struct mc_span keys[] = {{S("a b")}, {S("a\r\n")}, {S("a\0b")}, {K250, 186}};
+    char out[MSG_HEAD_MAX];
+    for (int op = 0; op < MSG_OP_COUNT; op++) {
+        if (!msg_op_keyed((enum msg_op)op) || op == MSG_META)
+            continue;
+        for (size_t i = 0; i < NROWS(keys); i++) {
+            char k[MC_KEY_MAX];
+            memcpy(k, keys[i].p, keys[i].len);
+            if (i == NROWS(keys) - 1)
+                k[0] = ' ';
+            struct msg m = {.op = (enum msg_op)op, .key = {k, keys[i].len},
+                            .value = SPAN("v"), .delta = 1};
+            size_t n = W->fmt(out, sizeof(out), &m, 0);
+            struct mc_meta_req q;
+            size_t used = 0;
+            if (n == 0 || mc_meta_parse(&q, out, n, &used) != MC_PARSE_OK || !q.key_binary ||
+                q.key.len != m.key.len || memcmp(q.key.p, k, q.key.len) != 0)
+                TH_FAIL("%s key %zu: \"%.*s\"", msg_op_name(m.op), i, (int)n, out);
+        }
+    }
+    char k[187];
+    memset(k, ' ', sizeof(k));
+    struct msg m = {.op = MSG_GET, .key = {k, sizeof(k)}};
+    ASSERT_EQ(W->fmt(out, sizeof(out), &m, 0), 0);
+    m = (struct msg){.op = MSG_DELETE, .key = SPAN("a b"), .hold = 5};
+    ASSERT_EQ(W->fmt(out, sizeof(out), &m, 0), 0);
+    m = (struct msg){.op = MSG_GET, .key = SPAN("a\tb\x7f")};
+    ASSERT_EQ(W->fmt(out, sizeof(out), &m, 0), 13);
+    ASSERT_MEM(out, "mg a\tb\x7f v f\r\n", 13);
 }
 
 /* The longest key with the largest numbers fits in MSG_HEAD_MAX. */
@@ -587,7 +624,7 @@ TEST(raw_meta) {
     s.meta_flags = (struct mc_span)SPAN("T30\r\nmn");
     ASSERT_EQ(W->fmt(out, sizeof(out), &s, 0), 0);
     s.meta_flags = (struct mc_span)SPAN("");
-    s.meta_cmd = 'e';
+    s.meta_cmd = 'n';
     ASSERT_EQ(W->fmt(out, sizeof(out), &s, 0), 0);
 
     struct msg_reply r;

@@ -256,7 +256,8 @@ static const struct meta_req_row meta_req_rows[] = {
     {"mg foo v " O33 " t\r\n", true, 'g', "foo", "v"},         /* memcached stops at O */
     {"ms foo 1 " O33 " T1\r\n", false, 0, NULL, NULL},         /* the codec refuses it */
     {"mn\r\n", false, 0, NULL, NULL},
-    {"me foo\r\n", false, 0, NULL, NULL},
+    {"me foo\r\n", true, 'e', "foo", ""},                      /* routed by its key */
+    {"me Zm9v b\r\n", true, 'e', "Zm9v", "b"},
 };
 
 TEST(meta_requests) {
@@ -344,15 +345,22 @@ TEST(meta_replies_match_cellard) {
         size_t bn = msg_wire_meta.fmt(bline, sizeof(bline), &m, 0);
         ASSERT(bn > 0);
         ASSERT_EQ(mc_meta_parse(&breq, bline, bn, &used), MC_PARSE_OK);
-        ASSERT(!mc_meta_has(&breq, 'q') && !mc_meta_has(&breq, 'O'));
+        /* O stays with the router; q goes on (with an mn after it), but an ms's */
+        ASSERT(!mc_meta_has(&breq, 'O'));
+        ASSERT_EQ(mc_meta_has(&breq, 'q'), m.meta_quiet);
+        ASSERT_EQ(m.meta_quiet, mc_meta_has(&creq, 'q') && creq.cmd != MC_META_MS);
+        if (m.meta_quiet)
+            ASSERT_BYTES(bline + used, bn - used, "mn\r\n", 4);
 
-        /* The backend's answer, as the wire reads it. */
+        /* The backend's answer (what its q let through, then MN), as the wire reads it. */
         char rbuf[MC_META_RESP_MAX + 64];
         bool sv = false;
         size_t rn = mc_meta_fmt(rbuf, sizeof(rbuf), &breq, &v, &sv);
-        ASSERT(rn > 0);
+        ASSERT(rn > 0 || m.meta_quiet);
         if (sv)
             rn = append(rbuf, append(rbuf, rn, value), SPAN("\r\n"));
+        if (m.meta_quiet)
+            rn = append(rbuf, rn, SPAN("MN\r\n"));
         struct msg_reply r;
         ASSERT_EQ(msg_wire_meta.parse(&r, &m, 0, rbuf, rn, &used), MC_PARSE_OK);
 
