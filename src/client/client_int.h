@@ -218,6 +218,35 @@ struct cl_udp {
     unsigned inflight;
 };
 
+/*
+ * One server's counters in one handle, for a reader on another thread
+ * (cellar-router's `stats servers` and /metrics): each is written by the
+ * handle's thread alone, with cl_count() (a relaxed load and store, no
+ * locked instruction), and read with relaxed loads.  health is the state
+ * as such a reader should see it: CL_CONN_DOWN also while a probe is out.
+ */
+struct cl_conn_counters {
+    _Atomic uint64_t requests;      /* sent (TCP and UDP; probes too) */
+    _Atomic uint64_t replies;       /* answered over TCP ... */
+    _Atomic uint64_t latency_ns;    /* ... and their time from send to reply, summed */
+    _Atomic uint64_t timeouts;      /* failed for want of an answer in time */
+    _Atomic uint64_t errors;        /* failed otherwise on the way (connection, protocol) */
+    _Atomic uint64_t down_fails;    /* failed at once, the server marked down */
+    _Atomic uint64_t tko_events;    /* times marked down */
+    _Atomic int health;             /* enum cl_conn_state */
+};
+
+/* Adds n to a counter only one thread writes. */
+static inline void cl_count(_Atomic uint64_t *var, uint64_t n) {
+    atomic_store_explicit(var, atomic_load_explicit(var, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* Reads a counter another thread writes. */
+static inline uint64_t cl_count_get(const _Atomic uint64_t *var) {
+    return atomic_load_explicit(var, memory_order_relaxed);
+}
+
 struct cl_conn {
     enum cl_io io;              /* CL_IO_TCP */
     struct cellar *h;
@@ -243,6 +272,7 @@ struct cl_conn {
     bool in_pump;               /* on the handle's pump list */
     struct cl_conn *pump_next;
     struct cl_udp udp;          /* the pool's gets, when it sends them over UDP */
+    struct cl_conn_counters ctr;
 };
 
 /* Hands q back to its owner, counting what the handle counts (conn.c). */
@@ -295,6 +325,8 @@ struct cellar {
     unsigned char *udp_buf;     /* where UDP datagrams are received (made on first use) */
     bool closing;               /* cellar_destroy() under way: submissions fail at once */
     struct cellar_stats st;
+    _Atomic uint64_t failovers; /* requests a failover route sent on to its next child
+                                   (cl_count; other threads may read it) */
 };
 
 /* The near-cache (near.c): a copy of key's value into *it, if it has one. */

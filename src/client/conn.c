@@ -50,7 +50,7 @@ static uint64_t ms_ns(int ms) {
     return (uint64_t)ms * 1000000u;
 }
 
-/* Hands q back to its owner, counting what the handle counts. */
+/* Hands q back to its owner, counting what the handle (and the server's counters) count. */
 void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
     struct cellar_stats *st = &c->h->st;
     if (r && cl_op_reads(q->m.op)) {
@@ -60,12 +60,22 @@ void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const str
             st->misses++;
     } else if (status == CELLAR_ETIMEDOUT) {
         st->timeouts++;
+        cl_count(&c->ctr.timeouts, 1);
     } else if (status == CELLAR_EDOWN) {
         st->down_fast_fails++;
+        cl_count(&c->ctr.down_fails, 1);
     } else if (status < 0 && r == NULL && status != CELLAR_ENOTSUP && status != CELLAR_EINVAL) {
         st->errors++;               /* what went wrong on the way: not the caller's request */
+        cl_count(&c->ctr.errors, 1);
     }
     q->done(q, status, r);
+}
+
+/* Shows the connection's state to other threads (after every change of state or probing). */
+static void publish(struct cl_conn *c) {
+    int health = c->probing ? CL_CONN_DOWN : (int)c->state;
+    if (atomic_load_explicit(&c->ctr.health, memory_order_relaxed) != health)
+        atomic_store_explicit(&c->ctr.health, health, memory_order_relaxed);
 }
 
 static void fail_queue(struct cl_conn *c, struct cl_queue *qu, int status) {
@@ -117,9 +127,11 @@ static void mark_down(struct cl_conn *c, int status, uint64_t now) {
     bool was_probing = c->probing;
     c->state = CL_CONN_DOWN;
     c->probing = false;
+    publish(c);
     drop(c, status, status);
     if (!was_probing) {
         c->h->st.tko_events++;
+        cl_count(&c->ctr.tko_events, 1);
         c->probe_backoff_ms = c->pool->probe_min_ms;
     }
     schedule_probe(c, now);
@@ -143,6 +155,7 @@ static void conn_failed(struct cl_conn *c, int status, unsigned timeouts, uint64
         return;
     }
     c->state = CL_CONN_IDLE;
+    publish(c);
     drop(c, status, status);
 }
 
@@ -152,6 +165,7 @@ static void probe_done(struct cl_req *q, int status, const struct msg_reply *r) 
     if (status != CELLAR_OK || !c->probing)
         return;             /* a failed probe: conn_failed() has sent it back down */
     c->probing = false;
+    publish(c);
     c->fails = 0;
     c->probe_backoff_ms = c->pool->probe_min_ms;
     c->h->st.revivals++;
@@ -163,6 +177,7 @@ static void probe_done(struct cl_req *q, int status, const struct msg_reply *r) 
 
 static void connected(struct cl_conn *c) {
     c->state = CL_CONN_UP;
+    publish(c);
     watch(c, EV_READ);
     if (c->waiting.n)
         cl_pump_add(c->h, c);
@@ -218,6 +233,7 @@ static void conn_open(struct cl_conn *c, uint64_t now) {
     c->fd = fd;
     c->events = EV_READ | EV_WRITE;
     c->state = CL_CONN_CONNECTING;
+    publish(c);
     c->connect_deadline_ns = now + ms_ns(c->pool->connect_timeout_ms);
     if (rc == 0)
         connected(c);
@@ -238,6 +254,7 @@ static void connect_result(struct cl_conn *c, uint64_t now) {
 
 static void start_probe(struct cl_conn *c, uint64_t now) {
     c->probing = true;
+    publish(c);
     c->h->st.probes++;
     c->probe = (struct cl_req){.m = {.op = MSG_VERSION}, .done = probe_done, .arg = c};
     cl_queue_push(&c->waiting, &c->probe);
@@ -350,6 +367,7 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
         cl_queue_push(&c->sent, q);
         c->h->outstanding++;
         c->h->st.requests++;
+        cl_count(&c->ctr.requests, 1);
         tcp++;
         sent++;
     }
@@ -399,6 +417,10 @@ static bool parse_replies(struct cl_conn *c, uint64_t now) {
         cl_queue_pop(&c->sent);
         c->h->outstanding--;
         c->fails = 0;
+        /* sent at its deadline less the timeout: the latency costs no clock read */
+        uint64_t sent_at = q->deadline_ns - ms_ns(c->pool->server_timeout_ms);
+        cl_count(&c->ctr.replies, 1);
+        cl_count(&c->ctr.latency_ns, now > sent_at ? now - sent_at : 0);
         cl_window_answered(c->h);
         cl_conn_complete(c, q, cl_status_of(&r), &r);
     }
@@ -498,6 +520,7 @@ void cl_conn_reset(struct cl_conn *c, int status) {
     drop(c, status, status);
     if (c->state != CL_CONN_DOWN)
         c->state = CL_CONN_IDLE;
+    publish(c);
 }
 
 void cl_conn_deinit(struct cl_conn *c) {

@@ -17,7 +17,8 @@
  *                     +--- child[next] <---+
  *
  * One struct seq per request in flight, freed before the parent hears.
- * When every child failed, the parent gets the last one's answer.
+ * When every child failed, the parent gets the last one's answer.  Each
+ * sending on to a later child counts one in the handle's failovers.
  */
 #include <stdlib.h>
 #include <time.h>
@@ -56,8 +57,11 @@ static void seq_send(struct seq *s) {
     const struct route *r = s->r;
     unsigned i = (s->start + s->tried) % r->nchildren;
     s->q = (struct cl_req){.m = s->parent->m, .done = seq_done};
-    if (s->tried > 0 && r->exptime >= 0 && cl_op_sets_exptime(s->q.m.op))
-        s->q.m.exptime = cl_cap_exptime(s->q.m.exptime, r->exptime);
+    if (s->tried > 0) {
+        cl_count(&s->h->failovers, 1);
+        if (r->exptime >= 0 && cl_op_sets_exptime(s->q.m.op))
+            s->q.m.exptime = cl_cap_exptime(s->q.m.exptime, r->exptime);
+    }
     s->tried++;
     route_dispatch(r->children[i], s->h, &s->q);
 }

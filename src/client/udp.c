@@ -136,6 +136,7 @@ static int send_one(struct cl_conn *c, struct cl_req *q, uint64_t deadline) {
     u->next_id++;
     c->h->outstanding++;
     c->h->st.requests++;
+    cl_count(&c->ctr.requests, 1);
     c->h->st.udp_gets++;
     return 1;
 }

@@ -7,6 +7,7 @@
  *   loop: accept -> hand to a worker,
  *         SIGHUP or a changed file -> load, swap (router_config_load),
  *         TERM/INT -> stop
+ *   --metrics: its own thread (metrics.c) answering GET /metrics
  */
 #include <errno.h>
 #include <getopt.h>
@@ -42,6 +43,8 @@ static void usage(FILE *f) {
             "  -b, --listen-backlog=N  (default 1024)\n"
             "  -t, --threads=N         workers (default 4)\n"
             "  -P, --pidfile=FILE\n"
+            "  --metrics=HOST:PORT     answer GET /metrics (Prometheus text) over HTTP there\n"
+            "                          (\":PORT\" for every address; default: off)\n"
             "  -v, --verbose\n"
             "  -V, --version\n"
             "Reloads the config on SIGHUP and when the file changes.\n");
@@ -96,12 +99,14 @@ int main(int argc, char **argv) {
         {"listen-backlog", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
         {"pidfile", required_argument, NULL, 'P'},
+        {"metrics", required_argument, NULL, 'M'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *config = NULL, *inter = "127.0.0.1", *socketpath = NULL, *pidfile = NULL;
+    const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
+               *pidfile = NULL;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:P:vVh", longopts, NULL)) != -1) {
@@ -119,6 +124,7 @@ int main(int argc, char **argv) {
         case 'b': backlog = (int)v; bad = bad || v <= 0; break;
         case 't': threads = (int)v; bad = bad || v <= 0 || v > 256; break;
         case 'P': pidfile = optarg; break;
+        case 'M': metrics = optarg; break;
         case 'v': verbose++; break;
         case 'V': printf("cellar-router " ROUTER_VERSION "\n"); return 0;
         case 'h': usage(stdout); return 0;
@@ -141,6 +147,7 @@ int main(int argc, char **argv) {
     rt.verbose = verbose;
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);
+    rt.metrics.fd = -1;
     pthread_mutex_init(&rt.cfg_lock, NULL);
     char err[512] = "";
     if (router_config_load(&rt, config, err, sizeof(err)) != 0) {
@@ -195,6 +202,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cellar-router: failed to listen\n");
         return 71;
     }
+    /* the workers are made (not yet running): what the scraper reads exists */
+    if (metrics != NULL && metrics_start(&rt, metrics, err, sizeof(err)) != 0) {
+        fprintf(stderr, "cellar-router: --metrics %s\n", err);
+        return 71;
+    }
     if (pidfile != NULL) {
         FILE *f = fopen(pidfile, "w");
         if (f != NULL) {
@@ -240,6 +252,7 @@ int main(int argc, char **argv) {
         }
     }
 
+    metrics_stop(&rt);
     net_listeners_close(&rt.listeners);
     net_workers_stop(&rt.net);
     for (int i = 0; i < threads; i++)

@@ -11,7 +11,8 @@
  * backends answer in: only the head of the queue is written, once all its
  * keys are answered.  A request the router answers itself (a parse error,
  * version, mn, noop, stats) is an rreq with its answer already made, so it
- * waits its turn like the others.
+ * waits its turn like the others.  `stats` and `stats servers` come from
+ * admin.c, which reads every worker's counters.
  *
  * A request's bytes (line, value) are copied into its rreq and parsed
  * again there, so that every span the codecs and libcellar keep points
@@ -44,7 +45,6 @@
 
 #define QUEUE_MAX 256               /* requests a connection may have waiting */
 #define OUT_MAX (1u << 20)          /* answers held for a client before it is not read */
-#define MC_VERSION "1.6.18"         /* the memcached release whose protocol we speak */
 
 enum rproto { RP_TEXT, RP_META, RP_BIN };
 
@@ -394,59 +394,29 @@ static void rreq_answered(struct rreq *r) {
 /* Returns from take_*: a request was taken, more bytes are needed, or c must stop. */
 enum take { TAKEN, NEED_MORE, STOP };
 
-/* The router's `stats`: its own counters, in memcached's form. */
-static void stats_text(struct rconn *c, enum rproto proto, uint32_t opaque) {
-    struct router *rt = c->w->rt;
-    struct router_counters t = {0};
-    for (int i = 0; i < rt->nworkers; i++) {
-        struct router_counters *s = &rt->workers[i].st;
-#define X(n) t.n += NET_STAT_GET(s->n);
-        ROUTER_STATS(X)
-#undef X
-#define X(n) t.net.n += NET_STAT_GET(s->net.n);
-        NET_STATS(X)
-#undef X
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    char lines[4096];
+/*
+ * The router's `stats` (group empty: its own counters) or `stats servers`
+ * (each backend's state and counters), made by admin.c; a group it does
+ * not keep is ERROR (binary: not found).
+ */
+static void stats_answer(struct rconn *c, enum rproto proto, const char *group, size_t ngroup,
+                         uint32_t opaque, uint8_t opcode) {
+    char *a = NULL;
     size_t n = 0;
-    char pkt[512];
-#define STAT(name, fmt, v)                                                            \
-    do {                                                                              \
-        char val[64];                                                                 \
-        int vl = snprintf(val, sizeof(val), fmt, v);                                  \
-        if (proto == RP_BIN) {                                                        \
-            size_t k = mc_bin_fmt_stat(pkt, opaque, name, strlen(name), val, (size_t)vl); \
-            if (n + k < sizeof(lines)) { memcpy(lines + n, pkt, k); n += k; }         \
-        } else {                                                                      \
-            n += (size_t)snprintf(lines + n, sizeof(lines) - n, "STAT %s %s\r\n", name, val); \
-        }                                                                             \
-    } while (0)
-    STAT("pid", "%ld", (long)getpid());
-    STAT("uptime", "%ld", (long)(ts.tv_sec - rt->started));
-    STAT("time", "%ld", (long)ts.tv_sec);
-    STAT("version", "%s", MC_VERSION);
-    STAT("router_version", "%s", "cellar-router " ROUTER_VERSION);
-    STAT("threads", "%d", rt->nworkers);
-    STAT("curr_connections", "%llu", (unsigned long long)atomic_load(&rt->net.curr_conns));
-    STAT("total_connections", "%llu", (unsigned long long)atomic_load(&rt->net.total_conns));
-    STAT("rejected_connections", "%llu",
-         (unsigned long long)atomic_load(&rt->net.rejected_conns));
-#define X(name) STAT(#name, "%llu", (unsigned long long)t.name);
-    ROUTER_STATS(X)
-#undef X
-    STAT("bytes_read", "%llu", (unsigned long long)t.net.bytes_read);
-    STAT("bytes_written", "%llu", (unsigned long long)t.net.bytes_written);
-    STAT("config_reloads", "%llu", (unsigned long long)atomic_load(&rt->reloads));
-    STAT("config_reload_errors", "%llu", (unsigned long long)atomic_load(&rt->reload_errors));
-#undef STAT
-    if (proto == RP_BIN) {
-        n += mc_bin_fmt_stat(lines + n, opaque, NULL, 0, NULL, 0);
+    int rc = admin_stats(c->w->rt, group, ngroup, proto == RP_BIN, opaque, &a, &n);
+    if (rc == 0) {
+        answer_local(c, proto, a, n);
+    } else if (proto == RP_BIN) {
+        char e[MC_BIN_ERROR_MAX];
+        answer_local(c, proto, e,
+                     mc_bin_fmt_error(e, opcode, rc > 0 ? MC_BIN_ST_KEY_ENOENT : MC_BIN_ST_ENOMEM,
+                                      opaque));
+    } else if (rc > 0) {
+        answer_local(c, proto, "ERROR\r\n", 7);
     } else {
-        n += (size_t)snprintf(lines + n, sizeof(lines) - n, "END\r\n");
+        answer_local(c, proto, "SERVER_ERROR out of memory\r\n", 28);
     }
-    answer_local(c, proto, lines, n);
+    free(a);
 }
 
 static enum take take_meta(struct rconn *c, size_t used);
@@ -505,10 +475,11 @@ static enum take take_text(struct rconn *c) {
         return STOP;
     case MC_CMD_STATS:
         c->w->st.cmd_other++;
-        if (req.ntokens > 1)            /* a group the router does not keep */
+        if (req.ntokens > 2)            /* a group the router does not keep */
             answer_local(c, RP_TEXT, "ERROR\r\n", 7);
         else
-            stats_text(c, RP_TEXT, 0);
+            stats_answer(c, RP_TEXT, req.ntokens > 1 ? req.tok[1].p : "",
+                         req.ntokens > 1 ? req.tok[1].len : 0, 0, 0);
         return TAKEN;
     default:
         break;
@@ -677,12 +648,8 @@ static enum take take_bin(struct rconn *c) {
             memcpy(a + n, MC_VERSION, sizeof(MC_VERSION) - 1);
             n += sizeof(MC_VERSION) - 1;
             break;
-        case MC_BIN_OP_STAT:
-            if (req.key.len > 0) {      /* a group the router does not keep */
-                n = mc_bin_fmt_error(a, req.opcode, MC_BIN_ST_KEY_ENOENT, req.opaque);
-                break;
-            }
-            stats_text(c, RP_BIN, req.opaque);
+        case MC_BIN_OP_STAT:            /* "" or "servers"; another group: not found */
+            stats_answer(c, RP_BIN, req.key.p, req.key.len, req.opaque, req.opcode);
             return TAKEN;
         default:
             n = mc_bin_fmt_error(a, req.opcode, MC_BIN_ST_UNKNOWN_COMMAND, req.opaque);

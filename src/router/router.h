@@ -36,16 +36,35 @@
 #include "net/worker.h"
 
 #define ROUTER_VERSION "0.1.0"
+#define MC_VERSION "1.6.18"         /* the memcached release whose protocol we speak */
 
-/* Per-worker counters (`stats`), written by the worker only. */
-#define ROUTER_STATS(X)                                                          \
-    X(cmd_get) X(cmd_set) X(cmd_delete) X(cmd_touch) X(cmd_incr) X(cmd_decr)     \
-    X(cmd_meta) X(cmd_flush) X(cmd_other) X(get_hits) X(get_misses)              \
-    X(keys_sent) X(errors) X(local_errors) X(requests_inflight)
+/*
+ * Per-worker counters, written by the worker only: X(name in `stats`,
+ * metric family in /metrics (cellar_router_<family>[_total]), its label or
+ * NULL, help (NULL: the family's, given on its first member), gauge?).
+ * A family's members are consecutive.
+ */
+#define ROUTER_STATS(X)                                                                      \
+    X(cmd_get, "commands", "cmd=\"get\"",                                                    \
+      "Requests taken from clients, by command (get: per key; meta: every meta command)", 0) \
+    X(cmd_set, "commands", "cmd=\"set\"", NULL, 0)                                           \
+    X(cmd_delete, "commands", "cmd=\"delete\"", NULL, 0)                                     \
+    X(cmd_touch, "commands", "cmd=\"touch\"", NULL, 0)                                       \
+    X(cmd_incr, "commands", "cmd=\"incr\"", NULL, 0)                                         \
+    X(cmd_decr, "commands", "cmd=\"decr\"", NULL, 0)                                         \
+    X(cmd_meta, "commands", "cmd=\"meta\"", NULL, 0)                                         \
+    X(cmd_flush, "commands", "cmd=\"flush_all\"", NULL, 0)                                   \
+    X(cmd_other, "commands", "cmd=\"other\"", NULL, 0)                                       \
+    X(get_hits, "get_hits", NULL, "Keys of get-family requests answered with a value", 0)   \
+    X(get_misses, "get_misses", NULL, "Keys of get-family requests answered without one", 0) \
+    X(keys_sent, "keys_sent", NULL, "Keys (and flush_all's parts) sent down the route tree", 0) \
+    X(errors, "errors", NULL, "Keys answered with an error (backend failed, SERVER_ERROR)", 0) \
+    X(local_errors, "local_errors", NULL, "Requests the router refused itself (bad syntax)", 0) \
+    X(requests_inflight, "requests_inflight", NULL, "Not kept yet: always 0", 1)
 
 struct router_counters {
     struct net_counters net;
-#define X(n) _Atomic uint64_t n;
+#define X(n, ...) _Atomic uint64_t n;
     ROUTER_STATS(X)
 #undef X
 };
@@ -66,8 +85,23 @@ struct rhandle {
 struct rworker {
     struct net_worker net;
     struct router *rt;
+    /*
+     * lock: cur and every rhandle's older link and lifetime, so that
+     * another thread (admin.c) may walk the worker's handles and read
+     * their servers' counters (cl_conn_counters); the worker takes it
+     * only to link a new handle or unlink an old one.
+     */
+    pthread_mutex_t lock;
     struct rhandle *cur;            /* the current configuration's handle */
+    uint64_t failovers_gone;        /* under lock: the failovers of handles freed */
     struct router_counters st;
+};
+
+/* metrics.c: the --metrics listener (HTTP/1.0, GET /metrics). */
+struct router_metrics {
+    int fd;                         /* listening; -1: off */
+    pthread_t thread;
+    _Atomic bool stop;
 };
 
 struct router {
@@ -82,6 +116,7 @@ struct router {
     _Atomic uint64_t reloads, reload_errors;
     uint32_t started;               /* unix time */
     int verbose;
+    struct router_metrics metrics;
 };
 
 /* proxy.c: the client connection's table of calls for net/. */
@@ -92,5 +127,29 @@ void router_worker_deinit(struct rworker *w);
 
 /* Loads path as the new configuration: 0, or -1 with err (the old one stays). */
 int router_config_load(struct router *rt, const char *path, char *err, size_t errlen);
+
+/*
+ * admin.c: the router's answers about itself, gathered from every worker
+ * (any thread may call them; they take each worker's lock in turn, never
+ * two at once).
+ *
+ * admin_stats: `stats` (group empty) or `stats servers`, as text lines
+ * ending in END, or binary STAT packets (binary, with opaque) ending in
+ * the empty one.  *out (malloc'd, *nout bytes) is the caller's to free.
+ * 0; 1 for a group the router does not keep (*out NULL); -1 out of memory.
+ */
+int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,
+                uint32_t opaque, char **out, size_t *nout);
+
+/* The Prometheus text exposition (format 0.0.4), malloc'd (*n bytes), or NULL. */
+char *admin_metrics(struct router *rt, size_t *n);
+
+/*
+ * metrics.c: listens on hostport ("HOST:PORT", "[v6]:PORT" or ":PORT" for
+ * every address) and answers GET /metrics on its own thread.  0, or -1
+ * with err.  metrics_stop() (also when never started) joins it.
+ */
+int metrics_start(struct router *rt, const char *hostport, char *err, size_t errlen);
+void metrics_stop(struct router *rt);
 
 #endif

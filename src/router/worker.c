@@ -14,6 +14,12 @@
  * A reload makes a new handle, on which new requests go; the old one is
  * kept, still run, until nothing it was given is in flight, then
  * destroyed: requests in flight finish on the tree they started on.
+ *
+ * `stats servers` and /metrics read a worker's handles from other
+ * threads: linking and unlinking a handle take the worker's lock, and a
+ * handle is destroyed only once unlinked, so a reader holding the lock
+ * sees live handles only.  Their counters are cl_conn_counters, written
+ * here and read there without locks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +74,9 @@ static void worker_tick(struct net_worker *nw) {
         struct rhandle *rh = handle_new(w);
         if (rh != NULL) {
             rh->older = w->cur;
+            pthread_mutex_lock(&w->lock);
             w->cur = rh;
+            pthread_mutex_unlock(&w->lock);
         }
     }
     for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older)
@@ -77,7 +85,10 @@ static void worker_tick(struct net_worker *nw) {
     while (*pp != NULL) {
         struct rhandle *rh = *pp;
         if (rh->inflight == 0) {
+            pthread_mutex_lock(&w->lock);
             *pp = rh->older;
+            w->failovers_gone += cl_count_get(&rh->h->failovers);
+            pthread_mutex_unlock(&w->lock);
             handle_free(w, rh);
         } else {
             pp = &rh->older;
@@ -109,6 +120,7 @@ static void release_buffer(void *ctx, void *ref) {
 
 int router_worker_init(struct router *rt, struct rworker *w, int id) {
     w->rt = rt;
+    pthread_mutex_init(&w->lock, NULL);
     if (net_worker_init(&w->net, &rt->net, id, &w->st.net, release_buffer, NULL) < 0)
         return -1;
     w->net.tick = worker_tick;
@@ -121,8 +133,11 @@ void router_worker_deinit(struct rworker *w) {
     /* the clients are gone: every request still in flight is an orphan, failed here */
     while (w->cur != NULL) {
         struct rhandle *rh = w->cur;
+        pthread_mutex_lock(&w->lock);
         w->cur = rh->older;
+        pthread_mutex_unlock(&w->lock);
         handle_free(w, rh);
     }
     net_worker_deinit(&w->net);
+    pthread_mutex_destroy(&w->lock);
 }

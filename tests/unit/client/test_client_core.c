@@ -266,6 +266,15 @@ ETEST(every_operation) {
     ASSERT_U64(st.timeouts + st.errors + st.down_fast_fails + st.tko_events, 0);
     ASSERT_U64(st.hits, 5);
     ASSERT_U64(st.misses, 3);
+    /* and the server's own counters (cellar-router's `stats servers`) the same */
+    const struct cl_conn_counters *ctr = &h->conns[0].ctr;
+    ASSERT_U64(cl_count_get(&ctr->requests), st.requests);
+    ASSERT_U64(cl_count_get(&ctr->replies), st.requests);
+    ASSERT(cl_count_get(&ctr->latency_ns) > 0);
+    ASSERT_U64(cl_count_get(&ctr->errors) + cl_count_get(&ctr->timeouts) +
+                   cl_count_get(&ctr->down_fails) + cl_count_get(&ctr->tko_events), 0);
+    ASSERT_EQ(atomic_load(&ctr->health), CL_CONN_UP);
+    ASSERT_U64(cl_count_get(&h->failovers), 0);
     ASSERT_STR(cellar_strerror(CELLAR_EDOWN), "server marked down");
     ASSERT_STR(cellar_strerror(12345), "unknown status");
     ASSERT_EQ(cellar_config_servers(e->cfg), 1);
@@ -494,6 +503,10 @@ ETEST(tko_and_revival) {
     cellar_stats(e->h, &st);
     ASSERT_U64(st.tko_events, 1);
     ASSERT_U64(st.timeouts, 2);
+    const struct cl_conn_counters *ctr = &e->h->conns[0].ctr;
+    ASSERT_EQ(atomic_load(&ctr->health), CL_CONN_DOWN);
+    ASSERT_U64(cl_count_get(&ctr->tko_events), 1);
+    ASSERT_U64(cl_count_get(&ctr->timeouts), 2);
     unsigned seen = fake_reqs(f);
     int64_t t0 = now_ms();
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_EDOWN);
@@ -503,6 +516,7 @@ ETEST(tko_and_revival) {
     ASSERT_EQ(fake_reqs(f), seen);
     cellar_stats(e->h, &st);
     ASSERT_U64(st.down_fast_fails, 2);
+    ASSERT_U64(cl_count_get(&ctr->down_fails), 2);
 
     /* Probes while it still hangs time out and keep it down. */
     ASSERT(POLL_FOR(e->h, (cellar_stats(e->h, &st), st.probes >= 2), 2000));
@@ -510,8 +524,10 @@ ETEST(tko_and_revival) {
     ASSERT_U64(st.revivals, 0);
     ASSERT(atomic_load(&f->ops[FK_VERSION]) >= 1);
 
+    ASSERT_EQ(atomic_load(&ctr->health), CL_CONN_DOWN);        /* probing is down too */
     atomic_store(&f->mode, FK_NORMAL);
     ASSERT(POLL_FOR(e->h, !cellar_server_down(e->h, 0), 2000));
+    ASSERT_EQ(atomic_load(&ctr->health), CL_CONN_UP);
     cellar_stats(e->h, &st);
     ASSERT_U64(st.revivals, 1);
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);
@@ -536,6 +552,9 @@ ETEST(tko_and_revival) {
     cellar_stats(e->h, &st);
     ASSERT_U64(st.tko_events, 2);
     ASSERT_U64(st.revivals, 2);
+    ASSERT_U64(cl_count_get(&e->h->conns[0].ctr.tko_events), 2);
+    ASSERT_U64(cl_count_get(&e->h->conns[0].ctr.errors), st.errors);
+    ASSERT_U64(cl_count_get(&e->h->conns[0].ctr.requests), st.requests);
 }
 
 /* The window bounds the gets in flight over all servers, and halves on a timeout. */
@@ -994,6 +1013,8 @@ ETEST(route_failover_exptime) {
     ASSERT_EQ(cellar_delete(e->h, K("g0")), CELLAR_OK);
     ASSERT(!fake_has(gut, "g0"));
     ASSERT_EQ(fake_reqs(other), 0);
+    ASSERT_U64(cl_count_get(&e->h->failovers), 10);    /* each of the 10 above, once */
+    ASSERT(cl_count_get(&e->h->conns[0].ctr.errors) >= 10);
 
     /* A miss or a refusal is an answer: no failover. */
     atomic_store(&normal->mode, FK_NORMAL);

@@ -1,0 +1,414 @@
+/*
+ * admin.c -- what cellar-router says about itself: `stats`, `stats
+ * servers` and the Prometheus text of /metrics, from one gathering.
+ *
+ *   workers' counters (router_counters: relaxed atomics, one writer each)
+ *   workers' handles, under each worker's lock in turn:     --> struct view
+ *     every server's cl_conn_counters, summed; its health,       |
+ *     the worst over workers; failovers                          v
+ *                                             stats text / binary STATs
+ *                                             Prometheus exposition
+ *
+ * Per-server figures are those of the current configuration's handles:
+ * a worker still on an older configuration (it takes the new one at its
+ * next round) is left out of them, and they start again from zero at a
+ * reload, since every worker then makes new handles (Prometheus takes a
+ * counter that falls as a restart).  Failovers are kept over reloads.
+ *
+ * The general statistics are declared once, in stat_defs below (and
+ * ROUTER_STATS in router.h); `stats` and /metrics both print that table.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol/mc_bin.h"
+#include "router/router.h"
+
+/* One backend server as the workers see it together. */
+struct server_view {
+    const char *name;               /* the view's cfg holds it */
+    int state;                      /* enum cl_conn_state, the worst: DOWN > UP > CONNECTING */
+    unsigned workers_down;          /* workers that have it marked down now */
+    uint64_t requests, replies, latency_ns, timeouts, errors, down_fails, tko_events;
+};
+
+/* The general statistics, in stat_defs' order. */
+enum {
+#define X(n, ...) ST_##n,
+    ROUTER_STATS(X)
+#undef X
+    ST_UPTIME, ST_THREADS, ST_CURR_CONNS, ST_TOTAL_CONNS, ST_REJECTED_CONNS, ST_BYTES_READ,
+    ST_BYTES_WRITTEN, ST_RELOADS, ST_RELOAD_ERRORS, ST_FAILOVERS, ST_SERVERS, ST_SERVERS_DOWN,
+    ST_COUNT
+};
+
+struct stat_def {
+    const char *name;               /* in `stats` */
+    const char *family;             /* cellar_router_<family>, _total for a counter */
+    const char *label;              /* NULL, or the member's label */
+    const char *help;               /* NULL: the family's (its first member's) */
+    bool gauge;
+};
+
+static const struct stat_def stat_defs[ST_COUNT] = {
+#define X(n, fam, lab, help, gauge) {#n, fam, lab, help, gauge},
+    ROUTER_STATS(X)
+#undef X
+    {"uptime", "uptime_seconds", NULL, "Seconds since the router started", true},
+    {"threads", "threads", NULL, "Worker threads", true},
+    {"curr_connections", "curr_connections", NULL, "Client connections open", true},
+    {"total_connections", "connections", NULL, "Client connections accepted", false},
+    {"rejected_connections", "rejected_connections", NULL,
+     "Client connections refused at the connection limit", false},
+    {"bytes_read", "read_bytes", NULL, "Bytes read from clients", false},
+    {"bytes_written", "written_bytes", NULL, "Bytes written to clients", false},
+    {"config_reloads", "config_reloads", NULL, "Configurations loaded after the first", false},
+    {"config_reload_errors", "config_reload_errors", NULL,
+     "New configurations refused (the old one kept)", false},
+    {"failovers", "failovers", NULL,
+     "Requests a failover route sent on to its next child after a failure (or a miss)", false},
+    {"servers", "servers", NULL, "Backend servers in the current configuration", true},
+    {"servers_down", "servers_down", NULL,
+     "Backend servers marked down (TKO) now, the most any worker has", true},
+};
+
+struct view {
+    uint64_t v[ST_COUNT];
+    struct cellar_config *cfg;      /* referenced: the servers' names */
+    unsigned nservers;
+    struct server_view *servers;
+};
+
+/* How bad a health is, for the worst over workers. */
+static int health_rank(int state) {
+    switch (state) {
+    case CL_CONN_DOWN: return 3;
+    case CL_CONN_UP: return 2;
+    case CL_CONN_CONNECTING: return 1;
+    default: return 0;
+    }
+}
+
+static const char *health_name(int state) {
+    switch (state) {
+    case CL_CONN_DOWN: return "down";
+    case CL_CONN_UP: return "up";
+    case CL_CONN_CONNECTING: return "connecting";
+    default: return "idle";
+    }
+}
+
+/* Adds worker w's handles to v: their servers (current configuration only) and failovers. */
+static void view_worker(struct view *v, struct rworker *w) {
+    unsigned down = 0;
+    pthread_mutex_lock(&w->lock);
+    v->v[ST_FAILOVERS] += w->failovers_gone;
+    for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older) {
+        const struct cellar *h = rh->h;
+        v->v[ST_FAILOVERS] += cl_count_get(&h->failovers);
+        if (h->cfg != v->cfg)
+            continue;
+        for (unsigned i = 0; i < h->nconns && i < v->nservers; i++) {
+            const struct cl_conn_counters *c = &h->conns[i].ctr;
+            struct server_view *s = &v->servers[i];
+            int health = atomic_load_explicit(&c->health, memory_order_relaxed);
+            if (health_rank(health) > health_rank(s->state))
+                s->state = health;
+            if (health == CL_CONN_DOWN) {
+                s->workers_down++;
+                down++;
+            }
+            s->requests += cl_count_get(&c->requests);
+            s->replies += cl_count_get(&c->replies);
+            s->latency_ns += cl_count_get(&c->latency_ns);
+            s->timeouts += cl_count_get(&c->timeouts);
+            s->errors += cl_count_get(&c->errors);
+            s->down_fails += cl_count_get(&c->down_fails);
+            s->tko_events += cl_count_get(&c->tko_events);
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (down > v->v[ST_SERVERS_DOWN])
+        v->v[ST_SERVERS_DOWN] = down;
+}
+
+/* Gathers everything; false when out of memory. */
+static bool view_take(struct router *rt, struct view *v) {
+    memset(v, 0, sizeof(*v));
+    pthread_mutex_lock(&rt->cfg_lock);
+    v->cfg = cl_config_ref(rt->cfg);
+    pthread_mutex_unlock(&rt->cfg_lock);
+    v->nservers = v->cfg->nservers;
+    v->servers = calloc(v->nservers ? v->nservers : 1, sizeof(*v->servers));
+    if (v->servers == NULL) {
+        cellar_config_release(&v->cfg);
+        return false;
+    }
+    for (unsigned i = 0; i < v->nservers; i++)
+        v->servers[i].name = v->cfg->servers[i].name;
+    for (int i = 0; i < rt->nworkers; i++) {
+        struct rworker *w = &rt->workers[i];
+#define X(n, ...) v->v[ST_##n] += NET_STAT_GET(w->st.n);
+        ROUTER_STATS(X)
+#undef X
+        v->v[ST_BYTES_READ] += NET_STAT_GET(w->st.net.bytes_read);
+        v->v[ST_BYTES_WRITTEN] += NET_STAT_GET(w->st.net.bytes_written);
+        view_worker(v, w);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v->v[ST_UPTIME] = (uint64_t)(ts.tv_sec - rt->started);
+    v->v[ST_THREADS] = (uint64_t)rt->nworkers;
+    v->v[ST_CURR_CONNS] = atomic_load(&rt->net.curr_conns);
+    v->v[ST_TOTAL_CONNS] = atomic_load(&rt->net.total_conns);
+    v->v[ST_REJECTED_CONNS] = atomic_load(&rt->net.rejected_conns);
+    v->v[ST_RELOADS] = atomic_load(&rt->reloads);
+    v->v[ST_RELOAD_ERRORS] = atomic_load(&rt->reload_errors);
+    v->v[ST_SERVERS] = v->nservers;
+    return true;
+}
+
+static void view_release(struct view *v) {
+    free(v->servers);
+    v->servers = NULL;
+    cellar_config_release(&v->cfg);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Output                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* A growing answer; oom once an allocation failed (then nothing more is added). */
+struct text {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static bool text_room(struct text *t, size_t need) {
+    if (t->oom)
+        return false;
+    if (t->cap - t->len >= need)
+        return true;
+    size_t cap = t->cap ? t->cap : 4096;
+    while (cap - t->len < need)
+        cap *= 2;
+    char *p = realloc(t->p, cap);
+    if (p == NULL) {
+        t->oom = true;
+        return false;
+    }
+    t->p = p;
+    t->cap = cap;
+    return true;
+}
+
+static void text_add(struct text *t, const char *p, size_t n) {
+    if (text_room(t, n)) {
+        memcpy(t->p + t->len, p, n);
+        t->len += n;
+    }
+}
+
+__attribute__((format(printf, 2, 3))) static void text_printf(struct text *t, const char *fmt,
+                                                               ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !text_room(t, (size_t)n + 1))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    t->len += (size_t)n;
+}
+
+/* One statistic, as `STAT name value` or a binary STAT packet. */
+struct stat_out {
+    struct text t;
+    bool binary;
+    uint32_t opaque;
+};
+
+__attribute__((format(printf, 3, 4))) static void stat_put(struct stat_out *o, const char *name,
+                                                            const char *fmt, ...) {
+    char val[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int vl = vsnprintf(val, sizeof(val), fmt, ap);
+    va_end(ap);
+    if (vl < 0)
+        return;
+    if ((size_t)vl >= sizeof(val))
+        vl = (int)sizeof(val) - 1;
+    size_t nname = strlen(name);
+    if (o->binary) {
+        if (text_room(&o->t, 24 + nname + (size_t)vl))
+            o->t.len += mc_bin_fmt_stat(o->t.p + o->t.len, o->opaque, name, nname, val,
+                                        (size_t)vl);
+    } else {
+        text_printf(&o->t, "STAT %s %s\r\n", name, val);
+    }
+}
+
+static void stats_general(struct stat_out *o, const struct view *v) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    stat_put(o, "pid", "%ld", (long)getpid());
+    stat_put(o, "uptime", "%llu", (unsigned long long)v->v[ST_UPTIME]);
+    stat_put(o, "time", "%ld", (long)ts.tv_sec);
+    stat_put(o, "version", "%s", MC_VERSION);
+    stat_put(o, "router_version", "%s", "cellar-router " ROUTER_VERSION);
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (i != ST_UPTIME)
+            stat_put(o, stat_defs[i].name, "%llu", (unsigned long long)v->v[i]);
+    }
+}
+
+/* `stats servers`: <server>:<field> <value>, every server of the current configuration. */
+static void stats_servers(struct stat_out *o, const struct view *v) {
+    for (unsigned i = 0; i < v->nservers; i++) {
+        const struct server_view *s = &v->servers[i];
+        char name[300];
+#define FIELD(f) (snprintf(name, sizeof(name), "%s:%s", s->name, f), name)
+        stat_put(o, FIELD("state"), "%s", health_name(s->state));
+        stat_put(o, FIELD("workers_down"), "%u", s->workers_down);
+        stat_put(o, FIELD("requests"), "%llu", (unsigned long long)s->requests);
+        stat_put(o, FIELD("replies"), "%llu", (unsigned long long)s->replies);
+        stat_put(o, FIELD("errors"), "%llu", (unsigned long long)s->errors);
+        stat_put(o, FIELD("timeouts"), "%llu", (unsigned long long)s->timeouts);
+        stat_put(o, FIELD("down_fails"), "%llu", (unsigned long long)s->down_fails);
+        stat_put(o, FIELD("tko_events"), "%llu", (unsigned long long)s->tko_events);
+        stat_put(o, FIELD("avg_latency_us"), "%llu",
+                 (unsigned long long)(s->replies ? s->latency_ns / s->replies / 1000 : 0));
+#undef FIELD
+    }
+}
+
+int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,
+                uint32_t opaque, char **out, size_t *nout) {
+    *out = NULL;
+    *nout = 0;
+    bool servers = ngroup == 7 && memcmp(group, "servers", 7) == 0;
+    if (ngroup > 0 && !servers)
+        return 1;
+    struct view v;
+    if (!view_take(rt, &v))
+        return -1;
+    struct stat_out o = {.binary = binary, .opaque = opaque};
+    if (servers)
+        stats_servers(&o, &v);
+    else
+        stats_general(&o, &v);
+    view_release(&v);
+    if (binary) {
+        if (text_room(&o.t, 24))
+            o.t.len += mc_bin_fmt_stat(o.t.p + o.t.len, opaque, NULL, 0, NULL, 0);
+    } else {
+        text_add(&o.t, "END\r\n", 5);
+    }
+    if (o.t.oom) {
+        free(o.t.p);
+        return -1;
+    }
+    *out = o.t.p;
+    *nout = o.t.len;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Prometheus                                                               */
+/* ---------------------------------------------------------------------- */
+
+/* A label value: backslash, double quote and newline escaped. */
+static void prom_label_value(struct text *t, const char *s) {
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            text_printf(t, "\\%c", *s);
+        else if (*s == '\n')
+            text_add(t, "\\n", 2);
+        else
+            text_add(t, s, 1);
+    }
+}
+
+static void prom_family(struct text *t, const char *name, const char *type, const char *help) {
+    text_printf(t, "# HELP cellar_router_%s %s\n# TYPE cellar_router_%s %s\n", name, help, name,
+                type);
+}
+
+/* The opening of a per-server sample: cellar_router_<name>{server="<s>"} (the value follows). */
+static void prom_server(struct text *t, const char *name, const struct server_view *s) {
+    text_printf(t, "cellar_router_%s{server=\"", name);
+    prom_label_value(t, s->name);
+    text_add(t, "\"} ", 3);
+}
+
+char *admin_metrics(struct router *rt, size_t *n) {
+    struct view v;
+    if (!view_take(rt, &v))
+        return NULL;
+    struct text t = {0};
+    for (int i = 0; i < ST_COUNT; i++) {
+        const struct stat_def *d = &stat_defs[i];
+        const char *suffix = d->gauge ? "" : "_total";
+        if (d->help != NULL) {
+            char fam[96];
+            snprintf(fam, sizeof(fam), "%s%s", d->family, suffix);
+            prom_family(&t, fam, d->gauge ? "gauge" : "counter", d->help);
+        }
+        text_printf(&t, "cellar_router_%s%s%s%s%s %llu\n", d->family, suffix,
+                    d->label ? "{" : "", d->label ? d->label : "", d->label ? "}" : "",
+                    (unsigned long long)v.v[i]);
+    }
+    /* one family per server figure: its HELP/TYPE, then a sample per server */
+#define SERVERS(name, type, help, fmt, expr)                                    \
+    do {                                                                        \
+        prom_family(&t, name, type, help);                                      \
+        for (unsigned i = 0; i < v.nservers; i++) {                             \
+            const struct server_view *s = &v.servers[i];                        \
+            prom_server(&t, name, s);                                           \
+            text_printf(&t, fmt "\n", expr);                                    \
+        }                                                                       \
+    } while (0)
+    SERVERS("server_up", "gauge",
+            "1 when some worker is connected to the server and none has it marked down", "%d",
+            s->state == CL_CONN_UP);
+    SERVERS("server_workers_down", "gauge", "Workers that have the server marked down (TKO) now",
+            "%u", s->workers_down);
+    SERVERS("server_requests_total", "counter", "Requests sent to the server", "%llu",
+            (unsigned long long)s->requests);
+    SERVERS("server_errors_total", "counter",
+            "Requests to the server that failed on the way (connection, protocol)", "%llu",
+            (unsigned long long)s->errors);
+    SERVERS("server_timeouts_total", "counter", "Requests to the server that timed out", "%llu",
+            (unsigned long long)s->timeouts);
+    SERVERS("server_down_fails_total", "counter",
+            "Requests failed at once because the server was marked down", "%llu",
+            (unsigned long long)s->down_fails);
+    SERVERS("server_tko_events_total", "counter", "Times a worker marked the server down", "%llu",
+            (unsigned long long)s->tko_events);
+    /* a summary without quantiles: the time from send to reply, summed, and the replies */
+    prom_family(&t, "server_latency_seconds", "summary",
+                "Time from sending a request to the server to its reply");
+    for (unsigned i = 0; i < v.nservers; i++) {
+        const struct server_view *s = &v.servers[i];
+        prom_server(&t, "server_latency_seconds_sum", s);
+        text_printf(&t, "%.9f\n", (double)s->latency_ns / 1e9);
+        prom_server(&t, "server_latency_seconds_count", s);
+        text_printf(&t, "%llu\n", (unsigned long long)s->replies);
+    }
+#undef SERVERS
+    view_release(&v);
+    if (t.oom) {
+        free(t.p);
+        return NULL;
+    }
+    *n = t.len;
+    return t.p;
+}
