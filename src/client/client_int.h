@@ -118,6 +118,8 @@ struct cl_req {
     struct cl_req *next;        /* in a connection's waiting or sent queue */
     uint64_t deadline_ns;       /* sent: when it times out */
     uint32_t opaque;
+    bool batched;               /* sent on a batched get line (msg_wire.batches) */
+    bool batch_last;            /* and the line's last key: its END is this one's */
 };
 
 /* The status a reply maps to (CELLAR_OK, CELLAR_NOT_FOUND, ..., CELLAR_E*). */
@@ -258,6 +260,10 @@ struct cl_conn {
     struct cl_queue sent;       /* written, waiting for their replies, oldest first */
     char *wbuf;                 /* bytes not yet written: wbuf[woff .. wlen) */
     size_t wlen, woff, wcap;
+    struct cl_req *batch;       /* the last key of the batched get line that ends wbuf
+                                   and is not yet being written (NULL: none) */
+    size_t batch_at;            /* where that line starts in wbuf */
+    unsigned batch_keys;        /* keys on it */
     char *rbuf;                 /* bytes read, not yet parsed: rbuf[roff .. rlen) */
     size_t rlen, roff, rcap;
     uint64_t connect_deadline_ns;

@@ -100,6 +100,7 @@ static void close_socket(struct cl_conn *c) {
     c->events = 0;
     c->wlen = c->woff = 0;
     c->rlen = c->roff = 0;
+    c->batch = NULL;
 }
 
 /*
@@ -309,9 +310,39 @@ static bool wbuf_room(struct cl_conn *c, size_t need) {
     return true;
 }
 
+/*
+ * Adds q's key to the batched get line that ends the write buffer, if q
+ * can join it: the same op, the line not yet being written, room for
+ * another key.  Requests that follow one another to a server -- a
+ * multi-get's keys, a router's clients' gets -- then cost the server one
+ * line and one END, not one per key.
+ */
+static bool join_batch(struct cl_conn *c, struct cl_req *q) {
+    struct cl_req *b = c->batch;
+    if (b == NULL || b->m.op != q->m.op ||
+        c->batch_keys >= MSG_BATCH_KEY_MAX || !wbuf_room(c, q->m.key.len + 1))
+        return false;
+    c->wlen -= 2;                           /* the line's "\r\n" */
+    c->wbuf[c->wlen++] = ' ';
+    memcpy(c->wbuf + c->wlen, q->m.key.p, q->m.key.len);
+    c->wlen += q->m.key.len;
+    memcpy(c->wbuf + c->wlen, "\r\n", 2);
+    c->wlen += 2;
+    b->batch_last = false;
+    q->batched = q->batch_last = true;
+    c->batch = q;
+    c->batch_keys++;
+    return true;
+}
+
 /* Appends q's bytes to the write buffer: false when q cannot go (completed here). */
 static bool put_request(struct cl_conn *c, struct cl_req *q) {
     const struct msg_wire *w = c->pool->wire;
+    bool batches = w->batches != NULL && w->batches(&q->m);
+    q->batched = false;
+    if (batches && join_batch(c, q))
+        return true;
+    c->batch = NULL;
     size_t vlen = msg_carries_value(&q->m) ? q->m.value.len : 0;
     if (!wbuf_room(c, MSG_HEAD_MAX + vlen + w->value_end_len)) {
         cl_conn_complete(c, q, CELLAR_ENOMEM, NULL);
@@ -324,6 +355,12 @@ static bool put_request(struct cl_conn *c, struct cl_req *q) {
                                                                        : CELLAR_EINVAL, NULL);
         return false;
     }
+    if (batches) {                  /* a line the next gets may join */
+        q->batched = q->batch_last = true;
+        c->batch = q;
+        c->batch_at = c->wlen;
+        c->batch_keys = 1;
+    }
     c->wlen += n;
     if (msg_carries_value(&q->m)) {
         if (vlen)                   /* an empty value may be {NULL, 0} */
@@ -335,6 +372,7 @@ static bool put_request(struct cl_conn *c, struct cl_req *q) {
 }
 
 static void flush(struct cl_conn *c, uint64_t now) {
+    c->batch = NULL;                /* the line is on its way: nothing may join it now */
     while (c->woff < c->wlen) {
         ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
         if (n > 0) {
@@ -405,8 +443,11 @@ static bool parse_replies(struct cl_conn *c, uint64_t now) {
         struct cl_req *q = c->sent.head;
         struct msg_reply r;
         size_t used = 0;
-        enum mc_parse rc = w->parse(&r, &q->m, q->opaque, c->rbuf + c->roff, c->rlen - c->roff,
-                                    &used);
+        enum mc_parse rc =
+            q->batched ? w->parse_batched(&r, &q->m, q->batch_last, c->rbuf + c->roff,
+                                          c->rlen - c->roff, &used)
+                       : w->parse(&r, &q->m, q->opaque, c->rbuf + c->roff, c->rlen - c->roff,
+                                  &used);
         if (rc == MC_PARSE_NEED_MORE)
             return true;
         if (rc != MC_PARSE_OK) {

@@ -169,7 +169,28 @@ struct msg_wire {
      * left it): its name and value.  false when none is left.
      */
     bool (*stat_next)(struct mc_span *rest, struct mc_span *name, struct mc_span *value);
+    /*
+     * Batched gets (NULL: the wire has none).  batches(m): m goes out as a
+     * text retrieval line ("get <key>\r\n") that the next request of the
+     * same op may extend with its own key (" <key>", MSG_BATCH_KEY_MAX keys
+     * at most), so one line and one END serve many keys.  parse_batched
+     * reads, for the batch's head request m, its share of the reply: a
+     * VALUE of m's key (HIT), or nothing of it (MISS, nothing consumed:
+     * the VALUE or END is the next request's), or an error line, which
+     * answers every request of the batch; the END (or error line) is
+     * consumed with the batch's last request (last).
+     */
+    bool (*batches)(const struct msg *m);
+    enum mc_parse (*parse_batched)(struct msg_reply *r, const struct msg *m, bool last,
+                                   const char *buf, size_t len, size_t *consumed);
 };
+
+#define MSG_BATCH_KEY_MAX 100       /* keys on one batched get line */
+
+/* The text wire's batching, which the meta wire shares for its text-form gets. */
+bool msg_text_batches(const struct msg *m);
+enum mc_parse msg_text_parse_batched(struct msg_reply *r, const struct msg *m, bool last,
+                                     const char *buf, size_t len, size_t *consumed);
 
 extern const struct msg_wire msg_wire_text;
 

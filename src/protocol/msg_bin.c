@@ -360,4 +360,5 @@ static enum mc_parse bin_parse(struct msg_reply *r, const struct msg *m, uint32_
     return rc;
 }
 
-const struct msg_wire msg_wire_bin = {"binary", bin_fmt, bin_parse, "", 0, bin_stat_next};
+const struct msg_wire msg_wire_bin = {"binary", bin_fmt, bin_parse, "", 0, bin_stat_next,
+                                      NULL, NULL};

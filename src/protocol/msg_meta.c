@@ -533,5 +533,11 @@ static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32
     return MC_PARSE_OK;
 }
 
+/* A text-form get goes as the text command (as_text), and batches as the text wire's do. */
+static bool meta_batches(const struct msg *m) {
+    return as_text(m) && msg_text_batches(m);
+}
+
 const struct msg_wire msg_wire_meta = {"meta", meta_fmt, meta_parse, "\r\n", 2,
-                                       msg_text_stat_next};
+                                       msg_text_stat_next, meta_batches,
+                                       msg_text_parse_batched};

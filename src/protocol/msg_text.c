@@ -263,5 +263,64 @@ static enum mc_parse text_parse(struct msg_reply *r, const struct msg *m, uint32
     return MC_PARSE_OK;
 }
 
+/*
+ * Batched gets: "get k1 k2 k3\r\n" is answered by a VALUE for each key
+ * that hits, in the line's order (a key twice on the line, twice), then
+ * END.  Walking the batch's requests in order, each either finds its
+ * VALUE next or missed; an error line (a key memcached refused) ends the
+ * line's answer and answers every request still waiting.
+ */
+bool msg_text_batches(const struct msg *m) {
+    return (m->op == MSG_GET || m->op == MSG_GETS) && !m->want_ttl && msg_key_line_ok(m->key);
+}
+
+enum mc_parse msg_text_parse_batched(struct msg_reply *r, const struct msg *m, bool last,
+                                     const char *buf, size_t len, size_t *consumed) {
+    *consumed = 0;
+    *r = (struct msg_reply){.ttl = -1};
+    struct mc_resp e;
+    size_t n = 0;
+    enum mc_parse rc = mc_text_parse_resp(&e, buf, len, &n);
+    if (rc != MC_PARSE_OK)
+        return rc == MC_PARSE_NEED_MORE ? rc : MC_PARSE_ERROR;
+    switch (e.kind) {
+    case MC_RESP_VALUE:
+        if (e.key.len != m->key.len || memcmp(e.key.p, m->key.p, e.key.len) != 0) {
+            if (last)           /* a VALUE nobody on the line asked for */
+                return MC_PARSE_ERROR;
+            r->res = MSG_RES_MISS;
+            return MC_PARSE_OK;
+        }
+        if (e.has_cas != (m->op == MSG_GETS))
+            return MC_PARSE_ERROR;
+        if (last) {             /* the line's END comes with its last key */
+            size_t used = n;
+            rc = parse_value(r, m, &e, buf, len, &used);
+            if (rc == MC_PARSE_OK)
+                *consumed = used;
+            return rc;
+        }
+        r->res = MSG_RES_HIT;
+        r->value = e.value;
+        r->flags = e.flags;
+        r->cas = e.cas;
+        *consumed = n;
+        return MC_PARSE_OK;
+    case MC_RESP_END:
+        r->res = MSG_RES_MISS;
+        break;
+    case MC_RESP_ERROR: case MC_RESP_CLIENT_ERROR: case MC_RESP_SERVER_ERROR:
+        r->res = status_of(m->op, e.kind);
+        r->msg = e.msg;
+        break;
+    default:
+        return MC_PARSE_ERROR;
+    }
+    if (last)
+        *consumed = n;
+    return MC_PARSE_OK;
+}
+
 const struct msg_wire msg_wire_text = {"text", text_fmt, text_parse, "\r\n", 2,
-                                       msg_text_stat_next};
+                                       msg_text_stat_next, msg_text_batches,
+                                       msg_text_parse_batched};

@@ -1005,4 +1005,64 @@ TEST(stats) {
         stats_on(th_failed, &msg_wire_meta);
 }
 
+/*
+ * Batched gets: "get a b c a" is answered VALUE a, VALUE c, VALUE a, END
+ * (b missed).  Walking the requests in order, each takes its VALUE or
+ * misses without consuming; the last takes the END too.  Every prefix of
+ * the reply is NEED_MORE for the request it stops in, nothing consumed.
+ */
+TEST(batched_gets) {
+    const struct msg_wire *w = &msg_wire_text;
+    struct msg ms[4] = {{.op = MSG_GET, KEY("a")}, {.op = MSG_GET, KEY("b")},
+                        {.op = MSG_GET, KEY("c")}, {.op = MSG_GET, KEY("a")}};
+    for (int i = 0; i < 4; i++)
+        ASSERT(w->batches(&ms[i]));
+    static const char reply[] = "VALUE a 1 1\r\nx\r\nVALUE c 3 2\r\nyz\r\n"
+                                "VALUE a 1 1\r\nx\r\nEND\r\n";
+    static const enum msg_res want[4] = {MSG_RES_HIT, MSG_RES_MISS, MSG_RES_HIT, MSG_RES_HIT};
+    for (size_t cut = 0; cut <= sizeof(reply) - 1; cut++) {
+        size_t off = 0;
+        int i = 0;
+        for (; i < 4; i++) {
+            struct msg_reply r;
+            size_t used = 99;
+            enum mc_parse rc = w->parse_batched(&r, &ms[i], i == 3, reply + off, cut - off, &used);
+            if (rc == MC_PARSE_NEED_MORE) {
+                ASSERT_EQ(used, 0);
+                break;
+            }
+            ASSERT_EQ(rc, MC_PARSE_OK);
+            ASSERT_EQ(r.res, want[i]);
+            if (want[i] == MSG_RES_HIT)
+                ASSERT_EQ(r.flags, i == 2 ? 3u : 1u);
+            off += used;
+        }
+        ASSERT_EQ(i == 4, cut == sizeof(reply) - 1);
+        if (i == 4)
+            ASSERT_EQ(off, sizeof(reply) - 1);
+    }
+    /* An error line answers every key still waiting; the last consumes it. */
+    struct msg_reply r;
+    size_t used;
+    static const char err[] = "CLIENT_ERROR bad command line format\r\n";
+    ASSERT_EQ(w->parse_batched(&r, &ms[1], false, err, sizeof(err) - 1, &used), MC_PARSE_OK);
+    ASSERT(r.res == MSG_RES_CLIENT_ERROR && used == 0);
+    ASSERT_EQ(w->parse_batched(&r, &ms[2], true, err, sizeof(err) - 1, &used), MC_PARSE_OK);
+    ASSERT(r.res == MSG_RES_CLIENT_ERROR && used == sizeof(err) - 1);
+    /* A VALUE no key on the line asked for, a gets VALUE without its cas: lost framing. */
+    static const char other[] = "VALUE zz 0 1\r\nx\r\nEND\r\n";
+    ASSERT_EQ(w->parse_batched(&r, &ms[0], true, other, sizeof(other) - 1, &used), MC_PARSE_ERROR);
+    struct msg gets = {.op = MSG_GETS, KEY("a")};
+    ASSERT_EQ(w->parse_batched(&r, &gets, true, reply, sizeof(reply) - 1, &used), MC_PARSE_ERROR);
+    /* What batches: text gets and gets, not gat, not what asks for a TTL, not every key. */
+    struct msg no[] = {{.op = MSG_GAT, KEY("a")}, {.op = MSG_GET, KEY("a"), .want_ttl = true},
+                       {.op = MSG_GET, KEY("a b")}, {.op = MSG_SET, KEY("a")}};
+    for (size_t i = 0; i < NROWS(no); i++)
+        ASSERT(!w->batches(&no[i]));
+    /* The meta wire batches only the text form (a router's text client's gets). */
+    struct msg tf = {.op = MSG_GET, KEY("a"), .text_form = true};
+    ASSERT(msg_wire_meta.batches(&tf) && !msg_wire_meta.batches(&ms[0]));
+    ASSERT(msg_wire_bin.batches == NULL);
+}
+
 int main(void) { return RUN_TESTS(); }
