@@ -30,39 +30,11 @@ import time
 import pytest
 
 import util
+from router_util import addrs, backend, need, restart
 
 ROUTER = os.environ.get("CELLAR_ROUTER")
 BENCH = os.environ.get("CELLAR_BENCH")
 GUTTER_TTL = 10
-
-
-def need(path, var):
-    if not path or not os.access(path, os.X_OK):
-        pytest.fail("%s=%r is not an executable file: set it (these tests never skip)"
-                    % (var, path), pytrace=False)
-    return path
-
-
-def backend(name):
-    """A plain cellard on a free port (util.Server would be a RoutedServer
-    when CELLAR_ROUTE_SUT=1)."""
-    s = object.__new__(util.Server)
-    util.Server.__init__(s, util.CELLARD, [], name=name)
-    return s
-
-
-def restart(server):
-    """Start a SIGKILLed backend again on its port, same argv and stderr file."""
-    server.proc = subprocess.Popen(server.argv, stdin=subprocess.DEVNULL,
-                                   stdout=server._errf, stderr=server._errf)
-
-    def accepts():
-        try:
-            socket.create_connection((util.HOST, server.port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-    util.wait_for(accepts, 10, what="%s to accept again on %d" % (server.name, server.port))
 
 
 class Router(util.Server):
@@ -122,10 +94,6 @@ class Router(util.Server):
 
     def stat(self, name):
         return int(self.stats()[name])
-
-
-def addrs(servers):
-    return ["%s:%d" % (util.HOST, s.port) for s in servers]
 
 
 def gutter_config(main, gutter, **pool_opts):
