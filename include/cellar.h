@@ -348,6 +348,48 @@ CELLAR_API void cellar_near_destroy(struct cellar_near **n);
 CELLAR_API void cellar_use_near(struct cellar *h, struct cellar_near *n);
 
 /*
+ * Reliable deletes (mcrouter's asynclog, with a replayer): a delete that
+ * a server cannot take -- a timeout, a refused or broken connection, the
+ * server marked down, a SERVER_ERROR -- is appended to that server's file
+ * in dir (written before the caller hears, fdatasync'd within 50 ms,
+ * at most max_bytes per server, 0: CELLAR_SPOOL_MAX_BYTES) and the caller
+ * is answered as mcrouter answers a logged delete: CELLAR_NOT_FOUND.  A
+ * pool's "spool" list (JSON) names the operations spooled so instead of
+ * deletes alone (a spooled write is answered CELLAR_NOT_STORED); "spool":
+ * [] spools nothing.  Whichever handle using the spool finds the server
+ * answering again replays its records in order, pipelined, while it
+ * runs (any call, cellar_poll(), or the async loop); files left by an
+ * earlier process are replayed too.  A record is dropped (counted) when
+ * the server's file is full.  A replayed delete may land after a newer
+ * set of its key: a later miss, never a stale value.
+ *
+ * Shared by any number of handles on any threads; give it to a handle
+ * before its first request, and close it once no handle uses it.
+ * CELLAR_EINVAL when dir is not a writable directory.
+ */
+#define CELLAR_SPOOL_MAX_BYTES (64u * 1024 * 1024)
+
+struct cellar_spool;
+
+struct cellar_spool_stats {
+    uint64_t depth;             /* records waiting to be replayed */
+    uint64_t bytes;             /* and their bytes */
+    uint64_t servers;           /* servers with records waiting */
+    uint64_t appended;          /* records written since open */
+    uint64_t replayed;          /* records the server answered on replay */
+    uint64_t dropped;           /* requests not spooled: a full file, a failed write */
+    uint64_t replay_errors;     /* replayed records answered with an error (passed) */
+};
+
+CELLAR_API int cellar_spool_open(struct cellar_spool **out, const char *dir,
+                                 uint64_t max_bytes);
+CELLAR_API void cellar_spool_close(struct cellar_spool **sp);
+CELLAR_API void cellar_use_spool(struct cellar *h, struct cellar_spool *sp);
+/* Its counters, for one server (its name as configured) or, server NULL, all. */
+CELLAR_API void cellar_spool_stats(struct cellar_spool *sp, const char *server,
+                                   struct cellar_spool_stats *out);
+
+/*
  * A raw meta command (meta pools): cmd 'g', 's', 'd' or 'a' for mg, ms,
  * md, ma, with flags as the protocol writes them ("v t f", "T30 F5 I",
  * ...; no q: every command is answered), value for ms.  *out gets the

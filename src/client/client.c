@@ -217,6 +217,9 @@ static uint64_t pump_and_tick(struct cellar *h, uint64_t now, uint64_t next) {
         uint64_t d = cl_conn_tick(&h->conns[i], now);
         if (d && (next == 0 || d < next))
             next = d;
+        d = cl_spool_tick(&h->conns[i], now);
+        if (d && (next == 0 || d < next))
+            next = d;
     }
     pump(h, now);
     return next;

@@ -57,6 +57,8 @@ struct cl_pool {
     int connect_timeout_ms;
     int tko_timeouts;
     int probe_min_ms, probe_max_ms;
+    uint32_t spool_ops;         /* bit (1 << op): failed ones go to the server's spool
+                                   (a handle with one): MSG_DELETE unless "spool" says */
 };
 
 struct cellar_config {
@@ -278,11 +280,27 @@ struct cl_conn {
     bool in_pump;               /* on the handle's pump list */
     struct cl_conn *pump_next;
     struct cl_udp udp;          /* the pool's gets, when it sends them over UDP */
+    struct cl_spool_dest *spool;/* the server's spool (the handle's spool), or NULL */
+    struct cl_replay *replay;   /* replaying it from this connection (made on first use) */
     struct cl_conn_counters ctr;
 };
 
 /* Hands q back to its owner, counting what the handle counts (conn.c). */
 void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r);
+
+/*
+ * The spool (spool.c): does q's op go to c's spool when it fails; submit
+ * it so; replay what c's server has spooled while it is up (the next time
+ * to look, 0: none); attach a handle's connections to a spool (NULL:
+ * none) and detach one (after cl_conn_reset).
+ */
+struct cl_spool_dest;
+struct cl_replay;
+bool cl_spool_wants(const struct cl_conn *c, const struct msg *m);
+void cl_spool_submit(struct cl_conn *c, struct cl_req *q);
+uint64_t cl_spool_tick(struct cl_conn *c, uint64_t now);
+void cl_spool_attach(struct cellar *h, struct cellar_spool *sp);
+void cl_spool_detach(struct cl_conn *c);
 
 /* UDP gets (udp.c) */
 bool cl_udp_wants(const struct cl_conn *c, const struct cl_req *q);

@@ -226,6 +226,7 @@ static int pool_settings(struct cl_pool *pl, const struct cellar_options *opt, c
     pl->probe_max_ms = pick(opt->probe_max_ms, defaults.probe_max_ms);
     if (pl->probe_max_ms < pl->probe_min_ms)
         pl->probe_max_ms = pl->probe_min_ms;
+    pl->spool_ops = 1u << MSG_DELETE;
     return 0;
 }
 

@@ -21,7 +21,9 @@
  *                 "hash": "ch3" | "ketama" | "modula" | "rendezvous",
  *                 "server_timeout", "connect_timeout", "tko_timeouts",
  *                 "probe_min_ms", "probe_max_ms": INT >= 1,
- *                 "udp": BOOL (ours: gets over UDP) }
+ *                 "udp": BOOL (ours: gets over UDP),
+ *                 "spool": [ OP, ... ] (ours: the ops a handle's spool keeps
+ *                                       when they fail; ["delete"]) }
  *   route    := STRING | object | [ route, ... ]  (a list where one route is
  *                                                  expected must hold one)
  *   STRING   := a named handle's name
@@ -358,13 +360,15 @@ static json_t *need(struct jp *jp, json_t *obj, const char *key) {
     return v;
 }
 
+static int op_by_name(const char *name);
+
 /* ---------------------------------------------------------------------- */
 /* Pools                                                                    */
 /* ---------------------------------------------------------------------- */
 
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
-    "probe_min_ms probe_max_ms udp"
+    "probe_min_ms probe_max_ms udp spool"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct jp *jp, json_t *obj, struct cellar_options *po) {
@@ -507,6 +511,30 @@ static int pool_error(struct jp *jp, const char *msg, char **entries, size_t n) 
     return fail(jp, "%s", msg);
 }
 
+/* The pool's "spool": a list of operation names, into a mask of 1 << op. */
+static int spool_list(struct jp *jp, json_t *obj, uint32_t *ops) {
+    json_t *v = json_object_get(obj, "spool"), *e;
+    if (v == NULL)
+        return 0;
+    size_t mark = path_key(jp, "spool"), i;
+    if (!json_is_array(v))
+        return fail(jp, "expected a list of operations, not %s", type_name(v));
+    *ops = 0;
+    json_array_foreach(v, i, e) {
+        int op = json_is_string(e) ? op_by_name(json_string_value(e)) : -1;
+        if (op != MSG_SET && op != MSG_ADD && op != MSG_REPLACE && op != MSG_APPEND &&
+            op != MSG_PREPEND && op != MSG_DELETE && op != MSG_INCR && op != MSG_DECR &&
+            op != MSG_TOUCH) {
+            path_index(jp, i);
+            return fail(jp, "expected a write to spool (set add replace append prepend "
+                            "delete incr decr touch)");
+        }
+        *ops |= 1u << op;
+    }
+    path_set(jp, mark);
+    return 0;
+}
+
 /*
  * Adds pool name from obj (at the current path): servers, weights, and
  * settings over a copy of the caller's options.
@@ -544,11 +572,19 @@ static int add_pool(struct jp *jp, const char *name, json_t *obj, bool inline_po
         path_set(jp, mark);
         rc = pool_entries(jp, servers, weights, entries);
     }
+    uint32_t spool_ops = 1u << MSG_DELETE;
+    if (rc == 0) {
+        path_set(jp, mark);
+        rc = spool_list(jp, obj, &spool_ops);
+    }
     if (rc == 0) {
         char msg[MSG_LEN] = "";
-        if (cl_config_add_pool(jp->cfg, name, (const char *const *)entries, (unsigned)n, &po,
-                               msg, sizeof(msg)) < 0)
+        int i = cl_config_add_pool(jp->cfg, name, (const char *const *)entries, (unsigned)n,
+                                   &po, msg, sizeof(msg));
+        if (i < 0)
             rc = pool_error(jp, msg[0] ? msg : "out of memory", entries, n);
+        else
+            jp->cfg->pools[i].spool_ops = spool_ops;
     }
     for (size_t i = 0; i < n; i++)
         free(entries[i]);

@@ -566,6 +566,7 @@ void cl_conn_reset(struct cl_conn *c, int status) {
 
 void cl_conn_deinit(struct cl_conn *c) {
     cl_conn_reset(c, CELLAR_ECLOSED);
+    cl_spool_detach(c);
     cl_udp_deinit(c);
     free(c->wbuf);
     free(c->rbuf);

@@ -2,9 +2,19 @@
  * route_pool.c -- the leaves of the tree: PoolRoute (the key's server in
  * a pool, by the pool's hash) and a single server ("Pool|A" expands into
  * one per server of A).  Both hand the request to that server's
- * connection in the dispatching handle.
+ * connection in the dispatching handle (through its spool, spool.c, for
+ * the ops the pool spools when the handle has one).
  */
 #include "client/client_int.h"
+
+/* To server s: through its spool when the op is one to keep if it fails. */
+static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
+    struct cl_conn *c = &h->conns[s];
+    if (cl_spool_wants(c, &q->m))
+        cl_spool_submit(c, q);
+    else
+        cl_conn_submit(c, q);
+}
 
 static void pool_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (!msg_op_keyed(q->m.op)) {
@@ -12,11 +22,11 @@ static void pool_dispatch(const struct route *r, struct cellar *h, struct cl_req
         return;
     }
     unsigned s = cl_pool_pick(h->cfg, r->target, q->m.key.p, q->m.key.len);
-    cl_conn_submit(&h->conns[s], q);
+    leaf_submit(h, s, q);
 }
 
 static void server_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    cl_conn_submit(&h->conns[r->target], q);
+    leaf_submit(h, r->target, q);
 }
 
 const struct route_ops route_pool_ops = {pool_dispatch};

@@ -34,6 +34,7 @@ struct server_view {
     int state;                      /* enum cl_conn_state, the worst: DOWN > UP > CONNECTING */
     unsigned workers_down;          /* workers that have it marked down now */
     uint64_t requests, replies, latency_ns, timeouts, errors, down_fails, tko_events;
+    uint64_t spool_depth;           /* its deletes waiting in the spool */
 };
 
 /* The general statistics, in stat_defs' order. */
@@ -43,6 +44,8 @@ enum {
 #undef X
     ST_UPTIME, ST_THREADS, ST_CURR_CONNS, ST_TOTAL_CONNS, ST_REJECTED_CONNS, ST_BYTES_READ,
     ST_BYTES_WRITTEN, ST_RELOADS, ST_RELOAD_ERRORS, ST_FAILOVERS, ST_SERVERS, ST_SERVERS_DOWN,
+    ST_SPOOL_DEPTH, ST_SPOOL_BYTES, ST_SPOOL_SERVERS, ST_SPOOL_APPENDED, ST_SPOOL_REPLAYED,
+    ST_SPOOL_DROPPED, ST_SPOOL_REPLAY_ERRORS,
     ST_COUNT
 };
 
@@ -74,6 +77,18 @@ static const struct stat_def stat_defs[ST_COUNT] = {
     {"servers", "servers", NULL, "Backend servers in the current configuration", true},
     {"servers_down", "servers_down", NULL,
      "Backend servers marked down (TKO) now, the most any worker has", true},
+    {"spool_depth", "spool_depth", NULL,
+     "Deletes a backend could not take, waiting in --async-dir for it", true},
+    {"spool_bytes", "spool_bytes", NULL, "Their bytes on disk", true},
+    {"spool_servers", "spool_servers", NULL, "Backends with deletes waiting", true},
+    {"spool_appended", "spool_appended", NULL, "Deletes written to the spool", false},
+    {"spool_replayed", "spool_replayed", NULL,
+     "Spooled deletes a backend answered once back", false},
+    {"spool_dropped", "spool_dropped", NULL,
+     "Failed deletes not spooled (a full spool file, a failed write): answered with the error",
+     false},
+    {"spool_replay_errors", "spool_replay_errors", NULL,
+     "Replayed deletes a backend answered with an error (passed over)", false},
 };
 
 struct view {
@@ -169,6 +184,21 @@ static bool view_take(struct router *rt, struct view *v) {
     v->v[ST_RELOADS] = atomic_load(&rt->reloads);
     v->v[ST_RELOAD_ERRORS] = atomic_load(&rt->reload_errors);
     v->v[ST_SERVERS] = v->nservers;
+    if (rt->spool) {
+        struct cellar_spool_stats sst;
+        cellar_spool_stats(rt->spool, NULL, &sst);
+        v->v[ST_SPOOL_DEPTH] = sst.depth;
+        v->v[ST_SPOOL_BYTES] = sst.bytes;
+        v->v[ST_SPOOL_SERVERS] = sst.servers;
+        v->v[ST_SPOOL_APPENDED] = sst.appended;
+        v->v[ST_SPOOL_REPLAYED] = sst.replayed;
+        v->v[ST_SPOOL_DROPPED] = sst.dropped;
+        v->v[ST_SPOOL_REPLAY_ERRORS] = sst.replay_errors;
+        for (unsigned i = 0; i < v->nservers; i++) {
+            cellar_spool_stats(rt->spool, v->servers[i].name, &sst);
+            v->servers[i].spool_depth = sst.depth;
+        }
+    }
     return true;
 }
 
@@ -286,6 +316,7 @@ static void stats_servers(struct stat_out *o, const struct view *v) {
         stat_put(o, FIELD("tko_events"), "%llu", (unsigned long long)s->tko_events);
         stat_put(o, FIELD("avg_latency_us"), "%llu",
                  (unsigned long long)(s->replies ? s->latency_ns / s->replies / 1000 : 0));
+        stat_put(o, FIELD("spool_depth"), "%llu", (unsigned long long)s->spool_depth);
 #undef FIELD
     }
 }
@@ -393,6 +424,8 @@ char *admin_metrics(struct router *rt, size_t *n) {
             (unsigned long long)s->down_fails);
     SERVERS("server_tko_events_total", "counter", "Times a worker marked the server down", "%llu",
             (unsigned long long)s->tko_events);
+    SERVERS("server_spool_depth", "gauge", "Deletes waiting in the spool for the server", "%llu",
+            (unsigned long long)s->spool_depth);
     /* a summary without quantiles: the time from send to reply, summed, and the replies */
     prom_family(&t, "server_latency_seconds", "summary",
                 "Time from sending a request to the server to its reply");

@@ -45,6 +45,10 @@ static void usage(FILE *f) {
             "  -P, --pidfile=FILE\n"
             "  --metrics=HOST:PORT     answer GET /metrics (Prometheus text) over HTTP there\n"
             "                          (\":PORT\" for every address; default: off)\n"
+            "  --async-dir=DIR         keep deletes a backend could not take in DIR, one file\n"
+            "                          per backend, and replay them once it answers (default:\n"
+            "                          off: such deletes get their error)\n"
+            "  --async-max-bytes=N     a backend's spool file at most (default 64 MiB)\n"
             "  -v, --verbose\n"
             "  -V, --version\n"
             "Reloads the config on SIGHUP and when the file changes.\n");
@@ -100,13 +104,16 @@ int main(int argc, char **argv) {
         {"threads", required_argument, NULL, 't'},
         {"pidfile", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M'},
+        {"async-dir", required_argument, NULL, 'D'},
+        {"async-max-bytes", required_argument, NULL, 'X'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
-               *pidfile = NULL;
+               *pidfile = NULL, *async_dir = NULL;
+    unsigned long long async_max = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:P:vVh", longopts, NULL)) != -1) {
@@ -125,13 +132,22 @@ int main(int argc, char **argv) {
         case 't': threads = (int)v; bad = bad || v <= 0 || v > 256; break;
         case 'P': pidfile = optarg; break;
         case 'M': metrics = optarg; break;
+        case 'D': async_dir = optarg; break;
+        case 'X':
+            async_max = strtoull(optarg, &end, 10);
+            bad = end == optarg || *end != '\0' || async_max < 1024 || optarg[0] == '-';
+            break;
         case 'v': verbose++; break;
         case 'V': printf("cellar-router " ROUTER_VERSION "\n"); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 64;
         }
         if (bad) {
-            fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
+            if (ch == 'X')
+                fprintf(stderr, "cellar-router: bad value for --async-max-bytes (1024 or "
+                                "more): %s\n", optarg);
+            else
+                fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
             return 64;
         }
     }
@@ -157,6 +173,11 @@ int main(int argc, char **argv) {
     struct timespec mtime = {0, 0};
     off_t size = 0;
     file_stamp(config, &mtime, &size);
+    if (async_dir != NULL && cellar_spool_open(&rt.spool, async_dir, async_max) != CELLAR_OK) {
+        fprintf(stderr, "cellar-router: --async-dir %s: not a directory the router can write\n",
+                async_dir);
+        return 1;
+    }
 
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)maxconns + 64) {
@@ -262,6 +283,7 @@ int main(int argc, char **argv) {
     free(rt.workers);
     free(rt.net.workers);
     cellar_config_release(&rt.cfg);
+    cellar_spool_close(&rt.spool);
     pthread_mutex_destroy(&rt.cfg_lock);
     if (pidfile != NULL)
         unlink(pidfile);

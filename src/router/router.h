@@ -117,6 +117,7 @@ struct router {
     uint32_t started;               /* unix time */
     int verbose;
     struct router_metrics metrics;
+    struct cellar_spool *spool;     /* --async-dir: failed deletes kept and replayed; NULL: off */
 };
 
 /* proxy.c: the client connection's table of calls for net/. */

@@ -47,6 +47,8 @@ static struct rhandle *handle_new(struct rworker *w) {
         free(rh);
         return NULL;
     }
+    if (rt->spool)
+        cellar_use_spool(rh->h, rt->spool);
     rh->w = w;
     rh->io.on_event = handle_io;
     if (net_worker_watch(&w->net, cl_async_fd(rh->h), EV_READ, &rh->io) < 0) {

@@ -73,6 +73,8 @@ struct env {
     struct cellar *h2;
     struct cellar_near *near;
     struct cellar_flight *group;
+    struct cellar_spool *spool;
+    char spool_dir[64];             /* made by env_spool, removed by env_end */
 };
 
 static void env_end(struct env *e) {
@@ -81,8 +83,15 @@ static void env_end(struct env *e) {
     cellar_config_release(&e->cfg);
     cellar_near_destroy(&e->near);
     cellar_flight_destroy(&e->group);
+    cellar_spool_close(&e->spool);
     for (unsigned i = 0; i < ENV_FAKES; i++)
         fake_stop(&e->f[i]);
+    if (e->spool_dir[0]) {
+        char cmd[96];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", e->spool_dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "  could not remove %s\n", e->spool_dir);
+    }
 }
 
 /* Starts n fakes; false if one could not listen. */
@@ -1499,6 +1508,187 @@ ETEST(near_keeps_values_after_flush) {
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);     /* should be near */
     cellar_item_clear(&it);
     ASSERT_EQ(fake_reqs(e->f[0]), r);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The delete spool                                                         */
+/* ---------------------------------------------------------------------- */
+
+/* A spool in a fresh directory, given to e->h. */
+static int env_spool(struct env *e, uint64_t max_bytes) {
+    snprintf(e->spool_dir, sizeof(e->spool_dir), "/tmp/cellar-spool-XXXXXX");
+    if (mkdtemp(e->spool_dir) == NULL) {
+        e->spool_dir[0] = '\0';
+        return -1;
+    }
+    int rc = cellar_spool_open(&e->spool, e->spool_dir, max_bytes);
+    if (rc == CELLAR_OK && e->h)
+        cellar_use_spool(e->h, e->spool);
+    return rc;
+}
+
+static struct cellar_spool_stats spool_st(struct env *e) {
+    struct cellar_spool_stats st;
+    cellar_spool_stats(e->spool, NULL, &st);
+    return st;
+}
+
+/* The one spool file's size (-1: none or several). */
+static long spool_file_size(struct env *e) {
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "cat %s/*.spool 2>/dev/null | wc -c", e->spool_dir);
+    FILE *p = popen(cmd, "r");
+    long n = -1;
+    if (p && fscanf(p, "%ld", &n) != 1)
+        n = -1;
+    if (p)
+        pclose(p);
+    return n;
+}
+
+static const struct cellar_options spool_opt = {.server_timeout_ms = 100, .tko_timeouts = 2,
+                                                .probe_min_ms = 20, .probe_max_ms = 40};
+
+/*
+ * Deletes a server cannot take (its connection broken, refused, the
+ * server marked down) are answered NOT_FOUND and spooled; once it is back
+ * they reach it, and only they: the keys deleted meanwhile are gone, the
+ * others kept, the file back to its header.
+ */
+ETEST(spool_deletes_replayed) {
+    ASSERT_EQ(env_list(e, 1, &spool_opt), CELLAR_OK);
+    ASSERT_EQ(env_spool(e, 0), CELLAR_OK);
+    fake_put(e->f[0], "k0", "v", 0, 0);
+    ASSERT_EQ(cellar_delete(e->h, K("k0")), CELLAR_OK);     /* up: not spooled */
+    ASSERT_EQ(cellar_delete(e->h, K("k0")), CELLAR_NOT_FOUND);
+    ASSERT_U64(spool_st(e).appended, 0);
+    ASSERT_EQ(spool_file_size(e), 0);
+    uint16_t port = e->f[0]->port;
+    fake_stop(&e->f[0]);
+    ASSERT_EQ(cellar_delete(e->h, K("k1")), CELLAR_NOT_FOUND);  /* ECLOSED, spooled */
+    ASSERT_EQ(cellar_delete(e->h, K("k2")), CELLAR_NOT_FOUND);  /* ECONNECT */
+    ASSERT(cellar_server_down(e->h, 0));
+    ASSERT_EQ(cellar_delete(e->h, K("k3")), CELLAR_NOT_FOUND);  /* EDOWN */
+    struct cellar_item it;
+    ASSERT_EQ(cellar_get(e->h, K("k1"), &it), CELLAR_EDOWN);    /* gets are not spooled */
+    struct cellar_spool_stats st = spool_st(e);
+    ASSERT_U64(st.appended, 3);
+    ASSERT_U64(st.depth, 3);
+    ASSERT_U64(st.servers, 1);
+    ASSERT_U64(st.dropped, 0);
+    ASSERT(spool_file_size(e) > 3 * 52);
+    struct cellar_stats hs;
+    cellar_stats(e->h, &hs);
+
+    /* Back, with what it held (a partition, not a restart). */
+    e->f[0] = fake_start_on(port);
+    ASSERT(e->f[0] != NULL);
+    for (int i = 1; i <= 4; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%d", i);
+        fake_put(e->f[0], k, "old", 0, 0);
+    }
+    ASSERT(POLL_FOR(e->h, spool_st(e).depth == 0, 3000));
+    st = spool_st(e);
+    ASSERT_U64(st.replayed, 3);
+    ASSERT_U64(st.replay_errors, 0);
+    ASSERT(!fake_has(e->f[0], "k1") && !fake_has(e->f[0], "k2") && !fake_has(e->f[0], "k3"));
+    ASSERT(fake_is(e->f[0], "k4", "old"));
+    ASSERT_EQ(atomic_load(&e->f[0]->ops[FK_MD]), 3);
+    long hdr = spool_file_size(e);
+    ASSERT(hdr > 0 && hdr < 80);        /* the header line alone */
+}
+
+/* A pool's "spool" list: writes spooled too, replayed in their order; [] spools nothing. */
+ETEST(spool_order_and_ops) {
+    ASSERT_EQ(env_list(e, 1, &spool_opt), CELLAR_OK);
+    ASSERT_EQ(env_spool(e, 0), CELLAR_OK);
+    e->cfg->pools[0].spool_ops |= 1u << MSG_SET;
+    uint16_t port = e->f[0]->port;
+    fake_stop(&e->f[0]);
+    ASSERT_EQ(cellar_set(e->h, K("a"), "1", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_delete(e->h, K("a")), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_set(e->h, K("a"), "2", 1, 7, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_set(e->h, K("b"), "1", 1, 0, 0), CELLAR_NOT_STORED);
+    ASSERT_EQ(cellar_delete(e->h, K("b")), CELLAR_NOT_FOUND);
+    char big[300000];
+    memset(big, 'x', sizeof(big));      /* larger than one read of the replay */
+    ASSERT_EQ(cellar_set(e->h, K("c"), big, sizeof(big), 3, 0), CELLAR_NOT_STORED);
+    for (int i = 0; i < 150; i++) {     /* more than one batch */
+        char k[16];
+        snprintf(k, sizeof(k), "n%d", i);
+        ASSERT_EQ(cellar_set(e->h, K(k), "v", 1, 0, 0), CELLAR_NOT_STORED);
+    }
+    ASSERT_EQ(cellar_incr(e->h, K("a"), 1, NULL), CELLAR_EDOWN);   /* not on the list */
+    ASSERT_U64(spool_st(e).depth, 156);
+    e->f[0] = fake_start_on(port);
+    ASSERT(e->f[0] != NULL);
+    ASSERT(POLL_FOR(e->h, spool_st(e).depth == 0, 3000));
+    ASSERT(fake_is(e->f[0], "a", "2"));
+    ASSERT(!fake_has(e->f[0], "b"));
+    uint32_t flags = 0;
+    size_t n = 0;
+    char *v = fake_value(e->f[0], "c", &n, &flags);
+    ASSERT(v != NULL && n == sizeof(big) && flags == 3 && memcmp(v, big, n) == 0);
+    free(v);
+    ASSERT(fake_is(e->f[0], "n149", "v"));
+    ASSERT_U64(spool_st(e).replayed, 156);
+
+    e->cfg->pools[0].spool_ops = 0;     /* "spool": [] */
+    fake_stop(&e->f[0]);
+    ASSERT_EQ(cellar_delete(e->h, K("a")), CELLAR_ECLOSED);
+    ASSERT_U64(spool_st(e).appended, 156);
+}
+
+/*
+ * Records outlive the process: a spool reopened counts them (a torn last
+ * record cut off) and a new handle replays them.  A full file drops what
+ * does not fit, and that request gets its error.
+ */
+ETEST(spool_reopened_and_full) {
+    ASSERT_EQ(env_list(e, 1, &spool_opt), CELLAR_OK);
+    ASSERT_EQ(env_spool(e, 0), CELLAR_OK);
+    uint16_t port = e->f[0]->port;
+    fake_stop(&e->f[0]);
+    ASSERT_EQ(cellar_delete(e->h, K("r1")), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_delete(e->h, K("r2")), CELLAR_NOT_FOUND);
+    cellar_destroy(&e->h);
+    cellar_spool_close(&e->spool);
+    long size = spool_file_size(e);
+    char cmd[160];
+    snprintf(cmd, sizeof(cmd), "for f in %s/*.spool; do printf '\\060\\0\\0\\0torn' >> $f; done",
+             e->spool_dir);
+    ASSERT_EQ(system(cmd), 0);
+    ASSERT_EQ(spool_file_size(e), size + 8);
+    ASSERT_EQ(cellar_spool_open(&e->spool, e->spool_dir, 0), CELLAR_OK);
+    ASSERT_U64(spool_st(e).depth, 2);
+    ASSERT_EQ(spool_file_size(e), size);
+    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    cellar_use_spool(e->h, e->spool);
+    e->f[0] = fake_start_on(port);
+    ASSERT(e->f[0] != NULL);
+    fake_put(e->f[0], "r1", "old", 0, 0);
+    fake_put(e->f[0], "r3", "old", 0, 0);
+    ASSERT(POLL_FOR(e->h, spool_st(e).depth == 0, 3000));
+    ASSERT(!fake_has(e->f[0], "r1"));
+    ASSERT(fake_is(e->f[0], "r3", "old"));
+
+    /* Room for one record of 52 + 2 bytes, not two. */
+    cellar_destroy(&e->h);
+    cellar_spool_close(&e->spool);
+    ASSERT_EQ(cellar_spool_open(&e->spool, e->spool_dir, 100), CELLAR_OK);
+    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    cellar_use_spool(e->h, e->spool);
+    fake_stop(&e->f[0]);
+    ASSERT_EQ(cellar_delete(e->h, K("f1")), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_delete(e->h, K("f2")), CELLAR_EDOWN);
+    struct cellar_spool_stats st = spool_st(e);
+    ASSERT_U64(st.depth, 1);
+    ASSERT_U64(st.dropped, 1);
+
+    struct cellar_spool *bad = NULL;
+    ASSERT_EQ(cellar_spool_open(&bad, "/nonexistent/dir", 0), CELLAR_EINVAL);
+    ASSERT(bad == NULL);
 }
 
 int main(void) { return RUN_TESTS(); }
