@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,7 +408,13 @@ int cellar_spool_open(struct cellar_spool **out, const char *dir, uint64_t max_b
     }
     if (dp)
         closedir(dp);
-    if (pthread_create(&sp->syncer, NULL, syncer_main, sp) != 0) {
+    /* the thread takes no signals: they stay the application's threads' */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int rc = pthread_create(&sp->syncer, NULL, syncer_main, sp);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
         sp->syncer = 0;
         cellar_spool_close(&sp);
         return CELLAR_ENOMEM;

@@ -368,3 +368,25 @@ def test_metrics_off_by_default_and_in_help():
             bad = subprocess.run([ROUTER, "--config", f.name, "-p", "0", "--metrics", spec],
                                  capture_output=True, text=True, timeout=10)
             assert bad.returncode == 71 and "--metrics" in bad.stderr, (spec, bad)
+
+
+def test_async_dir_flags_checked():
+    """--async-dir must name a directory the router can write, and
+    --async-max-bytes a size of at least 1 KiB: otherwise the router
+    refuses to start, saying which flag."""
+    out = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--help"], capture_output=True,
+                         text=True, timeout=10)
+    assert "--async-dir" in out.stdout and "--async-max-bytes" in out.stdout
+    with tempfile.NamedTemporaryFile("w", prefix="cellar-ra-", suffix=".conf") as f:
+        f.write("127.0.0.1:1\n")
+        f.flush()
+        bad = subprocess.run([ROUTER, "--config", f.name, "-p", "0", "--async-dir",
+                              "/nonexistent/spool"], capture_output=True, text=True, timeout=10)
+        assert bad.returncode == 1 and "--async-dir /nonexistent/spool" in bad.stderr, bad
+        bad = subprocess.run([ROUTER, "--config", f.name, "-p", "0", "--async-dir", f.name],
+                             capture_output=True, text=True, timeout=10)
+        assert bad.returncode == 1 and "--async-dir" in bad.stderr, bad
+        for size in ("12", "-5", "lots"):
+            bad = subprocess.run([ROUTER, "--config", f.name, "-p", "0", "--async-max-bytes",
+                                  size], capture_output=True, text=True, timeout=10)
+            assert bad.returncode == 64 and "--async-max-bytes" in bad.stderr, (size, bad)

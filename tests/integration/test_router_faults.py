@@ -20,6 +20,7 @@ import os
 import random
 import resource
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,12 +42,16 @@ class Router(util.Server):
     """cellar-router on a free port over a config file it watches; stopped by
     pid like util.Server (a crash or a bad exit fails the test)."""
 
-    def __init__(self, config, threads=2, conns=1024):
+    def __init__(self, config, threads=2, conns=1024, spool=False):
         super().__init__(need(ROUTER, "CELLAR_ROUTER"), name="cellar-router")
         fd, self.config = tempfile.mkstemp(prefix="cellar-rf-", suffix=".json")
         os.close(fd)
         self.write_config(config)
         self.extra = ["-t", str(threads), "-c", str(conns)]
+        self.spool_dir = None
+        if spool:       # failed deletes spooled there, removed with the router
+            self.spool_dir = tempfile.mkdtemp(prefix="cellar-rf-spool-")
+            self.extra += ["--async-dir", self.spool_dir]
 
     def write_config(self, text):
         """Replace the file in one rename, so the router never reads half of it."""
@@ -91,6 +96,8 @@ class Router(util.Server):
             for p in (self.config, self.config + ".tmp"):
                 if os.path.exists(p):
                     os.unlink(p)
+            if self.spool_dir:
+                shutil.rmtree(self.spool_dir, ignore_errors=True)
 
     def stat(self, name):
         return int(self.stats()[name])
@@ -136,6 +143,14 @@ def ttl_on(server, key):
         line = c.call(("mg %s t\r\n" % key).encode()).decode().split()
     assert line[0] == "HD", (key, line)
     return int(line[1][1:])
+
+
+def delete_all(port, keys, answer):
+    """Delete every key through one connection, pipelined; each answered so."""
+    with util.Conn(port) as c:
+        c.send(b"".join(b"delete %s\r\n" % k.encode() for k in keys))
+        for k in keys:
+            assert c.readline() == answer, k
 
 
 def read_get(c):
@@ -238,13 +253,15 @@ def test_kill9_backend_under_load_gutter_takes_its_keys():
     only on the dead backend's keys; after the kill its keys are stored in
     the gutter only, each with the value last set and a TTL <= 10, on no
     other normal backend, and no live backend's key is in the gutter.
-    Restarted on its port, probes bring it back: its keys are read from it
-    again, on every worker."""
+    Deletes of its keys while it is dead are answered NOT_FOUND (no error)
+    and spooled (--async-dir).  Restarted on its port, probes bring it
+    back: the spooled deletes are replayed to it, every one, and its keys
+    are read from it again, on every worker."""
     with backend("main0") as m0, backend("main1") as m1, backend("main2") as m2, \
             backend("main3") as m3, backend("gutter") as g:
         main = [m0, m1, m2, m3]
         cfg = gutter_config(addrs(main), addrs([g]), probe_min_ms=200, probe_max_ms=400)
-        with Router(cfg, threads=2) as rt:
+        with Router(cfg, threads=2, spool=True) as rt:
             keys = ["kill:%d:%d" % (t, i) for t in range(4) for i in range(80)]
             set_all(rt.port, {k: b"pre" for k in keys})
             home = homes(main, keys)
@@ -286,9 +303,27 @@ def test_kill9_backend_under_load_gutter_takes_its_keys():
                     assert not set(there) & set(mine), (i, set(there) & set(mine))
                     assert all(there[k] == last[k] for k in there), i
 
-            # Back on its port, empty: what we put there directly comes back
-            # through the router, from every worker's handle.
+            # Deletes it cannot take are spooled, answered as mcrouter answers
+            # them; a live backend's deletes are not.
+            gone, mine = mine[:len(mine) // 3], mine[len(mine) // 3:]
+            alive = [k for k in keys if home[k] != victim][:10]
+            delete_all(rt.port, gone, b"NOT_FOUND\r\n")
+            delete_all(rt.port, alive, b"DELETED\r\n")
+            assert (rt.stat("spool_depth"), rt.stat("spool_appended")) == (len(gone), len(gone))
+            assert rt.stat("spool_servers") == 1
+            spooled = rt.stats("servers")
+            assert int(spooled["%s:spool_depth" % addrs([main[victim]])[0]]) == len(gone)
+            assert all(int(spooled["%s:spool_depth" % a]) == 0
+                       for i, a in enumerate(addrs(main)) if i != victim)
+
+            # Back on its port, empty: the spool is replayed to it; what we put
+            # there directly comes back through the router, from every worker.
             restart(main[victim])
+            util.wait_for(lambda: rt.stat("spool_depth") == 0, 10,
+                          what="the spooled deletes to be replayed")
+            assert rt.stat("spool_replayed") == len(gone)
+            assert rt.stat("spool_replay_errors") == 0 and rt.stat("spool_dropped") == 0
+            assert not held(main[victim], gone)
             set_all(main[victim].port, {k: b"back:" + k.encode() for k in mine})
 
             def all_back():
@@ -316,8 +351,10 @@ def test_cut_link_times_out_then_tko_then_gutter(netns):
     miss, no error); from then on the victim's gets answer at once, within
     tko_timeouts x timeout + 1 s of the cut, while the other backends' keys
     are served throughout.  Sets land in the gutter with a capped TTL.
-    Link back: a probe revives the backend and its (older) values are read
-    from it again."""
+    Deletes of the victim's keys during the cut are spooled (answered
+    NOT_FOUND).  Link back: a probe revives the backend, the spooled deletes
+    reach it (those keys gone from it, the rest kept) and its (older) values
+    are read from it again."""
     (far,) = netns.start_servers(util.CELLARD, 1)
     with backend("near0") as n0, backend("near1") as n1, backend("near2") as n2, \
             backend("gutter") as g:
@@ -325,7 +362,7 @@ def test_cut_link_times_out_then_tko_then_gutter(netns):
         cfg = gutter_config(main, addrs([g]), server_timeout=TIMEOUT_MS,
                             connect_timeout=TIMEOUT_MS, tko_timeouts=TKO,
                             probe_min_ms=200, probe_max_ms=400)
-        with Router(cfg, threads=1) as rt, rt.conn(timeout=10) as c:
+        with Router(cfg, threads=1, spool=True) as rt, rt.conn(timeout=10) as c:
             keys = ["cut:%d" % i for i in range(200)]
             set_all(rt.port, {k: b"orig:" + k.encode() for k in keys})
             mine = sorted(set(keys) - set(held(n0, keys)) - set(held(n1, keys))
@@ -368,6 +405,9 @@ def test_cut_link_times_out_then_tko_then_gutter(netns):
             assert all(0 < ttl_on(g, k) <= GUTTER_TTL for k in mine)
             c.send(("get %s\r\n" % " ".join(mine)).encode())
             assert read_get(c) == ({k: b"gut:" + k.encode() for k in mine}, None)
+            gone, mine = mine[-5:], mine[:-5]
+            delete_all(rt.port, gone, b"NOT_FOUND\r\n")
+            assert rt.stat("spool_depth") == len(gone)
 
             netns.link_up()
 
@@ -376,7 +416,14 @@ def test_cut_link_times_out_then_tko_then_gutter(netns):
                 assert err is None, err
                 return _got == {mine[0]: b"orig:" + mine[0].encode()}
             util.wait_for(revived, 10, interval=0.05, what="a probe to revive the backend")
-            c.send(("get %s\r\n" % " ".join(mine)).encode())
+            util.wait_for(lambda: rt.stat("spool_depth") == 0, 10,
+                          what="the spooled deletes to be replayed")
+            assert rt.stat("spool_replayed") == len(gone)
+            with util.Conn(far[1], host=far[0]) as d:
+                d.send(("get %s\r\n" % " ".join(gone + mine)).encode())
+                there = {k.decode(): v for k, _f, v, _c in d.read_get_reply()}
+            assert there == {k: b"orig:" + k.encode() for k in mine}, sorted(there)
+            c.send(("get %s\r\n" % " ".join(mine + gone)).encode())
             assert read_get(c) == ({k: b"orig:" + k.encode() for k in mine}, None)
             assert rt.stat("errors") == 0
 
