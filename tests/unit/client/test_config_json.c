@@ -81,6 +81,7 @@ TEST(one_pool_with_defaults) {
     ASSERT_EQ(a->tko_timeouts, 3);
     ASSERT_EQ(a->probe_min_ms, 1000);
     ASSERT_EQ(a->probe_max_ms, 60000);
+    ASSERT_EQ(a->spool_ops, 1u << MSG_DELETE);
     cellar_config_release(&cfg);
 }
 
@@ -91,9 +92,9 @@ TEST(pool_settings_override_the_options) {
         "{\"pools\": {"
         " \"a\": {\"servers\": [\"127.0.0.1:11301\"], \"protocol\": \"ascii\","
         "        \"server_timeout\": 250, \"hash\": \"rendezvous\", \"tko_timeouts\": 2,"
-        "        \"probe_min_ms\": 50, \"probe_max_ms\": 400},"
+        "        \"probe_min_ms\": 50, \"probe_max_ms\": 400, \"spool\": [\"delete\", \"touch\"]},"
         " \"t\": {\"servers\": [\"127.0.0.1:11302\"], \"protocol\": \"text\","
-        "        \"connect_timeout\": 30},"
+        "        \"connect_timeout\": 30, \"spool\": []},"
         " \"m\": {\"servers\": [\"127.0.0.1:11303\"], \"protocol\": \"meta\", \"hash\": \"ch3\"},"
         " \"d\": {\"servers\": [\"127.0.0.1:11304\"]}},"
         " \"route\": {\"type\": \"AllSyncRoute\","
@@ -108,6 +109,9 @@ TEST(pool_settings_override_the_options) {
     ASSERT_EQ(p[0].tko_timeouts, 2);
     ASSERT_EQ(p[0].probe_min_ms, 50);
     ASSERT_EQ(p[0].probe_max_ms, 400);
+    ASSERT_EQ(p[0].spool_ops, (1u << MSG_DELETE) | (1u << MSG_TOUCH));
+    ASSERT_EQ(p[1].spool_ops, 0);
+    ASSERT_EQ(p[2].spool_ops, 1u << MSG_DELETE);
     ASSERT_STR(p[1].wire->name, "text");
     ASSERT_STR(ring_kind(p[1].ring), "modula");
     ASSERT_EQ(p[1].server_timeout_ms, 700);
@@ -423,6 +427,12 @@ static const struct bad bad[] = {
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"server_timeout\": \"1s\"}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.server_timeout: expected an integer, not a string"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"spool\": \"delete\"}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.spool: expected a list of operations, not a string"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"spool\": [\"delete\", \"get\"]}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A.spool[1]: expected a write to spool (set add replace"},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"tko_timeouts\": 0}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.tko_timeouts: 0 is out of range"},
