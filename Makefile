@@ -227,11 +227,11 @@ integration-router: $(B)/cellard $(B)/cellar-router
 	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_ROUTE_SUT=1 \
 	    /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
 	done
-	@echo "== through cellar-router, 1 x cellard: the text differential stream"
+	@echo "== through cellar-router, 1 x cellard: the text and binary differential streams"
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	  CELLAR_ROUTE_SUT=1 CELLAR_ROUTER_BACKENDS=1 \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" \
-	  tests/integration/test_differential.py
+	  tests/integration/test_differential.py tests/integration/test_differential_binary.py
 
 check: unit integration integration-router
 

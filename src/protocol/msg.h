@@ -88,10 +88,11 @@ struct msg {
     uint64_t delta;             /* incr/decr */
     bool want_ttl;              /* get, gets, gat, gats: ask for the remaining TTL (meta
                                    only; on the other wires the reply's ttl stays -1) */
-    bool text_form;             /* get, gets, gat, gats, touch on the meta wire: sent as
-                                   the text command, as a text client wrote it (the
-                                   router's): an mg takes a stale item's win token (W), a
-                                   get or touch does not */
+    bool text_form;             /* get, gets, gat, gats, touch, append, prepend on the
+                                   meta wire: sent as the text command, as a text client
+                                   wrote it (the router's): an mg takes a stale item's win
+                                   token (W), a get or touch does not; an ms MA too large
+                                   for the server drops the item, an append keeps it */
     bool want_cas;              /* storage ops, incr/decr, touch: the reply carries the
                                    item's cas after the change (meta asks with c; binary
                                    always answers it; text cannot: cas stays 0) */

@@ -5,7 +5,9 @@
  *   gat / gats            mg k v f [c] T<e>       the same, after touching
  *   touch                 mg k T<e>               HD (TOUCHED), EN (NOT_FOUND)
  *   set add replace       ms k n F<f> T<e> MS|ME|MR     HD (STORED), NS
- *   append prepend        ms k n MA|MP            HD, NS (flags and TTL kept)
+ *   append prepend        ms k n MA|MP            HD, NS (flags and TTL kept); a
+ *                                                 text client's (text_form): the
+ *                                                 text command, STORED, NOT_STORED
  *   cas                   ms k n F<f> T<e> C<cas>       HD, NS, EX, NF
  *   delete                md k                    HD (DELETED), NF
  *   delete with a hold    delete k <hold>         DELETED, NOT_FOUND (text: meta has
@@ -233,11 +235,19 @@ static bool map_raw(struct msg_reply *r, const struct msg *m, const struct mc_me
  * router) travels in base64 with the b flag, which memcached decodes; the
  * reply does not echo the key, so nothing else changes.
  */
-/* A get or touch the text form can say (else it goes as an mg). */
+/*
+ * A text-form request the text command can say: a get or touch (else an
+ * mg), an append or prepend that compares no cas and wants none back
+ * (else an ms MA|MP: memcached 1.6.18 drops the item when an ms's value
+ * is too large for it, but keeps it for the text command).
+ */
 static inline bool as_text(const struct msg *m) {
-    return m->text_form && !m->want_ttl && !m->want_cas && msg_key_line_ok(m->key) &&
-           (m->op == MSG_GET || m->op == MSG_GETS || m->op == MSG_GAT || m->op == MSG_GATS ||
-            m->op == MSG_TOUCH);
+    if (!m->text_form || m->want_ttl || m->want_cas || !msg_key_line_ok(m->key))
+        return false;
+    if (m->op == MSG_APPEND || m->op == MSG_PREPEND)
+        return m->cas == 0 && msg_key_ok(m->key);
+    return m->op == MSG_GET || m->op == MSG_GETS || m->op == MSG_GAT || m->op == MSG_GATS ||
+           m->op == MSG_TOUCH;
 }
 
 static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {

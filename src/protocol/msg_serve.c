@@ -64,7 +64,8 @@ bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
         return false;
     m->op = text_op[req->cmd];
     m->key = is_retrieval(m->op) ? (key.p != NULL ? key : req->key) : req->key;
-    m->text_form = is_retrieval(m->op) || m->op == MSG_TOUCH;  /* not an mg (msg.h) */
+    m->text_form = is_retrieval(m->op) || m->op == MSG_TOUCH ||  /* not an mg (msg.h) */
+                   m->op == MSG_APPEND || m->op == MSG_PREPEND;
     switch (m->op) {
     case MSG_GAT: case MSG_GATS: case MSG_TOUCH: case MSG_FLUSH_ALL:
         m->exptime = req->exptime;

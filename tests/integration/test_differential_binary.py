@@ -280,7 +280,10 @@ class BinGen:
         r = self.r
         n = r.randrange(ITEM_MAX + 1024, ITEM_MAX + 8192)
         key = self.key()
-        op = r.choice((bp.SET, bp.SETQ, bp.APPEND, bp.ADD))
+        # Through the router a meta backend drops the item when an ms is too
+        # large, where memcached's binary append and add keep it (README:
+        # router exceptions), so routed streams send only sets too large.
+        op = r.choice((bp.SET, bp.SETQ) if ROUTED else (bp.SET, bp.SETQ, bp.APPEND, bp.ADD))
         ext = b"" if op == bp.APPEND else bp.set_ext(0, 0)
         return [Req(op, key, ext, r.randbytes(n)), Req(bp.GET, key)]
 
@@ -582,7 +585,8 @@ def test_differential_binary_stream():
                   "oracle: %s" % (counters.checks, " ".join(sorted(counters.moved))))
             if N_REQUESTS >= 20000:
                 statuses = {k.split("/")[1] for k in kinds}
-                missing = sorted(EXPECTED - set(kinds)) + sorted(EXPECTED_STATUS - statuses)
+                expected = EXPECTED - ({"10/00", "10/01"} if ROUTED else set())  # no STAT routed
+                missing = sorted(expected - set(kinds)) + sorted(EXPECTED_STATUS - statuses)
                 assert not missing, "the stream produced no answer %s" % missing
                 assert closes >= 10, "too few closing batches (%d)" % closes
                 assert len(sides[1].cas_index) > 100, "too few CAS numbers seen"

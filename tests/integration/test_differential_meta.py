@@ -72,7 +72,7 @@ import time
 from statsdiff import StatsDiff
 import pytest
 
-from util import CELLARD, MEMCACHED, Server
+from util import CELLARD, MEMCACHED, ROUTED, Server
 from test_differential import (DIGITLESS, SAFE, CasRef, Cmd, Gen, Side, exchange,
                                not_all_whitespace, trunc)
 
@@ -124,6 +124,13 @@ SENTINEL_KEY = b"__nokey__"
 def b64(k):
     return base64.b64encode(k)
 
+
+
+def no_raw_key(flags):
+    """Through the router, no k on a base64 key: 1.6.18 may return such a
+    key raw (spaces, CR, LF), which no client can read reliably; the router
+    answers SERVER_ERROR there (README: router exceptions)."""
+    return [f for f in flags if f != b"k"] if ROUTED else flags
 
 class MetaGen:
     """Renders meta commands; `classic` supplies classic commands and the
@@ -247,6 +254,7 @@ class MetaGen:
         if self.maybe(0.03):
             w.append([b"C", self.cas_ref(key)])
         if binary:
+            w = no_raw_key(w)
             w.append(b"b")
         self.meta_sent += 1
         return Cmd(b"mg ", text, *self.flags_line(w), b"\r\n")
@@ -281,6 +289,7 @@ class MetaGen:
             if self.maybe(0.02):
                 w.append(f)
         if binary:
+            w = no_raw_key(w)
             w.append(b"b")
         self.meta_sent += 1
         return Cmd(b"ms ", text, b" %d" % len(val), *self.flags_line(w), b"\r\n", val, b"\r\n")
@@ -303,6 +312,7 @@ class MetaGen:
             if self.maybe(0.02):
                 w.append(f)
         if binary:
+            w = no_raw_key(w)
             w.append(b"b")
         self.meta_sent += 1
         return Cmd(b"md ", text, *self.flags_line(w), b"\r\n")
@@ -341,6 +351,7 @@ class MetaGen:
             if self.maybe(0.02):
                 w.append(f)
         if binary:
+            w = no_raw_key(w)
             w.append(b"b")
         self.meta_sent += 1
         return Cmd(b"ma ", text, *self.flags_line(w), b"\r\n")

@@ -59,6 +59,10 @@ static const struct fmt_row fmt_rows[] = {
     /* append and prepend keep the item's flags and TTL: none are sent */
     {MSG(MSG_APPEND, "k", .value = SPAN("!!"), .flags = 9, .exptime = 100), "ms k 2 MA\r\n"},
     {MSG(MSG_PREPEND, "k", .value = SPAN("<<"), .flags = 9, .exptime = -1), "ms k 2 MP\r\n"},
+    /* a text client's (the router's) go as the text command, unless they compare a cas */
+    {MSG(MSG_APPEND, "k", .value = SPAN("!!"), .flags = 9, .exptime = 100, .text_form = true),
+     "append k 9 100 2\r\n"},
+    {MSG(MSG_PREPEND, "k", .value = SPAN("<<"), .cas = 5, .text_form = true), "ms k 2 MP C5\r\n"},
     {MSG(MSG_CAS, "k", .value = SPAN("x"), .cas = 4), "ms k 1 F0 T0 C4\r\n"},
     {MSG(MSG_DELETE, "k"), "md k\r\n"},
     {MSG(MSG_INCR, "n", .delta = 5), "ma n D5 v\r\n"},
