@@ -35,7 +35,7 @@ NET_A      := $(B)/libnet.a
 CLIENT_A   := $(B)/libclient.a
 
 .PHONY: all run test check unit integration integration-router asan clean deps sim policies install lib examples bench-client
-all: $(B)/cellard $(B)/cellar-router $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
+all: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
 
 $(CORE_A): $(call obj_of,core)
 $(STORAGE_A): $(call obj_of,storage)
@@ -58,6 +58,14 @@ $(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCO
 ROUTER_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/router/*.c))
 $(B)/cellar-router: $(ROUTER_OBJ) $(CLIENT_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(libs_client) $(LDLIBS)
+
+# cellar-squeal: libpq in, libcellar out.  Only its objects see libpq's headers.
+SQUEAL_A   := $(B)/libsqueal.a
+$(SQUEAL_A): $(B)/obj/squeal/pgout.o
+$(B)/obj/squeal/main.o: CFLAGS += -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+$(B)/cellar-squeal: $(B)/obj/squeal/main.o $(SQUEAL_A) $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) \
+                    $(CORE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ -lpq $(libs_client) $(LDLIBS)
 
 # Tools sit on protocol + core (and the client library, once there is one).
 $(B)/cellar-bench: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/bench/*.c)) $(PROTOCOL_A) $(CORE_A)
@@ -144,7 +152,11 @@ bench-client:
 	@missing=$$(for p in $(BENCH_CLIENT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-common && \
+	  sed -i 's/^#*create_main_cluster = true/create_main_cluster = false/' \
+	    /etc/postgresql-common/createcluster.conf && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 	@pkg-config --exists libmemcached || { echo "bench-client: pkg-config finds no libmemcached"; exit 1; }
 	$(MAKE) $(B)/client_bench $(B)/cellard
@@ -161,6 +173,7 @@ deps_protocol := $(PROTOCOL_A) $(CORE_A)
 deps_client   := $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_net      := $(NET_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+deps_squeal   := $(SQUEAL_A)
 # System libraries a layer's archive needs (the client's JSON configuration).
 libs_client   := -ljansson
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
@@ -185,12 +198,16 @@ run: $(B)/cellard
 # Packages the build (libjansson-dev: libcellar's JSON configuration) and the tests
 # need, from Debian.
 TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev \
-             python3-pytest python3-pytest-timeout
+             python3-pytest python3-pytest-timeout postgresql-15 libpq-dev
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-common && \
+	  sed -i 's/^#*create_main_cluster = true/create_main_cluster = false/' \
+	    /etc/postgresql-common/createcluster.conf && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
 unit: $(UNIT_BINS) $(FUZZ_BINS)
@@ -207,11 +224,11 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
              ASAN_OPTIONS=detect_leaks=0 CELLAR_SCRUB_ENV="LD_PRELOAD ASAN_OPTIONS")
 PYTEST_SAN := $(if $(SAN),--capture=sys)
-integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
+integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
              $(B)/libcellar.so examples
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
 	  CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
-	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
+	  CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
 
 # The client suites again with cellar-router in front of 4 cellard and of 4

@@ -175,7 +175,8 @@ CELLAR_API void cellar_destroy(struct cellar **h);
 /*
  * Runs the handle's background work (probes of down servers, answers
  * still on their way) for up to timeout_ms; returns early once nothing is
- * left to do.  A program that calls the handle often needs not call it.
+ * left to do; timeout_ms <= 0: one pass over what is ready and due,
+ * without waiting.  A program that calls the handle often needs not call it.
  */
 CELLAR_API void cellar_poll(struct cellar *h, int timeout_ms);
 
@@ -238,6 +239,14 @@ CELLAR_API int cellar_cas(struct cellar *h, const char *key, size_t nkey, const 
 
 /* CELLAR_OK or CELLAR_NOT_FOUND (or an error). */
 CELLAR_API int cellar_delete(struct cellar *h, const char *key, size_t nkey);
+/*
+ * Deletes n keys at once, pipelined per server under the window:
+ * statuses[i] answers keys[i]/nkeys[i] (CELLAR_OK, CELLAR_NOT_FOUND, or
+ * that key's error).  Returns CELLAR_OK, or CELLAR_ENOMEM when it could
+ * not start.
+ */
+CELLAR_API int cellar_mdelete(struct cellar *h, const char *const *keys, const size_t *nkeys,
+                              size_t n, int *statuses);
 CELLAR_API int cellar_touch(struct cellar *h, const char *key, size_t nkey, int64_t exptime);
 
 /* Adds (subtracts, stopping at 0) delta; *value (may be NULL) gets the result. */
@@ -385,6 +394,8 @@ CELLAR_API int cellar_spool_open(struct cellar_spool **out, const char *dir,
                                  uint64_t max_bytes);
 CELLAR_API void cellar_spool_close(struct cellar_spool **sp);
 CELLAR_API void cellar_use_spool(struct cellar *h, struct cellar_spool *sp);
+/* Makes every record written so far durable now (fdatasync): 0, or -1 when one could not be. */
+CELLAR_API int cellar_spool_sync(struct cellar_spool *sp);
 /* Its counters, for one server (its name as configured) or, server NULL, all. */
 CELLAR_API void cellar_spool_stats(struct cellar_spool *sp, const char *server,
                                    struct cellar_spool_stats *out);

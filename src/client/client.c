@@ -273,7 +273,11 @@ uint64_t cl_async_run(struct cellar *h, bool io) {
 }
 
 void cellar_poll(struct cellar *h, int timeout_ms) {
-    run(h, NULL, cl_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u);
+    if (timeout_ms <= 0) {          /* one pass: what is ready, what is due */
+        cl_async_run(h, true);
+        return;
+    }
+    run(h, NULL, cl_now_ns() + (uint64_t)timeout_ms * 1000000u);
 }
 
 int cellar_server_of(struct cellar *h, const char *key, size_t nkey) {
@@ -532,6 +536,34 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
 static void forget(struct cellar *h, const char *key, size_t nkey) {
     if (h->near && msg_key_ok(span(key, nkey)))
         cl_near_forget(h->near, key, nkey);
+}
+
+int cellar_mdelete(struct cellar *h, const char *const *keys, const size_t *nkeys, size_t n,
+                   int *statuses) {
+    if (n == 0)
+        return CELLAR_OK;
+    if (n > UINT32_MAX)
+        return CELLAR_EINVAL;
+    struct cl_req *reqs = calloc(n, sizeof(*reqs));
+    struct cellar_item *items = calloc(n, sizeof(*items));
+    if (reqs == NULL || items == NULL) {
+        free(reqs);
+        free(items);
+        return CELLAR_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        forget(h, keys[i], nkeys[i]);
+        reqs[i].m = (struct msg){.op = MSG_DELETE, .key = span(keys[i], nkeys[i])};
+    }
+    struct call k = {.reqs = reqs, .items = items};
+    call_run(h, &k, (unsigned)n, NULL);
+    for (size_t i = 0; i < n; i++) {
+        forget(h, keys[i], nkeys[i]);
+        statuses[i] = items[i].status;
+    }
+    free(reqs);
+    free(items);
+    return CELLAR_OK;
 }
 
 static int store_op(struct cellar *h, enum msg_op op, const char *key, size_t nkey,

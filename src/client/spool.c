@@ -509,6 +509,22 @@ static bool dest_append(struct cl_spool_dest *d, const struct msg *m) {
     return ok;
 }
 
+int cellar_spool_sync(struct cellar_spool *sp) {
+    int rc = 0;
+    pthread_mutex_lock(&sp->lock);
+    struct cl_spool_dest *first = sp->dests;
+    pthread_mutex_unlock(&sp->lock);
+    for (struct cl_spool_dest *d = first; d; d = d->next) {
+        if (!atomic_exchange(&d->dirty, false))
+            continue;
+        pthread_mutex_lock(&d->lock);
+        if (d->fd >= 0 && fdatasync(d->fd) != 0)
+            rc = -1;
+        pthread_mutex_unlock(&d->lock);
+    }
+    return rc;
+}
+
 void cellar_spool_stats(struct cellar_spool *sp, const char *server,
                         struct cellar_spool_stats *out) {
     *out = (struct cellar_spool_stats){0};

@@ -1599,6 +1599,28 @@ ETEST(spool_deletes_replayed) {
     ASSERT(hdr > 0 && hdr < 80);        /* the header line alone */
 }
 
+/* cellar_mdelete: one status per key, a down server's keys spooled like single deletes. */
+ETEST(mdelete_statuses) {
+    ASSERT_EQ(env_list(e, 2, &spool_opt), CELLAR_OK);
+    for (int i = 0; i < 2; i++) {
+        fake_put(e->f[i], "a", "1", 0, 0);
+        fake_put(e->f[i], "b", "1", 0, 0);
+    }
+    const char *keys[] = {"a", "b", "nope", "bad key"};
+    size_t lens[] = {1, 1, 4, 7};
+    int st[4];
+    ASSERT_EQ(cellar_mdelete(e->h, keys, lens, 4, st), CELLAR_OK);
+    ASSERT_EQ(st[0], CELLAR_OK);
+    ASSERT_EQ(st[1], CELLAR_OK);
+    ASSERT_EQ(st[2], CELLAR_NOT_FOUND);
+    ASSERT_EQ(st[3], CELLAR_EINVAL);
+    /* each key left the one server it hashes to, and only that one */
+    ASSERT_EQ(fake_has(e->f[0], "a") + fake_has(e->f[1], "a"), 1);
+    ASSERT_EQ(fake_has(e->f[0], "b") + fake_has(e->f[1], "b"), 1);
+    ASSERT_EQ(atomic_load(&e->f[0]->ops[FK_MD]) + atomic_load(&e->f[1]->ops[FK_MD]), 3);
+    ASSERT_EQ(cellar_mdelete(e->h, keys, lens, 0, st), CELLAR_OK);
+}
+
 /* A pool's "spool" list: writes spooled too, replayed in their order; [] spools nothing. */
 ETEST(spool_order_and_ops) {
     ASSERT_EQ(env_list(e, 1, &spool_opt), CELLAR_OK);

@@ -1,0 +1,580 @@
+/*
+ * cellar-squeal -- the paper's mcsqueal: deletes from PostgreSQL's commit
+ * stream to every cluster.
+ *
+ *   writer txn: UPDATE ...; pg_logical_emit_message(true, 'squeal', 'user:1 user:2')
+ *        | COMMIT (a rollback never reaches the stream)
+ *        v
+ *   walsender (slot, pgoutput, messages 'true') --CopyData--> this loop:
+ *     B: a transaction starts   M: its keys (prefix matched, each checked)
+ *     C: committed at end_lsn -> its keys join the batch
+ *        |  once no more data is waiting (or the batch is full)
+ *        v
+ *   every cluster: cellar_mdelete(batch) -- pipelined, one write per server;
+ *   a cluster that cannot take a delete: its spool (--async-dir) keeps it
+ *   and replays it when the cluster is back, else the batch is retried
+ *        |  every cluster answered (or spooled and fsync'd)
+ *        v
+ *   standby status update: flush = the batch's last end_lsn
+ *
+ * Delivery is at least once and in commit order: the slot's confirmed
+ * position moves only past transactions every cluster has taken, so a
+ * daemon killed at any point starts again from the first transaction not
+ * confirmed, and may send some deletes twice.
+ */
+#include <errno.h>
+#include <libpq-fe.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <getopt.h>
+
+#include "cellar.h"
+#include "squeal/pgout.h"
+
+#define SQUEAL_VERSION "0.1.0"
+#define BATCH_MAX 4096                  /* keys delivered at once at most */
+#define STATUS_EVERY_MS 10000           /* a status update at least this often */
+#define CLUSTERS_MAX 64
+
+struct cluster {
+    const char *name;
+    struct cellar_config *cfg;
+    struct cellar *h;
+};
+
+struct squeal {
+    PGconn *conn;
+    const char *prefix;
+    struct cluster clusters[CLUSTERS_MAX];
+    int nclusters;
+    struct cellar_spool *spool;
+    int verbose;
+    /* keys of committed transactions not yet delivered [0, ncommitted), then the
+       open transaction's [ncommitted, nkeys) */
+    char **keys;
+    size_t *lens;
+    size_t nkeys, cap, ncommitted;
+    bool in_txn;                        /* between a B and its C */
+    uint64_t batch_end;                 /* end_lsn of the last committed transaction read */
+    uint64_t acked;                     /* the position confirmed to the server */
+    uint64_t last_status_ms;
+    uint64_t txns, delivered, bad_keys;
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_signal(int sig) {
+    (void)sig;
+    stopping = 1;
+}
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "cellar-squeal " SQUEAL_VERSION " -- deletes from PostgreSQL's commit stream to every "
+            "cluster\n"
+            "  --dsn CONNINFO        the database (libpq conninfo: \"host=/run/pg dbname=app\")\n"
+            "  --cluster NAME=CONFIG a cluster: a libcellar configuration file (mcrouter JSON or\n"
+            "                        a server list) or a server list; once per cluster\n"
+            "  --slot NAME           the logical replication slot (default cellar_squeal; made\n"
+            "                        when missing)\n"
+            "  --publication NAME    pgoutput's publication (default cellar_squeal; an empty one\n"
+            "                        is made when missing)\n"
+            "  --prefix STR          the messages' prefix (default squeal)\n"
+            "  --async-dir DIR       keep the deletes a cluster cannot take in DIR and replay\n"
+            "                        them when it is back (default: hold the stream and retry)\n"
+            "  -v, --verbose         a line per transaction delivered\n"
+            "  -V, --version, -h, --help\n");
+}
+
+/* An identifier PostgreSQL takes unquoted in the replication commands. */
+static bool ident_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Keys                                                                     */
+/* ---------------------------------------------------------------------- */
+
+static bool add_key(struct squeal *s, const char *k, size_t n) {
+    if (s->nkeys == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        char **keys = realloc(s->keys, cap * sizeof(*keys));
+        if (keys == NULL)
+            return false;
+        s->keys = keys;
+        size_t *lens = realloc(s->lens, cap * sizeof(*lens));
+        if (lens == NULL)
+            return false;
+        s->lens = lens;
+        s->cap = cap;
+    }
+    char *copy = malloc(n ? n : 1);
+    if (copy == NULL)
+        return false;
+    memcpy(copy, k, n);
+    s->keys[s->nkeys] = copy;
+    s->lens[s->nkeys++] = n;
+    return true;
+}
+
+/* Drops keys [0, n): delivered. */
+static void drop_keys(struct squeal *s, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        free(s->keys[i]);
+    memmove(s->keys, s->keys + n, (s->nkeys - n) * sizeof(*s->keys));
+    memmove(s->lens, s->lens + n, (s->nkeys - n) * sizeof(*s->lens));
+    s->nkeys -= n;
+    s->ncommitted -= n;
+}
+
+static void log_bad_key(const struct pgo_msg *m, const char *k, size_t pos) {
+    char lsn[20], shown[64];
+    size_t j = 0;
+    for (const char *p = k; p < m->content + pos && j < sizeof(shown) - 5; p++) {
+        unsigned char c = (unsigned char)*p;
+        j += (size_t)snprintf(shown + j, sizeof(shown) - j, c < 0x20 || c >= 0x7f ? "\\x%02x" : "%c",
+                              c);
+    }
+    pg_lsn_str(m->lsn, lsn);
+    fprintf(stderr, "cellar-squeal: skipping a bad key (over 250 bytes or a control byte) in the "
+                    "message at %s: \"%s%s\"\n",
+            lsn, shown, k + 60 < m->content + pos ? "..." : "");
+}
+
+/* ---------------------------------------------------------------------- */
+/* The server                                                               */
+/* ---------------------------------------------------------------------- */
+
+static int send_status(struct squeal *s, bool reply) {
+    char msg[34];
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    int64_t unix_us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+    size_t n = pg_status_update(msg, s->acked, s->acked, s->acked, pg_time_from_unix_us(unix_us),
+                                reply);
+    s->last_status_ms = now_ms();
+    if (PQputCopyData(s->conn, msg, (int)n) != 1 || PQflush(s->conn) != 0) {
+        fprintf(stderr, "cellar-squeal: sending a status update: %s", PQerrorMessage(s->conn));
+        return -1;
+    }
+    return 0;
+}
+
+static int exec_ok(PGconn *c, const char *sql, ExecStatusType want, const char *ok_state) {
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    int rc = st == want || (ok_state && state && strcmp(state, ok_state) == 0) ? 0 : -1;
+    if (rc < 0)
+        fprintf(stderr, "cellar-squeal: %s: %s", sql, PQresultErrorMessage(r));
+    PQclear(r);
+    return rc;
+}
+
+/* Makes the publication when missing (over an ordinary connection). */
+static int ensure_publication(const char *dsn, const char *pub) {
+    PGconn *c = PQconnectdb(dsn);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "cellar-squeal: connecting to %s: %s", dsn, PQerrorMessage(c));
+        PQfinish(c);
+        return -1;
+    }
+    char sql[160];
+    snprintf(sql, sizeof(sql), "CREATE PUBLICATION %s", pub);
+    int rc = exec_ok(c, sql, PGRES_COMMAND_OK, "42710");    /* duplicate_object: it exists */
+    PQfinish(c);
+    return rc;
+}
+
+static PGconn *start_stream(const char *dsn, const char *slot, const char *pub) {
+    size_t n = strlen(dsn) + 32;
+    char *conninfo = malloc(n);
+    if (conninfo == NULL)
+        return NULL;
+    snprintf(conninfo, n, "%s replication=database", dsn);
+    PGconn *c = PQconnectdb(conninfo);
+    free(conninfo);
+    if (PQstatus(c) != CONNECTION_OK) {
+        fprintf(stderr, "cellar-squeal: connecting for replication: %s", PQerrorMessage(c));
+        PQfinish(c);
+        return NULL;
+    }
+    char sql[256];
+    snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'nothing')",
+             slot);
+    if (exec_ok(c, sql, PGRES_TUPLES_OK, "42710") < 0) {
+        PQfinish(c);
+        return NULL;
+    }
+    snprintf(sql, sizeof(sql),
+             "START_REPLICATION SLOT %s LOGICAL 0/0 (proto_version '1', publication_names '%s', "
+             "messages 'true')",
+             slot, pub);
+    PGresult *r = PQexec(c, sql);
+    if (PQresultStatus(r) != PGRES_COPY_BOTH) {
+        const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        if (state && strcmp(state, "55006") == 0)   /* object_in_use */
+            fprintf(stderr, "cellar-squeal: slot %s is already followed by another process "
+                            "(one daemon per slot): %s", slot, PQresultErrorMessage(r));
+        else
+            fprintf(stderr, "cellar-squeal: %s: %s", sql, PQresultErrorMessage(r));
+        PQclear(r);
+        PQfinish(c);
+        return NULL;
+    }
+    PQclear(r);
+    return c;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Delivery                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* A status that says the cluster did not take the delete (another try may). */
+static bool not_taken(int status) {
+    return status == CELLAR_ETIMEDOUT || status == CELLAR_ECONNECT || status == CELLAR_ECLOSED ||
+           status == CELLAR_EDOWN || status == CELLAR_EPROTO || status == CELLAR_ESERVER ||
+           status == CELLAR_ENOMEM;
+}
+
+/*
+ * Sends keys [0, n) to cluster c until each is taken (deleted, not found,
+ * or spooled); keeps the server's connection alive while it waits.
+ * false when told to stop first.
+ */
+static bool deliver_to(struct squeal *s, struct cluster *c, size_t n) {
+    const char **keys = malloc(n * sizeof(*keys));
+    size_t *lens = malloc(n * sizeof(*lens));
+    int *st = malloc(n * sizeof(*st));
+    bool done = false;
+    if (keys == NULL || lens == NULL || st == NULL)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        keys[i] = s->keys[i];
+        lens[i] = s->lens[i];
+    }
+    int backoff = 50;
+    for (size_t left = n; left > 0;) {
+        if (cellar_mdelete(c->h, keys, lens, left, st) != CELLAR_OK) {
+            st[0] = CELLAR_ENOMEM;
+            for (size_t i = 1; i < left; i++)
+                st[i] = CELLAR_ENOMEM;
+        }
+        size_t keep = 0;
+        int why = CELLAR_OK;
+        for (size_t i = 0; i < left; i++) {
+            if (not_taken(st[i])) {
+                why = st[i];
+                keys[keep] = keys[i];
+                lens[keep++] = lens[i];
+            }
+        }
+        if (keep == 0)
+            break;
+        if (keep == left || backoff == 50)
+            fprintf(stderr, "cellar-squeal: cluster %s did not take %zu deletes (%s); retrying\n",
+                    c->name, keep, cellar_strerror(why));
+        left = keep;
+        for (int waited = 0; waited < backoff; waited += 10) {
+            if (stopping)
+                goto out;
+            cellar_poll(c->h, 10);
+        }
+        if (backoff < 1000)
+            backoff *= 2;
+        if (now_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)
+            goto out;
+    }
+    done = true;
+out:
+    free(keys);
+    free(lens);
+    free(st);
+    return done;
+}
+
+/* Delivers the committed keys to every cluster and confirms their position; -1 to stop. */
+static int deliver(struct squeal *s) {
+    size_t n = s->ncommitted;
+    if (n > 0) {
+        for (int i = 0; i < s->nclusters; i++)
+            if (!deliver_to(s, &s->clusters[i], n))
+                return -1;
+        if (s->spool && cellar_spool_sync(s->spool) != 0) {
+            fprintf(stderr, "cellar-squeal: could not fsync the spool; not confirming\n");
+            return -1;
+        }
+        s->delivered += n;
+        drop_keys(s, n);
+    }
+    if (s->batch_end > s->acked) {
+        s->acked = s->batch_end;
+        if (s->verbose) {
+            char lsn[20];
+            pg_lsn_str(s->acked, lsn);
+            fprintf(stderr, "cellar-squeal: confirmed %s (%zu keys)\n", lsn, n);
+        }
+        return send_status(s, false);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The stream                                                               */
+/* ---------------------------------------------------------------------- */
+
+static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
+    struct pgo_msg m;
+    if (pgo_parse(cp->payload, cp->npayload, &m) < 0) {
+        fprintf(stderr, "cellar-squeal: a malformed pgoutput message ('%c', %zu bytes)\n",
+                cp->npayload ? cp->payload[0] : '?', cp->npayload);
+        return -1;
+    }
+    switch (m.kind) {
+    case 'B':
+        s->in_txn = true;               /* keys from here to C are the transaction's */
+        break;
+    case 'M': {
+        if (strcmp(m.prefix, s->prefix) != 0)
+            break;
+        if (!m.transactional) {
+            fprintf(stderr, "cellar-squeal: ignoring a non-transactional message (a rollback "
+                            "would not have stopped it): use pg_logical_emit_message(true, ...)\n");
+            break;
+        }
+        size_t pos = 0, nk;
+        const char *k;
+        bool bad;
+        while (pgo_next_key(m.content, m.ncontent, &pos, &k, &nk, &bad)) {
+            if (bad) {
+                s->bad_keys++;
+                log_bad_key(&m, k, pos);
+            } else if (!add_key(s, k, nk)) {
+                fprintf(stderr, "cellar-squeal: out of memory\n");
+                return -1;
+            }
+        }
+        break;
+    }
+    case 'C':
+        if (s->verbose) {
+            char lsn[20];
+            pg_lsn_str(m.end_lsn, lsn);
+            fprintf(stderr, "cellar-squeal: commit %s:", lsn);
+            for (size_t i = s->ncommitted; i < s->nkeys; i++)
+                fprintf(stderr, " %.*s", (int)s->lens[i], s->keys[i]);
+            fprintf(stderr, "\n");
+        }
+        s->ncommitted = s->nkeys;
+        s->batch_end = m.end_lsn;
+        s->in_txn = false;
+        s->txns++;
+        break;
+    default:
+        break;                          /* table changes: not published, not read */
+    }
+    return 0;
+}
+
+/* Reads what the server has sent; 1 when the batch should go now, 0, -1 on an error. */
+static int read_stream(struct squeal *s) {
+    for (;;) {
+        char *buf = NULL;
+        int n = PQgetCopyData(s->conn, &buf, 1);
+        if (n == 0)
+            return 0;
+        if (n < 0) {
+            fprintf(stderr, "cellar-squeal: the replication stream ended: %s",
+                    PQerrorMessage(s->conn));
+            return -1;
+        }
+        struct pg_copy cp;
+        int rc = pg_copy_parse(buf, (size_t)n, &cp);
+        if (rc == 0 && cp.kind == 'w')
+            rc = on_xlog(s, &cp);
+        else if (rc == 0 && cp.kind == 'k') {
+            /* between transactions with nothing undelivered, the server's end may be
+               confirmed, so that an idle slot does not hold WAL */
+            bool idle = !s->in_txn && s->nkeys == 0 && s->batch_end <= s->acked;
+            if (idle && cp.wal_end > s->acked) {
+                s->acked = s->batch_end = cp.wal_end;
+                rc = send_status(s, false);
+            } else if (cp.reply_requested) {
+                rc = send_status(s, false);
+            }
+        }
+        PQfreemem(buf);
+        if (rc < 0)
+            return -1;
+        if (s->ncommitted >= BATCH_MAX)
+            return 1;
+    }
+}
+
+static int run(struct squeal *s) {
+    while (!stopping) {
+        int rc = read_stream(s);
+        if (rc < 0)
+            return -1;
+        if (s->ncommitted > 0 || s->batch_end > s->acked) {
+            if (deliver(s) < 0)
+                return stopping ? 0 : -1;
+            if (rc == 1)
+                continue;
+        }
+        if (now_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)
+            return -1;
+        /* the handles' background work: probes of down servers, spool replays */
+        int wait_ms = 1000;
+        for (int i = 0; i < s->nclusters; i++)
+            cellar_poll(s->clusters[i].h, 0);
+        if (s->spool) {
+            struct cellar_spool_stats st;
+            cellar_spool_stats(s->spool, NULL, &st);
+            if (st.depth > 0)
+                wait_ms = 20;
+        }
+        struct pollfd p = {.fd = PQsocket(s->conn), .events = POLLIN};
+        if (poll(&p, 1, wait_ms) < 0 && errno != EINTR)
+            return -1;
+        if (PQconsumeInput(s->conn) != 1) {
+            fprintf(stderr, "cellar-squeal: reading from the server: %s", PQerrorMessage(s->conn));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* NAME=CONFIG: a file libcellar loads, else a server list. */
+static int add_cluster(struct squeal *s, const char *arg) {
+    const char *eq = strchr(arg, '=');
+    if (eq == NULL || eq == arg || eq[1] == '\0' || s->nclusters == CLUSTERS_MAX) {
+        fprintf(stderr, "cellar-squeal: --cluster wants NAME=CONFIG, not \"%s\"\n", arg);
+        return -1;
+    }
+    struct cluster *c = &s->clusters[s->nclusters];
+    char *name = strndup(arg, (size_t)(eq - arg));
+    const char *conf = eq + 1;
+    char err[512] = "";
+    struct stat st;
+    int rc = stat(conf, &st) == 0 ? cellar_config_load(&c->cfg, conf, NULL, err, sizeof(err))
+                                   : cellar_config_parse(&c->cfg, conf, NULL, err, sizeof(err));
+    if (name == NULL || rc != CELLAR_OK || cellar_create(&c->h, c->cfg) != CELLAR_OK) {
+        fprintf(stderr, "cellar-squeal: cluster %s: %s\n", name ? name : arg,
+                err[0] ? err : "out of memory");
+        free(name);
+        cellar_config_release(&c->cfg);
+        return -1;
+    }
+    c->name = name;
+    s->nclusters++;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"dsn", required_argument, NULL, 'd'},
+        {"cluster", required_argument, NULL, 'c'},
+        {"slot", required_argument, NULL, 's'},
+        {"publication", required_argument, NULL, 'P'},
+        {"prefix", required_argument, NULL, 'x'},
+        {"async-dir", required_argument, NULL, 'A'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static struct squeal s = {.prefix = "squeal"};
+    const char *dsn = NULL, *slot = "cellar_squeal", *pub = "cellar_squeal", *async_dir = NULL;
+    int ch, status = 1;
+    while ((ch = getopt_long(argc, argv, "vVh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'd': dsn = optarg; break;
+        case 'c':
+            if (add_cluster(&s, optarg) < 0)
+                goto out;
+            break;
+        case 's': slot = optarg; break;
+        case 'P': pub = optarg; break;
+        case 'x': s.prefix = optarg; break;
+        case 'A': async_dir = optarg; break;
+        case 'v': s.verbose++; break;
+        case 'V': printf("cellar-squeal " SQUEAL_VERSION "\n"); status = 0; goto out;
+        case 'h': usage(stdout); status = 0; goto out;
+        default: usage(stderr); status = 64; goto out;
+        }
+    }
+    if (dsn == NULL || s.nclusters == 0 || optind < argc) {
+        fprintf(stderr, "cellar-squeal: %s\n", dsn == NULL ? "--dsn is required"
+                                               : optind < argc ? "unexpected arguments"
+                                                               : "give at least one --cluster");
+        usage(stderr);
+        status = 64;
+        goto out;
+    }
+    if (!ident_ok(slot) || !ident_ok(pub)) {
+        fprintf(stderr, "cellar-squeal: --slot and --publication take 1-63 of a-z, 0-9, _\n");
+        status = 64;
+        goto out;
+    }
+    if (async_dir != NULL) {
+        if (cellar_spool_open(&s.spool, async_dir, 0) != CELLAR_OK) {
+            fprintf(stderr, "cellar-squeal: --async-dir %s: not a directory it can write\n",
+                    async_dir);
+            goto out;
+        }
+        for (int i = 0; i < s.nclusters; i++)
+            cellar_use_spool(s.clusters[i].h, s.spool);
+    }
+    struct sigaction sa = {.sa_handler = on_signal};     /* no SA_RESTART: poll returns */
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (ensure_publication(dsn, pub) < 0)
+        goto out;
+    s.conn = start_stream(dsn, slot, pub);
+    if (s.conn == NULL)
+        goto out;
+    fprintf(stderr, "cellar-squeal: following slot %s (publication %s, prefix \"%s\") to %d "
+                    "cluster%s\n",
+            slot, pub, s.prefix, s.nclusters, s.nclusters == 1 ? "" : "s");
+    s.last_status_ms = now_ms();
+    status = run(&s) == 0 ? 0 : 1;
+    fprintf(stderr, "cellar-squeal: %s after %llu transactions, %llu keys delivered, %llu bad "
+                    "keys skipped\n",
+            status == 0 ? "stopped" : "stopping on an error", (unsigned long long)s.txns,
+            (unsigned long long)s.delivered, (unsigned long long)s.bad_keys);
+out:
+    if (s.conn)
+        PQfinish(s.conn);
+    for (int i = 0; i < s.nclusters; i++) {
+        cellar_destroy(&s.clusters[i].h);
+        cellar_config_release(&s.clusters[i].cfg);
+        free((char *)s.clusters[i].name);
+    }
+    cellar_spool_close(&s.spool);
+    for (size_t i = 0; i < s.nkeys; i++)
+        free(s.keys[i]);
+    free(s.keys);
+    free(s.lens);
+    return status;
+}

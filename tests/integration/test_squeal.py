@@ -1,0 +1,290 @@
+"""cellar-squeal against a real PostgreSQL 15 that each test starts (initdb
+into a temp dir, as the postgres user when run as root; no TCP port, the
+unix socket in that dir; wal_level=logical) and stops, also on failure.
+
+The clusters are cellard processes; what reached them is read back from
+them directly.  The daemon logs a line per commit with -v ("commit
+<end_lsn>: key ..."), which the ordering test reads.
+
+CELLAR_SQUEAL (cellar-squeal) is required: the tests fail, not skip,
+without it.
+"""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import util
+
+SQUEAL = os.environ.get("CELLAR_SQUEAL")
+PGBIN = "/usr/lib/postgresql/15/bin"
+HELPER = os.path.join(os.path.dirname(__file__), "..", "..", "src", "squeal",
+                      "cellar_squeal.sql")
+
+
+def need_squeal():
+    assert SQUEAL, "CELLAR_SQUEAL is not set (make integration sets it)"
+    return SQUEAL
+
+
+class Postgres:
+    """A throwaway cluster: initdb, a unix socket in its own dir, stopped and
+    removed on exit."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="cellar-pg-")
+        os.chmod(self.dir, 0o755)
+        self.data = os.path.join(self.dir, "data")
+        self.port = 54329               # names the socket file only: no TCP
+        self.started = False
+
+    def _as_pg(self, argv):
+        return (["runuser", "-u", "postgres", "--"] + argv) if os.getuid() == 0 else argv
+
+    def __enter__(self):
+        try:
+            if os.getuid() == 0:
+                shutil.chown(self.dir, "postgres", "postgres")
+            subprocess.run(self._as_pg([PGBIN + "/initdb", "-D", self.data, "-U", "postgres",
+                                        "-A", "trust", "-E", "UTF8", "--no-sync",
+                                        "--no-instructions"]),
+                           check=True, capture_output=True, timeout=60)
+            with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
+                f.write("listen_addresses = ''\nport = %d\nunix_socket_directories = '%s'\n"
+                        "wal_level = logical\nmax_replication_slots = 8\nmax_wal_senders = 8\n"
+                        "fsync = off\nfull_page_writes = off\n" % (self.port, self.dir))
+            subprocess.run(self._as_pg([PGBIN + "/pg_ctl", "-D", self.data, "-l",
+                                        os.path.join(self.dir, "server.log"), "-w", "-t", "30",
+                                        "start"]),
+                           check=True, capture_output=True, timeout=60)
+            self.started = True
+            return self
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc):
+        if self.started:
+            subprocess.run(self._as_pg([PGBIN + "/pg_ctl", "-D", self.data, "-m", "immediate",
+                                        "-w", "stop"]), capture_output=True, timeout=60)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def dsn(self):
+        return "host=%s port=%d user=postgres dbname=postgres" % (self.dir, self.port)
+
+    def sql(self, text, background=False):
+        argv = [PGBIN + "/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-At", "-h", self.dir,
+                "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+        if background:      # the caller writes the script to its stdin
+            return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+        r = subprocess.run(argv, input=text, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.strip()
+
+    def slot_caught_up(self, slot="cellar_squeal"):
+        """The slot's confirmed position has reached the WAL's current end."""
+        return self.sql("SELECT confirmed_flush_lsn >= pg_current_wal_lsn() FROM "
+                        "pg_replication_slots WHERE slot_name = '%s'" % slot) == "t"
+
+
+class Squeal:
+    """cellar-squeal over pg to clusters {name: server}; stopped by pid with
+    SIGTERM on exit (a crash, a bad exit or a needed SIGKILL fails the test)."""
+
+    def __init__(self, pg, clusters, extra=()):
+        self.argv = [need_squeal(), "--dsn", pg.dsn, "-v"] + [
+            a for name, s in clusters.items() for a in ("--cluster", "%s=127.0.0.1:%d" %
+                                                       (name, s.port))] + list(extra)
+        self.errf = tempfile.NamedTemporaryFile(prefix="cellar-squeal-", suffix=".log",
+                                                delete=False)
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.errf,
+                                     stderr=self.errf)
+        util.wait_for(lambda: "following slot" in self.log() or self.proc.poll() is not None,
+                      30, what="cellar-squeal to start")
+        assert self.proc.poll() is None, self.log()
+        return self
+
+    def log(self):
+        with open(self.errf.name, errors="replace") as f:
+            return f.read()
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, *exc):
+        try:
+            if self.proc.poll() is None:
+                self.proc.send_signal(signal.SIGTERM)
+                try:
+                    rc = self.proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(10)
+                    rc = "killed"
+                if exc_type is None:
+                    assert rc == 0, "cellar-squeal exit %s: %s" % (rc, self.log()[-2000:])
+            elif exc_type is None and self.proc.returncode not in (0, -9):
+                raise AssertionError("cellar-squeal died (%s): %s" % (self.proc.returncode,
+                                                                     self.log()[-2000:]))
+        finally:
+            os.unlink(self.errf.name)
+
+
+def set_keys(server, keys, value=b"cached"):
+    with server.conn() as c:
+        c.send(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k.encode(), len(value), value)
+                        for k in keys))
+        for k in keys:
+            assert c.readline() == b"STORED\r\n", k
+
+
+def present(server, keys):
+    with server.conn() as c:
+        c.send(("get %s\r\n" % " ".join(keys)).encode())
+        return sorted(k.decode() for k, _f, _v, _c in c.read_get_reply())
+
+
+@pytest.fixture
+def pg():
+    with Postgres() as p:
+        p.sql("CREATE TABLE users (id int PRIMARY KEY, name text);\n" + open(HELPER).read() +
+              "\nCREATE TRIGGER users_squeal AFTER INSERT OR UPDATE OR DELETE ON users "
+              "FOR EACH ROW EXECUTE FUNCTION cellar_squeal_invalidate('user:', 'id');")
+        yield p
+
+
+def test_commits_reach_every_cluster_rollbacks_nothing_bad_keys_skipped(pg):
+    """A committed update deletes its key from both clusters; a rolled-back
+    one deletes nothing; a message with bad keys (over 250 bytes, a control
+    byte) delivers its good keys, logs and skips the bad; another prefix and
+    a non-transactional message deliver nothing."""
+    with util.Server(name="cluster-a") as a, util.Server(name="cluster-b") as b, \
+            Squeal(pg, {"a": a, "b": b}) as sq:
+        pg.sql("INSERT INTO users SELECT g, 'n' FROM generate_series(1, 6) g")
+        util.wait_for(lambda: pg.slot_caught_up(), 20, what="the inserts to be confirmed")
+        keys = ["user:%d" % i for i in range(1, 7)] + ["other"]
+        for s in (a, b):
+            set_keys(s, keys)
+        pg.sql("BEGIN; UPDATE users SET name = 'rolled' WHERE id = 2; ROLLBACK;")
+        pg.sql("SELECT pg_logical_emit_message(true, 'elsewhere', 'user:5')")
+        pg.sql("SELECT pg_logical_emit_message(false, 'squeal', 'user:6')")
+        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'user:3 ' || repeat('x', 251) "
+               "|| ' bad' || chr(1) || 'key  user:4')")
+        pg.sql("BEGIN; UPDATE users SET name = 'x' WHERE id = 1; COMMIT;")
+        want = ["other", "user:2", "user:5", "user:6"]
+        for s in (a, b):
+            util.wait_for(lambda: present(s, keys) == want, 20,
+                          what="user:1, 3, 4 deleted from %s" % s.name)
+        util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot to be confirmed")
+        for s in (a, b):
+            assert present(s, keys) == want
+        log = sq.log()
+        assert log.count("skipping a bad key") == 2, log
+        assert "ignoring a non-transactional message" in log, log
+
+
+def test_delivered_in_commit_order(pg):
+    """Transaction A emits first and commits second; B emits second and
+    commits first: B's keys are delivered before A's, at increasing LSNs."""
+    with util.Server(name="cluster") as c, Squeal(pg, {"c": c}) as sq:
+        a = pg.sql("", background=True)
+        a.stdin.write("BEGIN;\nSELECT pg_logical_emit_message(true, 'squeal', 'order:a');\n"
+                      "SELECT pg_sleep(1);\nCOMMIT;\n")
+        a.stdin.close()
+        try:
+            util.wait_for(lambda: pg.sql("SELECT count(*) FROM pg_stat_activity WHERE "
+                                         "query LIKE '%pg_sleep(1)%' AND state = 'active' AND "
+                                         "pid <> pg_backend_pid()") == "1",
+                          20, what="A to be inside its transaction")
+            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'order:b')")
+        finally:
+            a.wait(30)
+        assert a.returncode == 0
+        lines = util.wait_for(lambda: [m for m in re.findall(r"commit ([0-9A-F]+)/([0-9A-F]+): "
+                                                            r"(order:\w)", sq.log())]
+                              if "order:a" in sq.log() else None, 20, what="both commits")
+        assert [k for _hi, _lo, k in lines] == ["order:b", "order:a"], lines
+        lsns = [(int(hi, 16) << 32) | int(lo, 16) for hi, lo, _k in lines]
+        assert lsns == sorted(lsns) and lsns[0] < lsns[1], lines
+
+
+def test_stopped_cluster_gets_every_delete_when_back(pg):
+    """Cluster b stops answering (SIGSTOP): after its timeouts and TKO its
+    deletes go to the spool (--async-dir) and the slot moves on for a; when
+    b answers again every delete reaches it, checked key by key."""
+    spool = tempfile.mkdtemp(prefix="cellar-squeal-spool-")
+    keys = ["down:%d" % i for i in range(50)]
+    try:
+        with util.Server(name="cluster-a") as a, util.Server(name="cluster-b") as b:
+            for s in (a, b):
+                set_keys(s, keys + ["kept"])
+            with Squeal(pg, {"a": a, "b": b}, ["--async-dir", spool]):
+                b.proc.send_signal(signal.SIGSTOP)
+                try:
+                    pg.sql("".join("SELECT pg_logical_emit_message(true, 'squeal', '%s');\n" % k
+                                   for k in keys))
+                    util.wait_for(lambda: present(a, keys) == [], 30, what="a's deletes")
+                    util.wait_for(lambda: pg.slot_caught_up(), 30,
+                                  what="the slot confirmed past b's spooled deletes")
+                    assert os.listdir(spool), "nothing spooled for b"
+                finally:
+                    b.proc.send_signal(signal.SIGCONT)
+                util.wait_for(lambda: present(b, keys) == [], 30,
+                              what="the spooled deletes to reach b")
+                for s in (a, b):
+                    assert present(s, keys + ["kept"]) == ["kept"]
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+def test_sigkill_and_restart_lose_nothing(pg):
+    """200 one-key transactions; the daemon is killed with SIGKILL while they
+    stream and started again: every key is deleted (at least once)."""
+    keys = ["kill:%d" % i for i in range(200)]
+    with util.Server(name="cluster") as c:
+        set_keys(c, keys)
+        sq = Squeal(pg, {"c": c})
+        with sq:
+            w = pg.sql("", background=True)
+            w.stdin.write("".join("BEGIN; SELECT pg_logical_emit_message(true, 'squeal', '%s'); "
+                                  "COMMIT;\n" % k for k in keys))
+            w.stdin.close()
+            util.wait_for(lambda: len(present(c, keys)) < 190, 30, what="some deletes")
+            sq.kill9()
+            w.wait(60)
+            assert w.returncode == 0
+            assert present(c, keys), "every delete arrived before the kill: nothing was tested"
+            sq.start()
+            util.wait_for(lambda: present(c, keys) == [], 30, what="every key after the restart")
+            util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
+
+
+def test_second_daemon_on_the_slot_is_refused(pg):
+    with util.Server(name="cluster") as c, Squeal(pg, {"c": c}):
+        r = subprocess.run(Squeal(pg, {"c": c}).argv, capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1, r
+        assert "already followed by another process" in r.stderr, r.stderr
+
+
+def test_bad_arguments():
+    for argv, what in (([], "--dsn is required"), (["--dsn", "x"], "give at least one --cluster"),
+                       (["--dsn", "x", "--cluster", "nameless"], "NAME=CONFIG"),
+                       (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--slot", "Bad-Slot"],
+                        "--slot and --publication")):
+        r = subprocess.run([need_squeal()] + argv, capture_output=True, text=True, timeout=10)
+        assert r.returncode in (1, 64) and what in r.stderr, (argv, r)
