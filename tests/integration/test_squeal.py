@@ -253,8 +253,9 @@ def test_stopped_cluster_gets_every_delete_when_back(pg):
 
 
 def test_sigkill_and_restart_lose_nothing(pg):
-    """200 one-key transactions; the daemon is killed with SIGKILL while they
-    stream and started again: every key is deleted (at least once)."""
+    """200 one-key transactions, 10 ms apart; the daemon is killed with
+    SIGKILL once some of their deletes have arrived, and started again
+    after the writer is done: every key is deleted (at least once)."""
     keys = ["kill:%d" % i for i in range(200)]
     with util.Server(name="cluster") as c:
         set_keys(c, keys)
@@ -262,13 +263,15 @@ def test_sigkill_and_restart_lose_nothing(pg):
         with sq:
             w = pg.sql("", background=True)
             w.stdin.write("".join("BEGIN; SELECT pg_logical_emit_message(true, 'squeal', '%s'); "
-                                  "COMMIT;\n" % k for k in keys))
+                                  "COMMIT; SELECT pg_sleep(0.01);\n" % k for k in keys))
             w.stdin.close()
-            util.wait_for(lambda: len(present(c, keys)) < 190, 30, what="some deletes")
-            sq.kill9()
-            w.wait(60)
+            try:
+                util.wait_for(lambda: len(present(c, keys)) < 190, 30, what="some deletes")
+                sq.kill9()
+                assert present(c, keys), "every delete arrived before the kill: nothing tested"
+            finally:
+                w.wait(60)
             assert w.returncode == 0
-            assert present(c, keys), "every delete arrived before the kill: nothing was tested"
             sq.start()
             util.wait_for(lambda: present(c, keys) == [], 30, what="every key after the restart")
             util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
