@@ -457,6 +457,7 @@ struct cellar_stats {
     uint64_t udp_drops;         /* of which lost, late or out of order (CELLAR_DROPPED) */
     uint32_t window;            /* the window now */
     uint32_t window_peak;       /* the most requests ever in flight at once */
+    uint64_t writes;            /* TCP sends (requests per write = requests / writes) */
 };
 
 CELLAR_API void cellar_stats(const struct cellar *h, struct cellar_stats *out);

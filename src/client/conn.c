@@ -377,6 +377,7 @@ static void flush(struct cl_conn *c, uint64_t now) {
         ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
         if (n > 0) {
             c->woff += (size_t)n;
+            c->h->st.writes++;
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {

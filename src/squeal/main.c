@@ -66,6 +66,13 @@ struct squeal {
     uint64_t acked;                     /* the position confirmed to the server */
     uint64_t last_status_ms;
     uint64_t txns, delivered, bad_keys;
+    size_t batch_max;                   /* --batch: deliver once this many keys are committed */
+    /* --report: commit times of the transactions in the batch; every delivered one's latency */
+    int64_t *txn_ts;
+    size_t ntxn, captxn;
+    uint32_t *lat_us;
+    size_t nlat, caplat;
+    uint64_t batches;
 };
 
 static volatile sig_atomic_t stopping;
@@ -95,6 +102,10 @@ static void usage(FILE *f) {
             "  --prefix STR          the messages' prefix (default squeal)\n"
             "  --async-dir DIR       keep the deletes a cluster cannot take in DIR and replay\n"
             "                        them when it is back (default: hold the stream and retry)\n"
+            "  --batch N             deliver once N keys are committed and waiting (default\n"
+            "                        4096; and whenever nothing more is waiting)\n"
+            "  --report FILE         at exit, write delivery figures as JSON there: latency\n"
+            "                        from commit to every cluster's answer, deletes per write\n"
             "  -v, --verbose         a line per transaction delivered\n"
             "  -V, --version, -h, --help\n");
 }
@@ -312,6 +323,30 @@ out:
     return done;
 }
 
+static int64_t now_pg_us(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return pg_time_from_unix_us((int64_t)tv.tv_sec * 1000000 + tv.tv_usec);
+}
+
+/* The batch's transactions are delivered: their latencies from commit (--report). */
+static void record_latencies(struct squeal *s) {
+    int64_t now = now_pg_us();
+    for (size_t i = 0; i < s->ntxn; i++) {
+        if (s->nlat == s->caplat) {
+            size_t cap = s->caplat ? s->caplat * 2 : 4096;
+            uint32_t *l = cap <= (size_t)1 << 26 ? realloc(s->lat_us, cap * sizeof(*l)) : NULL;
+            if (l == NULL)
+                break;
+            s->lat_us = l;
+            s->caplat = cap;
+        }
+        int64_t d = now - s->txn_ts[i];
+        s->lat_us[s->nlat++] = d < 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+    }
+    s->ntxn = 0;
+}
+
 /* Delivers the committed keys to every cluster and confirms their position; -1 to stop. */
 static int deliver(struct squeal *s) {
     size_t n = s->ncommitted;
@@ -324,8 +359,11 @@ static int deliver(struct squeal *s) {
             return -1;
         }
         s->delivered += n;
+        s->batches++;
         drop_keys(s, n);
     }
+    if (s->txn_ts)
+        record_latencies(s);
     if (s->batch_end > s->acked) {
         s->acked = s->batch_end;
         if (s->verbose) {
@@ -388,6 +426,16 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
         s->batch_end = m.end_lsn;
         s->in_txn = false;
         s->txns++;
+        if (s->txn_ts) {
+            if (s->ntxn == s->captxn) {
+                int64_t *t = realloc(s->txn_ts, s->captxn * 2 * sizeof(*t));
+                if (t == NULL)
+                    return -1;
+                s->txn_ts = t;
+                s->captxn *= 2;
+            }
+            s->txn_ts[s->ntxn++] = m.ts;
+        }
         break;
     default:
         break;                          /* table changes: not published, not read */
@@ -425,7 +473,7 @@ static int read_stream(struct squeal *s) {
         PQfreemem(buf);
         if (rc < 0)
             return -1;
-        if (s->ncommitted >= BATCH_MAX)
+        if (s->ncommitted >= s->batch_max || (s->ncommitted > 0 && s->ntxn >= s->batch_max))
             return 1;
     }
 }
@@ -464,6 +512,50 @@ static int run(struct squeal *s) {
     return 0;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --report: the delivery figures as one JSON object. */
+static void write_report(struct squeal *s, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        fprintf(stderr, "cellar-squeal: --report %s: %s\n", path, strerror(errno));
+        return;
+    }
+    uint64_t within[3] = {0, 0, 0};
+    for (size_t i = 0; i < s->nlat; i++) {
+        within[0] += s->lat_us[i] <= 1000;
+        within[1] += s->lat_us[i] <= 10000;
+        within[2] += s->lat_us[i] <= 1000000;
+    }
+    if (s->nlat)
+        qsort(s->lat_us, s->nlat, sizeof(*s->lat_us), cmp_u32);
+    uint64_t requests = 0, writes = 0;
+    for (int i = 0; i < s->nclusters; i++) {
+        struct cellar_stats st;
+        cellar_stats(s->clusters[i].h, &st);
+        requests += st.requests;
+        writes += st.writes;
+    }
+    double n = s->nlat ? (double)s->nlat : 1;
+#define PCT(p) (s->nlat ? s->lat_us[(size_t)((double)(s->nlat - 1) * (p))] : 0)
+    fprintf(f, "{\"transactions\": %llu, \"keys\": %llu, \"batches\": %llu, "
+               "\"bad_keys\": %llu, \"clusters\": %d, \"requests\": %llu, \"writes\": %llu, "
+               "\"deletes_per_write\": %.2f, \"measured\": %zu, \"within_1ms\": %.4f, "
+               "\"within_10ms\": %.4f, \"within_1s\": %.4f, \"p50_us\": %u, \"p99_us\": %u, "
+               "\"max_us\": %u}\n",
+            (unsigned long long)s->txns, (unsigned long long)s->delivered,
+            (unsigned long long)s->batches, (unsigned long long)s->bad_keys, s->nclusters,
+            (unsigned long long)requests, (unsigned long long)writes,
+            writes ? (double)requests / (double)writes : 0.0, s->nlat, (double)within[0] / n,
+            (double)within[1] / n, (double)within[2] / n, PCT(0.5), PCT(0.99),
+            s->nlat ? s->lat_us[s->nlat - 1] : 0);
+#undef PCT
+    fclose(f);
+}
+
 /* NAME=CONFIG: a file libcellar loads, else a server list. */
 static int add_cluster(struct squeal *s, const char *arg) {
     const char *eq = strchr(arg, '=');
@@ -476,8 +568,12 @@ static int add_cluster(struct squeal *s, const char *arg) {
     const char *conf = eq + 1;
     char err[512] = "";
     struct stat st;
-    int rc = stat(conf, &st) == 0 ? cellar_config_load(&c->cfg, conf, NULL, err, sizeof(err))
-                                   : cellar_config_parse(&c->cfg, conf, NULL, err, sizeof(err));
+    /* deletes' answers are a few bytes: no incast to guard against, so a batch
+       may be in flight whole */
+    const struct cellar_options opt = {.window_init = 4096, .window_min = 4096,
+                                       .window_max = 4096};
+    int rc = stat(conf, &st) == 0 ? cellar_config_load(&c->cfg, conf, &opt, err, sizeof(err))
+                                   : cellar_config_parse(&c->cfg, conf, &opt, err, sizeof(err));
     if (name == NULL || rc != CELLAR_OK || cellar_create(&c->h, c->cfg) != CELLAR_OK) {
         fprintf(stderr, "cellar-squeal: cluster %s: %s\n", name ? name : arg,
                 err[0] ? err : "out of memory");
@@ -498,13 +594,16 @@ int main(int argc, char **argv) {
         {"publication", required_argument, NULL, 'P'},
         {"prefix", required_argument, NULL, 'x'},
         {"async-dir", required_argument, NULL, 'A'},
+        {"batch", required_argument, NULL, 'b'},
+        {"report", required_argument, NULL, 'r'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static struct squeal s = {.prefix = "squeal"};
-    const char *dsn = NULL, *slot = "cellar_squeal", *pub = "cellar_squeal", *async_dir = NULL;
+    static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX};
+    const char *dsn = NULL, *slot = "cellar_squeal", *pub = "cellar_squeal", *async_dir = NULL,
+               *report = NULL;
     int ch, status = 1;
     while ((ch = getopt_long(argc, argv, "vVh", longopts, NULL)) != -1) {
         switch (ch) {
@@ -517,6 +616,18 @@ int main(int argc, char **argv) {
         case 'P': pub = optarg; break;
         case 'x': s.prefix = optarg; break;
         case 'A': async_dir = optarg; break;
+        case 'b': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || v < 1 || v > BATCH_MAX) {
+                fprintf(stderr, "cellar-squeal: --batch takes 1 to %d\n", BATCH_MAX);
+                status = 64;
+                goto out;
+            }
+            s.batch_max = (size_t)v;
+            break;
+        }
+        case 'r': report = optarg; break;
         case 'v': s.verbose++; break;
         case 'V': printf("cellar-squeal " SQUEAL_VERSION "\n"); status = 0; goto out;
         case 'h': usage(stdout); status = 0; goto out;
@@ -557,8 +668,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cellar-squeal: following slot %s (publication %s, prefix \"%s\") to %d "
                     "cluster%s\n",
             slot, pub, s.prefix, s.nclusters, s.nclusters == 1 ? "" : "s");
+    if (report != NULL) {
+        s.captxn = 1024;
+        s.txn_ts = malloc(s.captxn * sizeof(*s.txn_ts));
+        if (s.txn_ts == NULL)
+            goto out;
+    }
     s.last_status_ms = now_ms();
     status = run(&s) == 0 ? 0 : 1;
+    if (report != NULL)
+        write_report(&s, report);
     fprintf(stderr, "cellar-squeal: %s after %llu transactions, %llu keys delivered, %llu bad "
                     "keys skipped\n",
             status == 0 ? "stopped" : "stopping on an error", (unsigned long long)s.txns,
@@ -576,5 +695,7 @@ out:
         free(s.keys[i]);
     free(s.keys);
     free(s.lens);
+    free(s.txn_ts);
+    free(s.lat_us);
     return status;
 }

@@ -63,6 +63,7 @@ int pgo_parse(const char *p, size_t n, struct pgo_msg *out) {
         if (n < 21)
             return -1;
         out->lsn = be64(p + 1);
+        out->ts = (int64_t)be64(p + 9);
         out->xid = be32(p + 17);
         return 0;
     case 'C':                           /* flags(1) commit_lsn(8) end_lsn(8) ts(8) */
@@ -70,6 +71,7 @@ int pgo_parse(const char *p, size_t n, struct pgo_msg *out) {
             return -1;
         out->lsn = be64(p + 2);
         out->end_lsn = be64(p + 10);
+        out->ts = (int64_t)be64(p + 18);
         return 0;
     case 'M': {                         /* flags(1) lsn(8) prefix\0 len(4) content */
         if (n < 10)

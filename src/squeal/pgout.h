@@ -40,6 +40,7 @@ struct pgo_msg {
     uint64_t lsn;                   /* B: the commit's LSN; M: the message's; C: commit LSN */
     uint64_t end_lsn;               /* C: the transaction's end: what progress is counted by */
     uint32_t xid;                   /* B */
+    int64_t ts;                     /* B, C: the commit's time, µs since 2000-01-01 */
     bool transactional;             /* M */
     const char *prefix;             /* M: NUL-terminated inside the payload */
     const char *content;            /* M */

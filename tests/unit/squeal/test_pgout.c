@@ -83,6 +83,7 @@ TEST(begin_message_commit) {
     ASSERT_EQ(m.kind, 'B');
     ASSERT_U64(m.lsn, 0x1505300);
     ASSERT_EQ(m.xid, 727);
+    ASSERT(m.ts == 777);
     for (size_t cut = 0; cut < 21; cut++)
         ASSERT_EQ(pgo_parse(b, cut, &m), -1);
 
@@ -94,6 +95,7 @@ TEST(begin_message_commit) {
     ASSERT_EQ(m.kind, 'C');
     ASSERT_U64(m.lsn, 0x1505300);
     ASSERT_U64(m.end_lsn, 0x1505330);
+    ASSERT(m.ts == 777);
     for (size_t cut = 0; cut < 26; cut++)
         ASSERT_EQ(pgo_parse(c, cut, &m), -1);
 
