@@ -73,6 +73,7 @@ struct squeal {
     uint32_t *lat_us;
     size_t nlat, caplat;
     uint64_t batches;
+    bool on_lost_flush;                 /* --on-lost-slot flush (else exit) */
 };
 
 static volatile sig_atomic_t stopping;
@@ -106,6 +107,9 @@ static void usage(FILE *f) {
             "                        4096; and whenever nothing more is waiting)\n"
             "  --report FILE         at exit, write delivery figures as JSON there: latency\n"
             "                        from commit to every cluster's answer, deletes per write\n"
+            "  --on-lost-slot flush|exit  a slot PostgreSQL invalidated (max_slot_wal_keep_size):\n"
+            "                        make it again and flush_all every cluster (default), or\n"
+            "                        refuse to start\n"
             "  -v, --verbose         a line per transaction delivered\n"
             "  -V, --version, -h, --help\n");
 }
@@ -216,7 +220,43 @@ static int ensure_publication(const char *dsn, const char *pub) {
     return rc;
 }
 
-static PGconn *start_stream(const char *dsn, const char *slot, const char *pub) {
+/*
+ * The slot was invalidated (max_slot_wal_keep_size): the changes since its
+ * position are gone, so every cluster may hold values it will never hear
+ * about.  A new slot is made first, then every cluster flushed, so any
+ * commit from here on is delivered.  false when a flush did not get
+ * through before a stop.
+ */
+static bool recover_lost_slot(struct squeal *s, PGconn *c, const char *slot) {
+    fprintf(stderr, "cellar-squeal: SLOT %s WAS INVALIDATED (max_slot_wal_keep_size): the "
+                    "invalidations since its last position are lost; making it again and "
+                    "flushing every cluster (--on-lost-slot flush)\n", slot);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "DROP_REPLICATION_SLOT %s", slot);
+    if (exec_ok(c, sql, PGRES_COMMAND_OK, NULL) < 0)
+        return false;
+    snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'nothing')",
+             slot);
+    if (exec_ok(c, sql, PGRES_TUPLES_OK, NULL) < 0)
+        return false;
+    for (int i = 0; i < s->nclusters; i++) {
+        int rc;
+        while ((rc = cellar_flush_all(s->clusters[i].h, 0)) != CELLAR_OK) {
+            fprintf(stderr, "cellar-squeal: flushing cluster %s: %s; retrying\n",
+                    s->clusters[i].name, cellar_strerror(rc));
+            for (int waited = 0; waited < 1000; waited += 10) {
+                if (stopping)
+                    return false;
+                cellar_poll(s->clusters[i].h, 10);
+            }
+        }
+        fprintf(stderr, "cellar-squeal: flushed cluster %s\n", s->clusters[i].name);
+    }
+    return true;
+}
+
+static PGconn *start_stream(struct squeal *s, const char *dsn, const char *slot,
+                            const char *pub) {
     size_t n = strlen(dsn) + 32;
     char *conninfo = malloc(n);
     if (conninfo == NULL)
@@ -236,24 +276,38 @@ static PGconn *start_stream(const char *dsn, const char *slot, const char *pub) 
         PQfinish(c);
         return NULL;
     }
-    snprintf(sql, sizeof(sql),
-             "START_REPLICATION SLOT %s LOGICAL 0/0 (proto_version '1', publication_names '%s', "
-             "messages 'true')",
-             slot, pub);
-    PGresult *r = PQexec(c, sql);
-    if (PQresultStatus(r) != PGRES_COPY_BOTH) {
+    for (int attempt = 0;; attempt++) {
+        snprintf(sql, sizeof(sql),
+                 "START_REPLICATION SLOT %s LOGICAL 0/0 (proto_version '1', "
+                 "publication_names '%s', messages 'true')",
+                 slot, pub);
+        PGresult *r = PQexec(c, sql);
+        if (PQresultStatus(r) == PGRES_COPY_BOTH) {
+            PQclear(r);
+            return c;
+        }
         const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+        const char *msg = PQresultErrorMessage(r);
+        bool lost = state && strcmp(state, "55000") == 0 && strstr(msg, "invalidated") != NULL;
+        if (lost && attempt == 0 && s->on_lost_flush) {
+            PQclear(r);
+            if (recover_lost_slot(s, c, slot))
+                continue;
+            PQfinish(c);
+            return NULL;
+        }
         if (state && strcmp(state, "55006") == 0)   /* object_in_use */
             fprintf(stderr, "cellar-squeal: slot %s is already followed by another process "
-                            "(one daemon per slot): %s", slot, PQresultErrorMessage(r));
+                            "(one daemon per slot): %s", slot, msg);
+        else if (lost)
+            fprintf(stderr, "cellar-squeal: slot %s was invalidated (max_slot_wal_keep_size) "
+                            "and --on-lost-slot is exit: drop it to start again: %s", slot, msg);
         else
-            fprintf(stderr, "cellar-squeal: %s: %s", sql, PQresultErrorMessage(r));
+            fprintf(stderr, "cellar-squeal: %s: %s", sql, msg);
         PQclear(r);
         PQfinish(c);
         return NULL;
     }
-    PQclear(r);
-    return c;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -596,12 +650,13 @@ int main(int argc, char **argv) {
         {"async-dir", required_argument, NULL, 'A'},
         {"batch", required_argument, NULL, 'b'},
         {"report", required_argument, NULL, 'r'},
+        {"on-lost-slot", required_argument, NULL, 'L'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX};
+    static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX, .on_lost_flush = true};
     const char *dsn = NULL, *slot = "cellar_squeal", *pub = "cellar_squeal", *async_dir = NULL,
                *report = NULL;
     int ch, status = 1;
@@ -628,6 +683,14 @@ int main(int argc, char **argv) {
             break;
         }
         case 'r': report = optarg; break;
+        case 'L':
+            if (strcmp(optarg, "flush") != 0 && strcmp(optarg, "exit") != 0) {
+                fprintf(stderr, "cellar-squeal: --on-lost-slot takes flush or exit\n");
+                status = 64;
+                goto out;
+            }
+            s.on_lost_flush = strcmp(optarg, "flush") == 0;
+            break;
         case 'v': s.verbose++; break;
         case 'V': printf("cellar-squeal " SQUEAL_VERSION "\n"); status = 0; goto out;
         case 'h': usage(stdout); status = 0; goto out;
@@ -662,7 +725,7 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (ensure_publication(dsn, pub) < 0)
         goto out;
-    s.conn = start_stream(dsn, slot, pub);
+    s.conn = start_stream(&s, dsn, slot, pub);
     if (s.conn == NULL)
         goto out;
     fprintf(stderr, "cellar-squeal: following slot %s (publication %s, prefix \"%s\") to %d "

@@ -291,3 +291,39 @@ def test_bad_arguments():
                         "--slot and --publication")):
         r = subprocess.run([need_squeal()] + argv, capture_output=True, text=True, timeout=10)
         assert r.returncode in (1, 64) and what in r.stderr, (argv, r)
+
+
+def test_lost_slot_made_again_and_clusters_flushed(pg):
+    """The slot is invalidated while the daemon is stopped (WAL past
+    max_slot_wal_keep_size, then a checkpoint): an invalidation inside the
+    lost WAL can never arrive.  With --on-lost-slot exit the daemon refuses
+    to start, saying why; by default it makes the slot again, flushes every
+    cluster (the stale key is gone), says so loudly, and delivers what
+    commits afterwards."""
+    with util.Server(name="cluster") as c:
+        with Squeal(pg, {"c": c}):
+            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
+            util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
+        set_keys(c, ["stale", "after"])
+        pg.sql("ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'; SELECT pg_reload_conf();")
+        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'stale')")
+
+        def lost():
+            pg.sql("CREATE TABLE IF NOT EXISTS filler (v text); "
+                   "INSERT INTO filler SELECT repeat('x', 200) FROM generate_series(1, 20000); "
+                   "SELECT pg_switch_wal(); CHECKPOINT;")
+            return pg.sql("SELECT wal_status FROM pg_replication_slots "
+                          "WHERE slot_name = 'cellar_squeal'") == "lost"
+        util.wait_for(lost, 60, interval=0, what="the slot to be invalidated")
+
+        r = subprocess.run(Squeal(pg, {"c": c}, ["--on-lost-slot", "exit"]).argv,
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "was invalidated" in r.stderr, r
+        assert present(c, ["stale", "after"]) == ["after", "stale"]
+
+        with Squeal(pg, {"c": c}) as sq:
+            assert "WAS INVALIDATED" in sq.log() and "flushed cluster c" in sq.log(), sq.log()
+            assert present(c, ["stale", "after"]) == []
+            set_keys(c, ["after"])
+            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'after')")
+            util.wait_for(lambda: present(c, ["after"]) == [], 20, what="a commit after it")
