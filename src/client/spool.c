@@ -19,8 +19,9 @@
  *   record answered, up to the first one that failed on the way (that
  *   one and the rest are sent again later).  A spool read to its end is
  *   truncated.  An answer that is an error of the request itself (a
- *   CLIENT_ERROR, a SERVER_ERROR) would come again: the record is
- *   passed and counted in replay_errors.
+ *   CLIENT_ERROR) would come again: the record is passed and counted in
+ *   replay_errors.  A spool whose replayed part passes half its bound is
+ *   compacted (the rest moved to the front).
  *
  * Ordering: records of one server are replayed in the order they were
  * spooled.  Requests that reach a server directly are not held back
@@ -75,6 +76,7 @@ struct cl_spool_dest {
     _Atomic uint64_t depth;         /* records in [head, end) */
     _Atomic uint64_t appended, replayed, dropped, replay_errors;
     atomic_bool dirty;              /* appended since the last fdatasync */
+    atomic_bool sync_failed;        /* an fdatasync failed: what it covered may be lost */
     atomic_bool claimed;            /* a handle is replaying it */
     struct cl_spool_dest *next;
 };
@@ -369,7 +371,8 @@ static void *syncer_main(void *arg) {
             int fd = d->fd >= 0 ? dup(d->fd) : -1;
             pthread_mutex_unlock(&d->lock);
             if (fd >= 0) {
-                fdatasync(fd);
+                if (fdatasync(fd) != 0)
+                    atomic_store(&d->sync_failed, true);
                 close(fd);
             }
         }
@@ -477,7 +480,15 @@ static bool dest_append(struct cl_spool_dest *d, const struct msg *m) {
     bool ok = false;
     pthread_mutex_lock(&d->lock);
     if (d->fd < 0) {
-        int fd = open(d->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        /* a file found at open but not read (no memory, a read error) is kept aside,
+           never overwritten */
+        int fd = open(d->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST) {
+            char aside[4200];
+            snprintf(aside, sizeof(aside), "%s.unread-%ld", d->path, (long)time(NULL));
+            if (rename(d->path, aside) == 0)
+                fd = open(d->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        }
         char hdr[512];
         int n = snprintf(hdr, sizeof(hdr), SPOOL_MAGIC "%s\n", d->name);
         if (fd >= 0 && n > 0 && n < (int)sizeof(hdr) && full_pwrite(fd, hdr, (size_t)n, 0)) {
@@ -488,7 +499,7 @@ static bool dest_append(struct cl_spool_dest *d, const struct msg *m) {
             unlink(d->path);
         }
     }
-    if (d->fd >= 0 && d->end + size <= d->hdr + d->sp->max_bytes) {
+    if (d->fd >= 0 && d->end - d->head + size <= d->sp->max_bytes) {
         ok = full_pwrite(d->fd, rec, size, d->end);
         if (ok) {
             d->end += size;
@@ -515,12 +526,15 @@ int cellar_spool_sync(struct cellar_spool *sp) {
     struct cl_spool_dest *first = sp->dests;
     pthread_mutex_unlock(&sp->lock);
     for (struct cl_spool_dest *d = first; d; d = d->next) {
-        if (!atomic_exchange(&d->dirty, false))
-            continue;
+        /* every file, dirty or not: the sync thread may have taken the flag and
+           not be done with its fdatasync yet */
+        atomic_store(&d->dirty, false);
         pthread_mutex_lock(&d->lock);
         if (d->fd >= 0 && fdatasync(d->fd) != 0)
-            rc = -1;
+            atomic_store(&d->sync_failed, true);
         pthread_mutex_unlock(&d->lock);
+        if (atomic_load(&d->sync_failed))
+            rc = -1;
     }
     return rc;
 }
@@ -591,10 +605,33 @@ void cl_spool_submit(struct cl_conn *c, struct cl_req *q) {
 /* Replay                                                                   */
 /* ---------------------------------------------------------------------- */
 
-/* Failed on the way, so the server may not have done it: send it again later. */
+/*
+ * The server may not have done it: the failures a request was spooled for
+ * (a SERVER_ERROR too: a router answers so while its backend is down).
+ */
 static bool again_later(int status) {
-    return status == CELLAR_ETIMEDOUT || status == CELLAR_ECONNECT || status == CELLAR_ECLOSED ||
-           status == CELLAR_EDOWN || status == CELLAR_ENOMEM;
+    return cl_failover_error(status) || status == CELLAR_ENOMEM;
+}
+
+/*
+ * Moves the records not yet replayed, [head, end), to the front (under
+ * d->lock, by the claimer): the destination lies before the source, so a
+ * copy front to back never overwrites what it has still to read.
+ */
+static void compact(struct cl_spool_dest *d) {
+    char buf[65536];
+    uint64_t from = d->head, to = d->hdr;
+    while (from < d->end) {
+        size_t n = d->end - from < sizeof(buf) ? (size_t)(d->end - from) : sizeof(buf);
+        if (full_pread(d->fd, buf, n, from) != (ssize_t)n || !full_pwrite(d->fd, buf, n, to))
+            return;                 /* left as it was: head and end still hold */
+        from += n;
+        to += n;
+    }
+    if (fdatasync(d->fd) != 0 || ftruncate(d->fd, (off_t)to) != 0)
+        return;
+    d->head = d->hdr;
+    d->end = to;
 }
 
 /* Every record of the batch answered: the replay moves past the good ones. */
@@ -606,6 +643,8 @@ static void batch_done(struct cl_replay *rp) {
         atomic_fetch_sub(&d->depth, rp->good);
         if (d->head == d->end && ftruncate(d->fd, (off_t)d->hdr) == 0)
             d->head = d->end = d->hdr;
+        else if (d->head - d->hdr > d->sp->max_bytes / 2)
+            compact(d);
         pthread_mutex_unlock(&d->lock);
         atomic_fetch_add(&d->replayed, rp->good);
     }
@@ -619,13 +658,13 @@ static void replay_done(struct cl_req *q, int status, const struct msg_reply *r)
     (void)r;
     struct replay_rec *rr = (struct replay_rec *)q;
     struct cl_replay *rp = rr->rp;
-    if (!rp->failed) {
-        if (again_later(status)) {
-            rp->failed = true;
-            rp->good = (unsigned)(rr - rp->recs);
-        } else if (status < 0) {
-            atomic_fetch_add(&rp->d->replay_errors, 1);
-        }
+    unsigned i = (unsigned)(rr - rp->recs);
+    if (again_later(status)) {
+        rp->failed = true;          /* answers may come out of order (one failed at once) */
+        if (i < rp->good)
+            rp->good = i;
+    } else if (status < 0) {
+        atomic_fetch_add(&rp->d->replay_errors, 1);
     }
     if (--rp->left == 0)
         batch_done(rp);
@@ -732,6 +771,8 @@ uint64_t cl_spool_tick(struct cl_conn *c, uint64_t now) {
 void cl_spool_attach(struct cellar *h, struct cellar_spool *sp) {
     for (unsigned i = 0; i < h->nconns; i++) {
         struct cl_conn *c = &h->conns[i];
+        if (c->replay && c->replay->active)
+            continue;               /* its records are on the wire: this one stays */
         cl_spool_detach(c);
         c->spool = sp ? dest_of(sp, c->srv->name) : NULL;
     }

@@ -83,6 +83,22 @@ static void on_signal(int sig) {
     stopping = 1;
 }
 
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits ms, running the cluster's background work (probes, replays) meanwhile; false on a stop. */
+static bool wait_running(struct cellar *h, int ms) {
+    for (int waited = 0; waited < ms; waited += 10) {
+        if (stopping)
+            return false;
+        cellar_poll(h, 0);          /* returns at once when nothing is due */
+        sleep_ms(10);
+    }
+    return !stopping;
+}
+
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -244,11 +260,8 @@ static bool recover_lost_slot(struct squeal *s, PGconn *c, const char *slot) {
         while ((rc = cellar_flush_all(s->clusters[i].h, 0)) != CELLAR_OK) {
             fprintf(stderr, "cellar-squeal: flushing cluster %s: %s; retrying\n",
                     s->clusters[i].name, cellar_strerror(rc));
-            for (int waited = 0; waited < 1000; waited += 10) {
-                if (stopping)
-                    return false;
-                cellar_poll(s->clusters[i].h, 10);
-            }
+            if (!wait_running(s->clusters[i].h, 1000))
+                return false;
         }
         fprintf(stderr, "cellar-squeal: flushed cluster %s\n", s->clusters[i].name);
     }
@@ -257,13 +270,10 @@ static bool recover_lost_slot(struct squeal *s, PGconn *c, const char *slot) {
 
 static PGconn *start_stream(struct squeal *s, const char *dsn, const char *slot,
                             const char *pub) {
-    size_t n = strlen(dsn) + 32;
-    char *conninfo = malloc(n);
-    if (conninfo == NULL)
-        return NULL;
-    snprintf(conninfo, n, "%s replication=database", dsn);
-    PGconn *c = PQconnectdb(conninfo);
-    free(conninfo);
+    /* the DSN as given (key=value or a postgresql:// URI), replication added */
+    const char *const keys[] = {"dbname", "replication", NULL};
+    const char *const values[] = {dsn, "database", NULL};
+    PGconn *c = PQconnectdbParams(keys, values, 1);
     if (PQstatus(c) != CONNECTION_OK) {
         fprintf(stderr, "cellar-squeal: connecting for replication: %s", PQerrorMessage(c));
         PQfinish(c);
@@ -359,11 +369,8 @@ static bool deliver_to(struct squeal *s, struct cluster *c, size_t n) {
             fprintf(stderr, "cellar-squeal: cluster %s did not take %zu deletes (%s); retrying\n",
                     c->name, keep, cellar_strerror(why));
         left = keep;
-        for (int waited = 0; waited < backoff; waited += 10) {
-            if (stopping)
-                goto out;
-            cellar_poll(c->h, 10);
-        }
+        if (!wait_running(c->h, backoff))
+            goto out;
         if (backoff < 1000)
             backoff *= 2;
         if (now_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)

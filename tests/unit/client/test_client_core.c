@@ -1713,4 +1713,43 @@ ETEST(spool_reopened_and_full) {
     ASSERT(bad == NULL);
 }
 
+/*
+ * Replay keeps a record the server did not take -- garbled answers
+ * (EPROTO) keep it as timeouts do -- and a spool whose replayed part
+ * passes half its bound is compacted: what is left still replays whole.
+ */
+ETEST(spool_replay_keeps_failures_and_compacts) {
+    ASSERT_EQ(env_list(e, 1, &spool_opt), CELLAR_OK);
+    ASSERT_EQ(env_spool(e, 8192), CELLAR_OK);
+    uint16_t port = e->f[0]->port;
+    fake_stop(&e->f[0]);
+    char k[16];
+    for (int i = 0; i < 130; i++) {     /* 130 records of 56 bytes: 7,280 of 8,192 */
+        snprintf(k, sizeof(k), "c%03d", i);
+        ASSERT_EQ(cellar_delete(e->h, K(k)), CELLAR_NOT_FOUND);
+    }
+    ASSERT_U64(spool_st(e).depth, 130);
+    e->f[0] = fake_start_on(port);
+    ASSERT(e->f[0] != NULL);
+    atomic_store(&e->f[0]->mode, FK_GARBAGE);
+    ASSERT(POLL_FOR(e->h, atomic_load(&e->f[0]->requests) >= 3, 3000));
+    cellar_poll(e->h, 50);
+    ASSERT_U64(spool_st(e).depth, 130);     /* nothing passed over */
+    ASSERT_U64(spool_st(e).replayed, 0);
+    for (int i = 0; i < 130; i++) {
+        snprintf(k, sizeof(k), "c%03d", i);
+        fake_put(e->f[0], k, "old", 0, 0);
+    }
+    atomic_store(&e->f[0]->mode, FK_NORMAL);
+    ASSERT(POLL_FOR(e->h, spool_st(e).depth == 0, 5000));
+    ASSERT_U64(spool_st(e).replayed, 130);
+    ASSERT_U64(spool_st(e).replay_errors, 0);
+    for (int i = 0; i < 130; i++) {
+        snprintf(k, sizeof(k), "c%03d", i);
+        ASSERT(!fake_has(e->f[0], k));
+    }
+    long hdr = spool_file_size(e);
+    ASSERT(hdr > 0 && hdr < 80);
+}
+
 int main(void) { return RUN_TESTS(); }
