@@ -315,6 +315,31 @@ CELLAR_API int cellar_lease_set(struct cellar *h, const char *key, size_t nkey,
                                 int64_t exptime, uint64_t token);
 
 /* ---------------------------------------------------------------------- */
+/* Remote markers (the paper's section 5: writes from a replica region)     */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A web server in a region whose database is a replica writes through the
+ * master region, and its own region's replica lags.  Before such a write
+ * it marks the key (cellar_remote_mark: sets CELLAR_REMOTE_MARKER + key in
+ * its regional pool, for ttl seconds); the write's invalidation
+ * (cellar-squeal with --markers) deletes both the key and its marker once
+ * the replica has the change.  A reader that misses the key asks
+ * cellar_get_marked(): when the marker is there, the replica may be stale
+ * for this key and the reader should go to the master database.  Keys
+ * longer than CELLAR_KEY_MAX - 2 cannot be marked (CELLAR_EINVAL).
+ */
+#define CELLAR_REMOTE_MARKER "r:"
+
+CELLAR_API int cellar_remote_mark(struct cellar *h, const char *key, size_t nkey, int ttl);
+/*
+ * Reads key and its marker in one multi-get: the key's status and item as
+ * cellar_get() gives them, *marked 1 when the marker is set, else 0.
+ */
+CELLAR_API int cellar_get_marked(struct cellar *h, const char *key, size_t nkey,
+                                 struct cellar_item *it, int *marked);
+
+/* ---------------------------------------------------------------------- */
 /* Single-flight (the cache-algorithm paper's "flying")                     */
 /* ---------------------------------------------------------------------- */
 

@@ -582,6 +582,44 @@ int cellar_set(struct cellar *h, const char *key, size_t nkey, const void *value
     return store_op(h, MSG_SET, key, nkey, value, nvalue, flags, exptime, 0);
 }
 
+/* CELLAR_REMOTE_MARKER + key into buf (CELLAR_KEY_MAX + 1 bytes); its length, or 0. */
+static size_t marker_key(char *buf, const char *key, size_t nkey) {
+    size_t np = sizeof(CELLAR_REMOTE_MARKER) - 1;
+    if (nkey == 0 || nkey + np > CELLAR_KEY_MAX)
+        return 0;
+    memcpy(buf, CELLAR_REMOTE_MARKER, np);
+    memcpy(buf + np, key, nkey);
+    return np + nkey;
+}
+
+int cellar_remote_mark(struct cellar *h, const char *key, size_t nkey, int ttl) {
+    char mk[CELLAR_KEY_MAX + 1];
+    size_t n = marker_key(mk, key, nkey);
+    if (n == 0 || ttl <= 0)
+        return CELLAR_EINVAL;
+    return cellar_set(h, mk, n, "1", 1, 0, ttl);
+}
+
+int cellar_get_marked(struct cellar *h, const char *key, size_t nkey, struct cellar_item *it,
+                      int *marked) {
+    char mk[CELLAR_KEY_MAX + 1];
+    size_t n = marker_key(mk, key, nkey);
+    *marked = 0;
+    memset(it, 0, sizeof(*it));
+    if (n == 0)
+        return CELLAR_EINVAL;
+    const char *keys[2] = {key, mk};
+    size_t lens[2] = {nkey, n};
+    struct cellar_item items[2];
+    int rc = cellar_mget(h, keys, lens, 2, items);
+    if (rc != CELLAR_OK)
+        return rc;
+    *marked = items[1].status == CELLAR_OK;
+    cellar_item_clear(&items[1]);
+    *it = items[0];
+    return it->status;
+}
+
 int cellar_add(struct cellar *h, const char *key, size_t nkey, const void *value, size_t nvalue,
                uint32_t flags, int64_t exptime) {
     return store_op(h, MSG_ADD, key, nkey, value, nvalue, flags, exptime, 0);

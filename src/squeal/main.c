@@ -74,6 +74,7 @@ struct squeal {
     size_t nlat, caplat;
     uint64_t batches;
     bool on_lost_flush;                 /* --on-lost-slot flush (else exit) */
+    bool markers;                       /* --markers: each key's remote marker goes too */
 };
 
 static volatile sig_atomic_t stopping;
@@ -126,6 +127,8 @@ static void usage(FILE *f) {
             "  --on-lost-slot flush|exit  a slot PostgreSQL invalidated (max_slot_wal_keep_size):\n"
             "                        make it again and flush_all every cluster (default), or\n"
             "                        refuse to start\n"
+            "  --markers             delete each key's remote marker (\"r:<key>\", libcellar's\n"
+            "                        cellar_remote_mark) with it\n"
             "  -v, --verbose         a line per transaction delivered\n"
             "  -V, --version, -h, --help\n");
 }
@@ -165,6 +168,17 @@ static bool add_key(struct squeal *s, const char *k, size_t n) {
     s->keys[s->nkeys] = copy;
     s->lens[s->nkeys++] = n;
     return true;
+}
+
+/* The key's remote marker (--markers), when the key leaves room for one. */
+static bool add_marker(struct squeal *s, const char *k, size_t n) {
+    char mk[256];
+    size_t np = sizeof(CELLAR_REMOTE_MARKER) - 1;
+    if (n + np > CELLAR_KEY_MAX)
+        return true;
+    memcpy(mk, CELLAR_REMOTE_MARKER, np);
+    memcpy(mk + np, k, n);
+    return add_key(s, mk, n + np);
 }
 
 /* Drops keys [0, n): delivered. */
@@ -467,7 +481,7 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
             if (bad) {
                 s->bad_keys++;
                 log_bad_key(&m, k, pos);
-            } else if (!add_key(s, k, nk)) {
+            } else if (!add_key(s, k, nk) || (s->markers && !add_marker(s, k, nk))) {
                 fprintf(stderr, "cellar-squeal: out of memory\n");
                 return -1;
             }
@@ -658,6 +672,7 @@ int main(int argc, char **argv) {
         {"batch", required_argument, NULL, 'b'},
         {"report", required_argument, NULL, 'r'},
         {"on-lost-slot", required_argument, NULL, 'L'},
+        {"markers", no_argument, NULL, 'm'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -690,6 +705,7 @@ int main(int argc, char **argv) {
             break;
         }
         case 'r': report = optarg; break;
+        case 'm': s.markers = true; break;
         case 'L':
             if (strcmp(optarg, "flush") != 0 && strcmp(optarg, "exit") != 0) {
                 fprintf(stderr, "cellar-squeal: --on-lost-slot takes flush or exit\n");

@@ -198,6 +198,17 @@ def test_commits_reach_every_cluster_rollbacks_nothing_bad_keys_skipped(pg):
         assert "ignoring a non-transactional message" in log, log
 
 
+def test_markers_deleted_with_their_keys(pg):
+    """With --markers a committed key's remote marker (r:<key>, as
+    libcellar's cellar_remote_mark sets it) is deleted with it; other
+    markers stay."""
+    with util.Server(name="cluster") as c, Squeal(pg, {"c": c}, ["--markers"]):
+        set_keys(c, ["user:7", "r:user:7", "r:user:8"])
+        pg.sql("INSERT INTO users VALUES (7, 'n')")
+        util.wait_for(lambda: present(c, ["user:7", "r:user:7", "r:user:8"]) == ["r:user:8"],
+                      20, what="the key and its marker deleted")
+
+
 def test_delivered_in_commit_order(pg):
     """Transaction A emits first and commits second; B emits second and
     commits first: B's keys are delivered before A's, at increasing LSNs."""

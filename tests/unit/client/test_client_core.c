@@ -1713,6 +1713,35 @@ ETEST(spool_reopened_and_full) {
     ASSERT(bad == NULL);
 }
 
+/* Remote markers: a mark is "r:<key>" with its TTL; a marked read sees it and the key apart. */
+ETEST(remote_markers) {
+    ASSERT_EQ(env_list(e, 1, &spool_opt), CELLAR_OK);
+    struct cellar_item it;
+    int marked = -1;
+    ASSERT_EQ(cellar_get_marked(e->h, K("u:1"), &it, &marked), CELLAR_NOT_FOUND);
+    ASSERT_EQ(marked, 0);
+    ASSERT_EQ(cellar_remote_mark(e->h, K("u:1"), 30), CELLAR_OK);
+    ASSERT(fake_is(e->f[0], "r:u:1", "1"));
+    ASSERT_EQ(fake_exptime(e->f[0], "r:u:1"), 30);
+    ASSERT_EQ(cellar_get_marked(e->h, K("u:1"), &it, &marked), CELLAR_NOT_FOUND);
+    ASSERT_EQ(marked, 1);
+    fake_put(e->f[0], "u:1", "row", 0, 0);
+    ASSERT_EQ(cellar_get_marked(e->h, K("u:1"), &it, &marked), CELLAR_OK);
+    ASSERT_EQ(marked, 1);
+    ASSERT_STR(it.value, "row");
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_delete(e->h, K("r:u:1")), CELLAR_OK);
+    ASSERT_EQ(cellar_get_marked(e->h, K("u:1"), &it, &marked), CELLAR_OK);
+    ASSERT_EQ(marked, 0);
+    cellar_item_clear(&it);
+    char big[CELLAR_KEY_MAX];
+    memset(big, 'k', sizeof(big));
+    ASSERT_EQ(cellar_remote_mark(e->h, big, CELLAR_KEY_MAX - 1, 30), CELLAR_EINVAL);
+    ASSERT_EQ(cellar_remote_mark(e->h, big, CELLAR_KEY_MAX - 2, 30), CELLAR_OK);
+    ASSERT_EQ(cellar_remote_mark(e->h, K("u:1"), 0), CELLAR_EINVAL);
+    ASSERT_EQ(cellar_get_marked(e->h, big, CELLAR_KEY_MAX - 1, &it, &marked), CELLAR_EINVAL);
+}
+
 /*
  * Replay keeps a record the server did not take -- garbled answers
  * (EPROTO) keep it as timeouts do -- and a spool whose replayed part
