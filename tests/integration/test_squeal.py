@@ -234,25 +234,37 @@ def test_delivered_in_commit_order(pg):
         assert lsns == sorted(lsns) and lsns[0] < lsns[1], lines
 
 
-def test_stopped_cluster_gets_every_delete_when_back(pg):
-    """Cluster b stops answering (SIGSTOP): after its timeouts and TKO its
-    deletes go to the spool (--async-dir) and the slot moves on for a; when
-    b answers again every delete reaches it, checked key by key."""
+OUTAGE_S = 30
+
+
+def test_cluster_down_30s_gets_every_delete_when_back(pg):
+    """Cluster b stops answering (SIGSTOP) for 30 s while transactions keep
+    committing, ten keys every 3 s: a gets each batch at once; b's deletes,
+    after its timeouts and TKO, go to the spool (--async-dir) and the slot
+    moves on.  When b answers again every delete reaches it, checked key
+    by key, and only those keys are gone."""
     spool = tempfile.mkdtemp(prefix="cellar-squeal-spool-")
-    keys = ["down:%d" % i for i in range(50)]
+    keys = ["down:%d" % i for i in range(100)]
     try:
         with util.Server(name="cluster-a") as a, util.Server(name="cluster-b") as b:
             for s in (a, b):
                 set_keys(s, keys + ["kept"])
             with Squeal(pg, {"a": a, "b": b}, ["--async-dir", spool]):
                 b.proc.send_signal(signal.SIGSTOP)
+                stopped = time.monotonic()
                 try:
-                    pg.sql("".join("SELECT pg_logical_emit_message(true, 'squeal', '%s');\n" % k
-                                   for k in keys))
-                    util.wait_for(lambda: present(a, keys) == [], 30, what="a's deletes")
+                    for n in range(10):
+                        batch = keys[n * 10:(n + 1) * 10]
+                        pg.sql("".join("SELECT pg_logical_emit_message(true, 'squeal', '%s');\n"
+                                       % k for k in batch))
+                        util.wait_for(lambda: present(a, batch) == [], 30,
+                                      what="a's deletes of batch %d" % n)
+                        # the outage's length is the scenario, not a synchronisation
+                        time.sleep(max(0.0, stopped + (n + 1) * OUTAGE_S / 10 - time.monotonic()))
                     util.wait_for(lambda: pg.slot_caught_up(), 30,
                                   what="the slot confirmed past b's spooled deletes")
                     assert os.listdir(spool), "nothing spooled for b"
+                    assert time.monotonic() - stopped >= OUTAGE_S
                 finally:
                     b.proc.send_signal(signal.SIGCONT)
                 util.wait_for(lambda: present(b, keys) == [], 30,
