@@ -95,6 +95,14 @@ int cellar_create(struct cellar **out, struct cellar_config *cfg) {
         free(h);
         return CELLAR_ENOMEM;
     }
+    h->nroutes = route_set_count(cfg->routes);
+    h->route_requests = calloc(h->nroutes ? h->nroutes : 1, sizeof(*h->route_requests));
+    if (h->route_requests == NULL) {
+        evloop_destroy(&h->loop);
+        free(h->conns);
+        free(h);
+        return CELLAR_ENOMEM;
+    }
     h->cfg = cl_config_ref(cfg);
     h->nconns = cfg->nservers;
     for (unsigned i = 0; i < h->nconns; i++) {
@@ -127,6 +135,7 @@ void cellar_destroy(struct cellar **hp) {
         cl_conn_deinit(&h->conns[i]);
     free(h->conns);
     free(h->udp_buf);
+    free(h->route_requests);
     evloop_destroy(&h->loop);
     cellar_config_release(&h->cfg);
     free(h);

@@ -351,6 +351,9 @@ struct cellar {
     struct cellar_stats st;
     _Atomic uint64_t failovers; /* requests a failover route sent on to its next child
                                    (cl_count; other threads may read it) */
+    _Atomic uint64_t *route_requests; /* requests dispatched to each route of the
+                                   configuration, by route id (cl_count; readable so) */
+    unsigned nroutes;
 };
 
 /* The near-cache (near.c): a copy of key's value into *it, if it has one. */

@@ -71,8 +71,23 @@ static struct route *make(struct route_set *rs, enum route_kind kind,
     r->ops = ops;
     r->nchildren = n;
     r->exptime = -1;
+    r->id = rs->n;
     rs->all[rs->n++] = r;
     return r;
+}
+
+unsigned route_set_count(const struct route_set *rs) {
+    return rs ? rs->n : 0;
+}
+
+const struct route *route_set_at(const struct route_set *rs, unsigned i) {
+    return rs && i < rs->n ? rs->all[i] : NULL;
+}
+
+void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    if (r->id < h->nroutes)         /* routes made after the handle are not counted */
+        cl_count(&h->route_requests[r->id], 1);
+    r->ops->dispatch(r, h, q);
 }
 
 struct route *route_server(struct route_set *rs, unsigned server) {
@@ -213,23 +228,20 @@ static void describe_list(struct out *o, struct route *const *rs, unsigned n,
     put(o, "]");
 }
 
-static void describe(struct out *o, const struct route *r, const struct cellar_config *cfg) {
-    if (r == NULL) {
-        put(o, "-");
-        return;
-    }
+/* r's kind and settings, without children; false for kinds whose children follow in {} */
+static bool label(struct out *o, const struct route *r, const struct cellar_config *cfg) {
     put(o, route_kind_name(r->kind));
     switch (r->kind) {
     case ROUTE_SERVER:
         put(o, "(");
         put(o, cfg->servers[r->target].name);
         put(o, ")");
-        return;
+        break;
     case ROUTE_POOL:
         put(o, "(");
         put(o, cfg->pools[r->target].name);
         put(o, ")");
-        return;
+        break;
     case ROUTE_FAILOVER:
         if (r->exptime >= 0) {
             put(o, "(exptime=");
@@ -251,6 +263,31 @@ static void describe(struct out *o, const struct route *r, const struct cellar_c
         }
         put(o, ")");
         break;
+    default:
+        break;
+    }
+    return r->kind != ROUTE_OPERATION_SELECTOR && r->kind != ROUTE_PREFIX_SELECTOR;
+}
+
+int route_label(const struct route *r, const struct cellar_config *cfg, char *out, size_t cap) {
+    struct out o = {out, cap, 0};
+    if (cap)
+        out[0] = '\0';
+    label(&o, r, cfg);
+    return (int)o.len;
+}
+
+static void describe(struct out *o, const struct route *r, const struct cellar_config *cfg) {
+    if (r == NULL) {
+        put(o, "-");
+        return;
+    }
+    if (label(o, r, cfg)) {
+        if (r->kind != ROUTE_SERVER && r->kind != ROUTE_POOL && r->nchildren)
+            describe_list(o, r->children, r->nchildren, cfg);
+        return;
+    }
+    switch (r->kind) {
     case ROUTE_OPERATION_SELECTOR:
         put(o, "{");
         for (unsigned op = 0; op < MSG_OP_COUNT; op++) {

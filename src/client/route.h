@@ -57,6 +57,7 @@ struct route_ops {
 struct route {
     enum route_kind kind;
     const struct route_ops *ops;
+    unsigned id;                /* its place in its route set: 0, 1, ... in the order made */
     struct route **children;    /* failover, all, latest: in order; warm-up: cold, warm */
     unsigned nchildren;
     unsigned target;            /* SERVER: server index; POOL: pool index */
@@ -107,10 +108,15 @@ struct route *route_warm_up(struct route_set *rs, struct route *cold, struct rou
                             int exptime);
 struct route *route_null(struct route_set *rs);
 
-/* Dispatches q (q->m, q->done, q->arg set) down the tree from r. */
-static inline void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    r->ops->dispatch(r, h, q);
-}
+/* How many routes the set holds, and route i (ids 0 .. count - 1). */
+unsigned route_set_count(const struct route_set *rs);
+const struct route *route_set_at(const struct route_set *rs, unsigned i);
+
+/*
+ * Dispatches q (q->m, q->done, q->arg set) down the tree from r, counting
+ * it in the handle's requests per route (cellar's route_requests[r->id]).
+ */
+void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q);
 
 /* mcrouter's name of a kind ("PoolRoute", ...). */
 const char *route_kind_name(enum route_kind kind);
@@ -125,5 +131,7 @@ const char *route_kind_name(enum route_kind kind);
 struct cellar_config;
 int route_describe(const struct route *r, const struct cellar_config *cfg, char *out,
                    size_t cap);
+/* r alone, without its children: "PoolRoute(main)", "FailoverRoute(exptime=10)", ... */
+int route_label(const struct route *r, const struct cellar_config *cfg, char *out, size_t cap);
 
 #endif

@@ -96,6 +96,8 @@ struct view {
     struct cellar_config *cfg;      /* referenced: the servers' names */
     unsigned nservers;
     struct server_view *servers;
+    unsigned nroutes;
+    uint64_t *routes;               /* requests each route of cfg was given, by route id */
 };
 
 /* How bad a health is, for the worst over workers. */
@@ -127,6 +129,8 @@ static void view_worker(struct view *v, struct rworker *w) {
         v->v[ST_FAILOVERS] += cl_count_get(&h->failovers);
         if (h->cfg != v->cfg)
             continue;
+        for (unsigned i = 0; i < h->nroutes && i < v->nroutes; i++)
+            v->routes[i] += cl_count_get(&h->route_requests[i]);
         for (unsigned i = 0; i < h->nconns && i < v->nservers; i++) {
             const struct cl_conn_counters *c = &h->conns[i].ctr;
             struct server_view *s = &v->servers[i];
@@ -159,7 +163,11 @@ static bool view_take(struct router *rt, struct view *v) {
     pthread_mutex_unlock(&rt->cfg_lock);
     v->nservers = v->cfg->nservers;
     v->servers = calloc(v->nservers ? v->nservers : 1, sizeof(*v->servers));
-    if (v->servers == NULL) {
+    v->nroutes = route_set_count(v->cfg->routes);
+    v->routes = calloc(v->nroutes ? v->nroutes : 1, sizeof(*v->routes));
+    if (v->servers == NULL || v->routes == NULL) {
+        free(v->servers);
+        free(v->routes);
         cellar_config_release(&v->cfg);
         return false;
     }
@@ -205,6 +213,8 @@ static bool view_take(struct router *rt, struct view *v) {
 static void view_release(struct view *v) {
     free(v->servers);
     v->servers = NULL;
+    free(v->routes);
+    v->routes = NULL;
     cellar_config_release(&v->cfg);
 }
 
@@ -321,12 +331,31 @@ static void stats_servers(struct stat_out *o, const struct view *v) {
     }
 }
 
+/* A route's label with no spaces (a stat name cannot hold one). */
+static void route_name(const struct view *v, unsigned i, char *out, size_t cap) {
+    route_label(route_set_at(v->cfg->routes, i), v->cfg, out, cap);
+    for (char *p = out; *p; p++)
+        if (*p == ' ' || (unsigned char)*p < 0x21)
+            *p = '_';
+}
+
+/* `stats routes`: route_<id>:<label> <requests>, every route of the current configuration. */
+static void stats_routes(struct stat_out *o, const struct view *v) {
+    for (unsigned i = 0; i < v->nroutes; i++) {
+        char label[200], name[240];
+        route_name(v, i, label, sizeof(label));
+        snprintf(name, sizeof(name), "route_%u:%s", i, label);
+        stat_put(o, name, "%llu", (unsigned long long)v->routes[i]);
+    }
+}
+
 int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,
                 uint32_t opaque, char **out, size_t *nout) {
     *out = NULL;
     *nout = 0;
     bool servers = ngroup == 7 && memcmp(group, "servers", 7) == 0;
-    if (ngroup > 0 && !servers)
+    bool routes = ngroup == 6 && memcmp(group, "routes", 6) == 0;
+    if (ngroup > 0 && !servers && !routes)
         return 1;
     struct view v;
     if (!view_take(rt, &v))
@@ -334,6 +363,8 @@ int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary
     struct stat_out o = {.binary = binary, .opaque = opaque};
     if (servers)
         stats_servers(&o, &v);
+    else if (routes)
+        stats_routes(&o, &v);
     else
         stats_general(&o, &v);
     view_release(&v);
@@ -437,6 +468,16 @@ char *admin_metrics(struct router *rt, size_t *n) {
         text_printf(&t, "%llu\n", (unsigned long long)s->replies);
     }
 #undef SERVERS
+    prom_family(&t, "route_requests_total", "counter",
+                "Requests each route of the current configuration was given (id: its place in "
+                "the configuration)");
+    for (unsigned i = 0; i < v.nroutes; i++) {
+        char label[200];
+        route_name(&v, i, label, sizeof(label));
+        text_printf(&t, "cellar_router_route_requests_total{id=\"%u\",route=\"", i);
+        prom_label_value(&t, label);
+        text_printf(&t, "\"} %llu\n", (unsigned long long)v.routes[i]);
+    }
     view_release(&v);
     if (t.oom) {
         free(t.p);

@@ -242,6 +242,39 @@ def test_failovers_counted():
             restart(main)
 
 
+def test_requests_per_route():
+    """`stats routes` counts the requests each route of the tree was given,
+    summed over workers: the root and the normal pool every key, the gutter
+    only what failed over; /metrics says the same."""
+    main, gutter = backend("main"), backend("gutter")
+    with main, gutter:
+        cfg = json.dumps({
+            "pools": {"main": {"servers": addrs([main])}, "gutter": {"servers": addrs([gutter])}},
+            "route": {"type": "FailoverWithExptimeRoute", "normal": "PoolRoute|main",
+                      "failover": ["PoolRoute|gutter"], "failover_exptime": 10}})
+        with Router(cfg, threads=2, metrics=True) as r:
+            assert traffic(r.port, KEYS[:20]) == {}
+
+            def by_label():
+                st = r.stats("routes")
+                return {k.split(":", 1)[1]: int(v) for k, v in st.items()
+                        if k.startswith("route_")}
+            got = by_label()
+            assert got == {"FailoverRoute(exptime=10)": 40, "PoolRoute(main)": 40,
+                           "PoolRoute(gutter)": 0}, got
+            main.proc.kill()
+            main.proc.wait()
+            assert traffic(r.port, KEYS[:10]) == {}
+            got = by_label()
+            assert got == {"FailoverRoute(exptime=10)": 60, "PoolRoute(main)": 60,
+                           "PoolRoute(gutter)": 20}, got
+            _status, _ctype, body = r.http("GET", "/metrics")
+            m = re.findall(r'cellar_router_route_requests_total\{id="\d+",route="([^"]+)"\} '
+                           r'(\d+)', body)
+            assert {k: int(v) for k, v in m} == got, m
+            restart(main)
+
+
 # ---------------------------------------------------------------------------
 # flush_all, version
 # ---------------------------------------------------------------------------
