@@ -468,6 +468,15 @@ static struct cl_spool_dest *dest_of(struct cellar_spool *sp, const char *name) 
     return d;
 }
 
+/* Makes a file's creation (or a rename) in dir durable: its directory entry fsync'd. */
+static void sync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
 /* Appends m to d: true once written (the fdatasync follows within SYNC_MS). */
 static bool dest_append(struct cl_spool_dest *d, const struct msg *m) {
     size_t size = record_size(m);
@@ -494,6 +503,7 @@ static bool dest_append(struct cl_spool_dest *d, const struct msg *m) {
         if (fd >= 0 && n > 0 && n < (int)sizeof(hdr) && full_pwrite(fd, hdr, (size_t)n, 0)) {
             d->fd = fd;
             d->hdr = d->head = d->end = (uint64_t)n;
+            sync_dir(d->sp->dir);   /* once per file: its name survives a crash */
         } else if (fd >= 0) {
             close(fd);
             unlink(d->path);
