@@ -282,8 +282,8 @@ static void describe(struct out *o, const struct route *r, const struct cellar_c
         put(o, "-");
         return;
     }
-    if (label(o, r, cfg)) {
-        if (r->kind != ROUTE_SERVER && r->kind != ROUTE_POOL && r->nchildren)
+    if (label(o, r, cfg)) {         /* servers and pools have no children */
+        if (r->nchildren)
             describe_list(o, r->children, r->nchildren, cfg);
         return;
     }
@@ -314,11 +314,9 @@ static void describe(struct out *o, const struct route *r, const struct cellar_c
         describe(o, r->dflt, cfg);
         put(o, "}");
         return;
-    default:
-        break;
+    default:                        /* label() said its children follow in [] */
+        return;
     }
-    if (r->nchildren)
-        describe_list(o, r->children, r->nchildren, cfg);
 }
 
 int route_describe(const struct route *r, const struct cellar_config *cfg, char *out,

@@ -100,12 +100,11 @@ struct replay_rec {
 
 /* A connection's replay of its server's spool. */
 struct cl_replay {
-    struct cl_conn *c;
     struct cl_spool_dest *d;
     char *buf;                      /* the records read; the requests point into it */
     size_t cap;
     struct replay_rec recs[REPLAY_BATCH];
-    unsigned n, left;               /* records sent; not yet answered */
+    unsigned left;                  /* records sent and not yet answered */
     unsigned good;                  /* answered in order before the first failure on the way */
     bool failed;
     bool active;                    /* a batch is out (d->claimed is ours) */
@@ -753,7 +752,6 @@ uint64_t cl_spool_tick(struct cl_conn *c, uint64_t now) {
         rp = c->replay = calloc(1, sizeof(*rp));
         if (rp == NULL)
             return now + RETRY_NS;
-        rp->c = c;
         rp->d = d;
     }
     if (rp->active)
@@ -770,7 +768,7 @@ uint64_t cl_spool_tick(struct cl_conn *c, uint64_t now) {
         rp->next_ns = now + RETRY_NS;
         return rp->next_ns;
     }
-    rp->n = rp->left = rp->good = n;
+    rp->left = rp->good = n;
     rp->failed = false;
     rp->active = true;
     for (unsigned i = 0; i < n; i++)    /* may answer at once (batch_done inside) */

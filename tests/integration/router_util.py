@@ -1,9 +1,14 @@
 """Helpers the router's own tests share (test_router_faults.py,
-test_router_admin.py): plain backends, restarting one, config addresses."""
+test_router_admin.py): the router itself, plain backends, restarting one,
+config addresses."""
 
+import http.client
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
+import time
 
 import pytest
 
@@ -42,3 +47,94 @@ def restart(server):
 
 def addrs(servers):
     return ["%s:%d" % (util.HOST, s.port) for s in servers]
+
+
+class Router(util.Server):
+    """cellar-router on a free port over a config file it watches (and, with
+    metrics, an HTTP port; with spool, an --async-dir removed with it);
+    stopped by pid like util.Server (a crash or a bad exit fails the test)."""
+
+    def __init__(self, config, threads=2, conns=None, metrics=False, spool=False):
+        super().__init__(need(os.environ.get("CELLAR_ROUTER"), "CELLAR_ROUTER"),
+                         name="cellar-router")
+        fd, self.config = tempfile.mkstemp(prefix="cellar-router-", suffix=".json")
+        os.close(fd)
+        self.write_config(config)
+        self.extra = ["-t", str(threads)] + (["-c", str(conns)] if conns else [])
+        self.metrics = metrics
+        self.metrics_port = None
+        self.spool_dir = None
+        if spool:       # failed deletes spooled there
+            self.spool_dir = tempfile.mkdtemp(prefix="cellar-router-spool-")
+            self.extra += ["--async-dir", self.spool_dir]
+
+    def write_config(self, text):
+        """Replace the file in one rename, so the router never reads half of it."""
+        tmp = self.config + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, self.config)
+
+    def start(self):
+        err = ""
+        for _attempt in range(5):
+            self.port = util.free_port()
+            self.argv = [self.binary, "--config", self.config, "-l", util.HOST,
+                         "-p", str(self.port)] + self.extra
+            if self.metrics:
+                self.metrics_port = util.free_port()
+                self.argv += ["--metrics", "%s:%d" % (util.HOST, self.metrics_port)]
+            self._errf = tempfile.NamedTemporaryFile(prefix="cellar-router-",
+                                                     suffix=".stderr", delete=False)
+            # Under make asan, freed answers wait in ASan's quarantine (256 MB by
+            # default) and would count against the memory bounds the fault tests
+            # check; a small quarantine keeps RSS about what the router holds.
+            asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=16")
+                            if o)
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
+                                         stdout=self._errf, stderr=self._errf,
+                                         env=dict(os.environ, ASAN_OPTIONS=asan))
+            deadline = time.monotonic() + self.start_timeout
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                try:
+                    socket.create_connection((util.HOST, self.port), timeout=1).close()
+                    return self
+                except OSError:
+                    time.sleep(0.01)
+            if self.proc.poll() is None:
+                self._kill()
+                raise AssertionError("cellar-router did not accept: %s" % self.argv)
+            err = self.stderr_text()
+            self._cleanup_file()      # a port taken meanwhile: again, on others
+        raise AssertionError("cellar-router failed to start: %s: %s" % (self.argv, err[-1000:]))
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            for p in (self.config, self.config + ".tmp"):
+                if os.path.exists(p):
+                    os.unlink(p)
+            if self.spool_dir:
+                shutil.rmtree(self.spool_dir, ignore_errors=True)
+
+    def stat(self, name):
+        return int(self.stats()[name])
+
+    def servers(self):
+        """`stats servers` as {server: {field: str}}."""
+        out = {}
+        for name, value in self.stats("servers").items():
+            server, field = name.rsplit(":", 1)
+            out.setdefault(server, {})[field] = value
+        return out
+
+    def http(self, method, path):
+        """(status, content type, body) of one HTTP request to --metrics."""
+        c = http.client.HTTPConnection(util.HOST, self.metrics_port, timeout=10)
+        try:
+            c.request(method, path)
+            r = c.getresponse()
+            return r.status, r.getheader("Content-Type"), r.read().decode()
+        finally:
+            c.close()

@@ -11,87 +11,20 @@ CELLAR_ROUTER and CELLARD are required: a test fails, it is not skipped,
 when one is unset.
 """
 
-import http.client
 import json
 import os
 import re
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 
 import binproto
 import util
-from router_util import addrs, backend, need, restart
+from router_util import Router, addrs, backend, need, restart
 
 ROUTER = os.environ.get("CELLAR_ROUTER")
-
-
-class Router(util.Server):
-    """cellar-router on a free port (and, with metrics, an HTTP port) over a
-    JSON config file; stopped by pid like util.Server."""
-
-    def __init__(self, config, threads=2, metrics=False):
-        super().__init__(need(ROUTER, "CELLAR_ROUTER"), name="cellar-router")
-        fd, self.config = tempfile.mkstemp(prefix="cellar-ra-", suffix=".json")
-        with os.fdopen(fd, "w") as f:
-            f.write(config)
-        self.threads = threads
-        self.metrics = metrics
-        self.metrics_port = None
-
-    def start(self):
-        err = ""
-        for _attempt in range(5):
-            self.port = util.free_port()
-            self.argv = [self.binary, "--config", self.config, "-l", util.HOST,
-                         "-p", str(self.port), "-t", str(self.threads)]
-            if self.metrics:
-                self.metrics_port = util.free_port()
-                self.argv += ["--metrics", "%s:%d" % (util.HOST, self.metrics_port)]
-            self._errf = tempfile.NamedTemporaryFile(prefix="cellar-ra-router-",
-                                                     suffix=".stderr", delete=False)
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
-                                         stdout=self._errf, stderr=self._errf)
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    socket.create_connection((util.HOST, self.port), timeout=1).close()
-                    return self
-                except OSError:
-                    time.sleep(0.01)
-            if self.proc.poll() is None:
-                self._kill()
-                raise AssertionError("cellar-router did not accept: %s" % self.argv)
-            err = self.stderr_text()
-            self._cleanup_file()      # a port taken meanwhile: again, on others
-        raise AssertionError("cellar-router failed to start: %s: %s" % (self.argv, err[-1000:]))
-
-    def __exit__(self, *exc):
-        try:
-            return super().__exit__(*exc)
-        finally:
-            os.unlink(self.config)
-
-    def servers(self):
-        """`stats servers` as {server: {field: str}}."""
-        out = {}
-        for name, value in self.stats("servers").items():
-            server, field = name.rsplit(":", 1)
-            out.setdefault(server, {})[field] = value
-        return out
-
-    def http(self, method, path):
-        """(status, content type, body) of one HTTP request to --metrics."""
-        c = http.client.HTTPConnection(util.HOST, self.metrics_port, timeout=10)
-        try:
-            c.request(method, path)
-            r = c.getresponse()
-            return r.status, r.getheader("Content-Type"), r.read().decode()
-        finally:
-            c.close()
 
 
 def pool_config(servers, **opts):

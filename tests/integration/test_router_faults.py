@@ -20,7 +20,6 @@ import os
 import random
 import resource
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -28,79 +27,11 @@ import tempfile
 import threading
 import time
 
-import pytest
-
 import util
-from router_util import addrs, backend, need, restart
+from router_util import Router, addrs, backend, need, restart
 
-ROUTER = os.environ.get("CELLAR_ROUTER")
 BENCH = os.environ.get("CELLAR_BENCH")
 GUTTER_TTL = 10
-
-
-class Router(util.Server):
-    """cellar-router on a free port over a config file it watches; stopped by
-    pid like util.Server (a crash or a bad exit fails the test)."""
-
-    def __init__(self, config, threads=2, conns=1024, spool=False):
-        super().__init__(need(ROUTER, "CELLAR_ROUTER"), name="cellar-router")
-        fd, self.config = tempfile.mkstemp(prefix="cellar-rf-", suffix=".json")
-        os.close(fd)
-        self.write_config(config)
-        self.extra = ["-t", str(threads), "-c", str(conns)]
-        self.spool_dir = None
-        if spool:       # failed deletes spooled there, removed with the router
-            self.spool_dir = tempfile.mkdtemp(prefix="cellar-rf-spool-")
-            self.extra += ["--async-dir", self.spool_dir]
-
-    def write_config(self, text):
-        """Replace the file in one rename, so the router never reads half of it."""
-        tmp = self.config + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, self.config)
-
-    def start(self):
-        for _attempt in range(5):
-            self.port = util.free_port()
-            self.argv = [self.binary, "--config", self.config, "-l", util.HOST,
-                         "-p", str(self.port)] + self.extra
-            self._errf = tempfile.NamedTemporaryFile(prefix="cellar-rf-router-",
-                                                     suffix=".stderr", delete=False)
-            # Under make asan, freed answers wait in ASan's quarantine (256 MB by
-            # default) and would count against the memory bound checked below;
-            # a small quarantine keeps RSS about what the router holds.
-            asan = ":".join(o for o in (os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=16")
-                            if o)
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
-                                         stdout=self._errf, stderr=self._errf,
-                                         env=dict(os.environ, ASAN_OPTIONS=asan))
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline and self.proc.poll() is None:
-                try:
-                    socket.create_connection((util.HOST, self.port), timeout=1).close()
-                    return self
-                except OSError:
-                    time.sleep(0.01)
-            if self.proc.poll() is None:
-                self._kill()
-                raise AssertionError("cellar-router did not accept: %s" % self.argv)
-            err = self.stderr_text()
-            self._cleanup_file()
-        raise AssertionError("cellar-router failed to start: %s: %s" % (self.argv, err[-1000:]))
-
-    def __exit__(self, *exc):
-        try:
-            return super().__exit__(*exc)
-        finally:
-            for p in (self.config, self.config + ".tmp"):
-                if os.path.exists(p):
-                    os.unlink(p)
-            if self.spool_dir:
-                shutil.rmtree(self.spool_dir, ignore_errors=True)
-
-    def stat(self, name):
-        return int(self.stats()[name])
 
 
 def gutter_config(main, gutter, **pool_opts):
