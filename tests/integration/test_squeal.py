@@ -110,9 +110,15 @@ class Squeal:
     def start(self):
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.errf,
                                      stderr=self.errf)
-        util.wait_for(lambda: "following slot" in self.log() or self.proc.poll() is not None,
-                      30, what="cellar-squeal to start")
-        assert self.proc.poll() is None, self.log()
+        try:
+            util.wait_for(lambda: "following slot" in self.log() or self.proc.poll() is not None,
+                          30, what="cellar-squeal to start")
+            assert self.proc.poll() is None, self.log()
+        except BaseException:       # __exit__ will not run: stop it here
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(10)
+            raise
         return self
 
     def log(self):
