@@ -10,6 +10,9 @@
  *     C: committed at end_lsn -> its keys join the batch
  *        |  once no more data is waiting (or the batch is full)
  *        v
+ *   the batch's transactions visible to new snapshots? (pg_current_snapshot)
+ *        |  yes (else ask again in a moment)
+ *        v
  *   every cluster: cellar_mdelete(batch) -- pipelined, one write per server;
  *   a cluster that cannot take a delete: its spool (--async-dir) keeps it
  *   and replays it when the cluster is back, else the batch is retried
@@ -51,6 +54,7 @@ struct cluster {
 
 struct squeal {
     PGconn *conn;
+    PGconn *sql;                        /* an ordinary connection: snapshots */
     const char *prefix;
     struct cluster clusters[CLUSTERS_MAX];
     int nclusters;
@@ -62,6 +66,10 @@ struct squeal {
     size_t *lens;
     size_t nkeys, cap, ncommitted;
     bool in_txn;                        /* between a B and its C */
+    uint32_t xid;                       /* the open transaction's */
+    uint32_t *xids;                     /* the batch's transactions that carried keys */
+    size_t nxids, capxids;
+    uint64_t visibility_waits;          /* batches held until their commits were visible */
     uint64_t batch_end;                 /* end_lsn of the last committed transaction read */
     uint64_t acked;                     /* the position confirmed to the server */
     uint64_t last_status_ms;
@@ -422,10 +430,58 @@ static void record_latencies(struct squeal *s) {
     s->ntxn = 0;
 }
 
+/*
+ * The commit stream runs ahead of visibility: a backend writes its commit
+ * record (which the walsender decodes and sends at once) before it takes
+ * its transaction out of the running set, and a busy machine can hold it
+ * between the two for milliseconds.  A delete delivered then lets a reader
+ * miss, read the old row from a new snapshot and fill the cache with it,
+ * under a lease nothing voids any more: a stale value until the key's next
+ * invalidation (bench/lookaside saw it).  So a batch waits until none of
+ * its transactions runs in a fresh snapshot.  false on a stop.
+ */
+static bool wait_visible(struct squeal *s) {
+    bool waited = false;
+    size_t done = 0;
+    for (int tries = 0; done < s->nxids; tries++) {
+        if (stopping)
+            return false;
+        PGresult *r = PQexec(s->sql, "SELECT pg_current_snapshot()");
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+            fprintf(stderr, "cellar-squeal: reading a snapshot: %s", PQerrorMessage(s->sql));
+            PQclear(r);
+            if (PQstatus(s->sql) == CONNECTION_BAD)
+                PQreset(s->sql);
+            sleep_ms(100);
+            continue;
+        }
+        const char *snap = PQgetvalue(r, 0, 0);
+        int running = 0;
+        while (done < s->nxids && (running = pg_snapshot_running(snap, s->xids[done])) == 0)
+            done++;
+        if (running < 0)
+            fprintf(stderr, "cellar-squeal: not a snapshot: \"%s\"\n", snap);
+        PQclear(r);
+        if (done < s->nxids) {
+            waited = true;
+            if (tries == 1000)
+                fprintf(stderr, "cellar-squeal: transaction %u committed but still running "
+                                "after 1000 looks; waiting on\n", s->xids[done]);
+            struct timespec ts = {0, 200 * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    s->visibility_waits += waited;
+    s->nxids = 0;
+    return true;
+}
+
 /* Delivers the committed keys to every cluster and confirms their position; -1 to stop. */
 static int deliver(struct squeal *s) {
     size_t n = s->ncommitted;
     if (n > 0) {
+        if (!wait_visible(s))
+            return -1;
         for (int i = 0; i < s->nclusters; i++)
             if (!deliver_to(s, &s->clusters[i], n))
                 return -1;
@@ -465,6 +521,7 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
     switch (m.kind) {
     case 'B':
         s->in_txn = true;               /* keys from here to C are the transaction's */
+        s->xid = m.xid;
         break;
     case 'M': {
         if (strcmp(m.prefix, s->prefix) != 0)
@@ -496,6 +553,17 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
             for (size_t i = s->ncommitted; i < s->nkeys; i++)
                 fprintf(stderr, " %.*s", (int)s->lens[i], s->keys[i]);
             fprintf(stderr, "\n");
+        }
+        if (s->nkeys > s->ncommitted) {
+            if (s->nxids == s->capxids) {
+                size_t cap = s->capxids ? s->capxids * 2 : 64;
+                uint32_t *x = realloc(s->xids, cap * sizeof(*x));
+                if (x == NULL)
+                    return -1;
+                s->xids = x;
+                s->capxids = cap;
+            }
+            s->xids[s->nxids++] = s->xid;
         }
         s->ncommitted = s->nkeys;
         s->batch_end = m.end_lsn;
@@ -618,13 +686,15 @@ static void write_report(struct squeal *s, const char *path) {
 #define PCT(p) (s->nlat ? s->lat_us[(size_t)((double)(s->nlat - 1) * (p))] : 0)
     fprintf(f, "{\"transactions\": %llu, \"keys\": %llu, \"batches\": %llu, "
                "\"bad_keys\": %llu, \"clusters\": %d, \"requests\": %llu, \"writes\": %llu, "
-               "\"deletes_per_write\": %.2f, \"measured\": %zu, \"within_1ms\": %.4f, "
+               "\"deletes_per_write\": %.2f, \"visibility_waits\": %llu, \"measured\": %zu, "
+               "\"within_1ms\": %.4f, "
                "\"within_10ms\": %.4f, \"within_1s\": %.4f, \"p50_us\": %u, \"p99_us\": %u, "
                "\"max_us\": %u}\n",
             (unsigned long long)s->txns, (unsigned long long)s->delivered,
             (unsigned long long)s->batches, (unsigned long long)s->bad_keys, s->nclusters,
             (unsigned long long)requests, (unsigned long long)writes,
-            writes ? (double)requests / (double)writes : 0.0, s->nlat, (double)within[0] / n,
+            writes ? (double)requests / (double)writes : 0.0,
+            (unsigned long long)s->visibility_waits, s->nlat, (double)within[0] / n,
             (double)within[1] / n, (double)within[2] / n, PCT(0.5), PCT(0.99),
             s->nlat ? s->lat_us[s->nlat - 1] : 0);
 #undef PCT
@@ -748,6 +818,11 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (ensure_publication(dsn, pub) < 0)
         goto out;
+    s.sql = PQconnectdb(dsn);
+    if (PQstatus(s.sql) != CONNECTION_OK) {
+        fprintf(stderr, "cellar-squeal: connecting to %s: %s", dsn, PQerrorMessage(s.sql));
+        goto out;
+    }
     s.conn = start_stream(&s, dsn, slot, pub);
     if (s.conn == NULL)
         goto out;
@@ -771,6 +846,8 @@ int main(int argc, char **argv) {
 out:
     if (s.conn)
         PQfinish(s.conn);
+    if (s.sql)
+        PQfinish(s.sql);
     for (int i = 0; i < s.nclusters; i++) {
         cellar_destroy(&s.clusters[i].h);
         cellar_config_release(&s.clusters[i].cfg);
@@ -783,5 +860,6 @@ out:
     free(s.lens);
     free(s.txn_ts);
     free(s.lat_us);
+    free(s.xids);
     return status;
 }

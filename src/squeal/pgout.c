@@ -123,6 +123,42 @@ int pgo_next_key(const char *content, size_t n, size_t *pos, const char **key, s
     return 1;
 }
 
+/* One id of a snapshot's text at *p, then past it; false when there is none. */
+static bool snap_id(const char **p, uint32_t *out) {
+    const char *q = *p;
+    uint64_t v = 0;
+    if (*q < '0' || *q > '9')
+        return false;
+    for (; *q >= '0' && *q <= '9'; q++) {
+        if (v > UINT64_MAX / 10)
+            return false;
+        v = v * 10 + (uint64_t)(*q - '0');
+    }
+    *out = (uint32_t)v;             /* the low 32 bits: what an xid in the stream carries */
+    *p = q;
+    return true;
+}
+
+int pg_snapshot_running(const char *text, uint32_t xid) {
+    const char *p = text;
+    uint32_t xmin, xmax, x;
+    if (!snap_id(&p, &xmin) || *p++ != ':' || !snap_id(&p, &xmax) || *p++ != ':')
+        return -1;
+    int running = (int32_t)(xid - xmax) >= 0;
+    if (*p == '\0')
+        return (int32_t)(xid - xmin) < 0 ? 0 : running;
+    for (;;) {
+        if (!snap_id(&p, &x))
+            return -1;
+        running |= x == xid;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',')
+            return -1;
+    }
+    return (int32_t)(xid - xmin) < 0 ? 0 : running;
+}
+
 size_t pg_status_update(char out[34], uint64_t write, uint64_t flush, uint64_t apply,
                         int64_t now_us_since_2000, bool reply) {
     out[0] = 'r';

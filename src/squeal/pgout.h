@@ -58,6 +58,17 @@ int pgo_parse(const char *p, size_t n, struct pgo_msg *out);
 int pgo_next_key(const char *content, size_t n, size_t *pos, const char **key, size_t *nkey,
                  bool *bad);
 
+/*
+ * Is transaction xid (the 32 bits a 'B' carries) still running in a
+ * snapshot, as pg_current_snapshot() prints it: "xmin:xmax:xip,xip,..."
+ * with 64-bit ids?  1 running (xid >= xmax, or in the xip list), 0 not
+ * (committed or aborted: its effects are visible to that snapshot or
+ * never will be), -1 when text is no snapshot.  Ids are compared modulo
+ * 2^32, as PostgreSQL compares them, so the answer holds for an xid
+ * within 2^31 of the snapshot's.
+ */
+int pg_snapshot_running(const char *text, uint32_t xid);
+
 /* A standby status update ('r', 34 bytes) into out. */
 size_t pg_status_update(char out[34], uint64_t write, uint64_t flush, uint64_t apply,
                         int64_t now_us_since_2000, bool reply);

@@ -171,4 +171,28 @@ TEST(status_update_and_lsn) {
     ASSERT_STR(s, "2/FF");
 }
 
+TEST(snapshot_running) {
+    /* older than xmin: done; xmin..xmax: running only when listed; xmax on: running */
+    ASSERT_EQ(pg_snapshot_running("750:760:", 749), 0);
+    ASSERT_EQ(pg_snapshot_running("750:760:", 755), 0);
+    ASSERT_EQ(pg_snapshot_running("750:760:", 760), 1);
+    ASSERT_EQ(pg_snapshot_running("750:760:", 900), 1);
+    ASSERT_EQ(pg_snapshot_running("750:760:750,757", 750), 1);
+    ASSERT_EQ(pg_snapshot_running("750:760:750,757", 757), 1);
+    ASSERT_EQ(pg_snapshot_running("750:760:750,757", 756), 0);
+    ASSERT_EQ(pg_snapshot_running("750:760:750,757", 700), 0);
+    /* 64-bit ids of a later epoch: compared by their low 32 bits, modulo 2^32 */
+    ASSERT_EQ(pg_snapshot_running("4294967296001:4294967296010:4294967296005", 5), 1);
+    ASSERT_EQ(pg_snapshot_running("4294967296001:4294967296010:4294967296005", 6), 0);
+    ASSERT_EQ(pg_snapshot_running("4294967296001:4294967296010:", 0), 0);
+    /* an xmin just before the wrap, an xid just after it */
+    ASSERT_EQ(pg_snapshot_running("4294967290:4294967300:4294967297", 1), 1);
+    ASSERT_EQ(pg_snapshot_running("4294967290:4294967300:4294967297", 2), 0);
+    ASSERT_EQ(pg_snapshot_running("4294967290:4294967300:4294967297", 0xfffffff0u), 0);
+    const char *bad[] = {"", "750", "750:760", "750:760:x", "750:760:751,", "750:760:751;752",
+                         ":760:", "750::", "99999999999999999999999:1:"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        ASSERT_EQ(pg_snapshot_running(bad[i], 751), -1);
+}
+
 int main(void) { return RUN_TESTS(); }
