@@ -105,6 +105,16 @@ $(B)/examples/%: examples/%.c $(B)/libcellar.a include/cellar.h
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN) -Iinclude \
 	  -o $@ $< $(B)/libcellar.a $(LDFLAGS) $(libs_client) $(LDLIBS)
 
+# examples/lookaside: the look-aside service on PostgreSQL and its load driver (libpq too;
+# bench/lookaside runs it).
+LOOKASIDE_SRC := $(wildcard examples/lookaside/*.c)
+examples: $(B)/examples/lookaside
+$(B)/examples/lookaside: $(LOOKASIDE_SRC) examples/lookaside/service.h $(B)/libcellar.a include/cellar.h
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -pthread $(SAN) -Iinclude \
+	  -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) \
+	  -o $@ $(LOOKASIDE_SRC) $(B)/libcellar.a $(LDFLAGS) -lpq $(libs_client) $(LDLIBS)
+
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include

@@ -131,13 +131,13 @@ def test_single_flight_fifty_threads_one_get(netns, kind):
     assert after - before == 1, (before, after)
 
 
-def test_lookaside_example_computes_once():
-    """examples/lookaside: three processes started together on a missing key;
+def test_lease_fill_example_computes_once():
+    """examples/lease_fill: three processes started together on a missing key;
     one wins the lease and computes, the others print what it stored."""
     import os
     import subprocess
     exe = os.path.join(os.environ.get("CELLAR_EXAMPLES") or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "examples"), "lookaside")
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "examples"), "lease_fill")
     with util.Server(util.CELLARD) as srv:
         servers = "127.0.0.1:%d" % srv.port
         procs = [subprocess.Popen([exe, servers, "user:42"], stdout=subprocess.PIPE,

@@ -356,3 +356,52 @@ def test_lost_slot_made_again_and_clusters_flushed(pg):
             set_keys(c, ["after"])
             pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'after')")
             util.wait_for(lambda: present(c, ["after"]) == [], 20, what="a commit after it")
+
+
+def lookaside_driver():
+    examples = os.environ.get("CELLAR_EXAMPLES")
+    assert examples, "CELLAR_EXAMPLES is not set (make integration sets it)"
+    return os.path.join(examples, "lookaside")
+
+
+def cache_agrees_with_table(pg, server, rows):
+    """Every row:<id> the cache holds has the table's version."""
+    table = dict(ln.split("|") for ln in pg.sql("SELECT id, version FROM lookaside").split())
+    with server.conn() as c:
+        c.send(("get %s\r\n" % " ".join("row:%d" % i for i in range(1, rows + 1))).encode())
+        cached = {k.decode()[4:]: v.decode().split(":")[0] for k, _f, v, _c in c.read_get_reply()}
+    assert cached, "nothing cached"
+    wrong = {k: (v, table[k]) for k, v in cached.items() if v != table[k]}
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("invalidate", ["app", "squeal"])
+def test_lookaside_example_serves_nothing_stale(pg, invalidate):
+    """examples/lookaside's driver with leases, rows invalidated by the
+    application or by the table's trigger and cellar-squeal: reads hit the
+    cache, no read returns a version older than a commit by more than 2 s,
+    no cache request fails, and once the slot has caught up every cached
+    row holds the table's version."""
+    rows = 100
+    pg.sql("CREATE TABLE lookaside (id bigint PRIMARY KEY, version bigint NOT NULL, "
+           "value text NOT NULL); INSERT INTO lookaside SELECT i, 1, 'row ' || i "
+           "FROM generate_series(1, %d) i;" % rows)
+    if invalidate == "squeal":
+        pg.sql("CREATE TRIGGER lookaside_squeal AFTER UPDATE ON lookaside FOR EACH ROW "
+               "EXECUTE FUNCTION cellar_squeal_invalidate('row:', 'id')")
+    with util.Server(name="cache") as srv, Squeal(pg, {"main": srv}) as _sq:
+        r = subprocess.run([lookaside_driver(), "--dsn", pg.dsn, "--config",
+                            "127.0.0.1:%d" % srv.port, "--threads", "8", "--seconds", "2",
+                            "--warmup", "0.5", "--rate", "2000", "--rows", str(rows),
+                            "--write-fraction", "0.05", "--query-us", "1000", "--leases",
+                            "--invalidate", invalidate, "--stale-bound-ms", "2000"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        import json
+        res = json.loads(r.stdout)
+        assert res["writes"] > 0 and res["hits"] > 0 and res["db_reads"] > 0, res
+        assert res["hits"] + res["db_reads"] >= res["reads"], res
+        assert res["stale_reads"] == 0 and res["cache_failures"] == 0, res
+        assert res["invalidations"] == (res["writes"] if invalidate == "app" else 0), res
+        util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot to be confirmed")
+        cache_agrees_with_table(pg, srv, rows)

@@ -1,5 +1,5 @@
 /*
- * lookaside.c -- a look-aside cache in front of a slow function, with
+ * lease_fill.c -- a look-aside cache in front of a slow function, with
  * leases, as the paper's web servers use memcache.
  *
  *   read key --hit--> done
@@ -8,8 +8,8 @@
  *      |
  *     another process holds it --> libcellar waits and reads again
  *
- *   cc -o lookaside examples/lookaside.c $(pkg-config --cflags --libs cellar)
- *   ./lookaside 127.0.0.1:11211 user:42
+ *   cc -o lease_fill examples/lease_fill.c $(pkg-config --cflags --libs cellar)
+ *   ./lease_fill 127.0.0.1:11211 user:42
  *
  * The slow function stands for a database query.  Run several at once on
  * a missing key: one computes, the others print the value it stored.
@@ -54,13 +54,13 @@ static int cached(struct cellar *h, const char *key) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: lookaside SERVERS KEY...\n");
+        fprintf(stderr, "usage: lease_fill SERVERS KEY...\n");
         return 2;
     }
     char err[256];
     struct cellar_config *cfg;
     if (cellar_config_parse(&cfg, argv[1], NULL, err, sizeof(err)) != CELLAR_OK) {
-        fprintf(stderr, "lookaside: %s\n", err);
+        fprintf(stderr, "lease_fill: %s\n", err);
         return 2;
     }
     struct cellar *h;
