@@ -70,6 +70,10 @@ struct squeal {
     uint32_t *xids;                     /* the batch's transactions that carried keys */
     size_t nxids, capxids;
     uint64_t visibility_waits;          /* batches held until their commits were visible */
+    uint32_t xmin;                      /* the last snapshot's: every xid before it ended */
+    bool have_xmin;
+    uint64_t xmin_ms;                   /* when it was read: used for 10 s at most, so
+                                           that the ids compared stay within 2^31 */
     uint64_t batch_end;                 /* end_lsn of the last committed transaction read */
     uint64_t acked;                     /* the position confirmed to the server */
     uint64_t last_status_ms;
@@ -443,6 +447,10 @@ static void record_latencies(struct squeal *s) {
 static bool wait_visible(struct squeal *s) {
     bool waited = false;
     size_t done = 0;
+    /* catching up on older WAL, a whole batch may precede the last snapshot seen */
+    bool recent = s->have_xmin && now_ms() - s->xmin_ms < 10000;
+    while (recent && done < s->nxids && (int32_t)(s->xids[done] - s->xmin) < 0)
+        done++;
     for (int tries = 0; done < s->nxids; tries++) {
         if (stopping)
             return false;
@@ -456,6 +464,8 @@ static bool wait_visible(struct squeal *s) {
             continue;
         }
         const char *snap = PQgetvalue(r, 0, 0);
+        s->have_xmin = pg_snapshot_xmin(snap, &s->xmin) == 0;
+        s->xmin_ms = now_ms();
         int running = 0;
         while (done < s->nxids && (running = pg_snapshot_running(snap, s->xids[done])) == 0)
             done++;

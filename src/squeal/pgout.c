@@ -159,6 +159,10 @@ int pg_snapshot_running(const char *text, uint32_t xid) {
     return (int32_t)(xid - xmin) < 0 ? 0 : running;
 }
 
+int pg_snapshot_xmin(const char *text, uint32_t *xmin) {
+    return pg_snapshot_running(text, 0) < 0 || !snap_id(&text, xmin) ? -1 : 0;
+}
+
 size_t pg_status_update(char out[34], uint64_t write, uint64_t flush, uint64_t apply,
                         int64_t now_us_since_2000, bool reply) {
     out[0] = 'r';

@@ -69,6 +69,9 @@ int pgo_next_key(const char *content, size_t n, size_t *pos, const char **key, s
  */
 int pg_snapshot_running(const char *text, uint32_t xid);
 
+/* The snapshot's xmin (low 32 bits): every xid before it has ended.  0, or -1 as above. */
+int pg_snapshot_xmin(const char *text, uint32_t *xmin);
+
 /* A standby status update ('r', 34 bytes) into out. */
 size_t pg_status_update(char out[34], uint64_t write, uint64_t flush, uint64_t apply,
                         int64_t now_us_since_2000, bool reply);

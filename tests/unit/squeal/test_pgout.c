@@ -191,8 +191,15 @@ TEST(snapshot_running) {
     ASSERT_EQ(pg_snapshot_running("4294967290:4294967300:4294967297", 0xfffffff0u), 0);
     const char *bad[] = {"", "750", "750:760", "750:760:x", "750:760:751,", "750:760:751;752",
                          ":760:", "750::", "99999999999999999999999:1:"};
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    uint32_t xmin = 0;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ASSERT_EQ(pg_snapshot_running(bad[i], 751), -1);
+        ASSERT_EQ(pg_snapshot_xmin(bad[i], &xmin), -1);
+    }
+    ASSERT_EQ(pg_snapshot_xmin("750:760:751", &xmin), 0);
+    ASSERT_EQ(xmin, 750);
+    ASSERT_EQ(pg_snapshot_xmin("4294967296001:4294967296010:", &xmin), 0);
+    ASSERT_EQ(xmin, 1);
 }
 
 int main(void) { return RUN_TESTS(); }
