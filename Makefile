@@ -137,6 +137,12 @@ bench-router:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nutcracker; }
 	bench/router/run
 
+# bench/lookaside: the paper's look-aside table on a real PostgreSQL (about 3 minutes; never
+# part of make test).  bench/lookaside/README.md has the method and results.
+.PHONY: bench-lookaside
+bench-lookaside:
+	bench/lookaside/run
+
 # The benchmarks' null server: one self-contained file, built by bench/compare.
 $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
