@@ -250,8 +250,8 @@ integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim 
 # The client suites again with cellar-router in front of 4 cellard and of 4
 # memcached (tests/integration/util.py, CELLAR_ROUTE_SUT): every answer must be
 # the one the servers give directly; tests about one server's own stats are
-# marked single_server and left out.  Then the text differential stream
-# through the router over one cellard against memcached, byte for byte.
+# marked single_server and left out.  Then the text, meta and binary differential
+# streams through the router over one cellard against memcached, byte for byte.
 ROUTER_SUITES := tests/integration/test_memccapable.py tests/integration/test_pymemcache.py \
                  tests/integration/test_pylibmc.py
 integration-router: $(B)/cellard $(B)/cellar-router
@@ -260,11 +260,12 @@ integration-router: $(B)/cellard $(B)/cellar-router
 	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_ROUTE_SUT=1 \
 	    /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
 	done
-	@echo "== through cellar-router, 1 x cellard: the text and binary differential streams"
+	@echo "== through cellar-router, 1 x cellard: the text, meta and binary differential streams"
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	  CELLAR_ROUTE_SUT=1 CELLAR_ROUTER_BACKENDS=1 \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" \
-	  tests/integration/test_differential.py tests/integration/test_differential_binary.py
+	  tests/integration/test_differential.py tests/integration/test_differential_meta.py \
+	  tests/integration/test_differential_binary.py
 
 check: unit integration integration-router
 

@@ -102,10 +102,13 @@ static struct mc_span raw_key(struct mc_span line) {
 }
 
 /*
- * The client's flags go to the backend as they were, less q and O (and,
- * for an mg or ma with an over-long O, less everything from that O on).
- * When nothing is dropped the span stays in the line; otherwise the kept
- * tokens are joined with single spaces in buf.
+ * The client's flags go to the backend as they were, less q and O.  An mg
+ * or ma with an over-long O keeps its O's and loses only q: memcached
+ * acts on such a request up to the O and then answers CLIENT_ERROR, and
+ * only the backend itself can stop where it would (an mg that went on
+ * would take a stale item's win token).  When nothing is dropped the span
+ * stays in the line; otherwise the kept tokens are joined with single
+ * spaces in buf.
  */
 bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span line,
                    struct mc_span value, char *buf, size_t cap) {
@@ -128,14 +131,13 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
     if (req->cmd == MC_META_MS)
         m->value = value;
     int end = req->nflags;
-    if ((req->cmd == MC_META_MG || req->cmd == MC_META_MA) && req->opaque_late >= 0)
-        end = req->opaque_late;
-    bool dropped = end < req->nflags;
+    bool late = mc_meta_late_error(req) >= 0;
+    bool dropped = false;
     for (int i = 0; i < end; i++)
-        dropped |= req->flags[i].c == 'q' || req->flags[i].c == 'O';
+        dropped |= req->flags[i].c == 'q' || (req->flags[i].c == 'O' && !late);
     /* q goes to the server as its own q (and an mn), except an ms's, which
-       the router applies (msg.h, meta_quiet) */
-    m->meta_quiet = req->cmd != MC_META_MS && mc_meta_has(req, 'q');
+       the router applies (msg.h, meta_quiet); a late error shows whatever q */
+    m->meta_quiet = req->cmd != MC_META_MS && mc_meta_has(req, 'q') && !late;
     if (!dropped) {
         if (end > 0) {
             const struct mc_span *a = &req->flags[0].tok, *z = &req->flags[end - 1].tok;
@@ -146,7 +148,7 @@ bool msg_from_meta(struct msg *m, const struct mc_meta_req *req, struct mc_span 
     struct mc_put w = MC_PUT_INIT(buf, cap);
     for (int i = 0; i < end; i++) {
         const struct mc_meta_flag *f = &req->flags[i];
-        if (f->c == 'q' || f->c == 'O')
+        if (f->c == 'q' || (f->c == 'O' && !late))
             continue;
         if (w.p != buf)
             MC_PUT_LIT(&w, " ");
