@@ -1,0 +1,201 @@
+/*
+ * test_seg_index.c -- the segment engine's hash index: every key found
+ * where it was put through growth (linear hashing, one bucket at a time)
+ * and overflow chains, a property test against a reference set, threads
+ * inserting, deleting and finding while another thread grows the table,
+ * and its bytes per item at the reference load (1,000,000 keys).
+ *
+ * Keys are numbers; an entry's location is the key itself, its hash a
+ * mix of it, so match and rehash need no store.
+ */
+#include "harness.h"
+#include "storage/seg_index.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static uint64_t mix(uint64_t x) {          /* splitmix64's finaliser */
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+static uint64_t rehash(void *arg, uint64_t loc) {
+    (void)arg;
+    return mix(loc);
+}
+
+static bool match(void *arg, uint64_t loc) { return loc == *(const uint64_t *)arg; }
+
+static uint64_t *find(struct seg_index *ix, uint64_t key) {
+    return seg_index_find_locked(ix, mix(key), match, &key);
+}
+
+TEST(million_keys_found_through_growth) {
+    struct lock_stripes *locks = lock_create(4, false);
+    struct seg_index *ix = seg_index_create(4, locks, rehash, NULL);
+    ASSERT(ix != NULL);
+    const uint64_t n = 1000000;
+    for (uint64_t k = 1; k <= n; k++) {
+        ASSERT(seg_index_insert_locked(ix, mix(k), k));
+        seg_index_step(ix, 4);
+    }
+    for (uint64_t k = 1; k <= n; k++) {
+        uint64_t *s = find(ix, k);
+        if (s == NULL || seg_index_loc(*s) != k) {
+            TH_FAIL("key %llu not found", (unsigned long long)k);
+            break;
+        }
+    }
+    ASSERT(find(ix, n + 1) == NULL && find(ix, 0) == NULL);
+    struct seg_index_stats st;
+    seg_index_stats(ix, &st);
+    double per = (double)st.bytes / (double)n;
+    printf("  1,000,000 keys: %llu buckets, %llu overflow, %llu splits, %.2f bytes/item\n",
+           (unsigned long long)st.buckets, (unsigned long long)st.overflow,
+           (unsigned long long)st.splits, per);
+    ASSERT_EQ(st.items, n);
+    ASSERT(per < 10.5);             /* the 135-byte budget leaves 12 for the index */
+    /* every other key removed: those gone, the rest found */
+    for (uint64_t k = 2; k <= n; k += 2)
+        seg_index_remove_locked(ix, find(ix, k));
+    for (uint64_t k = 1; k <= n; k++) {
+        if ((find(ix, k) != NULL) != (k % 2 == 1)) {
+            TH_FAIL("key %llu after the removals", (unsigned long long)k);
+            break;
+        }
+    }
+    seg_index_destroy(&ix);
+    lock_destroy(&locks);
+}
+
+TEST(slot_fields) {
+    struct lock_stripes *locks = lock_create(2, false);
+    struct seg_index *ix = seg_index_create(2, locks, rehash, NULL);
+    uint64_t key = SEG_LOC_MASK;    /* the largest location */
+    ASSERT(seg_index_insert_locked(ix, mix(key), key));
+    uint64_t *s = find(ix, key);
+    ASSERT(s != NULL);
+    ASSERT_EQ(seg_index_loc(*s), SEG_LOC_MASK);
+    ASSERT_EQ(seg_index_freq(*s), 0);
+    seg_index_set_freq_locked(s, 300);
+    ASSERT_EQ(seg_index_freq(*s), SEG_FREQ_MAX);
+    seg_index_set_freq_locked(s, 7);
+    seg_index_move_locked(s, 12345);
+    ASSERT_EQ(seg_index_freq(*s), 7);
+    ASSERT_EQ(seg_index_loc(*s), 12345);
+    uint64_t moved = 12345;
+    ASSERT(seg_index_find_locked(ix, mix(key), match, &moved) == s);   /* tag kept */
+    seg_index_destroy(&ix);
+    lock_destroy(&locks);
+}
+
+/* Random inserts, removals and lookups against a reference set, growth between them. */
+TEST(property_against_a_reference_set) {
+    struct lock_stripes *locks = lock_create(3, false);
+    struct seg_index *ix = seg_index_create(3, locks, rehash, NULL);
+    enum { KEYS = 20000 };
+    static bool in[KEYS];
+    uint64_t rng = 42;
+    for (int op = 0; op < 400000; op++) {
+        rng = mix(rng);
+        uint64_t k = 1 + rng % (KEYS - 1);
+        uint64_t *s = find(ix, k);
+        if ((s != NULL) != in[k]) {
+            TH_FAIL("op %d: key %llu found %d, wanted %d", op, (unsigned long long)k, s != NULL,
+                    in[k]);
+            break;
+        }
+        if (in[k] && (rng >> 40) % 3 == 0) {
+            seg_index_remove_locked(ix, s);
+            in[k] = false;
+        } else if (!in[k]) {
+            ASSERT(seg_index_insert_locked(ix, mix(k), k));
+            in[k] = true;
+        }
+        if (op % 7 == 0)
+            seg_index_step(ix, 1);
+    }
+    seg_index_destroy(&ix);
+    lock_destroy(&locks);
+}
+
+/* Threads on their own keys (under their stripes) while another grows the index. */
+struct worker {
+    struct seg_index *ix;
+    struct lock_stripes *locks;
+    uint64_t first;
+    int errors;
+};
+
+static void *work(void *arg) {
+    struct worker *w = arg;
+    enum { N = 30000 };
+    bool *in = calloc(N, sizeof(*in));
+    uint64_t rng = w->first;
+    for (int op = 0; op < 300000; op++) {
+        rng = mix(rng);
+        uint64_t k = w->first + rng % N;
+        uint64_t hv = mix(k);
+        struct mtx *m = lock_of(w->locks, hv);
+        mtx_lock(m);
+        uint64_t *s = seg_index_find_locked(w->ix, hv, match, &k);
+        if ((s != NULL) != in[k - w->first])
+            w->errors++;
+        else if (s != NULL && (rng >> 50) % 2 == 0) {
+            seg_index_remove_locked(w->ix, s);
+            in[k - w->first] = false;
+        } else if (s == NULL) {
+            if (seg_index_insert_locked(w->ix, hv, k))
+                in[k - w->first] = true;
+        }
+        mtx_unlock(m);
+    }
+    for (uint64_t k = w->first; k < w->first + N; k++) {
+        uint64_t hv = mix(k);
+        struct mtx *m = lock_of(w->locks, hv);
+        mtx_lock(m);
+        if ((seg_index_find_locked(w->ix, hv, match, &k) != NULL) != in[k - w->first])
+            w->errors++;
+        mtx_unlock(m);
+    }
+    free(in);
+    return NULL;
+}
+
+static _Atomic int growing;
+
+static void *grow(void *arg) {
+    struct seg_index *ix = arg;
+    while (atomic_load(&growing))
+        seg_index_step(ix, 8);
+    return NULL;
+}
+
+TEST(threads_while_growing) {
+    struct lock_stripes *locks = lock_create(4, true);
+    struct seg_index *ix = seg_index_create(4, locks, rehash, NULL);
+    struct worker w[4];
+    pthread_t t[4], g;
+    atomic_store(&growing, 1);
+    pthread_create(&g, NULL, grow, ix);
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.ix = ix, .locks = locks, .first = 1 + (uint64_t)i * 1000000};
+        pthread_create(&t[i], NULL, work, &w[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    atomic_store(&growing, 0);
+    pthread_join(g, NULL);
+    struct seg_index_stats st;
+    seg_index_stats(ix, &st);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(w[i].errors, 0);
+    ASSERT(st.splits > 0);
+    seg_index_destroy(&ix);
+    lock_destroy(&locks);
+}
+
+int main(void) { return RUN_TESTS(); }
