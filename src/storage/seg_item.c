@@ -87,11 +87,14 @@ size_t seg_hdr_encode(uint8_t *out, const struct seg_hdr *h, uint64_t base) {
     return (size_t)(p - out);
 }
 
+/* Byte 0, whose state bits change in place while others may read it: one atomic byte. */
+static inline uint8_t byte0(const uint8_t *in) { return __atomic_load_n(in, __ATOMIC_RELAXED); }
+
 size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h) {
     const uint8_t *p = in, *end = in + avail;
     if (p == end)
         return 0;
-    uint16_t f = *p++;
+    uint16_t f = byte0(p++);
     if (f & SEG_F_MORE) {
         if (p == end || (*p & ~((SEG_F_HOLD | SEG_F_EXT) >> 8)) || *p == 0)
             return 0;               /* reserved bits, or a MORE with nothing in it */
@@ -165,6 +168,39 @@ bool seg_hdr_set_state(uint8_t *it, uint16_t set, uint16_t clear) {
     const uint16_t ok = SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE;
     if ((set | clear) & ~ok)
         return false;
-    it[0] = (uint8_t)((it[0] & ~clear) | set);
+    if (clear)
+        __atomic_fetch_and(it, (uint8_t)~clear, __ATOMIC_RELAXED);
+    if (set)
+        __atomic_fetch_or(it, (uint8_t)set, __ATOMIC_RELAXED);
     return true;
+}
+
+size_t seg_hdr_span(const uint8_t *in, size_t avail, uint8_t *klen, uint32_t *vlen) {
+    const uint8_t *p = in, *end = in + avail;
+    if (p == end)
+        return 0;
+    uint16_t f = byte0(p++);
+    if (f & SEG_F_MORE) {
+        if (p == end)
+            return 0;
+        p++;
+    }
+    if (p == end || *p == 0 || *p > SEG_KEY_MAX)
+        return 0;
+    *klen = *p++;
+    uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+        if (p == end || shift > 28)
+            return 0;
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            break;
+    }
+    if (v > UINT32_MAX)
+        return 0;
+    *vlen = (uint32_t)v;
+    size_t n = (size_t)(p - in) + ((f & SEG_F_CAS64) ? 8 : 4) + ((f & SEG_F_EXP) ? 4 : 0) +
+               ((f & SEG_F_CFLAGS) ? 4 : 0);
+    return n <= avail ? n : 0;
 }

@@ -95,7 +95,14 @@ static inline size_t seg_item_len(const struct seg_hdr *h, uint64_t base) {
  */
 bool seg_hdr_set_cas(uint8_t *it, const struct seg_hdr *h, uint64_t base, uint64_t cas);
 bool seg_hdr_set_exptime(uint8_t *it, const struct seg_hdr *h, uint32_t exptime);
-/* Sets and clears state bits of byte 0 (FETCHED, TOKEN, STALE only). */
+/* Sets and clears state bits of byte 0 (FETCHED, TOKEN, STALE only; atomically). */
 bool seg_hdr_set_state(uint8_t *it, uint16_t set, uint16_t clear);
+
+/*
+ * The header's length and the key and value lengths, reading none of the
+ * fields that change in place (cas, exptime): for a walk over a segment
+ * that holds no key's lock.  0 as seg_hdr_decode() says 0.
+ */
+size_t seg_hdr_span(const uint8_t *in, size_t avail, uint8_t *klen, uint32_t *vlen);
 
 #endif

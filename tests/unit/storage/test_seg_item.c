@@ -68,8 +68,13 @@ TEST(every_field_boundary_round_trips) {
                                      (cas64 ? SEG_F_CAS64 : 0) | (more ? SEG_F_MORE : 0));
         ASSERT_EQ(got.hflags, (uint16_t)(states[s] | layout));
         ASSERT_EQ(seg_hdr_len(&got, base), want);   /* a decoded header keeps its layout */
+        uint8_t kl;
+        uint32_t vl;
+        ASSERT_EQ(seg_hdr_span(buf, want, &kl, &vl), want);
+        ASSERT_EQ(kl, h.klen);
+        ASSERT_EQ(vl, h.vlen);
         for (size_t cut = 0; cut < want; cut++)
-            if (seg_hdr_decode(buf, cut, base, &got) != 0)
+            if (seg_hdr_decode(buf, cut, base, &got) != 0 || seg_hdr_span(buf, cut, &kl, &vl) != 0)
                 TH_FAIL("a header of %zu bytes decoded from %zu", want, cut);
         n++;
     }

@@ -1,0 +1,578 @@
+/*
+ * seg.c -- the segment store (seg.h has the design, the flows and the
+ * lock order).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "storage/ht.h"
+#include "storage/lock.h"
+#include "storage/seg.h"
+#include "storage/seg_index.h"
+
+#define TTL_BUCKETS 1024
+#define NONE UINT32_MAX
+#define NEVER UINT32_MAX            /* max_exptime of a segment holding an item that never expires */
+#define OFF_BITS 20
+#define SEG_SIZE_MAX ((uint32_t)1 << OFF_BITS)
+#define SEG_IDS_MAX ((uint32_t)1 << (SEG_LOC_BITS - OFF_BITS))
+
+enum seg_state { ST_FREE, ST_OPEN, ST_SEALED, ST_DRAINING };
+
+struct seg_meta {
+    uint32_t next, prev;            /* the sealed FIFO (pool lock); next: the free list */
+    _Atomic uint32_t write_off;     /* bytes reserved: its bucket's lock while open */
+    _Atomic uint32_t writers;       /* reservations not yet written and linked */
+    _Atomic uint32_t pins;          /* references held by readers */
+    _Atomic int64_t live_bytes;     /* bytes of items the index points at */
+    _Atomic int64_t live_items;
+    _Atomic uint32_t max_exptime;   /* the latest exptime of its items; NEVER */
+    uint64_t cas_base;
+    uint16_t bucket;
+    _Atomic uint8_t state;          /* enum seg_state (pool lock, or bucket lock for open) */
+};
+
+struct ttl_bucket {
+    pthread_mutex_t lock;
+    uint32_t tail;                  /* the open segment, NONE */
+};
+
+struct seg_store {
+    struct seg_config cfg;
+    char *arena;
+    uint32_t nseg;
+    struct seg_meta *segs;
+    struct lock_stripes *locks;
+    struct seg_index *ix;
+    struct ttl_bucket buckets[TTL_BUCKETS];
+    pthread_mutex_t pool;           /* free list, FIFO, states of sealed segments */
+    uint32_t free_head, nfree;
+    uint32_t fifo_head, fifo_tail, nsealed;
+    uint32_t draining;              /* segments unlinked but still pinned */
+    _Atomic uint64_t next_cas;
+    _Atomic uint32_t now;
+    _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
+};
+
+void seg_config_defaults(struct seg_config *cfg) {
+    *cfg = (struct seg_config){.mem_limit = (size_t)64 << 20, .seg_size = SEG_SIZE_MAX,
+                               .lock_power = 12, .index_power = 12};
+}
+
+static inline char *seg_base(struct seg_store *s, uint32_t id) {
+    return s->arena + (size_t)id * s->cfg.seg_size;
+}
+
+static inline uint64_t loc_of(uint32_t id, uint32_t off) {
+    return ((uint64_t)id << OFF_BITS) | off;
+}
+
+/* Decodes the header of the item at loc (its bytes were written whole). */
+static size_t hdr_at(struct seg_store *s, uint64_t loc, struct seg_hdr *h) {
+    uint32_t id = (uint32_t)(loc >> OFF_BITS), off = (uint32_t)(loc & (SEG_SIZE_MAX - 1));
+    return seg_hdr_decode((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
+                          s->segs[id].cas_base, h);
+}
+
+static uint64_t rehash(void *arg, uint64_t loc) {
+    struct seg_store *s = arg;
+    struct seg_hdr h;
+    size_t n = hdr_at(s, loc, &h);
+    const char *it = seg_base(s, (uint32_t)(loc >> OFF_BITS)) + (loc & (SEG_SIZE_MAX - 1));
+    return ht_hash(it + n, h.klen);
+}
+
+struct key_match {
+    struct seg_store *s;
+    const char *key;
+    size_t nkey;
+};
+
+static bool match_key(void *arg, uint64_t loc) {
+    struct key_match *m = arg;
+    struct seg_hdr h;
+    size_t n = hdr_at(m->s, loc, &h);
+    const char *it = seg_base(m->s, (uint32_t)(loc >> OFF_BITS)) + (loc & (SEG_SIZE_MAX - 1));
+    return n != 0 && h.klen == m->nkey && memcmp(it + n, m->key, m->nkey) == 0;
+}
+
+static bool match_loc(void *arg, uint64_t loc) { return loc == *(const uint64_t *)arg; }
+
+struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size_t errlen) {
+    if (cfg->seg_size < 4096 || cfg->seg_size > SEG_SIZE_MAX ||
+        cfg->mem_limit / cfg->seg_size < 2 || cfg->mem_limit / cfg->seg_size >= SEG_IDS_MAX) {
+        snprintf(err, errlen, "segments of %u bytes (4 KiB to 1 MiB), at least two in %zu bytes",
+                 cfg->seg_size, cfg->mem_limit);
+        return NULL;
+    }
+    struct seg_store *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        goto nomem;
+    s->cfg = *cfg;
+    s->nseg = (uint32_t)(cfg->mem_limit / cfg->seg_size);
+    s->segs = calloc(s->nseg, sizeof(*s->segs));
+    void *a = mmap(NULL, (size_t)s->nseg * cfg->seg_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    s->arena = a == MAP_FAILED ? NULL : a;
+    s->locks = lock_create(cfg->lock_power, true);
+    if (s->segs == NULL || s->arena == NULL || s->locks == NULL)
+        goto nomem;
+    s->ix = seg_index_create(cfg->index_power, s->locks, rehash, s);
+    if (s->ix == NULL)
+        goto nomem;
+    pthread_mutex_init(&s->pool, NULL);
+    for (int b = 0; b < TTL_BUCKETS; b++) {
+        pthread_mutex_init(&s->buckets[b].lock, NULL);
+        s->buckets[b].tail = NONE;
+    }
+    s->free_head = NONE;
+    for (uint32_t i = s->nseg; i-- > 0;) {
+        s->segs[i].next = s->free_head;
+        s->free_head = i;
+    }
+    s->nfree = s->nseg;
+    s->fifo_head = s->fifo_tail = s->draining = NONE;
+    atomic_init(&s->next_cas, 1);
+    return s;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    seg_store_destroy(&s);
+    return NULL;
+}
+
+void seg_store_destroy(struct seg_store **sp) {
+    struct seg_store *s = *sp;
+    if (s == NULL)
+        return;
+    if (s->ix != NULL) {
+        seg_index_destroy(&s->ix);
+        pthread_mutex_destroy(&s->pool);
+        for (int b = 0; b < TTL_BUCKETS; b++)
+            pthread_mutex_destroy(&s->buckets[b].lock);
+    }
+    lock_destroy(&s->locks);
+    if (s->arena != NULL)
+        munmap(s->arena, (size_t)s->nseg * s->cfg.seg_size);
+    free(s->segs);
+    free(s);
+    *sp = NULL;
+}
+
+void seg_store_clock_set(struct seg_store *s, uint32_t now) { atomic_store(&s->now, now); }
+
+/* Segcache's TTL buckets: 8 s wide up to 2047 s, then 128, 2048 and 32768 s wide. */
+static unsigned ttl_bucket_of(struct seg_store *s, uint32_t exptime) {
+    if (exptime == 0)
+        return TTL_BUCKETS - 1;
+    uint32_t now = atomic_load(&s->now);
+    uint32_t ttl = exptime > now ? exptime - now : 1;
+    if (ttl < 2048)
+        return ttl >> 3;
+    if (ttl < 32768)
+        return 256 + ((ttl - 2048) >> 7);
+    if (ttl < 524288)
+        return 512 + ((ttl - 32768) >> 11);
+    unsigned b = 768 + ((ttl - 524288) >> 15);
+    return b < TTL_BUCKETS - 1 ? b : TTL_BUCKETS - 2;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The pool: free list, sealed FIFO, eviction                              */
+/* ---------------------------------------------------------------------- */
+
+static void fifo_unlink_locked(struct seg_store *s, uint32_t id) {
+    struct seg_meta *m = &s->segs[id];
+    if (m->prev != NONE)
+        s->segs[m->prev].next = m->next;
+    else
+        s->fifo_head = m->next;
+    if (m->next != NONE)
+        s->segs[m->next].prev = m->prev;
+    else
+        s->fifo_tail = m->prev;
+    s->nsealed--;
+}
+
+static void free_locked(struct seg_store *s, uint32_t id) {
+    struct seg_meta *m = &s->segs[id];
+    atomic_store(&m->state, ST_FREE);
+    m->next = s->free_head;
+    s->free_head = id;
+    s->nfree++;
+}
+
+/*
+ * Unlinks every item of sealed segment id that the index still points at
+ * (each under its stripe), then frees the segment, or leaves it draining
+ * while readers hold it.  Pool lock held.
+ */
+static void clear_locked(struct seg_store *s, uint32_t id, bool expired) {
+    struct seg_meta *m = &s->segs[id];
+    fifo_unlink_locked(s, id);
+    atomic_store(&m->state, ST_DRAINING);
+    uint64_t items = 0;
+    for (uint32_t off = 0; off < m->write_off;) {
+        uint8_t klen;
+        uint32_t vlen;
+        uint64_t loc = loc_of(id, off);
+        size_t n = seg_hdr_span((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
+                                &klen, &vlen);
+        if (n == 0)
+            abort();                /* every reserved byte holds an item: a bug */
+        uint64_t hv = ht_hash(seg_base(s, id) + off + n, klen);
+        struct mtx *x = lock_of(s->locks, hv);
+        mtx_lock(x);
+        uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
+        if (slot != NULL) {
+            seg_index_remove_locked(s->ix, slot);
+            items++;
+        }
+        mtx_unlock(x);
+        off += (uint32_t)(n + klen + vlen);
+    }
+    atomic_store(&m->live_items, 0);
+    atomic_store(&m->live_bytes, 0);
+    if (expired) {
+        atomic_fetch_add(&s->expired_segments, 1);
+    } else {
+        atomic_fetch_add(&s->evicted_segments, 1);
+        atomic_fetch_add(&s->evicted_items, items);
+    }
+    if (atomic_load(&m->pins) == 0) {
+        free_locked(s, id);
+    } else {
+        m->next = s->draining;      /* seg_store_step frees it once released */
+        s->draining = id;
+    }
+}
+
+/* Frees draining segments nobody holds any more.  Pool lock held. */
+static void reap_locked(struct seg_store *s) {
+    uint32_t *p = &s->draining;
+    while (*p != NONE) {
+        uint32_t id = *p;
+        if (atomic_load(&s->segs[id].pins) == 0) {
+            *p = s->segs[id].next;
+            free_locked(s, id);
+        } else {
+            p = &s->segs[id].next;
+        }
+    }
+}
+
+/* The first sealed segment (in sealing order) nobody reads or writes: evicted.  Pool lock held. */
+static bool evict_locked(struct seg_store *s) {
+    for (uint32_t id = s->fifo_head; id != NONE; id = s->segs[id].next) {
+        struct seg_meta *m = &s->segs[id];
+        if (atomic_load(&m->pins) == 0 && atomic_load(&m->writers) == 0) {
+            clear_locked(s, id, false);
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * A free segment, evicting when there is none (an evicted segment that
+ * readers still pin drains instead of coming free: evict on).  Pool lock
+ * held.
+ */
+static uint32_t take_locked(struct seg_store *s) {
+    reap_locked(s);
+    while (s->free_head == NONE)
+        if (!evict_locked(s))
+            return NONE;
+    uint32_t id = s->free_head;
+    s->free_head = s->segs[id].next;
+    s->nfree--;
+    return id;
+}
+
+/*
+ * Reserves len bytes in the open segment of TTL bucket b, opening a new
+ * one when the tail is full (the old tail is sealed).  Holds the segment's
+ * writer count for the caller.  false when no segment could be had.
+ */
+static bool reserve(struct seg_store *s, unsigned b, uint32_t len, uint32_t *id, uint32_t *off) {
+    struct ttl_bucket *tb = &s->buckets[b];
+    for (;;) {
+        pthread_mutex_lock(&tb->lock);
+        uint32_t t = tb->tail;
+        if (t != NONE && s->segs[t].write_off + len <= s->cfg.seg_size) {
+            *id = t;
+            *off = s->segs[t].write_off;
+            s->segs[t].write_off += len;
+            atomic_fetch_add(&s->segs[t].writers, 1);
+            pthread_mutex_unlock(&tb->lock);
+            return true;
+        }
+        pthread_mutex_unlock(&tb->lock);
+        pthread_mutex_lock(&s->pool);
+        uint32_t n = take_locked(s);
+        if (n == NONE) {
+            pthread_mutex_unlock(&s->pool);
+            return false;
+        }
+        pthread_mutex_lock(&tb->lock);
+        if (tb->tail == t) {
+            struct seg_meta *m = &s->segs[n];
+            m->write_off = 0;
+            m->cas_base = atomic_load(&s->next_cas);
+            m->bucket = (uint16_t)b;
+            atomic_store(&m->max_exptime, 0);
+            atomic_store(&m->live_items, 0);
+            atomic_store(&m->live_bytes, 0);
+            atomic_store(&m->state, ST_OPEN);
+            if (t != NONE) {        /* seal the old tail: to the FIFO's end */
+                struct seg_meta *o = &s->segs[t];
+                atomic_store(&o->state, ST_SEALED);
+                o->next = NONE;
+                o->prev = s->fifo_tail;
+                if (s->fifo_tail != NONE)
+                    s->segs[s->fifo_tail].next = t;
+                else
+                    s->fifo_head = t;
+                s->fifo_tail = t;
+                s->nsealed++;
+            }
+            tb->tail = n;
+        } else {
+            free_locked(s, n);      /* another thread opened one meanwhile */
+        }
+        pthread_mutex_unlock(&tb->lock);
+        pthread_mutex_unlock(&s->pool);
+    }
+}
+
+static void raise_max_exptime(struct seg_meta *m, uint32_t exptime) {
+    uint32_t want = exptime == 0 ? NEVER : exptime;
+    uint32_t cur = atomic_load(&m->max_exptime);
+    while (cur < want && !atomic_compare_exchange_weak(&m->max_exptime, &cur, want))
+        ;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Items                                                                    */
+/* ---------------------------------------------------------------------- */
+
+static bool expired(struct seg_store *s, const struct seg_hdr *h) {
+    return h->exptime != 0 && h->exptime <= atomic_load(&s->now);
+}
+
+/* An item's bytes die: its segment's live count drops. */
+static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
+    struct seg_meta *m = &s->segs[loc >> OFF_BITS];
+    atomic_fetch_sub(&m->live_items, 1);
+    atomic_fetch_sub(&m->live_bytes, (int64_t)seg_item_len(h, m->cas_base));
+}
+
+/* The live slot of a key (an expired one found on the way is unlinked).  Stripe held. */
+static uint64_t *find_live(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
+                           struct seg_hdr *h) {
+    struct key_match km = {s, key, nkey};
+    uint64_t *slot = seg_index_find_locked(s->ix, hv, match_key, &km);
+    if (slot == NULL)
+        return NULL;
+    hdr_at(s, seg_index_loc(*slot), h);
+    if (expired(s, h)) {
+        kill(s, seg_index_loc(*slot), h);
+        seg_index_remove_locked(s->ix, slot);
+        return NULL;
+    }
+    return slot;
+}
+
+/*
+ * Writes and links one copy of key.  keep (non-NULL) is a touch's copy:
+ * stored only while the key still has that cas, with it (in 8 bytes: it
+ * may be older than the segment's base).  A cas that does not fit the
+ * 4-byte field reserved for it (2^32 stores while one segment was open)
+ * leaves those bytes dead and goes again with 8 (SEG_AGAIN).
+ */
+#define SEG_AGAIN ((enum seg_result)-1)
+static enum seg_result store(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
+                             const void *value, size_t nvalue, uint32_t cflags, uint32_t exptime,
+                             uint64_t cas_in, uint64_t *cas_out, const uint64_t *keep, bool wide) {
+    if (nkey == 0 || nkey > SEG_KEY_MAX || nvalue > UINT32_MAX)
+        return SEG_TOO_LARGE;
+    struct seg_hdr h = {.hflags = wide || keep != NULL ? SEG_F_CAS64 : 0, .klen = (uint8_t)nkey,
+                        .vlen = (uint32_t)nvalue, .exptime = exptime, .cflags = cflags};
+    size_t len = seg_item_len(&h, 0);
+    if (len > s->cfg.seg_size)
+        return SEG_TOO_LARGE;
+    uint32_t id, off;
+    if (!reserve(s, ttl_bucket_of(s, exptime), (uint32_t)len, &id, &off))
+        return SEG_NO_MEMORY;
+    struct seg_meta *m = &s->segs[id];
+    uint8_t *at = (uint8_t *)seg_base(s, id) + off;
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(s->locks, hv);
+    mtx_lock(x);
+    struct seg_hdr old;
+    uint64_t *slot = find_live(s, hv, key, nkey, &old);
+    enum seg_result r = SEG_STORED;
+    if (keep != NULL)
+        r = slot == NULL || old.cas != *keep ? SEG_NOT_FOUND : SEG_STORED;
+    else if (op == SEG_ADD && slot != NULL)
+        r = SEG_NOT_STORED;
+    else if (op == SEG_REPLACE && slot == NULL)
+        r = SEG_NOT_STORED;
+    else if (op == SEG_CAS)
+        r = slot == NULL ? SEG_NOT_FOUND : old.cas != cas_in ? SEG_EXISTS : SEG_STORED;
+    h.cas = r != SEG_STORED ? m->cas_base
+            : keep != NULL  ? *keep
+                            : atomic_fetch_add(&s->next_cas, 1);
+    if (seg_hdr_len(&h, m->cas_base) != seg_hdr_len(&h, 0)) {
+        h.cas = m->cas_base;        /* dead bytes, then again with an 8-byte cas */
+        r = r == SEG_STORED ? SEG_AGAIN : r;
+    }
+    size_t n = seg_hdr_encode(at, &h, m->cas_base);
+    memcpy(at + n, key, nkey);
+    memcpy(at + n + nkey, value, nvalue);
+    uint64_t loc = loc_of(id, off);
+    if (r == SEG_STORED) {
+        if (slot != NULL) {
+            kill(s, seg_index_loc(*slot), &old);
+            seg_index_move_locked(slot, loc);
+        } else if (!seg_index_insert_locked(s->ix, hv, loc)) {
+            r = SEG_NO_MEMORY;
+        }
+    }
+    if (r == SEG_STORED) {
+        atomic_fetch_add(&m->live_items, 1);
+        atomic_fetch_add(&m->live_bytes, (int64_t)len);
+        raise_max_exptime(m, exptime);
+        if (cas_out != NULL)
+            *cas_out = h.cas;
+    }
+    mtx_unlock(x);
+    atomic_fetch_sub(&m->writers, 1);
+    return r;
+}
+
+enum seg_result seg_store_set(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
+                              const void *value, size_t nvalue, uint32_t cflags,
+                              uint32_t exptime, uint64_t cas_in, uint64_t *cas_out) {
+    enum seg_result r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out,
+                              NULL, false);
+    if (r == SEG_AGAIN)
+        r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out, NULL, true);
+    return r;
+}
+
+bool seg_store_get(struct seg_store *s, const char *key, size_t nkey, struct seg_ref *ref) {
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(s->locks, hv);
+    mtx_lock(x);
+    uint64_t *slot = find_live(s, hv, key, nkey, &ref->h);
+    if (slot != NULL) {
+        uint64_t loc = seg_index_loc(*slot);
+        uint32_t id = (uint32_t)(loc >> OFF_BITS);
+        uint8_t *it = (uint8_t *)seg_base(s, id) + (loc & (SEG_SIZE_MAX - 1));
+        atomic_fetch_add(&s->segs[id].pins, 1);
+        seg_hdr_set_state(it, SEG_F_FETCHED, 0);
+        size_t n = seg_hdr_len(&ref->h, s->segs[id].cas_base);
+        ref->seg = id;
+        ref->key = (const char *)it + n;
+        ref->value = ref->key + ref->h.klen;
+    }
+    mtx_unlock(x);
+    return slot != NULL;
+}
+
+void seg_store_release(struct seg_store *s, struct seg_ref *ref) {
+    atomic_fetch_sub(&s->segs[ref->seg].pins, 1);
+}
+
+enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nkey) {
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(s->locks, hv);
+    mtx_lock(x);
+    struct seg_hdr h;
+    uint64_t *slot = find_live(s, hv, key, nkey, &h);
+    if (slot != NULL) {
+        kill(s, seg_index_loc(*slot), &h);
+        seg_index_remove_locked(s->ix, slot);
+    }
+    mtx_unlock(x);
+    return slot != NULL ? SEG_DELETED : SEG_NOT_FOUND;
+}
+
+enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
+                                uint32_t exptime) {
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(s->locks, hv);
+    mtx_lock(x);
+    struct seg_hdr h;
+    uint64_t *slot = find_live(s, hv, key, nkey, &h);
+    if (slot == NULL) {
+        mtx_unlock(x);
+        return SEG_NOT_FOUND;
+    }
+    uint64_t loc = seg_index_loc(*slot);
+    struct seg_meta *m = &s->segs[loc >> OFF_BITS];
+    if (seg_hdr_set_exptime((uint8_t *)seg_base(s, (uint32_t)(loc >> OFF_BITS)) +
+                                (loc & (SEG_SIZE_MAX - 1)),
+                            &h, exptime)) {
+        raise_max_exptime(m, exptime);
+        mtx_unlock(x);
+        return SEG_TOUCHED;
+    }
+    mtx_unlock(x);
+    /* no exptime field to write: a copy with it, kept only if nothing changed meanwhile */
+    struct seg_ref ref;
+    if (!seg_store_get(s, key, nkey, &ref))
+        return SEG_NOT_FOUND;
+    uint64_t cas = ref.h.cas;
+    enum seg_result r = store(s, SEG_SET, key, nkey, ref.value, ref.h.vlen, ref.h.cflags, exptime,
+                              0, NULL, &cas, true);
+    seg_store_release(s, &ref);
+    return r == SEG_STORED ? SEG_TOUCHED : r;
+}
+
+unsigned seg_store_step(struct seg_store *s, unsigned budget) {
+    unsigned done = 0;
+    uint32_t now = atomic_load(&s->now);
+    pthread_mutex_lock(&s->pool);
+    reap_locked(s);
+    for (uint32_t id = s->fifo_head; id != NONE && done < budget;) {
+        struct seg_meta *m = &s->segs[id];
+        uint32_t next = m->next;
+        uint32_t mx = atomic_load(&m->max_exptime);
+        if (mx != NEVER && mx <= now && atomic_load(&m->writers) == 0 &&
+            atomic_load(&m->pins) == 0) {
+            clear_locked(s, id, true);
+            done++;
+        }
+        id = next;
+    }
+    pthread_mutex_unlock(&s->pool);
+    seg_index_step(s->ix, 64);
+    return done;
+}
+
+void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
+    *out = (struct seg_stats){.segments = s->nseg};
+    pthread_mutex_lock(&s->pool);
+    out->free = s->nfree;
+    out->sealed = s->nsealed;
+    for (uint32_t i = 0; i < s->nseg; i++) {
+        struct seg_meta *m = &s->segs[i];
+        if (atomic_load(&m->state) == ST_FREE)
+            continue;
+        out->live_items += (uint64_t)atomic_load(&m->live_items);
+        out->live_bytes += (uint64_t)atomic_load(&m->live_bytes);
+        out->written_bytes += m->write_off;
+    }
+    pthread_mutex_unlock(&s->pool);
+    out->evicted_segments = atomic_load(&s->evicted_segments);
+    out->evicted_items = atomic_load(&s->evicted_items);
+    out->expired_segments = atomic_load(&s->expired_segments);
+    struct seg_index_stats is;
+    seg_index_stats(s->ix, &is);
+    out->index_bytes = is.bytes;
+}

@@ -1,0 +1,112 @@
+/*
+ * seg.h -- the segment store: items packed back to back in fixed-size
+ * segments cut from the memory limit, found through seg_index, evicted and
+ * expired a segment at a time (Segcache, NSDI'21), with memcached's exact
+ * per-item CAS, exptime and flags (seg_item.h).  It will be the engine's
+ * second back end (-o storage=seg); for now it stands alone with its own
+ * small API and tests.
+ *
+ *   set(key) --reserve--> TTL bucket's open segment (a new one from the
+ *      |                  free pool when full; the pool evicts when empty)
+ *      | write header, key, value into the reserved bytes
+ *      v
+ *   under the key's stripe: the op's rule (add, replace, cas), cas from the
+ *   store's counter, the index entry set or moved; the old copy's bytes die
+ *
+ *   get(key) -- stripe --> index --> header: expired? --> pin the segment
+ *               (the reference keeps the value in place until released)
+ *
+ *   eviction (FIFO): the sealed segment sealed first and not pinned: each
+ *   item the index still points at is unlinked (under its stripe), then
+ *   the segment goes back to the pool.  Expiry: a sealed segment whose
+ *   latest exptime has passed goes the same way (seg_store_step).
+ *
+ * Segments are grouped by TTL (Segcache's 1024 buckets: 8 s steps up to
+ * 2047 s, then 128 s, 2048 s, 32768 s), so one segment's items expire
+ * close together and whole segments go at once.
+ *
+ * Locks, always taken in this order and never the other way: the pool
+ * (segment lists, eviction), then a TTL bucket or a key's stripe.  A store
+ * reserves its bytes holding no stripe; eviction holds the pool and takes
+ * stripes one at a time.  Readers pin segments (an atomic count) under
+ * the key's stripe; a segment with pins is never reused: eviction skips it
+ * and comes back for it later.
+ */
+#ifndef CELLAR_STORAGE_SEG_H
+#define CELLAR_STORAGE_SEG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/seg_item.h"
+
+struct seg_store;
+
+struct seg_config {
+    size_t mem_limit;           /* bytes of segments (-m) */
+    uint32_t seg_size;          /* bytes a segment (1 MiB) */
+    unsigned lock_power;        /* log2 key stripes (12) */
+    unsigned index_power;       /* log2 initial index buckets (12) */
+};
+
+void seg_config_defaults(struct seg_config *cfg);
+
+/* NULL (err filled) when the configuration is invalid or memory short. */
+struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size_t errlen);
+void seg_store_destroy(struct seg_store **s);
+
+/* The clock, unix seconds; exptimes below are absolute in the same seconds (0: never). */
+void seg_store_clock_set(struct seg_store *s, uint32_t now);
+
+/* A pinned item: valid until seg_store_release(). */
+struct seg_ref {
+    struct seg_hdr h;
+    const char *key;
+    const char *value;
+    uint32_t seg;
+};
+
+enum seg_op { SEG_SET, SEG_ADD, SEG_REPLACE, SEG_CAS };
+
+enum seg_result {
+    SEG_STORED,
+    SEG_NOT_STORED,             /* add: present; replace: missing */
+    SEG_EXISTS,                 /* cas: another cas */
+    SEG_NOT_FOUND,              /* cas, delete, touch: missing */
+    SEG_TOO_LARGE,              /* larger than a segment */
+    SEG_NO_MEMORY,              /* every segment pinned or being written */
+    SEG_DELETED,
+    SEG_TOUCHED,
+};
+
+enum seg_result seg_store_set(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
+                              const void *value, size_t nvalue, uint32_t cflags,
+                              uint32_t exptime, uint64_t cas_in, uint64_t *cas_out);
+
+/*
+ * true with *ref pinned on a hit.  ref->h is the header as found (SEG_F_FETCHED
+ * says whether it was read before: meta's h); the item is then marked fetched.
+ */
+bool seg_store_get(struct seg_store *s, const char *key, size_t nkey, struct seg_ref *ref);
+void seg_store_release(struct seg_store *s, struct seg_ref *ref);
+
+enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nkey);
+
+/* New exptime: in place when the item has an exptime field (or both are "never"), else a copy. */
+enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
+                                uint32_t exptime);
+
+/* Up to budget segments expired whole; returns how many. */
+unsigned seg_store_step(struct seg_store *s, unsigned budget);
+
+struct seg_stats {
+    uint64_t segments, free, sealed;
+    uint64_t live_items, live_bytes;    /* what the index points at */
+    uint64_t written_bytes;             /* reserved in segments not free */
+    uint64_t evicted_segments, evicted_items, expired_segments;
+    uint64_t index_bytes;
+};
+void seg_store_stats(struct seg_store *s, struct seg_stats *out);
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * test_seg.c -- the segment store: memcached's store rules and exact CAS,
+ * touch in place and by copy, items expiring one by one and segments
+ * expiring whole, FIFO eviction a segment at a time, a property test
+ * against a reference map under churn (no dead item ever served; without
+ * eviction no live item lost; with it, no more lost than evicted), and
+ * threads storing and reading while segments are evicted under them.
+ */
+#include "harness.h"
+#include "storage/seg.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K(s) s, sizeof(s) - 1
+
+static struct seg_store *mk(size_t mem, uint32_t seg_size) {
+    struct seg_config c;
+    seg_config_defaults(&c);
+    c.mem_limit = mem;
+    c.seg_size = seg_size;
+    c.lock_power = 4;
+    c.index_power = 4;
+    char err[128];
+    struct seg_store *s = seg_store_create(&c, err, sizeof(err));
+    if (s == NULL)
+        fprintf(stderr, "seg_store_create: %s\n", err);
+    else
+        seg_store_clock_set(s, 1000000);
+    return s;
+}
+
+static bool get_is(struct seg_store *s, const char *key, const char *want) {
+    struct seg_ref r;
+    if (!seg_store_get(s, key, strlen(key), &r))
+        return want == NULL;
+    bool ok = want != NULL && r.h.vlen == strlen(want) && memcmp(r.value, want, r.h.vlen) == 0 &&
+              r.h.klen == strlen(key) && memcmp(r.key, key, r.h.klen) == 0;
+    seg_store_release(s, &r);
+    return ok;
+}
+
+TEST(store_rules_and_cas) {
+    struct seg_store *s = mk(1 << 20, 64 << 10);
+    ASSERT(s != NULL);
+    uint64_t c1, c2, c3;
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("a"), K("one"), 5, 0, 0, &c1), SEG_STORED);
+    ASSERT(get_is(s, "a", "one"));
+    ASSERT_EQ(seg_store_set(s, SEG_ADD, K("a"), K("two"), 0, 0, 0, NULL), SEG_NOT_STORED);
+    ASSERT_EQ(seg_store_set(s, SEG_REPLACE, K("b"), K("two"), 0, 0, 0, NULL), SEG_NOT_STORED);
+    ASSERT(get_is(s, "b", NULL));
+    ASSERT_EQ(seg_store_set(s, SEG_REPLACE, K("a"), K("two"), 0, 0, 0, &c2), SEG_STORED);
+    ASSERT(c2 > c1);
+    ASSERT_EQ(seg_store_set(s, SEG_CAS, K("a"), K("three"), 0, 0, c1, NULL), SEG_EXISTS);
+    ASSERT_EQ(seg_store_set(s, SEG_CAS, K("zz"), K("three"), 0, 0, c2, NULL), SEG_NOT_FOUND);
+    ASSERT_EQ(seg_store_set(s, SEG_CAS, K("a"), K("three"), 7, 0, c2, &c3), SEG_STORED);
+    ASSERT(c3 > c2);
+    struct seg_ref r;
+    ASSERT(seg_store_get(s, K("a"), &r));
+    ASSERT_EQ(r.h.cas, c3);
+    ASSERT_EQ(r.h.cflags, 7);
+    ASSERT(!(r.h.hflags & SEG_F_FETCHED));      /* not read before this */
+    seg_store_release(s, &r);
+    ASSERT(seg_store_get(s, K("a"), &r));
+    ASSERT(r.h.hflags & SEG_F_FETCHED);
+    seg_store_release(s, &r);
+    ASSERT_EQ(seg_store_delete(s, K("a")), SEG_DELETED);
+    ASSERT_EQ(seg_store_delete(s, K("a")), SEG_NOT_FOUND);
+    ASSERT(get_is(s, "a", NULL));
+    ASSERT_EQ(seg_store_set(s, SEG_ADD, K("a"), K("four"), 0, 0, 0, NULL), SEG_STORED);
+    char big[70000];
+    memset(big, 'x', sizeof(big));
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), big, sizeof(big), 0, 0, 0, NULL),
+              SEG_TOO_LARGE);
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.live_items, 1);
+    seg_store_destroy(&s);
+}
+
+TEST(expiry_per_item_and_per_segment) {
+    struct seg_store *s = mk(1 << 20, 64 << 10);
+    uint32_t now = 1000000;
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("short"), K("v"), 0, now + 10, 0, NULL), SEG_STORED);
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("long"), K("v"), 0, now + 5000, 0, NULL), SEG_STORED);
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("never"), K("v"), 0, 0, 0, NULL), SEG_STORED);
+    /* touch: in place when the item has an exptime, by copy when it has none */
+    ASSERT_EQ(seg_store_touch(s, K("long"), now + 6000), SEG_TOUCHED);
+    ASSERT_EQ(seg_store_touch(s, K("never"), now + 20), SEG_TOUCHED);
+    ASSERT_EQ(seg_store_touch(s, K("nobody"), now + 20), SEG_NOT_FOUND);
+    struct seg_ref r;
+    ASSERT(seg_store_get(s, K("never"), &r));
+    ASSERT_EQ(r.h.exptime, now + 20);
+    uint64_t cas_never = r.h.cas;
+    seg_store_release(s, &r);
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("other"), K("v"), 0, 0, 0, NULL), SEG_STORED);
+    ASSERT(seg_store_get(s, K("never"), &r));   /* the copy kept its cas */
+    ASSERT_EQ(r.h.cas, cas_never);
+    seg_store_release(s, &r);
+    seg_store_clock_set(s, now + 10);
+    ASSERT(get_is(s, "short", NULL));           /* exact: gone at its second */
+    ASSERT(get_is(s, "never", "v"));
+    seg_store_clock_set(s, now + 21);
+    ASSERT(get_is(s, "never", NULL));
+    ASSERT(get_is(s, "long", "v"));
+    /* segments: fill the 10-second bucket past one segment, let it all expire */
+    char val[1000];
+    memset(val, 'e', sizeof(val));
+    now += 21;
+    for (int i = 0; i < 200; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "e%d", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, now + 10, 0,
+                                NULL), SEG_STORED);
+    }
+    struct seg_stats before, after;
+    seg_store_stats(s, &before);
+    ASSERT(before.sealed >= 2);
+    seg_store_clock_set(s, now + 11);
+    ASSERT(seg_store_step(s, 100) >= 2);
+    seg_store_stats(s, &after);
+    ASSERT(after.expired_segments >= 2);
+    ASSERT(after.free > before.free);
+    ASSERT(get_is(s, "long", "v"));
+    seg_store_destroy(&s);
+}
+
+TEST(fifo_eviction_a_segment_at_a_time) {
+    struct seg_store *s = mk(8 * (64 << 10), 64 << 10);     /* 8 segments */
+    char val[1000];
+    memset(val, 'f', sizeof(val));
+    for (int i = 0; i < 2000; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "f%d", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
+                  SEG_STORED);
+    }
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    ASSERT(st.evicted_segments > 0);
+    ASSERT_EQ(st.live_items + st.evicted_items, 2000);
+    struct seg_ref r;
+    ASSERT(seg_store_get(s, K("f1999"), &r));   /* the newest are kept, the oldest gone */
+    seg_store_release(s, &r);
+    ASSERT(!seg_store_get(s, K("f0"), &r));
+    /* a pinned segment is skipped, not waited on, and freed once released */
+    char k0[16];
+    int oldest = (int)st.evicted_items;
+    snprintf(k0, sizeof(k0), "f%d", oldest);
+    ASSERT(seg_store_get(s, k0, strlen(k0), &r));
+    for (int i = 2000; i < 2300; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "f%d", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
+                  SEG_STORED);
+    }
+    ASSERT(memcmp(r.value, val, sizeof(val)) == 0 && r.h.klen == strlen(k0) &&
+           memcmp(r.key, k0, r.h.klen) == 0);   /* still readable while held */
+    seg_store_release(s, &r);
+    seg_store_step(s, 10);
+    seg_store_destroy(&s);
+}
+
+/* Random operations against a reference map. */
+struct ref_item {
+    bool live;
+    uint64_t cas;
+    uint32_t exptime;
+    uint32_t len;
+    char fill;
+};
+
+static void property(size_t mem, int ops, bool evicting, int *th_failed) {
+    enum { KEYS = 3000 };
+    struct seg_store *s = mk(mem, 64 << 10);
+    static struct ref_item ref[KEYS];
+    memset(ref, 0, sizeof(ref));
+    static char val[4096], got[4096];
+    uint32_t now = 1000000;
+    uint64_t rng = 7, lost = 0;
+    for (int op = 0; op < ops; op++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        unsigned k = (unsigned)(rng >> 33) % KEYS, what = (unsigned)(rng >> 20) % 100;
+        char key[16];
+        int nk = snprintf(key, sizeof(key), "k%u", k);
+        struct ref_item *ri = &ref[k];
+        if (ri->live && ri->exptime && ri->exptime <= now)
+            ri->live = false;
+        if (what < 40) {                        /* set / add / replace / cas */
+            uint32_t len = (uint32_t)(rng >> 40) % 3000;
+            char fill = (char)('a' + op % 26);
+            memset(val, fill, len);
+            uint32_t exp = (rng >> 50) % 4 == 0 ? now + 1 + (uint32_t)(rng >> 55) % 30 : 0;
+            enum seg_op o = what < 25 ? SEG_SET : what < 30 ? SEG_ADD : what < 35 ? SEG_REPLACE
+                                                                                : SEG_CAS;
+            uint64_t cas_in = ri->live && (rng & 1) ? ri->cas : ri->cas + 1, cas = 0;
+            enum seg_result r = seg_store_set(s, o, key, (size_t)nk, val, len, 0, exp, cas_in,
+                                              &cas);
+            if (r == SEG_STORED) {
+                if (ri->live && cas <= ri->cas)
+                    TH_FAIL("op %d: cas %llu after %llu", op, (unsigned long long)cas,
+                            (unsigned long long)ri->cas);
+                *ri = (struct ref_item){true, cas, exp, len, fill};
+            } else if (r == SEG_NO_MEMORY || r == SEG_TOO_LARGE) {
+                TH_FAIL("op %d: result %d", op, r);
+            }
+        } else if (what < 50) {
+            if (seg_store_delete(s, key, (size_t)nk) == SEG_DELETED && !ri->live)
+                TH_FAIL("op %d: deleted a dead key", op);
+            ri->live = false;
+        } else if (what < 55) {
+            uint32_t exp = now + 1 + (uint32_t)(rng >> 45) % 40;
+            enum seg_result r = seg_store_touch(s, key, (size_t)nk, exp);
+            if (r == SEG_TOUCHED) {
+                if (!ri->live)
+                    TH_FAIL("op %d: touched a dead key", op);
+                ri->exptime = exp;
+            }
+        } else if (what < 98) {
+            struct seg_ref r;
+            if (seg_store_get(s, key, (size_t)nk, &r)) {
+                memcpy(got, r.value, r.h.vlen);
+                bool ok = ri->live && r.h.cas == ri->cas && r.h.vlen == ri->len &&
+                          (ri->len == 0 || (got[0] == ri->fill && got[ri->len - 1] == ri->fill));
+                seg_store_release(s, &r);
+                if (!ok) {
+                    TH_FAIL("op %d: key %u served a dead or wrong item", op, k);
+                    break;
+                }
+            } else if (ri->live) {
+                if (!evicting) {
+                    TH_FAIL("op %d: live key %u lost", op, k);
+                    break;
+                }
+                ri->live = false;
+                lost++;
+            }
+        } else {
+            now += 1 + (uint32_t)(rng >> 40) % 3;
+            seg_store_clock_set(s, now);
+            seg_store_step(s, 4);
+        }
+    }
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    if (lost > st.evicted_items)
+        TH_FAIL("%llu live keys lost, %llu evicted", (unsigned long long)lost,
+                (unsigned long long)st.evicted_items);
+    if (evicting && st.evicted_segments == 0)
+        TH_FAIL("no eviction under churn");
+    if (st.written_bytes > st.segments * (64 << 10))
+        TH_FAIL("memory bound");
+    seg_store_destroy(&s);
+}
+
+TEST(property_without_eviction) { property((size_t)64 << 20, 300000, false, th_failed); }
+TEST(property_with_eviction) { property((size_t)16 * (64 << 10), 300000, true, th_failed); }
+
+/* Threads: values name their keys, so a wrong or torn item is seen. */
+struct worker {
+    struct seg_store *s;
+    int id, errors;
+};
+
+static void *work(void *arg) {
+    struct worker *w = arg;
+    char key[24], val[600];
+    uint64_t rng = (uint64_t)w->id * 77 + 1;
+    for (int op = 0; op < 100000; op++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        int nk = snprintf(key, sizeof(key), "t%d-%u", w->id, (unsigned)(rng >> 40) % 500);
+        unsigned what = (unsigned)(rng >> 20) % 10;
+        if (what < 3) {
+            size_t len = 20 + (rng >> 50) % 500;
+            for (size_t i = 0; i < len; i++)
+                val[i] = key[i % (size_t)nk];
+            seg_store_set(w->s, SEG_SET, key, (size_t)nk, val, len, 0, 0, 0, NULL);
+        } else if (what < 4) {
+            seg_store_delete(w->s, key, (size_t)nk);
+        } else {
+            struct seg_ref r;
+            if (seg_store_get(w->s, key, (size_t)nk, &r)) {
+                for (uint32_t i = 0; i < r.h.vlen; i++)
+                    if (r.value[i] != key[i % (size_t)nk]) {
+                        w->errors++;
+                        break;
+                    }
+                if (r.h.klen != (unsigned)nk || memcmp(r.key, key, (size_t)nk) != 0)
+                    w->errors++;
+                seg_store_release(w->s, &r);
+            }
+        }
+    }
+    return NULL;
+}
+
+static _Atomic int stepping;
+
+static void *stepper(void *arg) {
+    while (atomic_load(&stepping))
+        seg_store_step(arg, 4);
+    return NULL;
+}
+
+TEST(threads_with_eviction) {
+    struct seg_store *s = mk(12 * (64 << 10), 64 << 10);
+    struct worker w[4];
+    pthread_t t[4], st;
+    atomic_store(&stepping, 1);
+    pthread_create(&st, NULL, stepper, s);
+    for (int i = 0; i < 4; i++) {
+        w[i] = (struct worker){.s = s, .id = i};
+        pthread_create(&t[i], NULL, work, &w[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    atomic_store(&stepping, 0);
+    pthread_join(st, NULL);
+    struct seg_stats ss;
+    seg_store_stats(s, &ss);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(w[i].errors, 0);
+    ASSERT(ss.evicted_segments > 0);
+    seg_store_destroy(&s);
+}
+
+int main(void) { return RUN_TESTS(); }
