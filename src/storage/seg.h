@@ -32,6 +32,24 @@
  * the key's stripe; a segment with pins is never reused: eviction skips it
  * and comes back for it later.
  */
+/*
+ * How the engine API will reach it (the plan for -o storage=seg; not built
+ * yet).  engine.c keeps one API and branches once per call on the back end
+ * (a predictable branch; no function-pointer table, so link-time
+ * optimisation still inlines the slab path).  Callers hold `struct item *`
+ * references and read them with item.h's inline accessors; the segment
+ * back end hands out *views*: a struct item allocated per reference (from
+ * a per-thread cache), its header fields filled from the segment's item,
+ * its data[] holding a copy of the key and, for a value under a threshold
+ * (~1 KiB), of the value too.  A larger value stays in the segment: the
+ * view is marked ITEM_CHAINED, so item_value_flat() answers NULL and
+ * callers already go through engine_item_iov(), which returns the
+ * segment's bytes; the view holds a pin until its last unref.  So the
+ * slab path and the accessors do not change, and the server cannot tell
+ * the back ends apart.  engine_item_alloc() gives a staging view that
+ * engine_store() copies into a segment (a later step can reserve the
+ * segment bytes at alloc and read the value straight into them).
+ */
 #ifndef CELLAR_STORAGE_SEG_H
 #define CELLAR_STORAGE_SEG_H
 
