@@ -143,6 +143,14 @@ bench-router:
 bench-lookaside:
 	bench/lookaside/run
 
+# bench/segmem: the segment store's bytes per item at the reference load, on the store alone
+# (issue 18, until the store is behind the engine API and bench/compare can measure it).
+.PHONY: bench-segmem
+$(B)/segmem: bench/segmem/segmem.c $(STORAGE_A) $(CORE_A)
+	$(CC) $(CFLAGS) -o $@ $< $(STORAGE_A) $(CORE_A) $(LDFLAGS) $(LDLIBS)
+bench-segmem: $(B)/segmem
+	$(B)/segmem
+
 # The benchmarks' null server: one self-contained file, built by bench/compare.
 $(B)/null_server: bench/null_server.c
 	@mkdir -p $(@D)
