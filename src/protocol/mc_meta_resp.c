@@ -115,37 +115,14 @@ static void resp_clear(struct mc_meta_resp *r) {
     r->need = 0;
 }
 
-/*
- * Where an ME line ends: memcached 1.6.18 prints the key raw when its item
- * lost the base64 bit (made by mg N, ma N or an append), so the key may
- * hold "\n" or even "\r\n"; the line ends at the first "\r\n" right after
- * "size=<digits>", the field memcached and cellard print last.  The "\r",
- * or NULL when no such end is in buf[0, scan).
- */
-static const char *me_line_end(const char *buf, size_t scan) {
-    const char *p = buf, *lim = buf + scan;
-    while ((p = memmem(p, (size_t)(lim - p), "\r\n", 2)) != NULL) {
-        const char *d = p;
-        while (d > buf && d[-1] >= '0' && d[-1] <= '9')
-            d--;
-        if (d < p && d - buf >= 5 && memcmp(d - 5, "size=", 5) == 0)
-            return p;
-        p += 2;
-    }
-    return NULL;
-}
-
 enum mc_parse mc_meta_parse_resp(struct mc_meta_resp *r, const char *buf, size_t len,
                                  size_t *consumed) {
     *consumed = 0;                  /* NEED_MORE and ERROR consume nothing */
     resp_clear(r);
     size_t scan = len < MC_META_RESP_LINE_MAX ? len : MC_META_RESP_LINE_MAX;
-    bool me = len >= 3 && memcmp(buf, "ME ", 3) == 0;
-    const char *nl = me ? me_line_end(buf, scan) : memchr(buf, '\n', scan);
+    const char *nl = memchr(buf, '\n', scan);
     if (nl == NULL)
         return len >= MC_META_RESP_LINE_MAX ? MC_PARSE_ERROR : MC_PARSE_NEED_MORE;
-    if (me)
-        nl++;                       /* on the "\n" of its "\r\n" */
     size_t next = (size_t)(nl - buf) + 1;
     const char *end = nl;
     if (end > buf && end[-1] == '\r')

@@ -507,6 +507,59 @@ static bool map_reply(struct msg_reply *r, const struct msg *m, const struct mc_
     return true;
 }
 
+/*
+ * me's answer, "ME <key> exp=... size=<n>\r\n".  memcached prints the key
+ * raw when its item lost the base64 bit, so a key sent with b may come
+ * back holding spaces, CR or LF; cutting the line at its first LF would
+ * let a crafted key pass the rest off as the next request's reply.  So the
+ * line is read past the key this request named, in any of the forms it
+ * can be printed (as sent, decoded, in base64: an item stored under a
+ * base64 key prints it so even to a plain `me`), and ends at the
+ * first CR LF after it.  ERROR when no form fits.
+ */
+static enum mc_parse me_parse(struct msg_reply *r, const struct msg *m, const char *buf,
+                              size_t len, size_t *consumed) {
+    char raw[MC_KEY_MAX + 4], canon[2 * MC_KEY_MAX + 8];
+    struct mc_span forms[3] = {m->key};
+    int nforms = 1;
+    struct mc_span k = m->key;      /* the key itself: decoded when sent with b */
+    if (m->meta_flags.len && memchr(m->meta_flags.p, 'b', m->meta_flags.len)) {
+        if (m->key.len > MSG_META_B64_KEY_MAX)
+            return MC_PARSE_ERROR;
+        k = (struct mc_span){raw, mc_meta_b64_decode(m->key.p, m->key.len, raw)};
+        forms[nforms++] = k;
+    }
+    /* an item stored under a base64 key prints it in base64, whatever this request sent */
+    if (k.len <= MC_KEY_MAX)
+        forms[nforms++] = (struct mc_span){canon, mc_meta_b64_encode(k.p, k.len, canon)};
+    size_t scan = len < MC_META_RESP_LINE_MAX ? len : MC_META_RESP_LINE_MAX;
+    bool partial = false;
+    for (int i = 0; i < nforms; i++) {
+        size_t head = 3 + forms[i].len + 5;         /* "ME " key " exp=" */
+        char want[3 + 2 * MC_KEY_MAX + 8 + 5];
+        memcpy(want, "ME ", 3);
+        memcpy(want + 3, forms[i].p, forms[i].len);
+        memcpy(want + 3 + forms[i].len, " exp=", 5);
+        if (memcmp(buf, want, len < head ? len : head) != 0)
+            continue;
+        if (len < head) {
+            partial = true;
+            continue;
+        }
+        const char *crlf = memmem(buf + head, scan - head, "\r\n", 2);
+        if (crlf == NULL) {
+            partial = true;
+            continue;
+        }
+        *r = (struct msg_reply){.ttl = -1, .res = MSG_RES_META};
+        memcpy(r->code, "ME", 2);
+        r->msg = (struct mc_span){buf + 3, (size_t)(crlf - buf - 3)};
+        *consumed = (size_t)(crlf + 2 - buf);
+        return MC_PARSE_OK;
+    }
+    return partial && len < MC_META_RESP_LINE_MAX ? MC_PARSE_NEED_MORE : MC_PARSE_ERROR;
+}
+
 static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
                                 const char *buf, size_t len, size_t *consumed) {
     if (m->op == MSG_STATS)         /* the text command, and its text reply */
@@ -515,6 +568,12 @@ static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32
         return msg_wire_text.parse(r, m, opaque, buf, len, consumed);
     *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
+    if (m->op == MSG_META && m->meta_cmd == 'e' && len >= 3 && memcmp(buf, "ME ", 3) == 0) {
+        enum mc_parse rc = me_parse(r, m, buf, len, consumed);
+        if (rc != MC_PARSE_OK)
+            *r = (struct msg_reply){.ttl = -1};
+        return rc;
+    }
     struct mc_meta_resp e;
     size_t n = 0;
     enum mc_parse rc = mc_meta_parse_resp(&e, buf, len, &n);

@@ -661,4 +661,58 @@ TEST(raw_meta) {
     ASSERT_EQ(W->parse(&r, &m, 0, "OK\r\n", 4, &used), MC_PARSE_ERROR);
 }
 
+/*
+ * me's answer is read past the key the request named: memcached prints a
+ * key raw when its item lost the base64 bit, CR LF and all, so a crafted
+ * key must not end the line early and pass the rest off as the next reply.
+ */
+TEST(me_reply_read_past_its_key) {
+#define ME_ROW(k, f, in, ok) {k, f, in, sizeof(in) - 1, ok}
+    static const struct {
+        const char *key, *flags, *in;
+        size_t len;
+        bool ok;                /* false: an error */
+    } rows[] = {
+        /* observed: "me pTNS3gryTdQ59S8r/A== b" on an item made by mg ... b N30 */
+        ME_ROW("pTNS3gryTdQ59S8r/A==", "b",
+               "ME \xa5\x33R\xde\n\xf2M\xd4" "9\xf5/+\xfc exp=-1 la=0 cas=1 fetch=no cls=1 size=74\r\n",
+               true),
+        /* the same key printed in base64 (the item kept its bit) */
+        ME_ROW("pTNS3gryTdQ59S8r/A==", "b",
+               "ME pTNS3gryTdQ59S8r/A== exp=-1 la=0 cas=1 fetch=no cls=1 size=74\r\n", true),
+        /* a key holding "size=1\r\nVA 41\r\n": one line, whatever it holds */
+        ME_ROW("eCBzaXplPTENClZBIDQxDQo=", "b",
+               "ME x size=1\r\nVA 41\r\n exp=-1 la=0 cas=2 fetch=no cls=1 size=70\r\n", true),
+        ME_ROW("plain", "", "ME plain exp=-1 la=0 cas=3 fetch=no cls=1 size=60\r\n", true),
+        /* another key's line: not this request's answer */
+        ME_ROW("plain", "", "ME other exp=-1 la=0 cas=3 fetch=no cls=1 size=60\r\n", false),
+    };
+#undef ME_ROW
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct msg m = {.op = MSG_META, .meta_cmd = 'e',
+                        .key = {rows[i].key, strlen(rows[i].key)},
+                        .meta_flags = {rows[i].flags, strlen(rows[i].flags)}};
+        char *copy = malloc(rows[i].len);
+        memcpy(copy, rows[i].in, rows[i].len);
+        struct msg_reply r;
+        size_t used = 12345;
+        enum mc_parse rc = msg_wire_meta.parse(&r, &m, 0, copy, rows[i].len, &used);
+        if (!rows[i].ok) {
+            if (rc != MC_PARSE_ERROR || used != 0)
+                TH_FAIL("row %zu: rc %d", i, rc);
+        } else if (rc != MC_PARSE_OK || used != rows[i].len || r.res != MSG_RES_META ||
+                   memcmp(r.code, "ME", 2) != 0 || r.msg.len != rows[i].len - 5 ||
+                   r.msg.p != copy + 3) {
+            TH_FAIL("row %zu: rc %d used %zu msg %zu", i, rc, used, r.msg.len);
+        }
+        for (size_t cut = 0; rows[i].ok && cut < rows[i].len; cut++) {
+            used = 12345;
+            rc = msg_wire_meta.parse(&r, &m, 0, copy, cut, &used);
+            if (rc != MC_PARSE_NEED_MORE || used != 0)
+                TH_FAIL("row %zu cut %zu: rc %d", i, cut, rc);
+        }
+        free(copy);
+    }
+}
+
 int main(void) { return RUN_TESTS(); }
