@@ -70,6 +70,8 @@ struct squeal {
     uint32_t *xids;                     /* the batch's transactions that carried keys */
     size_t nxids, capxids;
     uint64_t visibility_waits;          /* batches held until their commits were visible */
+    uint64_t visibility_timeouts;       /* batches delivered after VISIBLE_WAIT_MS anyway */
+    uint64_t last_visible_warn_ms;
     uint32_t xmin;                      /* the last snapshot's: every xid before it ended */
     bool have_xmin;
     uint64_t xmin_ms;                   /* when it was read: used for 10 s at most, so
@@ -297,8 +299,8 @@ static bool recover_lost_slot(struct squeal *s, PGconn *c, const char *slot) {
 static PGconn *start_stream(struct squeal *s, const char *dsn, const char *slot,
                             const char *pub) {
     /* the DSN as given (key=value or a postgresql:// URI), replication added */
-    const char *const keys[] = {"dbname", "replication", NULL};
-    const char *const values[] = {dsn, "database", NULL};
+    const char *const keys[] = {"dbname", "replication", "application_name", NULL};
+    const char *const values[] = {dsn, "database", "cellar_squeal", NULL};
     PGconn *c = PQconnectdbParams(keys, values, 1);
     if (PQstatus(c) != CONNECTION_OK) {
         fprintf(stderr, "cellar-squeal: connecting for replication: %s", PQerrorMessage(c));
@@ -442,26 +444,40 @@ static void record_latencies(struct squeal *s) {
  * miss, read the old row from a new snapshot and fill the cache with it,
  * under a lease nothing voids any more: a stale value until the key's next
  * invalidation (bench/lookaside saw it).  So a batch waits until none of
- * its transactions runs in a fresh snapshot.  false on a stop.
+ * its transactions runs in a fresh snapshot.
+ *
+ * The wait is bounded (VISIBLE_WAIT_MS): a backend that waits for a
+ * synchronous standby leaves the running set only once the standby
+ * confirms, and if this daemon's walsender is that standby
+ * (synchronous_standby_names = '*' picks it; it connects as
+ * application_name cellar_squeal so a list can leave it out), waiting on
+ * would deadlock.  It then delivers anyway and says so, at most once a
+ * minute.  false on a stop.
  */
+#define VISIBLE_WAIT_MS 500
 static bool wait_visible(struct squeal *s) {
     bool waited = false;
     size_t done = 0;
+    uint64_t start = now_ms();
     /* catching up on older WAL, a whole batch may precede the last snapshot seen */
     bool recent = s->have_xmin && now_ms() - s->xmin_ms < 10000;
     while (recent && done < s->nxids && (int32_t)(s->xids[done] - s->xmin) < 0)
         done++;
-    for (int tries = 0; done < s->nxids; tries++) {
+    const char *why = NULL;
+    while (done < s->nxids) {
         if (stopping)
             return false;
+        if (now_ms() - start >= VISIBLE_WAIT_MS) {
+            why = "still not visible after 500 ms:";
+            break;
+        }
         PGresult *r = PQexec(s->sql, "SELECT pg_current_snapshot()");
         if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-            fprintf(stderr, "cellar-squeal: reading a snapshot: %s", PQerrorMessage(s->sql));
             PQclear(r);
             if (PQstatus(s->sql) == CONNECTION_BAD)
                 PQreset(s->sql);
-            sleep_ms(100);
-            continue;
+            why = "cannot read a snapshot for";
+            break;
         }
         const char *snap = PQgetvalue(r, 0, 0);
         s->have_xmin = pg_snapshot_xmin(snap, &s->xmin) == 0;
@@ -469,16 +485,26 @@ static bool wait_visible(struct squeal *s) {
         int running = 0;
         while (done < s->nxids && (running = pg_snapshot_running(snap, s->xids[done])) == 0)
             done++;
-        if (running < 0)
-            fprintf(stderr, "cellar-squeal: not a snapshot: \"%s\"\n", snap);
         PQclear(r);
+        if (running < 0) {
+            why = "cannot read a snapshot for";
+            break;
+        }
         if (done < s->nxids) {
             waited = true;
-            if (tries == 1000)
-                fprintf(stderr, "cellar-squeal: transaction %u committed but still running "
-                                "after 1000 looks; waiting on\n", s->xids[done]);
             struct timespec ts = {0, 200 * 1000};
             nanosleep(&ts, NULL);
+        }
+    }
+    if (why != NULL) {
+        s->visibility_timeouts++;
+        if (s->last_visible_warn_ms == 0 || now_ms() - s->last_visible_warn_ms >= 60000) {
+            s->last_visible_warn_ms = now_ms();
+            fprintf(stderr, "cellar-squeal: %s transaction %u; delivering without waiting "
+                            "(is this slot's walsender a synchronous standby? leave "
+                            "application_name cellar_squeal out of synchronous_standby_names)%s%s",
+                    why, s->xids[done], PQstatus(s->sql) == CONNECTION_OK ? "" : ": ",
+                    PQstatus(s->sql) == CONNECTION_OK ? "\n" : PQerrorMessage(s->sql));
         }
     }
     s->visibility_waits += waited;
@@ -696,7 +722,8 @@ static void write_report(struct squeal *s, const char *path) {
 #define PCT(p) (s->nlat ? s->lat_us[(size_t)((double)(s->nlat - 1) * (p))] : 0)
     fprintf(f, "{\"transactions\": %llu, \"keys\": %llu, \"batches\": %llu, "
                "\"bad_keys\": %llu, \"clusters\": %d, \"requests\": %llu, \"writes\": %llu, "
-               "\"deletes_per_write\": %.2f, \"visibility_waits\": %llu, \"measured\": %zu, "
+               "\"deletes_per_write\": %.2f, \"visibility_waits\": %llu, "
+               "\"visibility_timeouts\": %llu, \"measured\": %zu, "
                "\"within_1ms\": %.4f, "
                "\"within_10ms\": %.4f, \"within_1s\": %.4f, \"p50_us\": %u, \"p99_us\": %u, "
                "\"max_us\": %u}\n",
@@ -704,7 +731,8 @@ static void write_report(struct squeal *s, const char *path) {
             (unsigned long long)s->batches, (unsigned long long)s->bad_keys, s->nclusters,
             (unsigned long long)requests, (unsigned long long)writes,
             writes ? (double)requests / (double)writes : 0.0,
-            (unsigned long long)s->visibility_waits, s->nlat, (double)within[0] / n,
+            (unsigned long long)s->visibility_waits,
+            (unsigned long long)s->visibility_timeouts, s->nlat, (double)within[0] / n,
             (double)within[1] / n, (double)within[2] / n, PCT(0.5), PCT(0.99),
             s->nlat ? s->lat_us[s->nlat - 1] : 0);
 #undef PCT

@@ -306,6 +306,30 @@ def test_sigkill_and_restart_lose_nothing(pg):
             util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
 
 
+def test_synchronous_standby_does_not_deadlock(pg):
+    """With synchronous_standby_names = '*' the daemon's walsender is the
+    synchronous standby: a commit stays invisible until the daemon confirms
+    it, so waiting for visibility before delivering would deadlock.  The
+    wait is bounded: the key is deleted, the commit returns, and the daemon
+    says why it did not wait."""
+    with util.Server(name="cluster") as c, Squeal(pg, {"c": c}) as sq:
+        set_keys(c, ["user:1"])
+        pg.sql("ALTER SYSTEM SET synchronous_standby_names = '*'; SELECT pg_reload_conf();")
+        try:
+            util.wait_for(lambda: pg.sql("SELECT count(*) FROM pg_stat_replication WHERE "
+                                         "application_name = 'cellar_squeal' AND "
+                                         "sync_state = 'sync'") == "1", 20,
+                          what="the daemon's walsender to be the synchronous standby")
+            w = pg.sql("", background=True)
+            w.stdin.write("INSERT INTO users VALUES (1, 'a');\n")
+            w.stdin.close()
+            assert w.wait(30) == 0, w.stderr.read()
+            util.wait_for(lambda: present(c, ["user:1"]) == [], 20, what="user:1 deleted")
+            assert "synchronous standby" in sq.log(), sq.log()
+        finally:
+            pg.sql("ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf();")
+
+
 def test_second_daemon_on_the_slot_is_refused(pg):
     with util.Server(name="cluster") as c, Squeal(pg, {"c": c}):
         r = subprocess.run(Squeal(pg, {"c": c}).argv, capture_output=True, text=True, timeout=30)
