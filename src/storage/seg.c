@@ -208,13 +208,15 @@ static void free_locked(struct seg_store *s, uint32_t id) {
 /*
  * Unlinks every item of sealed segment id that the index still points at
  * (each under its stripe), then frees the segment, or leaves it draining
- * while readers hold it.  Pool lock held.
+ * while readers hold it.  For expiry, an item found unexpired (a touch
+ * raced the decision) stays, and so does the segment: false.  Pool lock
+ * held.
  */
-static void clear_locked(struct seg_store *s, uint32_t id, bool expired) {
+static bool clear_locked(struct seg_store *s, uint32_t id, bool expired) {
     struct seg_meta *m = &s->segs[id];
-    fifo_unlink_locked(s, id);
-    atomic_store(&m->state, ST_DRAINING);
-    uint64_t items = 0;
+    uint32_t now = atomic_load(&s->now);
+    bool kept = false;
+    uint64_t items = 0, bytes = 0;
     for (uint32_t off = 0; off < m->write_off;) {
         uint8_t klen;
         uint32_t vlen;
@@ -227,13 +229,25 @@ static void clear_locked(struct seg_store *s, uint32_t id, bool expired) {
         struct mtx *x = lock_of(s->locks, hv);
         mtx_lock(x);
         uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
-        if (slot != NULL) {
+        struct seg_hdr h;
+        if (slot != NULL && expired && hdr_at(s, loc, &h) &&
+            (h.exptime == 0 || h.exptime > now)) {
+            kept = true;            /* touched since the segment's latest exptime was read */
+        } else if (slot != NULL) {
             seg_index_remove_locked(s->ix, slot);
             items++;
+            bytes += n + klen + vlen;
         }
         mtx_unlock(x);
         off += (uint32_t)(n + klen + vlen);
     }
+    if (kept) {
+        atomic_fetch_sub(&m->live_items, (int64_t)items);
+        atomic_fetch_sub(&m->live_bytes, (int64_t)bytes);
+        return false;               /* stays sealed; its latest exptime moved on */
+    }
+    fifo_unlink_locked(s, id);
+    atomic_store(&m->state, ST_DRAINING);
     atomic_store(&m->live_items, 0);
     atomic_store(&m->live_bytes, 0);
     if (expired) {
@@ -248,6 +262,7 @@ static void clear_locked(struct seg_store *s, uint32_t id, bool expired) {
         m->next = s->draining;      /* seg_store_step frees it once released */
         s->draining = id;
     }
+    return true;
 }
 
 /* Frees draining segments nobody holds any more.  Pool lock held. */
@@ -276,6 +291,48 @@ static bool evict_locked(struct seg_store *s) {
     return false;
 }
 
+/* Seals bucket tb's open segment: to the FIFO's end.  Pool and tb's lock held. */
+static void seal_locked(struct seg_store *s, struct ttl_bucket *tb) {
+    uint32_t t = tb->tail;
+    if (t == NONE)
+        return;
+    struct seg_meta *o = &s->segs[t];
+    atomic_store(&o->state, ST_SEALED);
+    o->next = NONE;
+    o->prev = s->fifo_tail;
+    if (s->fifo_tail != NONE)
+        s->segs[s->fifo_tail].next = t;
+    else
+        s->fifo_head = t;
+    s->fifo_tail = t;
+    s->nsealed++;
+    tb->tail = NONE;
+}
+
+/*
+ * Seals the open segments nobody is writing: every one when all is true,
+ * else those whose items have all expired by now.  Open segments are never
+ * evicted, so with every segment some bucket's tail the store would refuse
+ * all stores for good.  Returns how many.  Pool lock held.
+ */
+static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
+    unsigned n = 0;
+    for (int b = 0; b < TTL_BUCKETS; b++) {
+        struct ttl_bucket *tb = &s->buckets[b];
+        pthread_mutex_lock(&tb->lock);
+        uint32_t t = tb->tail;
+        if (t != NONE && atomic_load(&s->segs[t].writers) == 0) {
+            uint32_t mx = atomic_load(&s->segs[t].max_exptime);
+            if (all || (mx != NEVER && mx != 0 && mx <= now)) {
+                seal_locked(s, tb);
+                n++;
+            }
+        }
+        pthread_mutex_unlock(&tb->lock);
+    }
+    return n;
+}
+
 /*
  * A free segment, evicting when there is none (an evicted segment that
  * readers still pin drains instead of coming free: evict on).  Pool lock
@@ -284,7 +341,7 @@ static bool evict_locked(struct seg_store *s) {
 static uint32_t take_locked(struct seg_store *s) {
     reap_locked(s);
     while (s->free_head == NONE)
-        if (!evict_locked(s))
+        if (!evict_locked(s) && seal_idle_locked(s, true, 0) == 0)
             return NONE;
     uint32_t id = s->free_head;
     s->free_head = s->segs[id].next;
@@ -311,38 +368,32 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, uint32_t *id,
             return true;
         }
         pthread_mutex_unlock(&tb->lock);
+        /* tails change only under the pool lock: look again there, so that a thread
+           that lost the race to open one evicts nothing */
         pthread_mutex_lock(&s->pool);
-        uint32_t n = take_locked(s);
+        pthread_mutex_lock(&tb->lock);
+        bool moved = tb->tail != t;
+        pthread_mutex_unlock(&tb->lock);
+        if (moved) {
+            pthread_mutex_unlock(&s->pool);
+            continue;
+        }
+        uint32_t n = take_locked(s);        /* may seal this bucket's tail itself */
         if (n == NONE) {
             pthread_mutex_unlock(&s->pool);
             return false;
         }
         pthread_mutex_lock(&tb->lock);
-        if (tb->tail == t) {
-            struct seg_meta *m = &s->segs[n];
-            m->write_off = 0;
-            m->cas_base = atomic_load(&s->next_cas);
-            m->bucket = (uint16_t)b;
-            atomic_store(&m->max_exptime, 0);
-            atomic_store(&m->live_items, 0);
-            atomic_store(&m->live_bytes, 0);
-            atomic_store(&m->state, ST_OPEN);
-            if (t != NONE) {        /* seal the old tail: to the FIFO's end */
-                struct seg_meta *o = &s->segs[t];
-                atomic_store(&o->state, ST_SEALED);
-                o->next = NONE;
-                o->prev = s->fifo_tail;
-                if (s->fifo_tail != NONE)
-                    s->segs[s->fifo_tail].next = t;
-                else
-                    s->fifo_head = t;
-                s->fifo_tail = t;
-                s->nsealed++;
-            }
-            tb->tail = n;
-        } else {
-            free_locked(s, n);      /* another thread opened one meanwhile */
-        }
+        struct seg_meta *m = &s->segs[n];
+        m->write_off = 0;
+        m->cas_base = atomic_load(&s->next_cas);
+        m->bucket = (uint16_t)b;
+        atomic_store(&m->max_exptime, 0);
+        atomic_store(&m->live_items, 0);
+        atomic_store(&m->live_bytes, 0);
+        atomic_store(&m->state, ST_OPEN);
+        seal_locked(s, tb);
+        tb->tail = n;
         pthread_mutex_unlock(&tb->lock);
         pthread_mutex_unlock(&s->pool);
     }
@@ -396,10 +447,14 @@ static uint64_t *find_live(struct seg_store *s, uint64_t hv, const char *key, si
 #define SEG_AGAIN ((enum seg_result)-1)
 static enum seg_result store(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
                              const void *value, size_t nvalue, uint32_t cflags, uint32_t exptime,
-                             uint64_t cas_in, uint64_t *cas_out, const uint64_t *keep, bool wide) {
+                             uint64_t cas_in, uint64_t *cas_out, const uint64_t *keep, bool wide,
+                             uint16_t state) {
     if (nkey == 0 || nkey > SEG_KEY_MAX || nvalue > UINT32_MAX)
         return SEG_TOO_LARGE;
-    struct seg_hdr h = {.hflags = wide || keep != NULL ? SEG_F_CAS64 : 0, .klen = (uint8_t)nkey,
+    struct seg_hdr h = {.hflags = (uint16_t)((wide || keep != NULL ? SEG_F_CAS64 : 0) |
+                                             (state & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE |
+                                                       SEG_F_KEYB))),
+                        .klen = (uint8_t)nkey,
                         .vlen = (uint32_t)nvalue, .exptime = exptime, .cflags = cflags};
     size_t len = seg_item_len(&h, 0);
     if (len > s->cfg.seg_size)
@@ -426,7 +481,7 @@ static enum seg_result store(struct seg_store *s, enum seg_op op, const char *ke
     h.cas = r != SEG_STORED ? m->cas_base
             : keep != NULL  ? *keep
                             : atomic_fetch_add(&s->next_cas, 1);
-    if (seg_hdr_len(&h, m->cas_base) != seg_hdr_len(&h, 0)) {
+    if (seg_hdr_len(&h, m->cas_base) != len - nkey - nvalue) {
         h.cas = m->cas_base;        /* dead bytes, then again with an 8-byte cas */
         r = r == SEG_STORED ? SEG_AGAIN : r;
     }
@@ -458,9 +513,10 @@ enum seg_result seg_store_set(struct seg_store *s, enum seg_op op, const char *k
                               const void *value, size_t nvalue, uint32_t cflags,
                               uint32_t exptime, uint64_t cas_in, uint64_t *cas_out) {
     enum seg_result r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out,
-                              NULL, false);
+                              NULL, false, 0);
     if (r == SEG_AGAIN)
-        r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out, NULL, true);
+        r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out, NULL, true,
+                  0);
     return r;
 }
 
@@ -515,23 +571,32 @@ enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nke
     }
     uint64_t loc = seg_index_loc(*slot);
     struct seg_meta *m = &s->segs[loc >> OFF_BITS];
+    raise_max_exptime(m, exptime);  /* before the item says so: expiry reads this first */
     if (seg_hdr_set_exptime((uint8_t *)seg_base(s, (uint32_t)(loc >> OFF_BITS)) +
                                 (loc & (SEG_SIZE_MAX - 1)),
                             &h, exptime)) {
-        raise_max_exptime(m, exptime);
         mtx_unlock(x);
         return SEG_TOUCHED;
     }
     mtx_unlock(x);
-    /* no exptime field to write: a copy with it, kept only if nothing changed meanwhile */
-    struct seg_ref ref;
-    if (!seg_store_get(s, key, nkey, &ref))
-        return SEG_NOT_FOUND;
-    uint64_t cas = ref.h.cas;
-    enum seg_result r = store(s, SEG_SET, key, nkey, ref.value, ref.h.vlen, ref.h.cflags, exptime,
-                              0, NULL, &cas, true);
-    seg_store_release(s, &ref);
-    return r == SEG_STORED ? SEG_TOUCHED : r;
+    /* no exptime field to write: a copy with it and the item's state, kept only if
+       nothing changed meanwhile; a store in between means another look */
+    for (int tries = 0; tries < 16; tries++) {
+        struct seg_ref ref;
+        if (!seg_store_get(s, key, nkey, &ref))
+            return SEG_NOT_FOUND;
+        uint64_t cas = ref.h.cas;
+        if (ref.h.hflags & SEG_F_EXP) {
+            seg_store_release(s, &ref);
+            return seg_store_touch(s, key, nkey, exptime);  /* a new copy has the field */
+        }
+        enum seg_result r = store(s, SEG_SET, key, nkey, ref.value, ref.h.vlen, ref.h.cflags,
+                                  exptime, 0, NULL, &cas, true, ref.h.hflags);
+        seg_store_release(s, &ref);
+        if (r != SEG_NOT_FOUND)
+            return r == SEG_STORED ? SEG_TOUCHED : r;
+    }
+    return SEG_NOT_FOUND;           /* rewritten 16 times under us: as if it had gone */
 }
 
 unsigned seg_store_step(struct seg_store *s, unsigned budget) {
@@ -539,15 +604,14 @@ unsigned seg_store_step(struct seg_store *s, unsigned budget) {
     uint32_t now = atomic_load(&s->now);
     pthread_mutex_lock(&s->pool);
     reap_locked(s);
+    seal_idle_locked(s, false, now);
     for (uint32_t id = s->fifo_head; id != NONE && done < budget;) {
         struct seg_meta *m = &s->segs[id];
         uint32_t next = m->next;
         uint32_t mx = atomic_load(&m->max_exptime);
         if (mx != NEVER && mx <= now && atomic_load(&m->writers) == 0 &&
-            atomic_load(&m->pins) == 0) {
-            clear_locked(s, id, true);
+            atomic_load(&m->pins) == 0 && clear_locked(s, id, true))
             done++;
-        }
         id = next;
     }
     pthread_mutex_unlock(&s->pool);

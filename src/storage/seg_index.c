@@ -94,8 +94,8 @@ struct seg_index *seg_index_create(unsigned power, struct lock_stripes *locks,
     unsigned lp = 0;
     while (((uint64_t)1 << lp) - 1 < locks->mask)
         lp++;
-    if (power < lp)
-        power = lp;
+    if (power < lp + 2)
+        power = lp + 2;             /* alternates differ from homes only above the lock bits */
     if (power > LEVEL_MAX)
         return NULL;
     struct seg_index *ix = calloc(1, sizeof(*ix));

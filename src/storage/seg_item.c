@@ -108,6 +108,8 @@ size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg
         if (p == end || shift > 28)
             return 0;
         uint8_t b = *p++;
+        if (b == 0 && shift > 0)
+            return 0;               /* not the shortest form: the offsets assume it */
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80))
             break;
@@ -193,6 +195,8 @@ size_t seg_hdr_span(const uint8_t *in, size_t avail, uint8_t *klen, uint32_t *vl
         if (p == end || shift > 28)
             return 0;
         uint8_t b = *p++;
+        if (b == 0 && shift > 0)
+            return 0;               /* not the shortest form: the offsets assume it */
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80))
             break;

@@ -164,6 +164,27 @@ TEST(fifo_eviction_a_segment_at_a_time) {
     seg_store_destroy(&s);
 }
 
+/* Every segment some TTL bucket's open one: stores still find room, and expired ones go. */
+TEST(open_segments_do_not_wedge_the_store) {
+    struct seg_store *s = mk(4 * (64 << 10), 64 << 10);
+    uint32_t now = 1000000;
+    static const uint32_t ttls[] = {10, 100, 1000, 10000, 50};
+    for (size_t i = 0; i < sizeof(ttls) / sizeof(ttls[0]); i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "w%zu", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), K("v"), 0, now + ttls[i], 0, NULL),
+                  SEG_STORED);
+    }
+    seg_store_clock_set(s, now + 20000);
+    seg_store_step(s, 10);
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    ASSERT(st.expired_segments >= 3);
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("after"), K("v"), 0, now + 20030, 0, NULL), SEG_STORED);
+    ASSERT(get_is(s, "after", "v"));
+    seg_store_destroy(&s);
+}
+
 /* Random operations against a reference map. */
 struct ref_item {
     bool live;

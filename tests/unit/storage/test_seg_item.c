@@ -91,6 +91,7 @@ TEST(malformed_headers_refused) {
         {"\x00\xfb\x05\x00\x00\x00\x00", 7},                    /* klen 251 */
         {"\x00\x10\x80\x80\x80\x80\x80\x01\x00\x00\x00\x00", 12},   /* a 6-byte varint */
         {"\x00\x10\xff\xff\xff\xff\x1f\x00\x00\x00\x00", 11},   /* vlen 2^33 - 1 */
+        {"\x00\x10\x81\x00\x05\x00\x00\x00", 8},        /* vlen 1 not in its shortest form */
         {"\x80\x04\x10\x05\x00\x00\x00\x00", 8},                /* a reserved bit in byte 1 */
         {"\x80\x00\x10\x05\x00\x00\x00\x00", 8},                /* MORE with nothing in it */
     };
