@@ -125,11 +125,16 @@ static int stale_beyond(struct driver *d, long id, int64_t v, uint64_t t) {
     int64_t latest = atomic_load(&d->latest[id - 1]);
     if (v >= latest)
         return 0;
-    uint64_t slot = atomic_load(&d->sent[(size_t)(id - 1) * RING + (size_t)(v + 1) % RING]);
-    if ((int64_t)(slot >> 40) != ((v + 1) & ((1LL << 24) - 1)))
-        return latest - v >= RING ? 1 : -1;
+    /* version v+1's commit time, or when the ring has moved past it, a later
+       version's: v+1 came no later, so past the bound that one says stale */
+    int64_t w = latest - v >= RING ? latest - RING + 1 : v + 1;
+    uint64_t slot = atomic_load(&d->sent[(size_t)(id - 1) * RING + (size_t)w % RING]);
+    if ((int64_t)(slot >> 40) != (w & ((1LL << 24) - 1)))
+        return -1;
     uint64_t sent_us = slot & ((1ULL << 40) - 1);
-    return t / 1000 > sent_us + (uint64_t)d->stale_bound_ms * 1000;
+    if (t / 1000 > sent_us + (uint64_t)d->stale_bound_ms * 1000)
+        return 1;
+    return w == v + 1 ? 0 : -1;
 }
 
 static void *worker_run(void *arg) {
@@ -155,9 +160,11 @@ static void *worker_run(void *arg) {
     double read_us = 0;
     bool measuring = false;
     for (;;) {
+        uint64_t sched = 0;
         if (gap) {
             struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+            sched = next;
             next += gap;
         }
         uint64_t t = now_ns();
@@ -191,7 +198,8 @@ static void *worker_run(void *arg) {
         atomic_fetch_add(&sl->stale, st == 1);
         stale += st == 1;
         unknown += st < 0;
-        read_us += (double)(done - t) / 1000.0;
+        /* open loop: from when the read was due, so time spent behind counts */
+        read_us += (double)(done - (sched ? sched : t)) / 1000.0;
     }
     if (0) {
 failed:
