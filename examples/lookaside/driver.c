@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,19 +259,19 @@ static void report(const struct driver *d) {
             first = 0;
         }
     }
-    printf("},\n \"series\": {\"reads\": [");
-    for (size_t i = 0; i < d->nslices; i++)
-        printf("%s%" PRIu64, i ? ", " : "", atomic_load(&d->slices[i].reads));
-    printf("],\n  \"db_reads\": [");
-    for (size_t i = 0; i < d->nslices; i++)
-        printf("%s%" PRIu64, i ? ", " : "", atomic_load(&d->slices[i].db_reads));
-    printf("],\n  \"failures\": [");
-    for (size_t i = 0; i < d->nslices; i++)
-        printf("%s%" PRIu64, i ? ", " : "", atomic_load(&d->slices[i].failures));
-    printf("],\n  \"stale\": [");
-    for (size_t i = 0; i < d->nslices; i++)
-        printf("%s%" PRIu64, i ? ", " : "", atomic_load(&d->slices[i].stale));
-    printf("]}}\n");
+    printf("},\n \"series\": {");
+    static const struct { const char *name; size_t at; } fields[] = {
+        {"reads", offsetof(struct series, reads)}, {"db_reads", offsetof(struct series, db_reads)},
+        {"failures", offsetof(struct series, failures)}, {"stale", offsetof(struct series, stale)},
+    };
+    for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+        printf("%s\"%s\": [", f ? ",\n  " : "", fields[f].name);
+        for (size_t i = 0; i < d->nslices; i++)
+            printf("%s%" PRIu64, i ? ", " : "",
+                   atomic_load((_Atomic uint64_t *)((char *)&d->slices[i] + fields[f].at)));
+        printf("]");
+    }
+    printf("}}\n");
 }
 
 static void usage(FILE *f) {

@@ -90,7 +90,12 @@ size_t seg_hdr_encode(uint8_t *out, const struct seg_hdr *h, uint64_t base) {
 /* Byte 0, whose state bits change in place while others may read it: one atomic byte. */
 static inline uint8_t byte0(const uint8_t *in) { return __atomic_load_n(in, __ATOMIC_RELAXED); }
 
-size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h) {
+/*
+ * The fixed part of a header: flag bytes, klen and vlen, checked.  Returns
+ * where the cas field starts (bytes from in), or 0 when cut short or malformed.
+ */
+static size_t hdr_prefix(const uint8_t *in, size_t avail, uint16_t *flags, uint8_t *klen,
+                         uint32_t *vlen) {
     const uint8_t *p = in, *end = in + avail;
     if (p == end)
         return 0;
@@ -102,7 +107,7 @@ size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg
     }
     if (p == end || *p == 0 || *p > SEG_KEY_MAX)
         return 0;
-    h->klen = *p++;
+    *klen = *p++;
     uint64_t v = 0;
     for (int shift = 0;; shift += 7) {
         if (p == end || shift > 28)
@@ -116,10 +121,22 @@ size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg
     }
     if (v > UINT32_MAX)
         return 0;
-    h->vlen = (uint32_t)v;
-    size_t rest = ((f & SEG_F_CAS64) ? 8 : 4) + ((f & SEG_F_EXP) ? 4 : 0) +
-                  ((f & SEG_F_CFLAGS) ? 4 : 0);
-    if ((size_t)(end - p) < rest)
+    *vlen = (uint32_t)v;
+    *flags = f;
+    return (size_t)(p - in);
+}
+
+static size_t rest_len(uint16_t f) {
+    return ((f & SEG_F_CAS64) ? 8 : 4) + ((f & SEG_F_EXP) ? 4 : 0) + ((f & SEG_F_CFLAGS) ? 4 : 0);
+}
+
+size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h) {
+    uint16_t f;
+    size_t at = hdr_prefix(in, avail, &f, &h->klen, &h->vlen);
+    if (at == 0)
+        return 0;
+    const uint8_t *p = in + at, *end = in + avail;
+    if ((size_t)(end - p) < rest_len(f))
         return 0;
     if (f & SEG_F_CAS64) {
         h->cas = get_le(p, 8);
@@ -178,33 +195,7 @@ bool seg_hdr_set_state(uint8_t *it, uint16_t set, uint16_t clear) {
 }
 
 size_t seg_hdr_span(const uint8_t *in, size_t avail, uint8_t *klen, uint32_t *vlen) {
-    const uint8_t *p = in, *end = in + avail;
-    if (p == end)
-        return 0;
-    uint16_t f = byte0(p++);
-    if (f & SEG_F_MORE) {
-        if (p == end)
-            return 0;
-        p++;
-    }
-    if (p == end || *p == 0 || *p > SEG_KEY_MAX)
-        return 0;
-    *klen = *p++;
-    uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-        if (p == end || shift > 28)
-            return 0;
-        uint8_t b = *p++;
-        if (b == 0 && shift > 0)
-            return 0;               /* not the shortest form: the offsets assume it */
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            break;
-    }
-    if (v > UINT32_MAX)
-        return 0;
-    *vlen = (uint32_t)v;
-    size_t n = (size_t)(p - in) + ((f & SEG_F_CAS64) ? 8 : 4) + ((f & SEG_F_EXP) ? 4 : 0) +
-               ((f & SEG_F_CFLAGS) ? 4 : 0);
-    return n <= avail ? n : 0;
+    uint16_t f;
+    size_t at = hdr_prefix(in, avail, &f, klen, vlen);
+    return at != 0 && at + rest_len(f) <= avail ? at + rest_len(f) : 0;
 }
