@@ -21,7 +21,10 @@
 #define SEG_SIZE_MAX ((uint32_t)1 << OFF_BITS)
 #define SEG_IDS_MAX ((uint32_t)1 << (SEG_LOC_BITS - OFF_BITS))
 
-enum seg_state { ST_FREE, ST_OPEN, ST_SEALED, ST_DRAINING };
+enum seg_state { ST_FREE, ST_OPEN, ST_SEALED, ST_CLEARING, ST_DRAINING };
+
+#define CLEAR_SPIN 4096            /* try-locks of a stripe by a caller holding another */
+#define RESERVE_TRIES 64           /* victims cleared for one reservation at most */
 
 struct seg_meta {
     uint32_t next, prev;            /* the sealed FIFO (pool lock); next: the free list */
@@ -32,6 +35,7 @@ struct seg_meta {
     _Atomic int64_t live_items;
     _Atomic uint32_t max_exptime;   /* the latest exptime of its items; NEVER */
     uint64_t cas_base;
+    uint32_t created;               /* clock when opened */
     uint16_t bucket;
     _Atomic uint8_t state;          /* enum seg_state (pool lock, or bucket lock for open) */
 };
@@ -47,14 +51,17 @@ struct seg_store {
     uint32_t nseg;
     struct seg_meta *segs;
     struct lock_stripes *locks;
+    bool own_locks;
     struct seg_index *ix;
     struct ttl_bucket buckets[TTL_BUCKETS];
     pthread_mutex_t pool;           /* free list, FIFO, states of sealed segments */
     uint32_t free_head, nfree;
     uint32_t fifo_head, fifo_tail, nsealed;
     uint32_t draining;              /* segments unlinked but still pinned */
-    _Atomic uint64_t next_cas;
+    _Atomic uint64_t own_cas, *cas;     /* the last cas handed out (the engine's, or own_cas) */
     _Atomic uint32_t now;
+    _Atomic uint32_t seal_point;        /* open segments created at or before it take no
+                                           item once the clock has passed it (flush_all) */
     _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
 };
 
@@ -118,7 +125,9 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
     void *a = mmap(NULL, (size_t)s->nseg * cfg->seg_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     s->arena = a == MAP_FAILED ? NULL : a;
-    s->locks = lock_create(cfg->lock_power, true);
+    s->own_locks = cfg->locks == NULL;
+    s->locks = s->own_locks ? lock_create(cfg->lock_power, true) : cfg->locks;
+    s->cas = cfg->cas != NULL ? cfg->cas : &s->own_cas;
     if (s->segs == NULL || s->arena == NULL || s->locks == NULL)
         goto nomem;
     s->ix = seg_index_create(cfg->index_power, s->locks, rehash, s);
@@ -136,7 +145,6 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
     }
     s->nfree = s->nseg;
     s->fifo_head = s->fifo_tail = s->draining = NONE;
-    atomic_init(&s->next_cas, 1);
     return s;
 nomem:
     snprintf(err, errlen, "out of memory");
@@ -154,7 +162,8 @@ void seg_store_destroy(struct seg_store **sp) {
         for (int b = 0; b < TTL_BUCKETS; b++)
             pthread_mutex_destroy(&s->buckets[b].lock);
     }
-    lock_destroy(&s->locks);
+    if (s->own_locks)
+        lock_destroy(&s->locks);
     if (s->arena != NULL)
         munmap(s->arena, (size_t)s->nseg * s->cfg.seg_size);
     free(s->segs);
@@ -197,6 +206,20 @@ static void fifo_unlink_locked(struct seg_store *s, uint32_t id) {
     s->nsealed--;
 }
 
+/* Puts sealed segment id first in the FIFO (a clear that could not finish).  Pool lock held. */
+static void fifo_push_head_locked(struct seg_store *s, uint32_t id) {
+    struct seg_meta *m = &s->segs[id];
+    atomic_store(&m->state, ST_SEALED);
+    m->prev = NONE;
+    m->next = s->fifo_head;
+    if (s->fifo_head != NONE)
+        s->segs[s->fifo_head].prev = id;
+    else
+        s->fifo_tail = id;
+    s->fifo_head = id;
+    s->nsealed++;
+}
+
 static void free_locked(struct seg_store *s, uint32_t id) {
     struct seg_meta *m = &s->segs[id];
     atomic_store(&m->state, ST_FREE);
@@ -205,18 +228,51 @@ static void free_locked(struct seg_store *s, uint32_t id) {
     s->nfree++;
 }
 
+/* Takes sealed segment id out of the FIFO for clear().  Pool lock held. */
+static void detach_locked(struct seg_store *s, uint32_t id) {
+    fifo_unlink_locked(s, id);
+    atomic_store(&s->segs[id].state, ST_CLEARING);
+}
+
+/* Locks stripe x for a walk; a caller holding another stripe only tries (false: busy). */
+static bool stripe_take(struct mtx *x, struct mtx *held) {
+    if (x == held)
+        return true;
+    if (held == NULL) {
+        mtx_lock(x);
+        return true;
+    }
+    for (int i = 0; i < CLEAR_SPIN; i++) {
+        if (mtx_trylock(x))
+            return true;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    return false;
+}
+
+static void stripe_give(struct mtx *x, struct mtx *held) {
+    if (x != held)
+        mtx_unlock(x);
+}
+
 /*
- * Unlinks every item of sealed segment id that the index still points at
- * (each under its stripe), then frees the segment, or leaves it draining
- * while readers hold it.  For expiry, an item found unexpired (a touch
- * raced the decision) stays, and so does the segment: false.  Pool lock
- * held.
+ * Unlinks every item of detached segment id that the index still points
+ * at, each under its stripe, holding no pool lock (lock order: stripe,
+ * then pool), then frees the segment, or leaves it draining while readers
+ * pin it.  held is the stripe the caller holds, if any: that one is not
+ * taken again, and the others only tried, so two callers each holding a
+ * stripe the other needs cannot wait on each other.  For expiry, an item
+ * found unexpired (a touch raced the decision) stays.  When something
+ * stays, or a stripe could not be had, the segment goes back to the
+ * FIFO's head: false.
  */
-static bool clear_locked(struct seg_store *s, uint32_t id, bool expired) {
+static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *held) {
     struct seg_meta *m = &s->segs[id];
     uint32_t now = atomic_load(&s->now);
     bool kept = false;
-    uint64_t items = 0, bytes = 0;
+    uint64_t items = 0;
     for (uint32_t off = 0; off < m->write_off;) {
         uint8_t klen;
         uint32_t vlen;
@@ -227,7 +283,10 @@ static bool clear_locked(struct seg_store *s, uint32_t id, bool expired) {
             abort();                /* every reserved byte holds an item: a bug */
         uint64_t hv = ht_hash(seg_base(s, id) + off + n, klen);
         struct mtx *x = lock_of(s->locks, hv);
-        mtx_lock(x);
+        if (!stripe_take(x, held)) {
+            kept = true;
+            break;
+        }
         uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
         struct seg_hdr h;
         if (slot != NULL && expired && hdr_at(s, loc, &h) &&
@@ -235,34 +294,31 @@ static bool clear_locked(struct seg_store *s, uint32_t id, bool expired) {
             kept = true;            /* touched since the segment's latest exptime was read */
         } else if (slot != NULL) {
             seg_index_remove_locked(s->ix, slot);
+            atomic_fetch_sub(&m->live_items, 1);
+            atomic_fetch_sub(&m->live_bytes, (int64_t)(n + klen + vlen));
             items++;
-            bytes += n + klen + vlen;
         }
-        mtx_unlock(x);
+        stripe_give(x, held);
         off += (uint32_t)(n + klen + vlen);
     }
+    pthread_mutex_lock(&s->pool);
     if (kept) {
-        atomic_fetch_sub(&m->live_items, (int64_t)items);
-        atomic_fetch_sub(&m->live_bytes, (int64_t)bytes);
-        return false;               /* stays sealed; its latest exptime moved on */
-    }
-    fifo_unlink_locked(s, id);
-    atomic_store(&m->state, ST_DRAINING);
-    atomic_store(&m->live_items, 0);
-    atomic_store(&m->live_bytes, 0);
-    if (expired) {
-        atomic_fetch_add(&s->expired_segments, 1);
+        fifo_push_head_locked(s, id);
     } else {
-        atomic_fetch_add(&s->evicted_segments, 1);
+        atomic_store(&m->state, ST_DRAINING);
+        if (atomic_load(&m->pins) == 0) {
+            free_locked(s, id);
+        } else {
+            m->next = s->draining;  /* freed once released (reap_locked) */
+            s->draining = id;
+        }
+    }
+    pthread_mutex_unlock(&s->pool);
+    if (!expired)
         atomic_fetch_add(&s->evicted_items, items);
-    }
-    if (atomic_load(&m->pins) == 0) {
-        free_locked(s, id);
-    } else {
-        m->next = s->draining;      /* seg_store_step frees it once released */
-        s->draining = id;
-    }
-    return true;
+    if (!kept)
+        atomic_fetch_add(expired ? &s->expired_segments : &s->evicted_segments, 1);
+    return !kept;
 }
 
 /* Frees draining segments nobody holds any more.  Pool lock held. */
@@ -279,16 +335,16 @@ static void reap_locked(struct seg_store *s) {
     }
 }
 
-/* The first sealed segment (in sealing order) nobody reads or writes: evicted.  Pool lock held. */
-static bool evict_locked(struct seg_store *s) {
+/* The first sealed segment (in sealing order) nobody reads or writes, detached; NONE.  Pool lock held. */
+static uint32_t victim_locked(struct seg_store *s) {
     for (uint32_t id = s->fifo_head; id != NONE; id = s->segs[id].next) {
         struct seg_meta *m = &s->segs[id];
         if (atomic_load(&m->pins) == 0 && atomic_load(&m->writers) == 0) {
-            clear_locked(s, id, false);
-            return true;
+            detach_locked(s, id);
+            return id;
         }
     }
-    return false;
+    return NONE;
 }
 
 /* Seals bucket tb's open segment: to the FIFO's end.  Pool and tb's lock held. */
@@ -333,33 +389,27 @@ static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
     return n;
 }
 
-/*
- * A free segment, evicting when there is none (an evicted segment that
- * readers still pin drains instead of coming free: evict on).  Pool lock
- * held.
- */
-static uint32_t take_locked(struct seg_store *s) {
-    reap_locked(s);
-    while (s->free_head == NONE)
-        if (!evict_locked(s) && seal_idle_locked(s, true, 0) == 0)
-            return NONE;
-    uint32_t id = s->free_head;
-    s->free_head = s->segs[id].next;
-    s->nfree--;
-    return id;
+/* Whether open segment t may take no more items: a flush_all point passed since it opened. */
+static bool closed_by_flush(struct seg_store *s, uint32_t t) {
+    uint32_t sp = atomic_load_explicit(&s->seal_point, memory_order_relaxed);
+    return sp != 0 && s->segs[t].created <= sp && atomic_load(&s->now) > sp;
 }
 
 /*
  * Reserves len bytes in the open segment of TTL bucket b, opening a new
- * one when the tail is full (the old tail is sealed).  Holds the segment's
- * writer count for the caller.  false when no segment could be had.
+ * one when the tail is full (the old tail is sealed), evicting when no
+ * segment is free.  Holds the segment's writer count for the caller.
+ * held: the stripe the caller holds (see clear()).  false when no segment
+ * could be had.
  */
-static bool reserve(struct seg_store *s, unsigned b, uint32_t len, uint32_t *id, uint32_t *off) {
+static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *held,
+                    uint32_t *id, uint32_t *off) {
     struct ttl_bucket *tb = &s->buckets[b];
-    for (;;) {
+    for (int tries = 0;;) {
         pthread_mutex_lock(&tb->lock);
         uint32_t t = tb->tail;
-        if (t != NONE && s->segs[t].write_off + len <= s->cfg.seg_size) {
+        if (t != NONE && s->segs[t].write_off + len <= s->cfg.seg_size &&
+            !closed_by_flush(s, t)) {
             *id = t;
             *off = s->segs[t].write_off;
             s->segs[t].write_off += len;
@@ -378,15 +428,25 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, uint32_t *id,
             pthread_mutex_unlock(&s->pool);
             continue;
         }
-        uint32_t n = take_locked(s);        /* may seal this bucket's tail itself */
-        if (n == NONE) {
+        reap_locked(s);
+        if (s->free_head == NONE) {
+            uint32_t v = victim_locked(s);
+            if (v == NONE && seal_idle_locked(s, true, 0) != 0)
+                v = victim_locked(s);
             pthread_mutex_unlock(&s->pool);
-            return false;
+            if (v == NONE || ++tries > RESERVE_TRIES)
+                return false;
+            clear(s, v, false, held);
+            continue;
         }
+        uint32_t n = s->free_head;
+        s->free_head = s->segs[n].next;
+        s->nfree--;
         pthread_mutex_lock(&tb->lock);
         struct seg_meta *m = &s->segs[n];
         m->write_off = 0;
-        m->cas_base = atomic_load(&s->next_cas);
+        m->cas_base = atomic_load(s->cas);
+        m->created = atomic_load(&s->now);
         m->bucket = (uint16_t)b;
         atomic_store(&m->max_exptime, 0);
         atomic_store(&m->live_items, 0);
@@ -407,11 +467,29 @@ static void raise_max_exptime(struct seg_meta *m, uint32_t exptime) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* Items                                                                    */
+/* Items, under the key's stripe (the engine's interface)                  */
 /* ---------------------------------------------------------------------- */
 
-static bool expired(struct seg_store *s, const struct seg_hdr *h) {
-    return h->exptime != 0 && h->exptime <= atomic_load(&s->now);
+static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at) {
+    uint32_t id = (uint32_t)(loc >> OFF_BITS);
+    char *it = seg_base(s, id) + (loc & (SEG_SIZE_MAX - 1));
+    size_t n = seg_hdr_decode((const uint8_t *)it, s->cfg.seg_size - (loc & (SEG_SIZE_MAX - 1)),
+                              s->segs[id].cas_base, &at->h);
+    at->loc = loc;
+    at->seg = id;
+    at->created = s->segs[id].created;
+    at->key = it + n;
+    at->value = it + n + at->h.klen;
+}
+
+bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
+                     struct seg_at *at) {
+    struct key_match km = {s, key, nkey};
+    uint64_t *slot = seg_index_find_locked(s->ix, hv, match_key, &km);
+    if (slot == NULL)
+        return false;
+    at_fill(s, seg_index_loc(*slot), at);
+    return true;
 }
 
 /* An item's bytes die: its segment's live count drops. */
@@ -421,30 +499,131 @@ static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
     atomic_fetch_sub(&m->live_bytes, (int64_t)seg_item_len(h, m->cas_base));
 }
 
-/* The live slot of a key (an expired one found on the way is unlinked).  Stripe held. */
-static uint64_t *find_live(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
-                           struct seg_hdr *h) {
-    struct key_match km = {s, key, nkey};
-    uint64_t *slot = seg_index_find_locked(s->ix, hv, match_key, &km);
+void seg_unlink_locked(struct seg_store *s, uint64_t hv, const struct seg_at *at) {
+    uint64_t loc = at->loc;
+    uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
     if (slot == NULL)
-        return NULL;
-    hdr_at(s, seg_index_loc(*slot), h);
-    if (expired(s, h)) {
-        kill(s, seg_index_loc(*slot), h);
-        seg_index_remove_locked(s->ix, slot);
-        return NULL;
+        return;
+    kill(s, loc, &at->h);
+    seg_index_remove_locked(s->ix, slot);
+}
+
+enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const char *key,
+                          const void *value, struct mtx *held, struct seg_resv *r) {
+    if (h->klen == 0 || h->klen > SEG_KEY_MAX)
+        return SEG_TOO_LARGE;
+    struct seg_hdr w = *h;
+    w.hflags &= SEG_F_STATE | SEG_F_CAS64;
+    /* the cas field's width: a 4-byte delta unless the cas asked for cannot be one */
+    uint64_t base = atomic_load(s->cas);
+    if (w.cas != 0 && (w.cas < base || w.cas - base > UINT32_MAX / 2))
+        w.hflags |= SEG_F_CAS64;
+    w.cas = 0;
+    size_t len = seg_item_len(&w, 0);
+    if (len > s->cfg.seg_size)
+        return SEG_TOO_LARGE;
+    uint32_t id, off;
+    if (!reserve(s, ttl_bucket_of(s, w.exptime), (uint32_t)len, held, &id, &off))
+        return SEG_NO_MEMORY;
+    struct seg_meta *m = &s->segs[id];
+    uint8_t *p = (uint8_t *)seg_base(s, id) + off;
+    w.cas = m->cas_base;            /* the field's placeholder until seg_commit_locked() */
+    size_t n = seg_hdr_encode(p, &w, m->cas_base);
+    memcpy(p + n, key, w.klen);
+    if (w.vlen != 0)
+        memcpy(p + n + w.klen, value, w.vlen);
+    *r = (struct seg_resv){.loc = loc_of(id, off), .len = (uint32_t)len};
+    return SEG_STORED;
+}
+
+enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct seg_at *old,
+                                  struct seg_resv *r, uint64_t cas) {
+    struct seg_at at;
+    at_fill(s, r->loc, &at);
+    struct seg_meta *m = &s->segs[at.seg];
+    if (!seg_hdr_set_cas((uint8_t *)seg_base(s, at.seg) + (r->loc & (SEG_SIZE_MAX - 1)), &at.h,
+                         m->cas_base, cas))
+        return SEG_AGAIN;
+    if (old != NULL) {
+        uint64_t oloc = old->loc;
+        uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &oloc);
+        if (slot != NULL) {
+            kill(s, oloc, &old->h);
+            seg_index_move_locked(slot, r->loc);
+        } else if (!seg_index_insert_locked(s->ix, hv, r->loc)) {
+            return SEG_NO_MEMORY;   /* old went with a segment this write evicted */
+        }
+    } else if (!seg_index_insert_locked(s->ix, hv, r->loc)) {
+        return SEG_NO_MEMORY;
     }
-    return slot;
+    atomic_fetch_add(&m->live_items, 1);
+    atomic_fetch_add(&m->live_bytes, (int64_t)r->len);
+    raise_max_exptime(m, at.h.exptime);
+    seg_resv_drop(s, r);
+    return SEG_STORED;
+}
+
+void seg_resv_drop(struct seg_store *s, struct seg_resv *r) {
+    if (r->len != 0)
+        atomic_fetch_sub(&s->segs[r->loc >> OFF_BITS].writers, 1);
+    r->len = 0;
+}
+
+static uint8_t *item_at(struct seg_store *s, uint64_t loc) {
+    return (uint8_t *)seg_base(s, (uint32_t)(loc >> OFF_BITS)) + (loc & (SEG_SIZE_MAX - 1));
+}
+
+void seg_set_state_locked(struct seg_store *s, const struct seg_at *at, uint16_t set,
+                          uint16_t clear) {
+    seg_hdr_set_state(item_at(s, at->loc), set, clear);
+}
+
+bool seg_set_exptime_locked(struct seg_store *s, const struct seg_at *at, uint32_t exptime) {
+    struct seg_meta *m = &s->segs[at->seg];
+    if (!(at->h.hflags & SEG_F_EXP) && exptime != 0)
+        return false;
+    raise_max_exptime(m, exptime);  /* before the item says so: expiry reads this first */
+    return seg_hdr_set_exptime(item_at(s, at->loc), &at->h, exptime);
+}
+
+bool seg_set_cas_locked(struct seg_store *s, const struct seg_at *at, uint64_t cas) {
+    return seg_hdr_set_cas(item_at(s, at->loc), &at->h, s->segs[at->seg].cas_base, cas);
+}
+
+void seg_pin(struct seg_store *s, uint32_t seg) { atomic_fetch_add(&s->segs[seg].pins, 1); }
+void seg_unpin(struct seg_store *s, uint32_t seg) { atomic_fetch_sub(&s->segs[seg].pins, 1); }
+
+void seg_store_seal_point(struct seg_store *s, uint32_t point) {
+    atomic_store(&s->seal_point, point);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The store's own small API (tests, bench/segmem), on the calls above     */
+/* ---------------------------------------------------------------------- */
+
+static bool expired(struct seg_store *s, const struct seg_hdr *h) {
+    return h->exptime != 0 && h->exptime <= atomic_load(&s->now);
+}
+
+/* The live copy of a key (an expired one found on the way is unlinked).  Stripe held. */
+static bool find_live(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
+                      struct seg_at *at) {
+    if (!seg_find_locked(s, hv, key, nkey, at))
+        return false;
+    if (expired(s, &at->h)) {
+        seg_unlink_locked(s, hv, at);
+        return false;
+    }
+    return true;
 }
 
 /*
  * Writes and links one copy of key.  keep (non-NULL) is a touch's copy:
  * stored only while the key still has that cas, with it (in 8 bytes: it
  * may be older than the segment's base).  A cas that does not fit the
- * 4-byte field reserved for it (2^32 stores while one segment was open)
+ * 4-byte field reserved for it (2^31 stores while one segment was open)
  * leaves those bytes dead and goes again with 8 (SEG_AGAIN).
  */
-#define SEG_AGAIN ((enum seg_result)-1)
 static enum seg_result store(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
                              const void *value, size_t nvalue, uint32_t cflags, uint32_t exptime,
                              uint64_t cas_in, uint64_t *cas_out, const uint64_t *keep, bool wide,
@@ -456,56 +635,31 @@ static enum seg_result store(struct seg_store *s, enum seg_op op, const char *ke
                                                        SEG_F_KEYB))),
                         .klen = (uint8_t)nkey,
                         .vlen = (uint32_t)nvalue, .exptime = exptime, .cflags = cflags};
-    size_t len = seg_item_len(&h, 0);
-    if (len > s->cfg.seg_size)
-        return SEG_TOO_LARGE;
-    uint32_t id, off;
-    if (!reserve(s, ttl_bucket_of(s, exptime), (uint32_t)len, &id, &off))
-        return SEG_NO_MEMORY;
-    struct seg_meta *m = &s->segs[id];
-    uint8_t *at = (uint8_t *)seg_base(s, id) + off;
+    struct seg_resv rv;
+    enum seg_result r = seg_write(s, &h, key, value, NULL, &rv);
+    if (r != SEG_STORED)
+        return r;
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *x = lock_of(s->locks, hv);
     mtx_lock(x);
-    struct seg_hdr old;
-    uint64_t *slot = find_live(s, hv, key, nkey, &old);
-    enum seg_result r = SEG_STORED;
+    struct seg_at old;
+    bool found = find_live(s, hv, key, nkey, &old);
     if (keep != NULL)
-        r = slot == NULL || old.cas != *keep ? SEG_NOT_FOUND : SEG_STORED;
-    else if (op == SEG_ADD && slot != NULL)
+        r = !found || old.h.cas != *keep ? SEG_NOT_FOUND : SEG_STORED;
+    else if (op == SEG_ADD && found)
         r = SEG_NOT_STORED;
-    else if (op == SEG_REPLACE && slot == NULL)
+    else if (op == SEG_REPLACE && !found)
         r = SEG_NOT_STORED;
     else if (op == SEG_CAS)
-        r = slot == NULL ? SEG_NOT_FOUND : old.cas != cas_in ? SEG_EXISTS : SEG_STORED;
-    h.cas = r != SEG_STORED ? m->cas_base
-            : keep != NULL  ? *keep
-                            : atomic_fetch_add(&s->next_cas, 1);
-    if (seg_hdr_len(&h, m->cas_base) != len - nkey - nvalue) {
-        h.cas = m->cas_base;        /* dead bytes, then again with an 8-byte cas */
-        r = r == SEG_STORED ? SEG_AGAIN : r;
-    }
-    size_t n = seg_hdr_encode(at, &h, m->cas_base);
-    memcpy(at + n, key, nkey);
-    memcpy(at + n + nkey, value, nvalue);
-    uint64_t loc = loc_of(id, off);
+        r = !found ? SEG_NOT_FOUND : old.h.cas != cas_in ? SEG_EXISTS : SEG_STORED;
     if (r == SEG_STORED) {
-        if (slot != NULL) {
-            kill(s, seg_index_loc(*slot), &old);
-            seg_index_move_locked(slot, loc);
-        } else if (!seg_index_insert_locked(s->ix, hv, loc)) {
-            r = SEG_NO_MEMORY;
-        }
-    }
-    if (r == SEG_STORED) {
-        atomic_fetch_add(&m->live_items, 1);
-        atomic_fetch_add(&m->live_bytes, (int64_t)len);
-        raise_max_exptime(m, exptime);
-        if (cas_out != NULL)
-            *cas_out = h.cas;
+        uint64_t cas = keep != NULL ? *keep : atomic_fetch_add(s->cas, 1) + 1;
+        r = seg_commit_locked(s, hv, found ? &old : NULL, &rv, cas);
+        if (r == SEG_STORED && cas_out != NULL)
+            *cas_out = cas;
     }
     mtx_unlock(x);
-    atomic_fetch_sub(&m->writers, 1);
+    seg_resv_drop(s, &rv);
     return r;
 }
 
@@ -524,38 +678,29 @@ bool seg_store_get(struct seg_store *s, const char *key, size_t nkey, struct seg
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *x = lock_of(s->locks, hv);
     mtx_lock(x);
-    uint64_t *slot = find_live(s, hv, key, nkey, &ref->h);
-    if (slot != NULL) {
-        uint64_t loc = seg_index_loc(*slot);
-        uint32_t id = (uint32_t)(loc >> OFF_BITS);
-        uint8_t *it = (uint8_t *)seg_base(s, id) + (loc & (SEG_SIZE_MAX - 1));
-        atomic_fetch_add(&s->segs[id].pins, 1);
-        seg_hdr_set_state(it, SEG_F_FETCHED, 0);
-        size_t n = seg_hdr_len(&ref->h, s->segs[id].cas_base);
-        ref->seg = id;
-        ref->key = (const char *)it + n;
-        ref->value = ref->key + ref->h.klen;
+    struct seg_at at;
+    bool hit = find_live(s, hv, key, nkey, &at);
+    if (hit) {
+        seg_pin(s, at.seg);
+        seg_set_state_locked(s, &at, SEG_F_FETCHED, 0);
+        *ref = (struct seg_ref){.h = at.h, .key = at.key, .value = at.value, .seg = at.seg};
     }
     mtx_unlock(x);
-    return slot != NULL;
+    return hit;
 }
 
-void seg_store_release(struct seg_store *s, struct seg_ref *ref) {
-    atomic_fetch_sub(&s->segs[ref->seg].pins, 1);
-}
+void seg_store_release(struct seg_store *s, struct seg_ref *ref) { seg_unpin(s, ref->seg); }
 
 enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nkey) {
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *x = lock_of(s->locks, hv);
     mtx_lock(x);
-    struct seg_hdr h;
-    uint64_t *slot = find_live(s, hv, key, nkey, &h);
-    if (slot != NULL) {
-        kill(s, seg_index_loc(*slot), &h);
-        seg_index_remove_locked(s->ix, slot);
-    }
+    struct seg_at at;
+    bool hit = find_live(s, hv, key, nkey, &at);
+    if (hit)
+        seg_unlink_locked(s, hv, &at);
     mtx_unlock(x);
-    return slot != NULL ? SEG_DELETED : SEG_NOT_FOUND;
+    return hit ? SEG_DELETED : SEG_NOT_FOUND;
 }
 
 enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
@@ -563,58 +708,61 @@ enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nke
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *x = lock_of(s->locks, hv);
     mtx_lock(x);
-    struct seg_hdr h;
-    uint64_t *slot = find_live(s, hv, key, nkey, &h);
-    if (slot == NULL) {
+    struct seg_at at;
+    if (!find_live(s, hv, key, nkey, &at)) {
         mtx_unlock(x);
         return SEG_NOT_FOUND;
     }
-    uint64_t loc = seg_index_loc(*slot);
-    struct seg_meta *m = &s->segs[loc >> OFF_BITS];
-    raise_max_exptime(m, exptime);  /* before the item says so: expiry reads this first */
-    if (seg_hdr_set_exptime((uint8_t *)seg_base(s, (uint32_t)(loc >> OFF_BITS)) +
-                                (loc & (SEG_SIZE_MAX - 1)),
-                            &h, exptime)) {
+    if (seg_set_exptime_locked(s, &at, exptime)) {
         mtx_unlock(x);
         return SEG_TOUCHED;
     }
-    mtx_unlock(x);
-    /* no exptime field to write: a copy with it and the item's state, kept only if
-       nothing changed meanwhile; a store in between means another look */
-    for (int tries = 0; tries < 16; tries++) {
-        struct seg_ref ref;
-        if (!seg_store_get(s, key, nkey, &ref))
-            return SEG_NOT_FOUND;
-        uint64_t cas = ref.h.cas;
-        if (ref.h.hflags & SEG_F_EXP) {
-            seg_store_release(s, &ref);
-            return seg_store_touch(s, key, nkey, exptime);  /* a new copy has the field */
-        }
-        enum seg_result r = store(s, SEG_SET, key, nkey, ref.value, ref.h.vlen, ref.h.cflags,
-                                  exptime, 0, NULL, &cas, true, ref.h.hflags);
-        seg_store_release(s, &ref);
-        if (r != SEG_NOT_FOUND)
-            return r == SEG_STORED ? SEG_TOUCHED : r;
+    /* no exptime field to write: a copy with it and the item's state, written
+       holding the stripe (the store's interface allows it) */
+    struct seg_hdr h = at.h;
+    h.exptime = exptime;
+    h.hflags |= SEG_F_CAS64;
+    struct seg_resv rv;
+    seg_pin(s, at.seg);             /* the source stays while the write may evict */
+    enum seg_result r = seg_write(s, &h, at.key, at.value, x, &rv);
+    seg_unpin(s, at.seg);
+    if (r == SEG_STORED) {
+        /* the write may have evicted the item's own segment (this stripe was skipped,
+           the item not): look again */
+        struct seg_at now;
+        if (find_live(s, hv, key, nkey, &now) && now.loc == at.loc)
+            r = seg_commit_locked(s, hv, &at, &rv, at.h.cas);
+        else
+            r = SEG_NOT_FOUND;
+        seg_resv_drop(s, &rv);
     }
-    return SEG_NOT_FOUND;           /* rewritten 16 times under us: as if it had gone */
+    mtx_unlock(x);
+    return r == SEG_STORED ? SEG_TOUCHED : r;
 }
 
 unsigned seg_store_step(struct seg_store *s, unsigned budget) {
-    unsigned done = 0;
+    uint32_t ids[64];
+    unsigned n = 0, done = 0;
     uint32_t now = atomic_load(&s->now);
+    if (budget > 64)
+        budget = 64;
     pthread_mutex_lock(&s->pool);
     reap_locked(s);
     seal_idle_locked(s, false, now);
-    for (uint32_t id = s->fifo_head; id != NONE && done < budget;) {
+    for (uint32_t id = s->fifo_head; id != NONE && n < budget;) {
         struct seg_meta *m = &s->segs[id];
         uint32_t next = m->next;
         uint32_t mx = atomic_load(&m->max_exptime);
         if (mx != NEVER && mx <= now && atomic_load(&m->writers) == 0 &&
-            atomic_load(&m->pins) == 0 && clear_locked(s, id, true))
-            done++;
+            atomic_load(&m->pins) == 0) {
+            detach_locked(s, id);
+            ids[n++] = id;
+        }
         id = next;
     }
     pthread_mutex_unlock(&s->pool);
+    for (unsigned i = 0; i < n; i++)
+        done += clear(s, ids[i], true, NULL);
     seg_index_step(s->ix, 64);
     return done;
 }

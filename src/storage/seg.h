@@ -57,6 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "storage/lock.h"
 #include "storage/seg_item.h"
 
 struct seg_store;
@@ -66,6 +67,8 @@ struct seg_config {
     uint32_t seg_size;          /* bytes a segment (1 MiB) */
     unsigned lock_power;        /* log2 key stripes (12) */
     unsigned index_power;       /* log2 initial index buckets (12) */
+    struct lock_stripes *locks; /* the key stripes to share (the engine's); NULL: its own */
+    _Atomic uint64_t *cas;      /* the last cas handed out, to share; NULL: its own */
 };
 
 void seg_config_defaults(struct seg_config *cfg);
@@ -96,6 +99,7 @@ enum seg_result {
     SEG_NO_MEMORY,              /* every segment pinned or being written */
     SEG_DELETED,
     SEG_TOUCHED,
+    SEG_AGAIN,                  /* seg_commit_locked: the cas does not fit the field */
 };
 
 enum seg_result seg_store_set(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
@@ -114,6 +118,62 @@ enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nk
 /* New exptime: in place when the item has an exptime field (or both are "never"), else a copy. */
 enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
                                 uint32_t exptime);
+
+/*
+ * ---- The engine's interface: the calls above are built on these ----
+ *
+ * Each *_locked call needs the key's stripe (lock_of(locks, hv)) held.
+ * An item is found where it lies (struct seg_at: valid while the stripe
+ * is held, or while its segment is pinned).  A store is two steps: bytes
+ * reserved and written, header, key and value (seg_write, holding no
+ * stripe, or the key's one: held), then linked under the stripe with its
+ * cas (seg_commit_locked), in place of the copy found, if any; bytes
+ * written and never linked stay dead.  A write may evict; a caller
+ * holding a stripe may so lose the item it found (seg_commit_locked then
+ * inserts), and pins a source that lies in the store while it writes.
+ */
+struct seg_at {
+    uint64_t loc;
+    struct seg_hdr h;
+    char *key, *value;
+    uint32_t seg;
+    uint32_t created;           /* the clock when its segment opened */
+};
+struct seg_resv {
+    uint64_t loc;
+    uint32_t len;               /* 0: nothing held */
+};
+
+/* The copy the index has for key, expired or not. */
+bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
+                     struct seg_at *at);
+void seg_unlink_locked(struct seg_store *s, uint64_t hv, const struct seg_at *at);
+/*
+ * Reserves and writes an item (h: klen, vlen, exptime, cflags and state
+ * bits; a non-zero h->cas is the cas it will be linked with, which sizes
+ * the field).  SEG_STORED, SEG_TOO_LARGE or SEG_NO_MEMORY.
+ */
+enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const char *key,
+                          const void *value, struct mtx *held, struct seg_resv *r);
+/* SEG_STORED (r released), SEG_AGAIN (write it again with SEG_F_CAS64), SEG_NO_MEMORY. */
+enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct seg_at *old,
+                                  struct seg_resv *r, uint64_t cas);
+/* Lets go of a reservation not linked (its bytes stay dead). */
+void seg_resv_drop(struct seg_store *s, struct seg_resv *r);
+/* In place, where the layout allows (false: write a copy). */
+void seg_set_state_locked(struct seg_store *s, const struct seg_at *at, uint16_t set,
+                          uint16_t clear);
+bool seg_set_exptime_locked(struct seg_store *s, const struct seg_at *at, uint32_t exptime);
+bool seg_set_cas_locked(struct seg_store *s, const struct seg_at *at, uint64_t cas);
+/* A pinned segment is not reused: its bytes stay readable. */
+void seg_pin(struct seg_store *s, uint32_t seg);
+void seg_unpin(struct seg_store *s, uint32_t seg);
+/*
+ * flush_all: once the clock passes point, open segments created at or
+ * before it take no more items, so that an item's segment's creation
+ * time says on which side of the flush it was stored.
+ */
+void seg_store_seal_point(struct seg_store *s, uint32_t point);
 
 /* Up to budget segments expired whole; returns how many. */
 unsigned seg_store_step(struct seg_store *s, unsigned budget);
