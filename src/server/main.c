@@ -204,6 +204,7 @@ int main(int argc, char **argv) {
     ec.tune = server_lru_tune(&cfg);
     ec.no_expand = !cfg.hash_expand;
     ec.delete_hold = cfg.delete_hold;
+    ec.seg = cfg.storage_seg;
     ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
     ec.reap = cfg.lru_maintainer_thread;
     char err[256] = "";

@@ -42,6 +42,7 @@
 static const char default_inter[] = SETTINGS_DEFAULT_INTER;
 static const char default_policy[] = SETTINGS_DEFAULT_POLICY;
 static const char flat_policy[] = SETTINGS_FLAT_POLICY;
+static const char seg_policy[] = "fifo";
 
 /* ------------------------------------------------------------------ */
 /* Parsing state and the small helpers every option shares.            */
@@ -62,7 +63,8 @@ struct parse {
 
 /* Frees a string field unless it holds one of the static defaults. */
 static void str_free(const char *p) {
-    if (p != NULL && p != default_inter && p != default_policy && p != flat_policy)
+    if (p != NULL && p != default_inter && p != default_policy && p != flat_policy &&
+        p != seg_policy)
         free((void *)p);
 }
 
@@ -692,6 +694,17 @@ static int sub_sock_cookie_id(struct parse *p, const char *v) {
     return 0;
 }
 
+static int sub_storage(struct parse *p, const char *v) {
+    if (need(p, v, "Missing storage argument"))
+        return 1;
+    if (strcmp(v, "slab") != 0 && strcmp(v, "seg") != 0) {
+        fprintf(p->err, "cellard: -o storage is slab or seg, not \"%s\"\n", v);
+        return 1;
+    }
+    p->s->storage_seg = strcmp(v, "seg") == 0;
+    return 0;
+}
+
 static int sub_evict_policy(struct parse *p, const char *v) {
     if (need(p, v, "Missing evict_policy argument"))
         return 1;
@@ -944,6 +957,8 @@ static const struct subopt sub_table[] = {
      F_NONE, FIELD(drop_privileges), NULL, OPT_TODO | OPT_TRUE},
     {"no_drop_privileges", NULL, F_NONE, FIELD(drop_privileges), NULL, OPT_FALSE},
     {"resp_obj_mem_limit", NULL, F_NONE, 0, sub_resp_obj_mem_limit, 0},
+    {"storage", "(cellar) slab (memcached's layout) or seg (items packed in\n"
+     "segments, evicted a segment at a time)", F_NONE, 0, sub_storage, 0},
     {"evict_policy", "(cellar) eviction policy of every slab class (default: %s)",
      F_STR, FIELD(evict_policy), sub_evict_policy, 0},
     {"evict", "(cellar) the same as evict_policy", F_STR, FIELD(evict_policy),
@@ -1335,6 +1350,9 @@ static int finish(struct parse *p) {
        flat; an explicit evict_policy wins. */
     if (s->evict_policy == default_policy && !s->lru_segmented)
         s->evict_policy = flat_policy;
+    /* Segments are evicted whole, oldest first, unless a policy is named. */
+    if (s->storage_seg && (s->evict_policy == default_policy || s->evict_policy == flat_policy))
+        s->evict_policy = seg_policy;
     /* With only -U given, TCP listens on the same port, as in memcached. */
     if (p->udp_specified && !p->tcp_specified)
         s->port = s->udpport;

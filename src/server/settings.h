@@ -110,6 +110,7 @@ struct settings {
     const char *memory_file;    /* -e; NULL when not used */
     const char *evict_policy;   /* -o evict_policy (cellar; "slru", or "lru" when
                                    lru_segmented is turned off) */
+    bool storage_seg;           /* -o storage=seg (cellar): the segment back end */
     bool delete_hold;           /* -o delete_hold (cellar): "delete <key> <seconds>"
                                    refuses add of the key for that long */
 

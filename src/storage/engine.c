@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "storage/engine_int.h"
+#include "storage/seg.h"
 #include "storage/evict_list.h"
 
 #define KiB 1024u
@@ -67,9 +68,50 @@ static bool config_check(const struct engine_config *c, char *err, size_t errlen
                  "(slab_page_size)", cmax, c->page_size);
     else if (c->hashpower_init > HT_POWER_MAX)
         snprintf(err, errlen, "hashpower %u is too high", c->hashpower_init);
+    else if (c->seg && strcmp(c->policy, "fifo") != 0)
+        snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
+                 "storage=seg evicts whole segments: fifo", c->policy);
+    else if (c->seg && imax > c->page_size)
+        snprintf(err, errlen, "storage=seg keeps an item in one segment: -I (%u) at most "
+                 "the segment size %u", imax, c->page_size);
+    else if (c->seg && !c->evict)
+        snprintf(err, errlen, "storage=seg always evicts (no -M)");
     else
         return true;
     return false;
+}
+
+/*
+ * storage=seg: one class (the segments) for the counters the shared code
+ * keeps, the key stripes and the cas counter shared with the segment
+ * store; no slab, no hash table.  The index starts small and grows from
+ * engine_step().
+ */
+static struct engine *seg_create(struct engine *e, char *err, size_t errlen) {
+    struct seg_config sc;
+    seg_config_defaults(&sc);
+    sc.mem_limit = e->cfg.mem_limit;
+    sc.seg_size = e->cfg.page_size;
+    sc.lock_power = e->cfg.lock_power;
+    sc.index_power = e->cfg.lock_power + 2;
+    e->locks = lock_create(e->cfg.lock_power, !e->cfg.single_thread);
+    sc.locks = e->locks;
+    sc.cas = &e->cas;
+    e->nclasses = 1;
+    mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
+    atomic_init(&e->cls[1].crawler_checked, 0);
+    e->cls[1].q = e->policy->create();
+    if (e->locks == NULL || e->cls[1].q == NULL) {
+        snprintf(err, errlen, "out of memory creating the engine");
+    } else {
+        e->seg = seg_store_create(&sc, err, errlen);
+        if (e->seg != NULL) {
+            seg_store_clock_set(e->seg, expire_now(e));
+            return e;
+        }
+    }
+    engine_destroy(&e);
+    return NULL;
 }
 
 struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen) {
@@ -98,6 +140,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->met_flushed, 0);
     atomic_init(&e->crawl_starts, 0);
 
+    if (cfg->seg)
+        return seg_create(e, err, errlen);
     struct slab_config sc = {
         .mem_limit = cfg->mem_limit,
         .growth_factor = cfg->growth_factor,
@@ -128,11 +172,12 @@ oom:
     return NULL;
 }
 
-/* Items need no walk: they live in slab pages, which go with the slab. */
+/* Items need no walk: they live in slab pages (or segments), which go with them. */
 void engine_destroy(struct engine **ep) {
     struct engine *e = *ep;
     if (e == NULL)
         return;
+    seg_store_destroy(&e->seg);
     for (unsigned i = 1; i <= e->nclasses; i++) {
         if (e->cls[i].q != NULL)
             e->policy->destroy(e->cls[i].q);
@@ -163,9 +208,10 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
         if (touch)
             it->exptime = expire_realtime(e, exptime);
         item_flag_set(it, ITEM_FETCHED);
+        item_sync_locked(e, it, hv);
         item_hit_locked(e, it);
         if (ref)
-            item_ref(e, it);
+            it = item_keep_locked(e, it);
     }
     mtx_unlock(m);
     return it;
@@ -188,6 +234,8 @@ ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
         n = ENGINE_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++)
         __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
+    if (e->seg != NULL)
+        return;
     ht_prefetch(e->ht, hv, n, first);
     for (unsigned i = 0; i < n && (stores >> i) != 0; i++) {
         if (((stores >> i) & 1) && first[i] != NULL) {
@@ -199,6 +247,8 @@ ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
 
 void engine_prefetch_one(struct engine *e, uint64_t hv) {
     __builtin_prefetch(lock_of(e->locks, hv), 1);
+    if (e->seg != NULL)
+        return;
     ht_prefetch_bucket(e->ht, hv);
 }
 
@@ -243,9 +293,9 @@ static struct item *concat_locked(struct engine *e, struct item *old, struct ite
         return NULL;
     item_copy_value(nit, 0, append ? old : it);
     item_copy_value(nit, append ? old->nbytes : it->nbytes, append ? it : old);
-    item_replace_locked(e, old, nit, hv, cas);
+    bool ok = item_replace_locked(e, old, nit, hv, cas);
     item_unref(e, nit);
-    return nit;
+    return ok ? nit : NULL;
 }
 
 /* How a requested CAS compares with the item's (memcached's cas_result). */
@@ -289,6 +339,8 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     struct mtx *m = lock_of(e->locks, hv);
     enum engine_store_result r = ENGINE_NOT_STORED;
     struct item *hold, *stored = NULL;
+    if (e->seg != NULL)
+        segv_prewrite(e, it, o->new_cas);   /* the bytes, before the stripe */
     mtx_lock(m);
     struct item *old = item_find_locked(e, item_key(it), it->nkey, hv, NULL, &hold);
     if (old != NULL) {
@@ -327,8 +379,10 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
             stored = it;
             break;
         }
-        if (stored == it)
-            item_replace_locked(e, old, it, hv, o->new_cas);
+        if (stored == it && !item_replace_locked(e, old, it, hv, o->new_cas)) {
+            stored = NULL;
+            r = ENGINE_STORE_NO_MEMORY;
+        }
     } else {
         switch (op) {
         case ENGINE_ADD:
@@ -351,10 +405,11 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
             }
             break;
         }
-        if (stored == it && hold != NULL)
-            item_replace_locked(e, hold, it, hv, o->new_cas);
-        else if (stored == it)
-            item_link_locked(e, it, hv, o->new_cas);
+        if (stored == it && !(hold != NULL ? item_replace_locked(e, hold, it, hv, o->new_cas)
+                                           : item_link_locked(e, it, hv, o->new_cas))) {
+            stored = NULL;
+            r = ENGINE_STORE_NO_MEMORY;
+        }
     }
     if (stored != NULL) {
         r = ENGINE_STORED;
@@ -369,6 +424,8 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     if (watching(e, ENGINE_WATCH_STORE))
         watch_store(e, stored != NULL ? stored : it, r, op);
     mtx_unlock(m);
+    if (e->seg != NULL)
+        segv_prewrite_drop(e, it);
     return r;
 }
 
@@ -495,7 +552,7 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
                                                   struct engine_marith_out *res,
                                                   struct item **linked) {
     uint64_t v;
-    if (it->nbytes == 0 || item_has(it, ITEM_CHAINED))
+    if (it->nbytes == 0 || item_ntotal(it) > e->cfg.slab_chunk_max)    /* chained in slab */
         return ENGINE_MARITH_NON_NUMERIC;
     if (o->compare && o->cas != 0 && it->cas != o->cas)
         return ENGINE_MARITH_EXISTS;
@@ -514,6 +571,7 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
         memcpy(p, buf, (size_t)len);
         memset(p + len, ' ', it->nbytes - (size_t)len);
         it->cas = !e->cfg.use_cas ? 0 : o->new_cas != 0 ? o->new_cas : item_next_cas(e);
+        item_sync_locked(e, it, hv);
         item_hit_locked(e, it);
         res->cas = it->cas;
         *linked = it;
@@ -534,7 +592,11 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
                     item_flag_set(nit, kept[i]);
             *linked = nit;
         }
-        item_replace_locked(e, it, nit, hv, o->new_cas);
+        if (!item_replace_locked(e, it, nit, hv, o->new_cas)) {
+            *linked = NULL;
+            item_unref(e, nit);
+            return ENGINE_MARITH_NO_MEMORY;
+        }
         if (fits) {
             /* the copy is the in-place rewrite: no new item to memcached's total_items */
             struct eclass *c = &e->cls[nit->clsid];
@@ -564,7 +626,10 @@ static struct item *arith_create_locked(struct engine *e, const char *key, size_
     if (it == NULL)
         return NULL;
     memcpy(item_value(it), buf, (size_t)len);
-    item_link_locked(e, it, hv, cas);
+    if (!item_link_locked(e, it, hv, cas)) {
+        item_unref(e, it);
+        return NULL;
+    }
     /* memcached stores it as an add, whose own lookup and store it reports */
     if (watching(e, ENGINE_WATCH_FETCH))
         watch_fetch(e, key, nkey, NULL, ENGINE_MISS_NONE);
@@ -627,8 +692,10 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
             else if (st[i].kind == STEP_TTL)
                 res.ttl = item_ttl(exp, now);
         }
-        if (linked != NULL)
+        if (linked != NULL) {
             linked->exptime = exp;
+            item_sync_locked(e, linked, hv);
+        }
     }
     mtx_unlock(m);
     if (out != NULL)
@@ -684,6 +751,13 @@ unsigned engine_step(struct engine *e, unsigned budget) {
         return 0;
     mtx_lock(&e->step_lock);
     uint32_t now = expire_now(e);
+    if (e->seg != NULL) {
+        /* whole segments expire, the index grows; items of a segment that is
+           not yet all expired go when met or evicted */
+        work = seg_store_step(e->seg, budget);
+        mtx_unlock(&e->step_lock);
+        return work;
+    }
     if (!e->cfg.no_expand && !ht_expanding(e->ht) && now >= e->expand_next && e->dumpers == 0) {
         uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
         if (curr_items(e) > buckets + buckets / 2 && !ht_expand_start(e->ht))
@@ -720,7 +794,7 @@ void sizes_count(struct engine *e, const struct item *it, int d) {
 }
 
 bool engine_sizes_enable(struct engine *e, unsigned base) {
-    if (!e->cfg.use_cas)
+    if (!e->cfg.use_cas || e->seg != NULL)     /* segments count no sizes (yet) */
         return false;
     mtx_lock(&e->sizes_lock);
     if (e->sizes == NULL) {
@@ -758,7 +832,11 @@ bool engine_sizes(struct engine *e, void (*fn)(void *arg, uint64_t bytes, uint64
     return on;
 }
 
-void engine_set_mem_limit(struct engine *e, uint64_t bytes) { slab_set_limit(e->slab, bytes); }
+/* storage=seg: the segments are cut at start; the limit stays. */
+void engine_set_mem_limit(struct engine *e, uint64_t bytes) {
+    if (e->seg == NULL)
+        slab_set_limit(e->slab, bytes);
+}
 
 void engine_lru_tune(struct engine *e, const struct evict_tune *t) {
     if (e->policy->tune == NULL)
@@ -856,6 +934,8 @@ static void dump_visit(struct item *it, uint64_t hv, void *arg) {
 
 bool engine_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
                       void *arg) {
+    if (e->seg != NULL)
+        return segv_dump_step(e, cursor, budget, fn, arg);
     if (ht_expanding(e->ht)) {
         /* Begun while the table was doubling: finish that first (none starts now). */
         mtx_lock(&e->step_lock);
@@ -876,6 +956,8 @@ unsigned engine_nclasses(const struct engine *e) { return e->nclasses; }
 unsigned engine_class_for(const struct engine *e, size_t ntotal) {
     if (ntotal > e->cfg.item_size_max)
         return 0;
+    if (e->seg != NULL)
+        return 1;
     if (ntotal > e->cfg.slab_chunk_max)
         return e->nclasses;
     return slab_class_for(e->slab, ntotal);
@@ -886,11 +968,41 @@ unsigned engine_item_lru(const struct engine *e, const struct item *it) {
     return mask != 0 ? (unsigned)(evict_bits(it) & mask) : EVICT_COLD;
 }
 
+/*
+ * storage=seg's one class: its chunks are the segments (chunk_size the
+ * segment size, used_chunks those holding items), number and
+ * mem_requested the items the index points at and their bytes, evicted
+ * the items that left with evicted segments.
+ */
+static bool seg_class_stats(struct engine *e, struct engine_class_stats *out) {
+    struct seg_stats st;
+    seg_store_stats(e->seg, &st);
+    struct eclass *c = &e->cls[1];
+    *out = (struct engine_class_stats){
+        .chunk_size = e->cfg.page_size,
+        .chunks_per_page = 1,
+        .total_pages = st.segments - st.free,
+        .total_chunks = st.segments - st.free,
+        .used_chunks = st.segments - st.free,
+        .free_chunks = st.free,
+        .number = st.live_items,
+        .mem_requested = st.live_bytes,
+        .evicted = st.evicted_items,
+    };
+    out->seg.number[EVICT_COLD] = st.live_items;
+    mtx_lock(&c->lock);
+    out->outofmemory = c->outofmemory;
+    mtx_unlock(&c->lock);
+    return true;
+}
+
 bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out) {
     if (id < 1 || id > e->nclasses) {
         *out = (struct engine_class_stats){0};
         return false;
     }
+    if (e->seg != NULL)
+        return seg_class_stats(e, out);
     struct slab_class_stats ss;
     slab_class_stats(e->slab, id, &ss);
     struct eclass *c = &e->cls[id];
@@ -956,6 +1068,14 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
     out->get_expired = atomic_load_explicit(&e->met_expired, memory_order_relaxed);
     out->get_flushed = atomic_load_explicit(&e->met_flushed, memory_order_relaxed);
     out->crawler_starts = atomic_load_explicit(&e->crawl_starts, memory_order_relaxed);
+    if (e->seg != NULL) {
+        struct seg_stats st;
+        seg_store_stats(e->seg, &st);
+        out->total_malloced = (st.segments - st.free) * e->cfg.page_size;
+        out->limit_maxbytes = e->cfg.mem_limit;
+        out->hash_bytes = st.index_bytes;
+        return;
+    }
     out->total_malloced = slab_total_malloced(e->slab);
     out->limit_maxbytes = slab_limit(e->slab);
     out->hash_power_level = ht_power(e->ht);

@@ -64,6 +64,9 @@ struct engine_config {
     bool no_expand;            /* the hash table never grows (-o no_hashexpand) */
     bool crawl;                /* engine_step() crawls for expired items (true;
                                   memcached's -o no_lru_crawler: false) */
+    bool seg;                  /* -o storage=seg: items in segments (seg.h), page_size
+                                  bytes each, evicted a segment at a time (policy
+                                  "fifo"); default false: the slab allocator */
     bool reap;                 /* engine_step() reclaims dead items at the policies'
                                   oldest ends, as memcached's LRU maintainer does
                                   (default false; cellard: unless -o no_lru_maintainer) */

@@ -59,6 +59,8 @@ struct item_chain {
     struct item_chunk *first;
     uint32_t head;                      /* value bytes in the header chunk */
     uint32_t unused;
+    char *ext;                          /* a segment view's value, whole, where it lies
+                                           (item_seg.c); NULL for slab chains */
 };
 
 struct item_chunk {
@@ -79,8 +81,12 @@ struct eclass {
     struct evict_segments seg_base;     /* the policy's moves at the last stats reset */
 };
 
+struct seg_store;
+
 struct engine {
     struct engine_config cfg;
+    struct seg_store *seg;              /* storage=seg: the segment back end (item_seg.c);
+                                           NULL: slab */
     const struct evict_policy *policy;
     uint8_t seg_mask;                   /* policy->seg_mask, one load nearer (engine_item_lru) */
     struct slab *slab;
@@ -169,15 +175,51 @@ static inline uint16_t item_deref(const struct engine *e, struct item *it) {
     return atomic_fetch_sub_explicit(&it->refcount, 1, memory_order_acq_rel);
 }
 
+/* item_seg.c: the segment back end's side of the primitives below */
+struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv);
+struct item *segv_keep_locked(struct engine *e, struct item *it);
+struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
+                        uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
+void segv_free(struct engine *e, struct item *it);
+void segv_prewrite(struct engine *e, struct item *it, uint64_t cas);
+void segv_prewrite_drop(struct engine *e, struct item *it);
+bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+                      uint64_t cas);
+void segv_unlink_locked(struct engine *e, struct item *it, uint64_t hv);
+bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv);
+bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
+                    void *arg);
+
+/*
+ * Writes back what the shared code changed in a found item (exptime, cas,
+ * state bits).  Slab items are the memory itself: nothing to do.
+ */
+static inline void item_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
+    if (e->seg != NULL)
+        segv_sync_locked(e, it, hv);
+}
+
+/*
+ * A reference for the caller on a found item (stripe held): the item
+ * itself, or under storage=seg a held view (NULL when out of memory).
+ */
+static inline struct item *item_keep_locked(struct engine *e, struct item *it) {
+    if (e->seg != NULL)
+        return segv_keep_locked(e, it);
+    item_ref(e, it);
+    return it;
+}
+
 /* item.c */
 size_t item_ntotal(const struct item *it);
 struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
 void item_unref(struct engine *e, struct item *it);
 uint64_t item_next_cas(struct engine *e);
-void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
+/* Link and replace fail only under storage=seg, when no segment could be had. */
+bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
 void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why);
-void item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+bool item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
                          uint64_t cas);
 struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                               enum engine_miss *why, struct item **hold);

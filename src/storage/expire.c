@@ -8,6 +8,7 @@
  * exptime and atime in engine seconds; 0 means "never".
  */
 #include "storage/engine_int.h"
+#include "storage/seg.h"
 
 /*
  * Before the first engine_clock_set() the engine runs on time(NULL) read
@@ -38,6 +39,8 @@ void engine_clock_set(struct engine *e, uint32_t unix_now) {
     if (now > UINT32_MAX)
         now = UINT32_MAX;
     atomic_store_explicit(&e->now, (uint32_t)now, memory_order_relaxed);
+    if (e->seg != NULL)
+        seg_store_clock_set(e->seg, (uint32_t)now);
 }
 
 uint32_t engine_clock(const struct engine *e) {
@@ -103,6 +106,8 @@ void engine_flush(struct engine *e, int64_t delay) {
             atomic_store_explicit(&e->oldest_cas, cas, memory_order_relaxed);
         }
     }
+    if (e->seg != NULL)
+        seg_store_seal_point(e->seg, point);    /* before anything can be stored past it */
     atomic_store_explicit(&e->oldest_live, point, memory_order_release);
 }
 

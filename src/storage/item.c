@@ -30,7 +30,10 @@ static char *chunk_data(struct item_chunk *ch) { return (char *)ch + sizeof(*ch)
 
 char *item_value(const struct item *it) {
     char *p = (char *)it->data + it->nkey;
-    return item_has(it, ITEM_CHAINED) ? p + sizeof(struct item_chain) : p;
+    if (!item_has(it, ITEM_CHAINED))
+        return p;
+    struct item_chain ch = chain_get(it);
+    return ch.ext != NULL ? ch.ext : p + sizeof(struct item_chain);
 }
 
 /* A walk over the pieces of an item's value, in order. */
@@ -44,7 +47,7 @@ static void piece_first(const struct item *it, struct piece *pc) {
     pc->p = item_value(it);
     if (item_has(it, ITEM_CHAINED)) {
         struct item_chain ch = chain_get(it);
-        pc->n = ch.head;
+        pc->n = ch.ext != NULL ? it->nbytes : ch.head;
         pc->next = ch.first;
     } else {
         pc->n = it->nbytes;
@@ -156,6 +159,10 @@ static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
 
 /* Out of line, so that item_unref()'s common path stays a decrement and a test. */
 __attribute__((noinline)) static void item_free(struct engine *e, struct item *it) {
+    if (e->seg != NULL) {
+        segv_free(e, it);
+        return;
+    }
     if (item_has(it, ITEM_CHAINED)) {
         struct item_chunk *ch = chain_get(it).first;
         while (ch != NULL) {
@@ -319,6 +326,8 @@ static bool chain_alloc(struct engine *e, struct item *it, size_t nkey, uint32_t
 
 struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err) {
+    if (e->seg != NULL)
+        return segv_alloc(e, key, nkey, flags, exptime, nbytes, err);
     size_t total = sizeof(struct item) + nkey + (size_t)nbytes;
     *err = ENGINE_ALLOC_OK;
     if (nkey > ENGINE_KEY_MAX || total > e->cfg.item_size_max) {
@@ -374,10 +383,24 @@ uint64_t item_next_cas(struct engine *e) {
  * the next one; always 0 under -C), access time now, into the table and
  * the class queue, plus the table's reference.
  */
-void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
+static void count_stored(struct engine *e) {
+    struct eclass *c = &e->cls[1];
+    mtx_lock(&c->lock);
+    c->total_items++;
+    mtx_unlock(&c->lock);
+}
+
+bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
     uint32_t now = expire_now(e);
     struct eclass *c = &e->cls[it->clsid];
-    it->cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
+    cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
+    if (e->seg != NULL) {
+        if (!segv_link_locked(e, NULL, it, hv, cas))
+            return false;
+        count_stored(e);
+        return true;
+    }
+    it->cas = cas;
     it->atime = now;
     item_flag_set(it, ITEM_LINKED);
     item_ref(e, it);
@@ -389,12 +412,17 @@ void item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     c->bytes += item_ntotal(it);
     c->total_items++;
     mtx_unlock(&c->lock);
+    return true;
 }
 
 /* Unlinks it (item stripe held) and drops the table's reference. */
 void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why) {
     if (!item_has(it, ITEM_LINKED))
         return;
+    if (e->seg != NULL) {
+        segv_unlink_locked(e, it, hv);
+        return;
+    }
     struct eclass *c = &e->cls[it->clsid];
     ht_delete_locked(e->ht, it, hv);
     mtx_lock(&c->lock);
@@ -405,10 +433,17 @@ void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unl
 }
 
 /* Puts it in old's place (item stripe held); cas as for item_link_locked(). */
-void item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+bool item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
                          uint64_t cas) {
+    if (e->seg != NULL) {
+        cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
+        if (!segv_link_locked(e, old, it, hv, cas))
+            return false;
+        count_stored(e);
+        return true;
+    }
     item_unlink_locked(e, old, hv, UNLINK_DELETE);
-    item_link_locked(e, it, hv, cas);
+    return item_link_locked(e, it, hv, cas);
 }
 
 /*
@@ -423,7 +458,8 @@ static inline struct item *find_live(struct engine *e, const char *key, size_t n
                                      enum engine_miss *why, struct item **hold) {
     if (hold != NULL)
         *hold = NULL;
-    struct item *it = ht_find_locked(e->ht, hv, key, nkey);
+    struct item *it = e->seg != NULL ? segv_lookup_locked(e, key, nkey, hv)
+                                     : ht_find_locked(e->ht, hv, key, nkey);
     if (it == NULL)
         return NULL;
     bool tomb = item_has(it, ITEM_HOLD);
@@ -462,6 +498,8 @@ struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, ui
  * when it asks for a queue move do we take the class lock.
  */
 void item_hit_locked(struct engine *e, struct item *it) {
+    if (e->seg != NULL)
+        return;                     /* segments keep no per-item order */
     uint32_t now = expire_now(e);
     if (!e->policy->hit(it, now))
         return;

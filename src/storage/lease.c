@@ -84,9 +84,11 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     if (it == NULL && o->vivify && hold == NULL) {
         enum engine_alloc_err err;
         it = item_alloc(e, key, nkey, 0, 0, 0, &err);
-        if (it != NULL) {
-            item_link_locked(e, it, hv, o->vivify_cas);
+        if (it != NULL && item_link_locked(e, it, hv, o->vivify_cas)) {
             created = true;
+        } else if (it != NULL) {
+            item_unref(e, it);
+            it = NULL;
         }
     }
     if (it == NULL) {
@@ -135,12 +137,13 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     if (won && !o->no_claim)
         item_flag_set(it, ITEM_TOKEN_SENT);
     mt.won = won;
-    if (!o->no_bump) {
+    if (!o->no_bump)
         item_flag_set(it, ITEM_FETCHED);
+    item_sync_locked(e, it, hv);
+    if (!o->no_bump)
         item_hit_locked(e, it);
-    }
     if (!created)
-        item_ref(e, it);
+        it = item_keep_locked(e, it);
     mtx_unlock(m);
     if (meta != NULL)
         *meta = mt;
@@ -178,8 +181,12 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
             r = ENGINE_MDELETE_NO_MEMORY;
             goto out;
         }
-        item_replace_locked(e, it, nit, hv, o->new_cas != 0 ? o->new_cas : it->cas);
+        bool ok = item_replace_locked(e, it, nit, hv, o->new_cas != 0 ? o->new_cas : it->cas);
         item_unref(e, nit);
+        if (!ok) {
+            r = ENGINE_MDELETE_NO_MEMORY;
+            goto out;
+        }
         it = nit;
     }
     if (o->invalidate) {
@@ -188,6 +195,7 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
         item_flag_set(it, ITEM_STALE);
         item_flag_clear(it, ITEM_TOKEN_SENT);
         it->cas = !e->cfg.use_cas ? 0 : o->new_cas != 0 ? o->new_cas : item_next_cas(e);
+        item_sync_locked(e, it, hv);
         r = ENGINE_MDELETE_INVALIDATED;
     } else if (!o->remove_value) {
         item_unlink_locked(e, it, hv, UNLINK_DELETE);
@@ -223,11 +231,9 @@ enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, 
     struct item *old = it != NULL ? it : hold;
     if (clsid != NULL)
         *clsid = it != NULL ? it->clsid : 0;
-    if (tomb != NULL && old != NULL)
-        item_replace_locked(e, old, tomb, hv, 0);
-    else if (tomb != NULL)
-        item_link_locked(e, tomb, hv, 0);
-    else if (it != NULL)
+    bool placed = tomb != NULL && (old != NULL ? item_replace_locked(e, old, tomb, hv, 0)
+                                               : item_link_locked(e, tomb, hv, 0));
+    if (!placed && it != NULL)
         item_unlink_locked(e, it, hv, UNLINK_DELETE);
     mtx_unlock(m);
     if (tomb != NULL)

@@ -788,3 +788,53 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     seg_index_stats(s->ix, &is);
     out->index_bytes = is.bytes;
 }
+
+void seg_at_locked(struct seg_store *s, uint64_t loc, struct seg_at *at) { at_fill(s, loc, at); }
+
+/*
+ * A walk over every item the index points at, segment by segment in id
+ * order: *cursor is (segment << 20 | offset).  Each item's header span is
+ * read holding no lock; its stripe is then taken and the index asked
+ * whether it still points there.  Segments not sealed or open are
+ * skipped.  Returns false once past the last segment.
+ */
+bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
+                    void (*fn)(void *arg, const struct seg_at *at), void *arg) {
+    uint32_t id = (uint32_t)(*cursor >> OFF_BITS), off = (uint32_t)(*cursor & (SEG_SIZE_MAX - 1));
+    for (unsigned n = 0; id < s->nseg && n < budget; n++) {
+        struct seg_meta *m = &s->segs[id];
+        uint8_t st = atomic_load(&m->state);
+        /* write_off only grows while the segment is open or sealed */
+        uint32_t end = st == ST_OPEN || st == ST_SEALED ? atomic_load(&m->write_off) : 0;
+        if (off >= end || atomic_load(&m->writers) != 0) {
+            if (off < end)
+                break;              /* being written: come back on the next step */
+            id++, off = 0;
+            continue;
+        }
+        uint8_t klen;
+        uint32_t vlen;
+        uint32_t pinned = id;
+        seg_pin(s, pinned);
+        size_t h = seg_hdr_span((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
+                                &klen, &vlen);
+        if (h != 0 && atomic_load(&m->state) == st) {
+            uint64_t loc = loc_of(id, off);
+            uint64_t hv = ht_hash(seg_base(s, id) + off + h, klen);
+            struct mtx *x = lock_of(s->locks, hv);
+            mtx_lock(x);
+            if (seg_index_find_locked(s->ix, hv, match_loc, &loc) != NULL) {
+                struct seg_at at;
+                at_fill(s, loc, &at);
+                fn(arg, &at);
+            }
+            mtx_unlock(x);
+            off += (uint32_t)(h + klen + vlen);
+        } else {
+            id++, off = 0;          /* it changed under us: on to the next */
+        }
+        seg_unpin(s, pinned);
+    }
+    *cursor = loc_of(id, off);
+    return id < s->nseg;
+}

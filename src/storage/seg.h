@@ -174,6 +174,11 @@ void seg_unpin(struct seg_store *s, uint32_t seg);
  * time says on which side of the flush it was stored.
  */
 void seg_store_seal_point(struct seg_store *s, uint32_t point);
+/* The item at loc, which the index points at (stripe held). */
+void seg_at_locked(struct seg_store *s, uint64_t loc, struct seg_at *at);
+/* A walk over every linked item, budget items a call; false when done (seg.c). */
+bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
+                    void (*fn)(void *arg, const struct seg_at *at), void *arg);
 
 /* Up to budget segments expired whole; returns how many. */
 unsigned seg_store_step(struct seg_store *s, unsigned budget);

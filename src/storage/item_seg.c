@@ -1,0 +1,385 @@
+/*
+ * item_seg.c -- items of the segment back end (-o storage=seg), as the
+ * engine's shared code sees them: views.
+ *
+ * engine.c and lease.c hold memcached's semantics once, written against
+ * struct item and a few primitives (item_find_locked, item_link_locked,
+ * item_unlink_locked, item_alloc, item_unref...).  Under storage=seg each
+ * primitive branches here once, and an item is a view of the bytes that
+ * seg.c keeps in a segment:
+ *
+ *   scratch   what item_find_locked() returns: this thread's one view,
+ *             filled from the segment's header (key copied, value read in
+ *             place), valid until the stripe is let go.  Changes the
+ *             shared code makes to its exptime, cas and state bits are
+ *             written back by item_sync_locked() -- in place where the
+ *             header has the field, else as a new copy of the item.
+ *   held      what a caller keeps (item_keep_locked): a heap copy with the
+ *             key and, up to VIEW_COPY_MAX, the value; a larger value
+ *             stays in the segment, which the view pins until its last
+ *             unref (CHAINED, and item_chain.ext says where).
+ *   staging   what item_alloc() gives: a heap item the caller fills; the
+ *             store writes it into a segment before taking the stripe
+ *             (segv_prewrite), and links it under the stripe.  One linked
+ *             and let go is parked, not freed, until this thread's next
+ *             lookup: the shared code reads an item it linked after
+ *             dropping its reference, as the slab table's reference
+ *             allows there.
+ *
+ * A view's atime is its segment's creation time: segments opened after a
+ * flush_all take every item stored after it (seg_store_seal_point), so
+ * expire_dead() decides a flush as memcached does.  Eviction and expiry
+ * of whole segments happen in seg.c; curr_items, bytes and evictions come
+ * from its counts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/engine_int.h"
+#include "storage/seg.h"
+
+#define VIEW_COPY_MAX 1024          /* a held view copies values up to this */
+#define VIEW_KEY_ROOM (ENGINE_KEY_MAX + sizeof(struct item_chain))
+
+enum view_kind { VIEW_SCRATCH, VIEW_HELD, VIEW_STAGING };
+
+struct segv {
+    struct seg_at at;               /* where the linked copy lies (with ITEM_LINKED) */
+    struct seg_resv resv;           /* staging: bytes written, not yet linked */
+    uint8_t kind;                   /* enum view_kind */
+    bool pinned;                    /* holds a pin on at.seg */
+    struct item it;                 /* last: its data[] follows */
+};
+
+static inline struct segv *view_of(const struct item *it) {
+    return (struct segv *)((char *)it - offsetof(struct segv, it));
+}
+
+static _Thread_local struct {
+    struct segv v;
+    char room[VIEW_KEY_ROOM];
+} scratch;
+static _Thread_local struct segv *parked;
+
+static const struct {
+    uint8_t iflag;
+    uint16_t hflag;
+} state_map[] = {
+    {ITEM_FETCHED, SEG_F_FETCHED},   {ITEM_TOKEN_SENT, SEG_F_TOKEN},
+    {ITEM_STALE, SEG_F_STALE},       {ITEM_KEY_BINARY, SEG_F_KEYB},
+    {ITEM_HOLD, SEG_F_HOLD},
+};
+
+static uint16_t hflags_of(const struct item *it) {
+    uint16_t h = 0;
+    for (size_t i = 0; i < sizeof(state_map) / sizeof(state_map[0]); i++)
+        if (item_has(it, state_map[i].iflag))
+            h |= state_map[i].hflag;
+    return h;
+}
+
+static uint8_t iflags_of(uint16_t h) {
+    uint8_t f = 0;
+    for (size_t i = 0; i < sizeof(state_map) / sizeof(state_map[0]); i++)
+        if (h & state_map[i].hflag)
+            f |= state_map[i].iflag;
+    return f;
+}
+
+static void ext_set(struct item *it, const char *value) {
+    struct item_chain ch = {.ext = (char *)value};
+    memcpy(it->data + it->nkey, &ch, sizeof(ch));
+}
+
+/* The fields of a view of the copy at at (the caller sets data[] and iflags' other bits). */
+static void view_fill(struct engine *e, struct segv *v, const struct seg_at *at) {
+    struct item *it = &v->it;
+    v->at = *at;
+    it->hnext = NULL;
+    it->pword[0] = it->pword[1] = 0;
+    atomic_store_explicit(&it->cas, at->h.cas, memory_order_relaxed);
+    it->atime = at->created;
+    it->exptime = at->h.exptime;
+    it->nbytes = at->h.vlen;
+    it->flags = at->h.cflags;
+    it->clsid = 1;
+    it->nkey = at->h.klen;
+    atomic_init(&it->pbits, 0);
+    memcpy(it->data, at->key, at->h.klen);
+    (void)e;
+}
+
+static void unpark(void) {
+    if (parked != NULL) {
+        free(parked);
+        parked = NULL;
+    }
+}
+
+struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv) {
+    unpark();
+    struct seg_at at;
+    if (!seg_find_locked(e->seg, hv, key, nkey, &at))
+        return NULL;
+    struct segv *v = &scratch.v;
+    view_fill(e, v, &at);
+    v->kind = VIEW_SCRATCH;
+    v->pinned = false;
+    v->resv.len = 0;
+    /* the value is read where it lies; one that readers may hold in place
+       counts as held (no in-place arithmetic) */
+    ext_set(&v->it, at.value);
+    atomic_init(&v->it.refcount, at.h.vlen > VIEW_COPY_MAX ? 2 : 1);
+    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at.h.hflags)));
+    return &v->it;
+}
+
+struct item *segv_keep_locked(struct engine *e, struct item *it) {
+    struct segv *v = view_of(it);
+    if (v->kind != VIEW_SCRATCH) {
+        item_ref(e, it);
+        return it;
+    }
+    bool copy = it->nbytes <= VIEW_COPY_MAX;
+    size_t room = it->nkey + (copy ? it->nbytes : sizeof(struct item_chain));
+    struct segv *h = malloc(sizeof(*h) + room);
+    if (h == NULL)
+        return NULL;
+    memcpy(h, v, sizeof(*h) + it->nkey);
+    h->kind = VIEW_HELD;
+    h->pinned = !copy;
+    struct item *c = &h->it;
+    atomic_init(&c->refcount, 1);
+    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed) & ~ITEM_CHAINED;
+    if (copy) {
+        memcpy(c->data + c->nkey, v->at.value, c->nbytes);
+    } else {
+        seg_pin(e->seg, v->at.seg);
+        ext_set(c, v->at.value);
+        f |= ITEM_CHAINED;
+    }
+    atomic_init(&c->iflags, f);
+    return c;
+}
+
+struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
+                        uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err) {
+    *err = ENGINE_ALLOC_OK;
+    if (nkey == 0 || nkey > ENGINE_KEY_MAX ||
+        SEG_HDR_MAX + nkey + (size_t)nbytes > e->cfg.page_size ||
+        sizeof(struct item) + nkey + (size_t)nbytes > e->cfg.item_size_max) {
+        *err = ENGINE_ALLOC_TOO_LARGE;
+        return NULL;
+    }
+    struct segv *v = malloc(sizeof(*v) + nkey + nbytes);
+    if (v == NULL) {
+        *err = ENGINE_ALLOC_NO_MEMORY;
+        return NULL;
+    }
+    v->kind = VIEW_STAGING;
+    v->pinned = false;
+    v->resv.len = 0;
+    struct item *it = &v->it;
+    it->hnext = NULL;
+    it->pword[0] = it->pword[1] = 0;
+    atomic_init(&it->cas, 0);
+    it->atime = expire_now(e);
+    it->exptime = exptime;
+    it->nbytes = nbytes;
+    it->flags = flags;
+    atomic_init(&it->refcount, 1);
+    atomic_init(&it->iflags, 0);
+    it->clsid = 1;
+    it->nkey = (uint8_t)nkey;
+    atomic_init(&it->pbits, 0);
+    memcpy(it->data, key, nkey);
+    return it;
+}
+
+void segv_free(struct engine *e, struct item *it) {
+    struct segv *v = view_of(it);
+    switch (v->kind) {
+    case VIEW_SCRATCH:
+        return;
+    case VIEW_HELD:
+        if (v->pinned)
+            seg_unpin(e->seg, v->at.seg);
+        free(v);
+        return;
+    case VIEW_STAGING:
+        seg_resv_drop(e->seg, &v->resv);
+        if (item_has(it, ITEM_LINKED)) {
+            unpark();               /* read after its last unref: see the top */
+            parked = v;
+        } else {
+            free(v);
+        }
+        return;
+    }
+}
+
+/* The header a staging item is written with (cas: the one it will get, 0 unknown). */
+static struct seg_hdr staging_hdr(const struct item *it, uint64_t cas) {
+    return (struct seg_hdr){.hflags = hflags_of(it), .klen = it->nkey, .vlen = it->nbytes,
+                            .cas = cas, .exptime = it->exptime, .cflags = it->flags};
+}
+
+void segv_prewrite(struct engine *e, struct item *it, uint64_t cas) {
+    struct segv *v = view_of(it);
+    if (v->kind != VIEW_STAGING || v->resv.len != 0)
+        return;
+    struct seg_hdr h = staging_hdr(it, cas);
+    if (seg_write(e->seg, &h, item_key(it), it->data + it->nkey, NULL, &v->resv) != SEG_STORED)
+        v->resv.len = 0;            /* written under the stripe instead, or refused there */
+}
+
+void segv_prewrite_drop(struct engine *e, struct item *it) {
+    struct segv *v = view_of(it);
+    if (v->kind == VIEW_STAGING)
+        seg_resv_drop(e->seg, &v->resv);
+}
+
+/*
+ * Links staging item it (stripe held) with cas, in old's place if old (a
+ * view of the key's linked copy) is given.  Uses the bytes written before
+ * the stripe was taken if they match the item now, else writes here.
+ */
+bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+                      uint64_t cas) {
+    struct segv *v = view_of(it);
+    struct mtx *held = lock_of(e->locks, hv);
+    const struct seg_at *oat = old != NULL && item_has(old, ITEM_LINKED) ? &view_of(old)->at : NULL;
+    if (v->kind != VIEW_STAGING)
+        abort();                    /* only a fresh item is linked: a bug */
+    enum seg_result r = SEG_AGAIN;
+    for (int wide = 0; wide < 2 && r == SEG_AGAIN; wide++) {
+        if (v->resv.len == 0) {
+            struct seg_hdr h = staging_hdr(it, cas);
+            if (wide)
+                h.hflags |= SEG_F_CAS64;
+            if (seg_write(e->seg, &h, item_key(it), it->data + it->nkey, held, &v->resv) !=
+                SEG_STORED)
+                return false;
+        }
+        r = seg_commit_locked(e->seg, hv, oat, &v->resv, cas);
+        if (r == SEG_AGAIN)
+            seg_resv_drop(e->seg, &v->resv);
+    }
+    if (r != SEG_STORED) {
+        seg_resv_drop(e->seg, &v->resv);
+        return false;
+    }
+    if (old != NULL)
+        item_flag_clear(old, ITEM_LINKED);
+    uint64_t loc = v->resv.loc;
+    seg_at_locked(e->seg, loc, &v->at);
+    atomic_store_explicit(&it->cas, cas, memory_order_relaxed);
+    it->atime = v->at.created;
+    item_flag_set(it, ITEM_LINKED);
+    /* what the shared code changed after the bytes were written (an invalidating
+       cas store's exptime and state) goes in now */
+    segv_sync_locked(e, it, hv);
+    return true;
+}
+
+void segv_unlink_locked(struct engine *e, struct item *it, uint64_t hv) {
+    seg_unlink_locked(e->seg, hv, &view_of(it)->at);
+    item_flag_clear(it, ITEM_LINKED);
+}
+
+/*
+ * Writes back what the shared code changed in a linked view: state bits
+ * and the exptime and cas in place where the header has room, else a new
+ * copy in the old one's place (which keeps the key's cas and state).
+ */
+bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
+    struct segv *v = view_of(it);
+    if (!item_has(it, ITEM_LINKED))
+        return false;
+    struct seg_at *at = &v->at;
+    uint16_t want = hflags_of(it);
+    uint16_t have = at->h.hflags & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE);
+    uint16_t set = want & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE) & ~have;
+    uint16_t clr = have & ~want;
+    if (set | clr) {
+        seg_set_state_locked(e->seg, at, set, clr);
+        at->h.hflags = (uint16_t)((at->h.hflags | set) & ~clr);
+    }
+    uint64_t cas = item_cas(it);
+    bool ok = true;
+    if (it->exptime != at->h.exptime) {
+        if (seg_set_exptime_locked(e->seg, at, it->exptime))
+            at->h.exptime = it->exptime;
+        else
+            ok = false;
+    }
+    if (ok && cas != at->h.cas) {
+        if (seg_set_cas_locked(e->seg, at, cas))
+            at->h.cas = cas;
+        else
+            ok = false;
+    }
+    if (ok)
+        return true;
+    /* a copy, written holding this stripe; its source pinned meanwhile */
+    struct seg_hdr h = at->h;
+    h.hflags = (uint16_t)((h.hflags & ~SEG_F_LAYOUT) | SEG_F_CAS64);
+    h.exptime = it->exptime;
+    h.cas = cas;
+    struct seg_resv rv;
+    seg_pin(e->seg, at->seg);
+    enum seg_result r = seg_write(e->seg, &h, at->key, at->value, lock_of(e->locks, hv), &rv);
+    seg_unpin(e->seg, at->seg);
+    if (r != SEG_STORED)
+        return false;
+    r = seg_commit_locked(e->seg, hv, at, &rv, cas);
+    seg_resv_drop(e->seg, &rv);
+    if (r != SEG_STORED)
+        return false;
+    seg_at_locked(e->seg, rv.loc, at);
+    it->atime = at->created;
+    if (v->kind == VIEW_SCRATCH)
+        ext_set(it, at->value);
+    return true;
+}
+
+/* ---- dump: a walk over the segments, an item at a time ---- */
+
+struct dump_walk {
+    struct engine *e;
+    engine_dump_fn fn;
+    void *arg;
+};
+
+static void dump_one(void *arg, const struct seg_at *at) {
+    struct dump_walk *w = arg;
+    struct engine *e = w->e;
+    struct segv *v = &scratch.v;
+    view_fill(e, v, at);
+    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | iflags_of(at->h.hflags)));
+    /* as the slab dump: an item of the expiring second is still listed */
+    uint32_t now = expire_now(e);
+    enum engine_miss dead = expire_dead(e, &v->it, now);
+    if (item_has(&v->it, ITEM_HOLD) || dead == ENGINE_MISS_FLUSHED ||
+        (dead == ENGINE_MISS_EXPIRED && v->it.exptime < now))
+        return;
+    int64_t started = atomic_load_explicit(&e->started, memory_order_relaxed);
+    struct engine_dump_item d = {
+        .key = at->key,
+        .nkey = at->h.klen,
+        .exptime = at->h.exptime != 0 ? started + at->h.exptime : 0,
+        .atime = started + at->created,
+        .cas = at->h.cas,
+        .nbytes = at->h.vlen,
+        .ntotal = seg_item_len(&at->h, 0),
+        .clsid = 1,
+        .fetched = (at->h.hflags & SEG_F_FETCHED) != 0,
+    };
+    w->fn(&d, w->arg);
+}
+
+bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
+                    void *arg) {
+    struct dump_walk w = {e, fn, arg};
+    return seg_store_walk(e->seg, cursor, budget, dump_one, &w);
+}
