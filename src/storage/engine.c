@@ -71,7 +71,7 @@ static bool config_check(const struct engine_config *c, char *err, size_t errlen
     else if (c->seg && strcmp(c->policy, "fifo") != 0)
         snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
                  "storage=seg evicts whole segments: fifo", c->policy);
-    else if (c->seg && imax > c->page_size)
+    else if (c->seg && imax > c->page_size)     /* (values out of line: not yet) */
         snprintf(err, errlen, "storage=seg keeps an item in one segment: -I (%u) at most "
                  "the segment size %u", imax, c->page_size);
     else if (c->seg && !c->evict)
@@ -92,6 +92,10 @@ static struct engine *seg_create(struct engine *e, char *err, size_t errlen) {
     seg_config_defaults(&sc);
     sc.mem_limit = e->cfg.mem_limit;
     sc.seg_size = e->cfg.page_size;
+    /* two segments at least, where the largest item allows */
+    while (sc.mem_limit / sc.seg_size < 2 && sc.seg_size / 2 >= e->cfg.item_size_max)
+        sc.seg_size /= 2;
+    e->cfg.page_size = sc.seg_size;     /* a segment is the page here */
     sc.lock_power = e->cfg.lock_power;
     sc.index_power = e->cfg.lock_power + 2;
     e->locks = lock_create(e->cfg.lock_power, !e->cfg.single_thread);
@@ -278,8 +282,9 @@ unsigned engine_touch(struct engine *e, const char *key, size_t nkey, int64_t ex
 /*
  * append/prepend: a new item of the combined size with old's flags and
  * exptime, old's value and it's in the right order, linked in old's place
- * with CAS cas (stripe held).  Returns the new item (the table holds it) or
- * NULL when no memory could be found.
+ * with CAS cas (stripe held).  Returns the new item, with a reference the
+ * caller drops once done with it (after the stripe), or NULL when no
+ * memory could be found.
  */
 static struct item *concat_locked(struct engine *e, struct item *old, struct item *it,
                                   bool append, uint64_t hv, uint64_t cas) {
@@ -293,9 +298,11 @@ static struct item *concat_locked(struct engine *e, struct item *old, struct ite
         return NULL;
     item_copy_value(nit, 0, append ? old : it);
     item_copy_value(nit, append ? old->nbytes : it->nbytes, append ? it : old);
-    bool ok = item_replace_locked(e, old, nit, hv, cas);
-    item_unref(e, nit);
-    return ok ? nit : NULL;
+    if (!item_replace_locked(e, old, nit, hv, cas)) {
+        item_unref(e, nit);
+        return NULL;
+    }
+    return nit;
 }
 
 /* How a requested CAS compares with the item's (memcached's cas_result). */
@@ -338,7 +345,7 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     uint64_t hv = ht_hash(item_key(it), it->nkey);
     struct mtx *m = lock_of(e->locks, hv);
     enum engine_store_result r = ENGINE_NOT_STORED;
-    struct item *hold, *stored = NULL;
+    struct item *hold, *stored = NULL, *made = NULL;
     if (e->seg != NULL)
         segv_prewrite(e, it, o->new_cas);   /* the bytes, before the stripe */
     mtx_lock(m);
@@ -370,7 +377,7 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
                 r = ENGINE_EXISTS;
                 break;
             }
-            stored = concat_locked(e, old, it, op == ENGINE_APPEND, hv, o->new_cas);
+            stored = made = concat_locked(e, old, it, op == ENGINE_APPEND, hv, o->new_cas);
             if (stored == NULL)
                 r = ENGINE_STORE_NO_MEMORY;
             break;
@@ -426,6 +433,8 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     mtx_unlock(m);
     if (e->seg != NULL)
         segv_prewrite_drop(e, it);
+    if (made != NULL)
+        item_unref(e, made);
     return r;
 }
 
@@ -545,12 +554,13 @@ static bool parse_u64(const char *s, size_t n, uint64_t *out) {
  * chained value, then the CAS, then the number.  On success *linked is
  * the item that now stands for the one memcached updated in place (it, or
  * its copy), or NULL when memcached too would have made a new item (it
- * may be gone then).
+ * may be gone then).  A new item comes back in *made with a reference the
+ * caller drops after the stripe.
  */
 static enum engine_marith_result add_delta_locked(struct engine *e, struct item *it,
                                                   uint64_t hv, const struct engine_marith_opts *o,
                                                   struct engine_marith_out *res,
-                                                  struct item **linked) {
+                                                  struct item **linked, struct item **made) {
     uint64_t v;
     if (it->nbytes == 0 || item_ntotal(it) > e->cfg.slab_chunk_max)    /* chained in slab */
         return ENGINE_MARITH_NON_NUMERIC;
@@ -605,7 +615,7 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
             mtx_unlock(&c->lock);
         }
         res->cas = nit->cas;
-        item_unref(e, nit);
+        *made = nit;
     }
     res->value = v;
     return ENGINE_MARITH_OK;
@@ -614,8 +624,9 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
 /*
  * A number for a missing key (ma with vivify, binary incr with an initial
  * value): its decimal digits in a new item with flags 0 and no exptime
- * (the vivify step sets that), linked with CAS cas.  Returns the item (the
- * table holds it) or NULL when no memory could be found.
+ * (the vivify step sets that), linked with CAS cas.  Returns the item,
+ * with a reference the caller drops after the stripe, or NULL when no
+ * memory could be found.
  */
 static struct item *arith_create_locked(struct engine *e, const char *key, size_t nkey,
                                         uint64_t hv, uint64_t value, uint64_t cas) {
@@ -635,7 +646,6 @@ static struct item *arith_create_locked(struct engine *e, const char *key, size_
         watch_fetch(e, key, nkey, NULL, ENGINE_MISS_NONE);
     if (watching(e, ENGINE_WATCH_STORE))
         watch_store(e, it, ENGINE_STORED, ENGINE_ADD);
-    item_unref(e, it);
     return it;
 }
 
@@ -654,6 +664,7 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
     enum engine_marith_result r;
     struct engine_marith_out res = {0};
     struct item *hold, *linked = NULL;  /* the item whose exptime the steps set */
+    struct item *made = NULL;           /* a new item, ours to drop */
     uint32_t exp = 0;
     mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
@@ -663,7 +674,7 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
                            : ENGINE_MARITH_OK;
         if (r == ENGINE_MARITH_OK) {
             res.created = true;
-            linked = arith_create_locked(e, key, nkey, hv, o->initial, o->new_cas);
+            linked = made = arith_create_locked(e, key, nkey, hv, o->initial, o->new_cas);
             if (linked == NULL)
                 r = ENGINE_MARITH_NO_MEMORY;
             else
@@ -672,7 +683,7 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
     } else {
         exp = it->exptime;              /* read first: a replaced item may be freed */
         res.clsid = it->clsid;
-        r = add_delta_locked(e, it, hv, o, &res, &linked);
+        r = add_delta_locked(e, it, hv, o, &res, &linked, &made);
     }
     if (r == ENGINE_MARITH_OK) {
         uint32_t now = expire_now(e);
@@ -698,6 +709,8 @@ enum engine_marith_result engine_marith(struct engine *e, const char *key, size_
         }
     }
     mtx_unlock(m);
+    if (made != NULL)
+        item_unref(e, made);
     if (out != NULL)
         *out = res;
     return r;

@@ -20,11 +20,10 @@
  *             unref (CHAINED, and item_chain.ext says where).
  *   staging   what item_alloc() gives: a heap item the caller fills; the
  *             store writes it into a segment before taking the stripe
- *             (segv_prewrite), and links it under the stripe.  One linked
- *             and let go is parked, not freed, until this thread's next
- *             lookup: the shared code reads an item it linked after
- *             dropping its reference, as the slab table's reference
- *             allows there.
+ *             (segv_prewrite), and links it under the stripe.  After
+ *             that it is a view of what it linked, freed on its last
+ *             unref (the shared code keeps a reference on an item it made
+ *             until it lets go of the stripe).
  *
  * A view's atime is its segment's creation time: segments opened after a
  * flush_all take every item stored after it (seg_store_seal_point), so
@@ -59,7 +58,6 @@ static _Thread_local struct {
     struct segv v;
     char room[VIEW_KEY_ROOM];
 } scratch;
-static _Thread_local struct segv *parked;
 
 static const struct {
     uint8_t iflag;
@@ -109,15 +107,7 @@ static void view_fill(struct engine *e, struct segv *v, const struct seg_at *at)
     (void)e;
 }
 
-static void unpark(void) {
-    if (parked != NULL) {
-        free(parked);
-        parked = NULL;
-    }
-}
-
 struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv) {
-    unpark();
     struct seg_at at;
     if (!seg_find_locked(e->seg, hv, key, nkey, &at))
         return NULL;
@@ -208,12 +198,7 @@ void segv_free(struct engine *e, struct item *it) {
         return;
     case VIEW_STAGING:
         seg_resv_drop(e->seg, &v->resv);
-        if (item_has(it, ITEM_LINKED)) {
-            unpark();               /* read after its last unref: see the top */
-            parked = v;
-        } else {
-            free(v);
-        }
+        free(v);
         return;
     }
 }

@@ -161,6 +161,7 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *m = lock_of(e->locks, hv);
     enum engine_mdelete_result r = ENGINE_MDELETE_DELETED;
+    struct item *made = NULL;
     mtx_lock(m);
     struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
     if (clsid != NULL)
@@ -181,13 +182,12 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
             r = ENGINE_MDELETE_NO_MEMORY;
             goto out;
         }
-        bool ok = item_replace_locked(e, it, nit, hv, o->new_cas != 0 ? o->new_cas : it->cas);
-        item_unref(e, nit);
-        if (!ok) {
+        if (!item_replace_locked(e, it, nit, hv, o->new_cas != 0 ? o->new_cas : it->cas)) {
+            item_unref(e, nit);
             r = ENGINE_MDELETE_NO_MEMORY;
             goto out;
         }
-        it = nit;
+        it = made = nit;            /* ours to drop after the stripe */
     }
     if (o->invalidate) {
         if (o->touch)
@@ -202,6 +202,8 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
     }
 out:
     mtx_unlock(m);
+    if (made != NULL)
+        item_unref(e, made);
     return r;
 }
 
