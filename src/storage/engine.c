@@ -207,6 +207,14 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
     mtx_lock(m);
+    if (e->seg != NULL && ref && !touch && !watching(e, ENGINE_WATCH_FETCH)) {
+        bool generic;               /* the segments' fast path; it is the same get */
+        struct item *it = segv_get_locked(e, key, nkey, hv, &generic);
+        if (!generic) {
+            mtx_unlock(m);
+            return it;
+        }
+    }
     struct item *it = item_find_locked(e, key, nkey, hv, why, NULL);
     if (it != NULL) {
         if (touch)
@@ -238,8 +246,10 @@ ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
         n = ENGINE_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++)
         __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
-    if (e->seg != NULL)
+    if (e->seg != NULL) {
+        seg_store_prefetch(e->seg, hv, n);
         return;
+    }
     ht_prefetch(e->ht, hv, n, first);
     for (unsigned i = 0; i < n && (stores >> i) != 0; i++) {
         if (((stores >> i) & 1) && first[i] != NULL) {
@@ -251,8 +261,10 @@ ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
 
 void engine_prefetch_one(struct engine *e, uint64_t hv) {
     __builtin_prefetch(lock_of(e->locks, hv), 1);
-    if (e->seg != NULL)
+    if (e->seg != NULL) {
+        seg_store_prefetch(e->seg, &hv, 1);
         return;
+    }
     ht_prefetch_bucket(e->ht, hv);
 }
 
@@ -765,9 +777,11 @@ unsigned engine_step(struct engine *e, unsigned budget) {
     mtx_lock(&e->step_lock);
     uint32_t now = expire_now(e);
     if (e->seg != NULL) {
-        /* whole segments expire, the index grows; items of a segment that is
-           not yet all expired go when met or evicted */
-        work = seg_store_step(e->seg, budget);
+        /* whole segments expire (the crawler's and the LRU maintainer's work: not
+           when both are off), the index grows; items of a segment that is not yet
+           all expired go when met or evicted */
+        work = e->cfg.reap || engine_crawl(e) ? seg_store_step(e->seg, budget)
+                                               : seg_store_grow(e->seg, budget);
         mtx_unlock(&e->step_lock);
         return work;
     }
@@ -1001,6 +1015,9 @@ static bool seg_class_stats(struct engine *e, struct engine_class_stats *out) {
         .number = st.live_items,
         .mem_requested = st.live_bytes,
         .evicted = st.evicted_items,
+        .reclaimed = st.expired_items,
+        .expired_unfetched = st.expired_unfetched,
+        .evicted_unfetched = st.evicted_unfetched,
     };
     out->seg.number[EVICT_COLD] = st.live_items;
     mtx_lock(&c->lock);
@@ -1112,4 +1129,6 @@ void engine_stats_reset(struct engine *e) {
     atomic_store_explicit(&e->met_expired, 0, memory_order_relaxed);
     atomic_store_explicit(&e->met_flushed, 0, memory_order_relaxed);
     atomic_store_explicit(&e->crawl_starts, 0, memory_order_relaxed);
+    if (e->seg != NULL)
+        seg_store_stats_reset(e->seg);
 }

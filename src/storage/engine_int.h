@@ -55,13 +55,6 @@
 #define ENGINE_REAP_MAX 50              /* dead items one step reclaims per class */
 #define ENGINE_EXPAND_RETRY 60          /* seconds before retrying a failed growth */
 
-struct item_chain {
-    struct item_chunk *first;
-    uint32_t head;                      /* value bytes in the header chunk */
-    uint32_t unused;
-    char *ext;                          /* a segment view's value, whole, where it lies
-                                           (item_seg.c); NULL for slab chains */
-};
 
 struct item_chunk {
     struct item_chunk *next;
@@ -178,6 +171,8 @@ static inline uint16_t item_deref(const struct engine *e, struct item *it) {
 /* item_seg.c: the segment back end's side of the primitives below */
 struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv);
 struct item *segv_keep_locked(struct engine *e, struct item *it);
+struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                             bool *generic);
 struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
 void segv_free(struct engine *e, struct item *it);

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum item_flag {
     ITEM_LINKED = 1,        /* in the hash table and the eviction queue */
@@ -73,11 +74,26 @@ static inline uint64_t item_cas(const struct item *it) {
     return atomic_load_explicit(&it->cas, memory_order_relaxed);
 }
 static inline unsigned item_clsid(const struct item *it) { return it->clsid; }
+/*
+ * What follows the key of an ITEM_CHAINED item: a slab item's chain of
+ * chunks (engine_int.h draws it), or, for a view of the segment back end
+ * (item_seg.c), ext: the whole value where it lies.  Read with memcpy (the
+ * key length leaves it unaligned).
+ */
+struct item_chain {
+    struct item_chunk *first;
+    uint32_t head;                      /* value bytes in the header chunk */
+    uint32_t unused;
+    char *ext;                          /* the value in one piece elsewhere; NULL: chunks */
+};
+
 /* The value when it lies in one piece, else NULL (see engine_item_iov()). */
 static inline const char *item_value_flat(const struct item *it) {
-    return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_CHAINED)
-               ? NULL
-               : it->data + it->nkey;
+    if (!(atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_CHAINED))
+        return it->data + it->nkey;
+    char *ext;
+    memcpy(&ext, it->data + it->nkey + offsetof(struct item_chain, ext), sizeof(ext));
+    return ext;
 }
 static inline bool item_fetched(const struct item *it) {
     return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & ITEM_FETCHED) != 0;

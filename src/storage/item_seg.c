@@ -8,16 +8,19 @@
  * primitive branches here once, and an item is a view of the bytes that
  * seg.c keeps in a segment:
  *
- *   scratch   what item_find_locked() returns: this thread's one view,
+ *   scratch   what item_find_locked() returns: this thread's current view,
  *             filled from the segment's header (key copied, value read in
- *             place), valid until the stripe is let go.  Changes the
+ *             place), valid until the stripe is let go, and reused by the
+ *             thread's next lookup unless a caller kept it.  Changes the
  *             shared code makes to its exptime, cas and state bits are
  *             written back by item_sync_locked() -- in place where the
  *             header has the field, else as a new copy of the item.
- *   held      what a caller keeps (item_keep_locked): a heap copy with the
- *             key and, up to VIEW_COPY_MAX, the value; a larger value
- *             stays in the segment, which the view pins until its last
- *             unref (CHAINED, and item_chain.ext says where).
+ *   held      what a caller keeps (item_keep_locked): the scratch view
+ *             itself, handed over; the value stays in the segment, which
+ *             the view pins until its last unref (ITEM_CHAINED with
+ *             item_chain.ext: item_value_flat() gives it in one piece).
+ *             Held views and small staging items come from a per-thread
+ *             cache of blocks.
  *   staging   what item_alloc() gives: a heap item the caller fills; the
  *             store writes it into a segment before taking the stripe
  *             (segv_prewrite), and links it under the stripe.  After
@@ -31,14 +34,16 @@
  * of whole segments happen in seg.c; curr_items, bytes and evictions come
  * from its counts.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "storage/engine_int.h"
 #include "storage/seg.h"
 
-#define VIEW_COPY_MAX 1024          /* a held view copies values up to this */
 #define VIEW_KEY_ROOM (ENGINE_KEY_MAX + sizeof(struct item_chain))
+#define VIEW_BLOCK (sizeof(struct segv) + VIEW_KEY_ROOM)
+#define VIEW_CACHE 64               /* blocks a thread keeps for reuse */
 
 enum view_kind { VIEW_SCRATCH, VIEW_HELD, VIEW_STAGING };
 
@@ -47,6 +52,7 @@ struct segv {
     struct seg_resv resv;           /* staging: bytes written, not yet linked */
     uint8_t kind;                   /* enum view_kind */
     bool pinned;                    /* holds a pin on at.seg */
+    bool block;                     /* a VIEW_BLOCK from the thread cache */
     struct item it;                 /* last: its data[] follows */
 };
 
@@ -55,33 +61,70 @@ static inline struct segv *view_of(const struct item *it) {
 }
 
 static _Thread_local struct {
+    struct segv *v[VIEW_CACHE];
+    unsigned n;
+    struct segv *scratch;           /* the current scratch view, a block */
+    bool registered;
+} vcache;
+static _Thread_local struct {      /* the scratch view when no block could be had */
     struct segv v;
     char room[VIEW_KEY_ROOM];
-} scratch;
+} spare;
+static pthread_key_t vcache_key;
+static pthread_once_t vcache_once = PTHREAD_ONCE_INIT;
 
-static const struct {
-    uint8_t iflag;
-    uint16_t hflag;
-} state_map[] = {
-    {ITEM_FETCHED, SEG_F_FETCHED},   {ITEM_TOKEN_SENT, SEG_F_TOKEN},
-    {ITEM_STALE, SEG_F_STALE},       {ITEM_KEY_BINARY, SEG_F_KEYB},
-    {ITEM_HOLD, SEG_F_HOLD},
-};
-
-static uint16_t hflags_of(const struct item *it) {
-    uint16_t h = 0;
-    for (size_t i = 0; i < sizeof(state_map) / sizeof(state_map[0]); i++)
-        if (item_has(it, state_map[i].iflag))
-            h |= state_map[i].hflag;
-    return h;
+static void vcache_drain(void *arg) {
+    (void)arg;
+    while (vcache.n > 0)
+        free(vcache.v[--vcache.n]);
+    free(vcache.scratch);
+    vcache.scratch = NULL;
 }
 
-static uint8_t iflags_of(uint16_t h) {
-    uint8_t f = 0;
-    for (size_t i = 0; i < sizeof(state_map) / sizeof(state_map[0]); i++)
-        if (h & state_map[i].hflag)
-            f |= state_map[i].iflag;
-    return f;
+static void vcache_init(void) { pthread_key_create(&vcache_key, vcache_drain); }
+
+/* The thread's blocks go when it ends. */
+static void vcache_register(void) {
+    if (!vcache.registered) {
+        pthread_once(&vcache_once, vcache_init);
+        pthread_setspecific(vcache_key, &vcache);
+        vcache.registered = true;
+    }
+}
+
+/* A view with room bytes after its header: a cached block when it fits. */
+static struct segv *view_new(size_t room) {
+    bool block = room <= VIEW_KEY_ROOM;
+    struct segv *v = block && vcache.n > 0 ? vcache.v[--vcache.n]
+                                           : malloc(block ? VIEW_BLOCK : sizeof(*v) + room);
+    if (v != NULL)
+        v->block = block;
+    return v;
+}
+
+static void view_del(struct segv *v) {
+    if (!v->block || vcache.n == VIEW_CACHE) {
+        free(v);
+        return;
+    }
+    vcache_register();
+    vcache.v[vcache.n++] = v;
+}
+
+/* (TOKEN and STALE have the same bits in both) */
+_Static_assert((int)ITEM_TOKEN_SENT == (int)SEG_F_TOKEN && (int)ITEM_STALE == (int)SEG_F_STALE,
+               "state bits");
+
+static inline uint16_t hflags_of(const struct item *it) {
+    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
+    return (uint16_t)((f & (ITEM_TOKEN_SENT | ITEM_STALE)) |
+                      ((f & ITEM_FETCHED) ? SEG_F_FETCHED : 0) |
+                      ((f & ITEM_KEY_BINARY) ? SEG_F_KEYB : 0) | ((f & ITEM_HOLD) ? SEG_F_HOLD : 0));
+}
+
+static inline uint8_t iflags_of(uint16_t h) {
+    return (uint8_t)((h & (SEG_F_TOKEN | SEG_F_STALE)) | ((h & SEG_F_FETCHED) ? ITEM_FETCHED : 0) |
+                     ((h & SEG_F_KEYB) ? ITEM_KEY_BINARY : 0) | ((h & SEG_F_HOLD) ? ITEM_HOLD : 0));
 }
 
 static void ext_set(struct item *it, const char *value) {
@@ -111,15 +154,57 @@ struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, 
     struct seg_at at;
     if (!seg_find_locked(e->seg, hv, key, nkey, &at))
         return NULL;
-    struct segv *v = &scratch.v;
+    struct segv *v = vcache.scratch;
+    if (v == NULL) {
+        vcache_register();
+        v = vcache.scratch = view_new(VIEW_KEY_ROOM);
+        if (v == NULL)
+            v = &spare.v;
+    }
     view_fill(e, v, &at);
     v->kind = VIEW_SCRATCH;
     v->pinned = false;
     v->resv.len = 0;
-    /* the value is read where it lies; one that readers may hold in place
-       counts as held (no in-place arithmetic) */
+    /* the value is read where it lies; while readers pin its segment they may
+       be reading it: the item counts as held then (no in-place arithmetic) */
     ext_set(&v->it, at.value);
-    atomic_init(&v->it.refcount, at.h.vlen > VIEW_COPY_MAX ? 2 : 1);
+    atomic_init(&v->it.refcount, seg_pinned(e->seg, at.seg) ? 2 : 1);
+    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at.h.hflags)));
+    return &v->it;
+}
+
+/*
+ * A get's common case (stripe held, nothing watched): a live item found,
+ * marked fetched in place, and handed out as a held view made straight
+ * from the segment.  Anything else -- a dead item, a tombstone, no block
+ * for the view -- sets *generic and leaves the decision to the shared
+ * code; a plain miss is NULL.
+ */
+struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                             bool *generic) {
+    struct seg_at at;
+    *generic = false;
+    if (!seg_find_locked(e->seg, hv, key, nkey, &at))
+        return NULL;
+    uint32_t now = expire_now(e);
+    uint32_t live = atomic_load_explicit(&e->oldest_live, memory_order_acquire);
+    struct segv *v;
+    if ((at.h.hflags & SEG_F_HOLD) || (at.h.exptime != 0 && at.h.exptime <= now) ||
+        (live != 0 && live <= now) || (v = view_new(VIEW_KEY_ROOM)) == NULL) {
+        *generic = true;
+        return NULL;
+    }
+    if (!(at.h.hflags & SEG_F_FETCHED)) {
+        seg_set_state_locked(e->seg, &at, SEG_F_FETCHED, 0);
+        at.h.hflags |= SEG_F_FETCHED;
+    }
+    view_fill(e, v, &at);
+    v->kind = VIEW_HELD;
+    v->pinned = true;
+    v->resv.len = 0;
+    seg_pin(e->seg, at.seg);
+    ext_set(&v->it, at.value);
+    atomic_init(&v->it.refcount, 1);
     atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at.h.hflags)));
     return &v->it;
 }
@@ -130,26 +215,23 @@ struct item *segv_keep_locked(struct engine *e, struct item *it) {
         item_ref(e, it);
         return it;
     }
-    bool copy = it->nbytes <= VIEW_COPY_MAX;
-    size_t room = it->nkey + (copy ? it->nbytes : sizeof(struct item_chain));
-    struct segv *h = malloc(sizeof(*h) + room);
-    if (h == NULL)
-        return NULL;
-    memcpy(h, v, sizeof(*h) + it->nkey);
-    h->kind = VIEW_HELD;
-    h->pinned = !copy;
-    struct item *c = &h->it;
-    atomic_init(&c->refcount, 1);
-    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed) & ~ITEM_CHAINED;
-    if (copy) {
-        memcpy(c->data + c->nkey, v->at.value, c->nbytes);
-    } else {
-        seg_pin(e->seg, v->at.seg);
-        ext_set(c, v->at.value);
-        f |= ITEM_CHAINED;
+    struct segv *h = v;
+    if (v == vcache.scratch) {
+        vcache.scratch = NULL;      /* the caller's now: the next lookup takes another */
+    } else {                        /* the spare: a copy */
+        h = view_new(it->nkey + sizeof(struct item_chain));
+        if (h == NULL)
+            return NULL;
+        bool block = h->block;
+        memcpy(h, v, offsetof(struct segv, it) + offsetof(struct item, data) + it->nkey +
+                         sizeof(struct item_chain));
+        h->block = block;
     }
-    atomic_init(&c->iflags, f);
-    return c;
+    h->kind = VIEW_HELD;
+    h->pinned = true;
+    seg_pin(e->seg, v->at.seg);
+    atomic_init(&h->it.refcount, 1);
+    return &h->it;
 }
 
 struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
@@ -161,7 +243,7 @@ struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
         *err = ENGINE_ALLOC_TOO_LARGE;
         return NULL;
     }
-    struct segv *v = malloc(sizeof(*v) + nkey + nbytes);
+    struct segv *v = view_new(nkey + (size_t)nbytes);
     if (v == NULL) {
         *err = ENGINE_ALLOC_NO_MEMORY;
         return NULL;
@@ -194,11 +276,11 @@ void segv_free(struct engine *e, struct item *it) {
     case VIEW_HELD:
         if (v->pinned)
             seg_unpin(e->seg, v->at.seg);
-        free(v);
+        view_del(v);
         return;
     case VIEW_STAGING:
         seg_resv_drop(e->seg, &v->resv);
-        free(v);
+        view_del(v);
         return;
     }
 }
@@ -284,6 +366,9 @@ bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
     struct seg_at *at = &v->at;
     uint16_t want = hflags_of(it);
     uint16_t have = at->h.hflags & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE);
+    if ((want & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE)) == have &&
+        it->exptime == at->h.exptime && item_cas(it) == at->h.cas)
+        return true;                /* nothing changed (a get of a fetched item) */
     uint16_t set = want & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE) & ~have;
     uint16_t clr = have & ~want;
     if (set | clr) {
@@ -339,7 +424,7 @@ struct dump_walk {
 static void dump_one(void *arg, const struct seg_at *at) {
     struct dump_walk *w = arg;
     struct engine *e = w->e;
-    struct segv *v = &scratch.v;
+    struct segv *v = &spare.v;     /* (nobody keeps what a dump sees) */
     view_fill(e, v, at);
     atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | iflags_of(at->h.hflags)));
     /* as the slab dump: an item of the expiring second is still listed */

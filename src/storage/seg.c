@@ -63,6 +63,7 @@ struct seg_store {
     _Atomic uint32_t seal_point;        /* open segments created at or before it take no
                                            item once the clock has passed it (flush_all) */
     _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
+    _Atomic uint64_t expired_items, expired_unfetched, evicted_unfetched;
 };
 
 void seg_config_defaults(struct seg_config *cfg) {
@@ -99,12 +100,15 @@ struct key_match {
     size_t nkey;
 };
 
+/* (only the header's span is read: the key is all a match needs) */
 static bool match_key(void *arg, uint64_t loc) {
     struct key_match *m = arg;
-    struct seg_hdr h;
-    size_t n = hdr_at(m->s, loc, &h);
-    const char *it = seg_base(m->s, (uint32_t)(loc >> OFF_BITS)) + (loc & (SEG_SIZE_MAX - 1));
-    return n != 0 && h.klen == m->nkey && memcmp(it + n, m->key, m->nkey) == 0;
+    uint32_t off = (uint32_t)(loc & (SEG_SIZE_MAX - 1));
+    const char *it = seg_base(m->s, (uint32_t)(loc >> OFF_BITS)) + off;
+    uint8_t klen;
+    uint32_t vlen;
+    size_t n = seg_hdr_span((const uint8_t *)it, m->s->cfg.seg_size - off, &klen, &vlen);
+    return n != 0 && klen == m->nkey && memcmp(it + n, m->key, m->nkey) == 0;
 }
 
 static bool match_loc(void *arg, uint64_t loc) { return loc == *(const uint64_t *)arg; }
@@ -272,7 +276,7 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
     struct seg_meta *m = &s->segs[id];
     uint32_t now = atomic_load(&s->now);
     bool kept = false;
-    uint64_t items = 0;
+    uint64_t items = 0, unfetched = 0;
     for (uint32_t off = 0; off < m->write_off;) {
         uint8_t klen;
         uint32_t vlen;
@@ -288,8 +292,8 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
             break;
         }
         uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
-        struct seg_hdr h;
-        if (slot != NULL && expired && hdr_at(s, loc, &h) &&
+        struct seg_hdr h = {0};
+        if (slot != NULL && hdr_at(s, loc, &h) && expired &&
             (h.exptime == 0 || h.exptime > now)) {
             kept = true;            /* touched since the segment's latest exptime was read */
         } else if (slot != NULL) {
@@ -297,6 +301,7 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
             atomic_fetch_sub(&m->live_items, 1);
             atomic_fetch_sub(&m->live_bytes, (int64_t)(n + klen + vlen));
             items++;
+            unfetched += !(h.hflags & SEG_F_FETCHED) && !(h.hflags & SEG_F_HOLD);
         }
         stripe_give(x, held);
         off += (uint32_t)(n + klen + vlen);
@@ -314,8 +319,8 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
         }
     }
     pthread_mutex_unlock(&s->pool);
-    if (!expired)
-        atomic_fetch_add(&s->evicted_items, items);
+    atomic_fetch_add(expired ? &s->expired_items : &s->evicted_items, items);
+    atomic_fetch_add(expired ? &s->expired_unfetched : &s->evicted_unfetched, unfetched);
     if (!kept)
         atomic_fetch_add(expired ? &s->expired_segments : &s->evicted_segments, 1);
     return !kept;
@@ -591,7 +596,25 @@ bool seg_set_cas_locked(struct seg_store *s, const struct seg_at *at, uint64_t c
 }
 
 void seg_pin(struct seg_store *s, uint32_t seg) { atomic_fetch_add(&s->segs[seg].pins, 1); }
+bool seg_pinned(struct seg_store *s, uint32_t seg) { return atomic_load(&s->segs[seg].pins) != 0; }
 void seg_unpin(struct seg_store *s, uint32_t seg) { atomic_fetch_sub(&s->segs[seg].pins, 1); }
+
+void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
+    uint64_t loc[64];
+    if (n > 64)
+        n = 64;
+    seg_index_prefetch(s->ix, hv, n, loc);
+    /* the header, key and a small value: 160 bytes from anywhere in a line */
+    for (unsigned i = 0; i < n; i++) {
+        uint32_t id = (uint32_t)(loc[i] >> OFF_BITS);
+        if (loc[i] <= SEG_LOC_MASK && id < s->nseg) {
+            const char *it = seg_base(s, id) + (loc[i] & (SEG_SIZE_MAX - 1));
+            __builtin_prefetch(it);
+            __builtin_prefetch(it + 64);
+            __builtin_prefetch(it + 159);
+        }
+    }
+}
 
 void seg_store_seal_point(struct seg_store *s, uint32_t point) {
     atomic_store(&s->seal_point, point);
@@ -763,8 +786,11 @@ unsigned seg_store_step(struct seg_store *s, unsigned budget) {
     pthread_mutex_unlock(&s->pool);
     for (unsigned i = 0; i < n; i++)
         done += clear(s, ids[i], true, NULL);
-    seg_index_step(s->ix, 64);
-    return done;
+    return done + seg_store_grow(s, 256);
+}
+
+unsigned seg_store_grow(struct seg_store *s, unsigned budget) {
+    return seg_index_step(s->ix, budget);
 }
 
 void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
@@ -784,6 +810,9 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     out->evicted_segments = atomic_load(&s->evicted_segments);
     out->evicted_items = atomic_load(&s->evicted_items);
     out->expired_segments = atomic_load(&s->expired_segments);
+    out->expired_items = atomic_load(&s->expired_items);
+    out->expired_unfetched = atomic_load(&s->expired_unfetched);
+    out->evicted_unfetched = atomic_load(&s->evicted_unfetched);
     struct seg_index_stats is;
     seg_index_stats(s->ix, &is);
     out->index_bytes = is.bytes;
@@ -837,4 +866,11 @@ bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
     }
     *cursor = loc_of(id, off);
     return id < s->nseg;
+}
+
+void seg_store_stats_reset(struct seg_store *s) {
+    _Atomic uint64_t *c[] = {&s->evicted_segments, &s->evicted_items, &s->expired_segments,
+                             &s->expired_items, &s->expired_unfetched, &s->evicted_unfetched};
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+        atomic_store(c[i], 0);
 }

@@ -168,28 +168,38 @@ bool seg_set_cas_locked(struct seg_store *s, const struct seg_at *at, uint64_t c
 /* A pinned segment is not reused: its bytes stay readable. */
 void seg_pin(struct seg_store *s, uint32_t seg);
 void seg_unpin(struct seg_store *s, uint32_t seg);
+bool seg_pinned(struct seg_store *s, uint32_t seg);
 /*
  * flush_all: once the clock passes point, open segments created at or
  * before it take no more items, so that an item's segment's creation
  * time says on which side of the flush it was stored.
  */
 void seg_store_seal_point(struct seg_store *s, uint32_t point);
+/* Read-ahead for up to 64 keys' buckets and likely items (no lock; only a hint). */
+void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n);
 /* The item at loc, which the index points at (stripe held). */
 void seg_at_locked(struct seg_store *s, uint64_t loc, struct seg_at *at);
 /* A walk over every linked item, budget items a call; false when done (seg.c). */
 bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
                     void (*fn)(void *arg, const struct seg_at *at), void *arg);
 
-/* Up to budget segments expired whole; returns how many. */
+/*
+ * Up to budget segments expired whole, then some index growth; returns
+ * the work done (0: nothing to do).  seg_store_grow() is the growth alone.
+ */
 unsigned seg_store_step(struct seg_store *s, unsigned budget);
+unsigned seg_store_grow(struct seg_store *s, unsigned budget);
 
 struct seg_stats {
     uint64_t segments, free, sealed;
     uint64_t live_items, live_bytes;    /* what the index points at */
     uint64_t written_bytes;             /* reserved in segments not free */
     uint64_t evicted_segments, evicted_items, expired_segments;
+    uint64_t expired_items, expired_unfetched, evicted_unfetched;   /* items in those */
     uint64_t index_bytes;
 };
 void seg_store_stats(struct seg_store *s, struct seg_stats *out);
+/* Zeroes the eviction and expiry counts (`stats reset`). */
+void seg_store_stats_reset(struct seg_store *s);
 
 #endif

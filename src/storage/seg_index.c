@@ -210,6 +210,35 @@ uint64_t *seg_index_find_locked(struct seg_index *ix, uint64_t hv, seg_index_mat
     return (s != NULL || a2 == a1) ? s : scan(ix, home(ix, a2), tag, match, arg);
 }
 
+/*
+ * Read-ahead, holding no lock: loads both buckets of each key, then gives
+ * in loc[i] the location of the first slot of its home bucket whose tag
+ * matches (SEG_LOC_MASK + 1: none), for the caller to load the item too.
+ * A bucket split or changed meanwhile only makes the guess useless: home
+ * chunks never move and slots are read whole (writers store them plainly
+ * under their stripes: ThreadSanitizer is told to look away here).
+ */
+__attribute__((no_sanitize_thread))    /* racy by design: a hint, never acted on */
+void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc) {
+    uint64_t st = atomic_load_explicit(&ix->state, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+        __builtin_prefetch(home(ix, addr(st, hv[i])));
+        __builtin_prefetch(home(ix, addr(st, alt_hash(ix, hv[i]))));
+    }
+    for (unsigned i = 0; i < n; i++) {
+        struct bucket *b = home(ix, addr(st, hv[i]));
+        uint64_t tag = tag_of(hv[i]);
+        loc[i] = SEG_LOC_MASK + 1;
+        for (int k = 0; k < SLOTS; k++) {
+            uint64_t v = __atomic_load_n(&b->slot[k], __ATOMIC_RELAXED);
+            if ((v & TAG_MASK) == tag) {
+                loc[i] = v & SEG_LOC_MASK;
+                break;
+            }
+        }
+    }
+}
+
 static int free_slots(const struct bucket *b) {
     int n = 0;
     for (int i = 0; i < SLOTS; i++)

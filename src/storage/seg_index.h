@@ -103,4 +103,7 @@ struct seg_index_stats {
 };
 void seg_index_stats(struct seg_index *ix, struct seg_index_stats *out);
 
+/* Read-ahead for up to n keys (no lock): buckets loaded, a likely location each (seg_index.c). */
+void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc);
+
 #endif

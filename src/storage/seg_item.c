@@ -2,6 +2,7 @@
  * seg_item.c -- the segment engine's item header (seg_item.h has the
  * layout).
  */
+#include <endian.h>
 #include <string.h>
 
 #include "storage/seg_item.h"
@@ -49,11 +50,15 @@ static void put_le(uint8_t *p, uint64_t v, size_t n) {
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint64_t get_le(const uint8_t *p, size_t n) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
+static inline uint64_t get_le(const uint8_t *p, size_t n) {
+    if (n == 4) {
+        uint32_t x;
+        memcpy(&x, p, 4);
+        return le32toh(x);
+    }
+    uint64_t x;
+    memcpy(&x, p, 8);
+    return le64toh(x);
 }
 
 size_t seg_hdr_encode(uint8_t *out, const struct seg_hdr *h, uint64_t base) {
@@ -99,6 +104,15 @@ static size_t hdr_prefix(const uint8_t *in, size_t avail, uint16_t *flags, uint8
     const uint8_t *p = in, *end = in + avail;
     if (p == end)
         return 0;
+    if (avail >= 3) {               /* the common case: one flag byte, vlen under 128 */
+        uint8_t f0 = byte0(p), k = p[1], v0 = p[2];
+        if (!(f0 & SEG_F_MORE) && k != 0 && k <= SEG_KEY_MAX && !(v0 & 0x80)) {
+            *flags = f0;
+            *klen = k;
+            *vlen = v0;
+            return 3;
+        }
+    }
     uint16_t f = byte0(p++);
     if (f & SEG_F_MORE) {
         if (p == end || (*p & ~((SEG_F_HOLD | SEG_F_EXT) >> 8)) || *p == 0)
