@@ -34,7 +34,8 @@ SERVER_A   := $(B)/libserver.a
 NET_A      := $(B)/libnet.a
 CLIENT_A   := $(B)/libclient.a
 
-.PHONY: all run test check unit integration integration-router asan clean deps sim policies install lib examples bench-client
+.PHONY: all run test check unit integration integration-router asan clean deps sim policies install lib examples bench-client \
+        storage-seg
 all: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-bench $(B)/cellar-sim $(B)/cellar-ring lib examples unit-bins
 
 $(CORE_A): $(call obj_of,core)
@@ -288,6 +289,32 @@ policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/
 	    CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
 	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
+
+# The integration suite on the segment back end (-o storage=seg; about 6
+# minutes, not part of `make test`), less the tests of what only the slab
+# layout has (README, "Storage back ends"): slab classes and their
+# commands, the hash table's growth, -M, a memory limit raised at run
+# time, the segmented LRU, `stats sizes`, and evictions reported to watch.
+SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
+  test_dump.py::test_metadump_streams_while_others_are_served \
+  test_dump.py::test_dump_client_that_goes_away \
+  test_limits.py::test_out_of_memory_with_M test_limits.py::test_cache_memlimit_raises_the_limit \
+  test_server_flags.py::test_hash_table_grows_in_the_background \
+  test_server_flags.py::test_no_hashexpand_keeps_the_table \
+  test_server_flags.py::test_slabs_and_lru_commands_match_memcached \
+  test_server_flags.py::test_lru_tune_steers_the_segmented_lru \
+  test_stats_counters.py::test_lru_and_buffer_counters_move \
+  test_stats_sizes.py::test_stats_sizes_match_memcached \
+  test_stats_slabs.py::test_per_class_counters_match_memcached \
+  test_watch.py::test_evictions_like_memcached
+storage-seg: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring \
+             $(B)/cellar-bench $(B)/libcellar.so examples
+	CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o storage=seg" \
+	  CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_BENCH=$(abspath $(B)/cellar-bench) \
+	  CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) \
+	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
+	  /usr/bin/python3 -m pytest tests/integration \
+	  $(foreach t,$(SEG_SLAB_ONLY),--deselect $(t))
 
 test: deps
 	$(MAKE) all

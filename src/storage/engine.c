@@ -1015,10 +1015,14 @@ static bool seg_class_stats(struct engine *e, struct engine_class_stats *out) {
         .number = st.live_items,
         .mem_requested = st.live_bytes,
         .evicted = st.evicted_items,
-        .reclaimed = st.expired_items,
         .expired_unfetched = st.expired_unfetched,
         .evicted_unfetched = st.evicted_unfetched,
     };
+    /* whole expired segments: the LRU maintainer's reclaims, or the crawler's without it */
+    if (e->cfg.reap)
+        out->reclaimed = st.expired_items;
+    else
+        out->crawler_reclaimed = st.expired_items;
     out->seg.number[EVICT_COLD] = st.live_items;
     mtx_lock(&c->lock);
     out->outofmemory = c->outofmemory;
