@@ -8,6 +8,12 @@
  * engine_step()).  It knows nothing of sockets or protocols: callers pass
  * keys as (pointer, length) and get back referenced items and result codes.
  *
+ * Two back ends sit under this one API: the slab allocator and hash table
+ * (the default, memcached's layout), or, with engine_config.seg
+ * (-o storage=seg), items packed in segments (seg.h), which the engine
+ * hands out as views of the segment bytes (item_seg.c).  Callers cannot
+ * tell them apart.
+ *
  * Several engines can live in one process (the simulator runs many side by
  * side; each unit test gets a fresh one); there is no global state.
  *

@@ -2,9 +2,9 @@
  * seg.h -- the segment store: items packed back to back in fixed-size
  * segments cut from the memory limit, found through seg_index, evicted and
  * expired a segment at a time (Segcache, NSDI'21), with memcached's exact
- * per-item CAS, exptime and flags (seg_item.h).  It will be the engine's
- * second back end (-o storage=seg); for now it stands alone with its own
- * small API and tests.
+ * per-item CAS, exptime and flags (seg_item.h).  It is the engine's second
+ * back end (-o storage=seg, through item_seg.c), and has a small API of
+ * its own for its tests and bench/segmem.
  *
  *   set(key) --reserve--> TTL bucket's open segment (a new one from the
  *      |                  free pool when full; the pool evicts when empty)
@@ -25,30 +25,19 @@
  * 2047 s, then 128 s, 2048 s, 32768 s), so one segment's items expire
  * close together and whole segments go at once.
  *
- * Locks, always taken in this order and never the other way: the pool
- * (segment lists, eviction), then a TTL bucket or a key's stripe.  A store
- * reserves its bytes holding no stripe; eviction holds the pool and takes
- * stripes one at a time.  Readers pin segments (an atomic count) under
- * the key's stripe; a segment with pins is never reused: eviction skips it
- * and comes back for it later.
+ * Locks, in this order and never the other way: a key's stripe, then the
+ * pool (free list, FIFO), then a TTL bucket.  Eviction picks and detaches
+ * its victim under the pool lock, lets go of it, and unlinks the victim's
+ * items taking their stripes one at a time; a writer that already holds a
+ * stripe (a store written under the key's lock) skips its own and only
+ * try-locks the others, giving the victim back when one stays busy, so two
+ * such writers cannot wait on each other.  Readers pin segments (an atomic
+ * count) under the key's stripe; a segment with pins is never reused:
+ * eviction skips it and comes back for it later.
  */
 /*
- * How the engine API will reach it (the plan for -o storage=seg; not built
- * yet).  engine.c keeps one API and branches once per call on the back end
- * (a predictable branch; no function-pointer table, so link-time
- * optimisation still inlines the slab path).  Callers hold `struct item *`
- * references and read them with item.h's inline accessors; the segment
- * back end hands out *views*: a struct item allocated per reference (from
- * a per-thread cache), its header fields filled from the segment's item,
- * its data[] holding a copy of the key and, for a value under a threshold
- * (~1 KiB), of the value too.  A larger value stays in the segment: the
- * view is marked ITEM_CHAINED, so item_value_flat() answers NULL and
- * callers already go through engine_item_iov(), which returns the
- * segment's bytes; the view holds a pin until its last unref.  So the
- * slab path and the accessors do not change, and the server cannot tell
- * the back ends apart.  engine_item_alloc() gives a staging view that
- * engine_store() copies into a segment (a later step can reserve the
- * segment bytes at alloc and read the value straight into them).
+ * How the engine reaches it: item_seg.c, views of segment bytes behind the
+ * engine's item primitives (README, "Storage back ends").
  */
 #ifndef CELLAR_STORAGE_SEG_H
 #define CELLAR_STORAGE_SEG_H
