@@ -294,7 +294,7 @@ policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/
 # minutes, not part of `make test`), less the tests of what only the slab
 # layout has (README, "Storage back ends"): slab classes and their
 # commands, the hash table's growth, -M, a memory limit raised at run
-# time, the segmented LRU, `stats sizes`, and evictions reported to watch.
+# time, the segmented LRU and `stats sizes`.
 SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
   test_dump.py::test_metadump_streams_while_others_are_served \
   test_dump.py::test_dump_client_that_goes_away \
@@ -305,8 +305,7 @@ SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
   test_server_flags.py::test_lru_tune_steers_the_segmented_lru \
   test_stats_counters.py::test_lru_and_buffer_counters_move \
   test_stats_sizes.py::test_stats_sizes_match_memcached \
-  test_stats_slabs.py::test_per_class_counters_match_memcached \
-  test_watch.py::test_evictions_like_memcached
+  test_stats_slabs.py::test_per_class_counters_match_memcached
 storage-seg: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring \
              $(B)/cellar-bench $(B)/libcellar.so examples
 	CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o storage=seg" \

@@ -101,6 +101,8 @@ static struct engine *seg_create(struct engine *e, char *err, size_t errlen) {
     e->locks = lock_create(e->cfg.lock_power, !e->cfg.single_thread);
     sc.locks = e->locks;
     sc.cas = &e->cas;
+    sc.evicted = segv_evicted;
+    sc.evicted_arg = e;
     e->nclasses = 1;
     mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
     atomic_init(&e->cls[1].crawler_checked, 0);

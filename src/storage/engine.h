@@ -592,7 +592,8 @@ unsigned engine_class_for(const struct engine *e, size_t ntotal);
  * that caused it.  A lookup (every get, and the lookup inside each store,
  * delete, touch and arithmetic, as memcached's item fetches are) is
  * reported with the item's stripe held; a store and an eviction after the
- * locks are let go.  The hook must not call the engine.
+ * locks are let go (under storage=seg an eviction with the item's stripe
+ * held: a segment's items go one by one).  The hook must not call the engine.
  */
 enum engine_watch_kind {
     ENGINE_WATCH_FETCH = 1,

@@ -184,6 +184,8 @@ void segv_unlink_locked(struct engine *e, struct item *it, uint64_t hv);
 bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv);
 bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
                     void *arg);
+struct seg_at;
+void segv_evicted(void *arg, const struct seg_at *at);
 
 /*
  * Writes back what the shared code changed in a found item (exptime, cas,

@@ -413,6 +413,27 @@ bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
     return true;
 }
 
+/* An eviction, for watch (seg_config.evicted): reported with the item's stripe held. */
+void segv_evicted(void *arg, const struct seg_at *at) {
+    struct engine *e = arg;
+    if (!watching(e, ENGINE_WATCH_EVICT))
+        return;
+    struct {
+        struct segv v;
+        char room[VIEW_KEY_ROOM];
+    } tmp;
+    view_fill(e, &tmp.v, at);
+    atomic_init(&tmp.v.it.iflags, iflags_of(at->h.hflags));
+    uint32_t now = expire_now(e);
+    struct engine_watch_event ev = {
+        .kind = ENGINE_WATCH_EVICT,
+        .it = &tmp.v.it,
+        .ttl = item_ttl(at->h.exptime, now),
+        .idle = now > at->created ? now - at->created : 0,
+    };
+    watch_report(e, &ev);
+}
+
 /* ---- dump: a walk over the segments, an item at a time ---- */
 
 struct dump_walk {

@@ -278,6 +278,8 @@ static void stripe_give(struct mtx *x, struct mtx *held) {
  * stays, or a stripe could not be had, the segment goes back to the
  * FIFO's head: false.
  */
+static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at);
+
 static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *held) {
     struct seg_meta *m = &s->segs[id];
     uint32_t now = atomic_load(&s->now);
@@ -303,6 +305,11 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
             (h.exptime == 0 || h.exptime > now)) {
             kept = true;            /* touched since the segment's latest exptime was read */
         } else if (slot != NULL) {
+            if (!expired && s->cfg.evicted != NULL && !(h.hflags & SEG_F_HOLD)) {
+                struct seg_at at;
+                at_fill(s, loc, &at);
+                s->cfg.evicted(s->cfg.evicted_arg, &at);
+            }
             seg_index_remove_locked(s->ix, slot);
             atomic_fetch_sub(&m->live_items, 1);
             atomic_fetch_sub(&m->live_bytes, (int64_t)(n + klen + vlen));

@@ -50,6 +50,7 @@
 #include "storage/seg_item.h"
 
 struct seg_store;
+struct seg_at;
 
 struct seg_config {
     size_t mem_limit;           /* bytes of segments (-m) */
@@ -58,6 +59,10 @@ struct seg_config {
     unsigned index_power;       /* log2 initial index buckets (12) */
     struct lock_stripes *locks; /* the key stripes to share (the engine's); NULL: its own */
     _Atomic uint64_t *cas;      /* the last cas handed out, to share; NULL: its own */
+    /* Told of each item an eviction takes, with its stripe held (NULL: nobody);
+       it must not call the store. */
+    void (*evicted)(void *arg, const struct seg_at *at);
+    void *evicted_arg;
 };
 
 void seg_config_defaults(struct seg_config *cfg);
