@@ -43,6 +43,7 @@ struct opts {
     bool size_frac[MAX_SIZES];
     size_t nsizes;
     bool bytes, opt, quiet;
+    bool count_meta;            /* --count-meta: table or index inside the capacity */
     uint32_t page_size;
     unsigned step, threads;
 };
@@ -60,11 +61,14 @@ static void usage(FILE *f) {
             "                        requests=10M; kinds zipf, uniform, scan, shift, ttl\n"
             "                        (see src/tools/sim/trace.h)\n"
             "  -s, --seed N          seed for --synth (default 1)\n"
-            "  -p, --policy LIST     policies, comma-separated, or all (default all)\n"
+            "  -p, --policy LIST     policies, comma-separated, or all (default all); with\n"
+            "                        --bytes, seg-NAME runs the segment back end (seg-fifo)\n"
             "  -c, --size LIST       cache sizes: absolute (1000, 64MiB) or fractions of\n"
             "                        the working set (0.001, 1%%) (default 0.001,0.01,0.1)\n"
             "  -b, --bytes           byte capacity through the slab allocator\n"
             "                        (default: object count, every object one slot)\n"
+            "      --count-meta      with --bytes: the hash table (slab) or index (seg-*)\n"
+            "                        counts against the capacity (equal total memory)\n"
             "      --page-size N     slab page size in byte mode (default: the cache / 128,\n"
             "                        a power of two from 4KiB to 1MiB)\n"
             "      --step N          engine_step() every N requests (default 1000)\n"
@@ -152,6 +156,11 @@ static int parse_policies(struct opts *o, const char *list) {
                 o->policies[o->npol++] = evict_policy_at(i)->name;
             continue;
         }
+        if (strncmp(tok, "seg-", 4) == 0 && evict_policy_find(tok + 4) != NULL) {
+            if (o->npol < MAX_POLICIES)     /* the segment back end, with this policy */
+                o->policies[o->npol++] = strdup(tok);
+            continue;
+        }
         const struct evict_policy *p = evict_policy_find(tok);
         if (p == NULL) {
             int rc = bad("policy (see --list)", tok);
@@ -191,7 +200,7 @@ static int parse_csv_cols(struct opts *o, const char *spec) {
 }
 
 static int parse_args(struct opts *o, int argc, char **argv) {
-    enum { O_CSV_COLS = 256, O_CSV_DELIM, O_CSV_HEADER, O_PAGE, O_STEP, O_NOOPT, O_CSV, O_SVG,
+    enum { O_CSV_COLS = 256, O_CSV_DELIM, O_CSV_HEADER, O_PAGE, O_STEP, O_NOOPT, O_CSV, O_SVG, O_META,
            O_DUMP };
     static const struct option longs[] = {
         {"trace", required_argument, 0, 't'},   {"format", required_argument, 0, 'F'},
@@ -201,6 +210,7 @@ static int parse_args(struct opts *o, int argc, char **argv) {
         {"synth", required_argument, 0, 'g'},   {"seed", required_argument, 0, 's'},
         {"policy", required_argument, 0, 'p'},  {"size", required_argument, 0, 'c'},
         {"bytes", no_argument, 0, 'b'},         {"page-size", required_argument, 0, O_PAGE},
+        {"count-meta", no_argument, 0, O_META},
         {"step", required_argument, 0, O_STEP}, {"threads", required_argument, 0, 'j'},
         {"no-opt", no_argument, 0, O_NOOPT},    {"csv", required_argument, 0, O_CSV},
         {"svg", required_argument, 0, O_SVG},   {"quiet", no_argument, 0, 'q'},
@@ -239,6 +249,7 @@ static int parse_args(struct opts *o, int argc, char **argv) {
                 return rc;
             break;
         case 'b': o->bytes = true; break;
+        case O_META: o->count_meta = true; break;
         case O_PAGE:
             if (!parse_amount(optarg, &v) || v < 1024 || v > (1 << 30))
                 return bad("--page-size", optarg);
@@ -305,7 +316,14 @@ static void run_job(struct runner *rn, struct sim_job *j) {
         .page_size = rn->o->page_size,
         .step_every = rn->o->step,
         .step_budget = 64,
+        .mean_size = rn->o->count_meta && rn->g->trace->unique != 0
+                         ? rn->g->trace->unique_bytes / rn->g->trace->unique : 0,
     };
+    if (strncmp(j->policy, "seg-", 4) == 0 && !rn->g->bytes) {
+        j->rc = -1;
+        snprintf(j->err, sizeof(j->err), "%s: segments hold bytes (--bytes)", j->policy);
+        return;
+    }
     j->rc = replay_run(rn->g->trace, &c, &j->res, j->err, sizeof(j->err));
 }
 

@@ -110,6 +110,45 @@ static struct engine *byte_engine(const struct replay_cfg *c, char *err, size_t 
     cfg.item_size_max = imax >= cfg.slab_chunk_max ? (uint32_t)imax : cfg.slab_chunk_max;
     cfg.mem_limit = c->capacity;
     cfg.hashpower_init = power_for(c->capacity / 64);
+    bool seg = strncmp(c->policy, "seg-", 4) == 0;
+    if (seg) {                          /* the segment back end: segments of a page */
+        cfg.seg = true;
+        cfg.policy = c->policy + 4;
+        cfg.item_size_max = page;
+    }
+    if (c->mean_size != 0) {
+        /*
+         * Equal total memory: the table or index comes out of the capacity
+         * too.  Slab: a table of about as many buckets as items (memcached
+         * grows it past 1.5 items a bucket), 8 bytes each; segments: the
+         * index, about 10 bytes an item (9.5 measured at the reference
+         * load).  Items are estimated from the mean object size and each
+         * layout's header and key (8-byte keys here).
+         */
+        uint64_t meta;
+        if (seg) {
+            meta = 10 * (c->capacity / (c->mean_size + 7 + 8));
+        } else {
+            uint64_t items = c->capacity / (c->mean_size + 56 + 8);
+            unsigned p = 10;
+            while (p < 30 && ((uint64_t)1 << p) * 3 / 2 < items)
+                p++;
+            cfg.hashpower_init = p;
+            meta = (uint64_t)8 << p;
+        }
+        if (meta >= c->capacity / 2) {
+            snprintf(err, errlen, "%llu bytes leave too little room beside the table or index",
+                     (unsigned long long)c->capacity);
+            return NULL;
+        }
+        cfg.mem_limit = c->capacity - meta;
+        if (!seg) {                     /* -I at most half of what is left */
+            uint64_t im = cfg.mem_limit / 2 < cfg.item_size_max ? cfg.mem_limit / 2
+                                                                 : cfg.item_size_max;
+            im -= im % cfg.slab_chunk_max;
+            cfg.item_size_max = im >= cfg.slab_chunk_max ? (uint32_t)im : cfg.slab_chunk_max;
+        }
+    }
     struct engine *e = engine_create(&cfg, err, errlen);
     if (e != NULL)
         engine_clock_set(e, SIM_T0);

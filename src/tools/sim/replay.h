@@ -39,6 +39,8 @@ struct replay_cfg {
     uint32_t page_size;         /* byte mode: slab page (0 = chosen from capacity) */
     unsigned step_every;        /* requests between engine_step() calls (0 = never) */
     unsigned step_budget;
+    uint64_t mean_size;         /* byte mode: the trace's mean object size, to size the
+                                   hash table or index within the capacity */
 };
 
 struct replay_result {
