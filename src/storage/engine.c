@@ -42,7 +42,8 @@ void engine_config_defaults(struct engine_config *cfg) {
 /* Checks a config as memcached checks its options (same messages). */
 static bool config_check(const struct engine_config *c, char *err, size_t errlen) {
     uint32_t cmax = c->slab_chunk_max, imax = c->item_size_max;
-    if (evict_policy_find(c->policy) == NULL)
+    if (evict_policy_find(c->policy) == NULL && !(c->seg && c->policy != NULL &&
+                                                  strcmp(c->policy, "merge") == 0))
         snprintf(err, errlen, "unknown eviction policy \"%s\"", c->policy ? c->policy : "");
     else if (!(c->growth_factor > 1.0))
         snprintf(err, errlen, "Factor must be greater than 1");
@@ -68,9 +69,9 @@ static bool config_check(const struct engine_config *c, char *err, size_t errlen
                  "(slab_page_size)", cmax, c->page_size);
     else if (c->hashpower_init > HT_POWER_MAX)
         snprintf(err, errlen, "hashpower %u is too high", c->hashpower_init);
-    else if (c->seg && strcmp(c->policy, "fifo") != 0)
+    else if (c->seg && strcmp(c->policy, "fifo") != 0 && strcmp(c->policy, "merge") != 0)
         snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
-                 "storage=seg evicts whole segments: fifo", c->policy);
+                 "storage=seg evicts whole segments: fifo or merge", c->policy);
     else if (c->seg && imax > c->page_size)     /* (values out of line: not yet) */
         snprintf(err, errlen, "storage=seg keeps an item in one segment: -I (%u) at most "
                  "the segment size %u", imax, c->page_size);
@@ -102,7 +103,9 @@ static struct engine *seg_create(struct engine *e, char *err, size_t errlen) {
     sc.locks = e->locks;
     sc.cas = &e->cas;
     sc.evicted = segv_evicted;
-    sc.evicted_arg = e;
+    sc.dead = segv_dead;
+    sc.hook_arg = e;
+    sc.merge = strcmp(e->cfg.policy, "merge") == 0;
     e->nclasses = 1;
     mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
     atomic_init(&e->cls[1].crawler_checked, 0);
@@ -130,9 +133,10 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     if (e == NULL)
         goto oom;
     e->cfg = *cfg;
-    e->policy = evict_policy_find(cfg->policy);
+    /* (segments keep no per-item order: their classes' queue is fifo's, unused) */
+    e->policy = evict_policy_find(cfg->seg ? "fifo" : cfg->policy);
     e->seg_mask = e->policy->seg_mask;
-    e->cfg.policy = e->policy->name;            /* the caller's string need not live on */
+    e->cfg.policy = cfg->seg && strcmp(cfg->policy, "merge") == 0 ? "merge" : e->policy->name;
     if (e->cfg.hashpower_init == 0)
         e->cfg.hashpower_init = 16;
     if (e->cfg.lock_power > e->cfg.hashpower_init)

@@ -186,6 +186,7 @@ bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_
                     void *arg);
 struct seg_at;
 void segv_evicted(void *arg, const struct seg_at *at);
+bool segv_dead(void *arg, const struct seg_at *at);
 
 /*
  * Writes back what the shared code changed in a found item (exptime, cas,

@@ -324,8 +324,14 @@ bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint6
             struct seg_hdr h = staging_hdr(it, cas);
             if (wide)
                 h.hflags |= SEG_F_CAS64;
-            if (seg_write(e->seg, &h, item_key(it), it->data + it->nkey, held, &v->resv) !=
-                SEG_STORED)
+            /* written holding the stripe: old's segment stays where it is meanwhile */
+            if (oat != NULL)
+                seg_pin(e->seg, oat->seg);
+            enum seg_result w = seg_write(e->seg, &h, item_key(it), it->data + it->nkey, held,
+                                          &v->resv);
+            if (oat != NULL)
+                seg_unpin(e->seg, oat->seg);
+            if (w != SEG_STORED)
                 return false;
         }
         r = seg_commit_locked(e->seg, hv, oat, &v->resv, cas);
@@ -432,6 +438,14 @@ void segv_evicted(void *arg, const struct seg_at *at) {
         .idle = now > at->created ? now - at->created : 0,
     };
     watch_report(e, &ev);
+}
+
+/* Whether the item at at is dead to the engine (expired or flushed), for a merge. */
+bool segv_dead(void *arg, const struct seg_at *at) {
+    struct engine *e = arg;
+    struct item it = {.atime = at->created, .exptime = at->h.exptime};
+    atomic_init(&it.cas, at->h.cas);
+    return expire_dead(e, &it, expire_now(e)) != ENGINE_MISS_NONE;
 }
 
 /* ---- dump: a walk over the segments, an item at a time ---- */

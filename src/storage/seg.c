@@ -58,12 +58,14 @@ struct seg_store {
     uint32_t free_head, nfree;
     uint32_t fifo_head, fifo_tail, nsealed;
     uint32_t draining;              /* segments unlinked but still pinned */
+    uint32_t spare;                 /* merge: the next merge's output segment; NONE */
     _Atomic uint64_t own_cas, *cas;     /* the last cas handed out (the engine's, or own_cas) */
     _Atomic uint32_t now;
     _Atomic uint32_t seal_point;        /* open segments created at or before it take no
                                            item once the clock has passed it (flush_all) */
     _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
     _Atomic uint64_t expired_items, expired_unfetched, evicted_unfetched;
+    _Atomic uint64_t merges;
 };
 
 void seg_config_defaults(struct seg_config *cfg) {
@@ -154,7 +156,17 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
         s->free_head = i;
     }
     s->nfree = s->nseg;
-    s->fifo_head = s->fifo_tail = s->draining = NONE;
+    s->fifo_head = s->fifo_tail = s->draining = s->spare = NONE;
+    if (cfg->merge) {               /* one segment set aside for merges */
+        if (s->nseg < SEG_MERGE_N + 2) {
+            snprintf(err, errlen, "merging needs %d segments at least", SEG_MERGE_N + 2);
+            seg_store_destroy(&s);
+            return NULL;
+        }
+        s->spare = s->free_head;
+        s->free_head = s->segs[s->spare].next;
+        s->nfree--;
+    }
     return s;
 nomem:
     snprintf(err, errlen, "out of memory");
@@ -279,6 +291,7 @@ static void stripe_give(struct mtx *x, struct mtx *held) {
  * FIFO's head: false.
  */
 static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at);
+static void raise_max_exptime(struct seg_meta *m, uint32_t exptime);
 
 static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *held) {
     struct seg_meta *m = &s->segs[id];
@@ -308,7 +321,7 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
             if (!expired && s->cfg.evicted != NULL && !(h.hflags & SEG_F_HOLD)) {
                 struct seg_at at;
                 at_fill(s, loc, &at);
-                s->cfg.evicted(s->cfg.evicted_arg, &at);
+                s->cfg.evicted(s->cfg.hook_arg, &at);
             }
             seg_index_remove_locked(s->ix, slot);
             atomic_fetch_sub(&m->live_items, 1);
@@ -408,6 +421,161 @@ static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
     return n;
 }
 
+/* Puts sealed segment id last in the FIFO (a merge's output).  Pool lock held. */
+static void fifo_push_tail_locked(struct seg_store *s, uint32_t id) {
+    struct seg_meta *m = &s->segs[id];
+    atomic_store(&m->state, ST_SEALED);
+    m->next = NONE;
+    m->prev = s->fifo_tail;
+    if (s->fifo_tail != NONE)
+        s->segs[s->fifo_tail].next = id;
+    else
+        s->fifo_head = id;
+    s->fifo_tail = id;
+    s->nsealed++;
+}
+
+/*
+ * Up to SEG_MERGE_N sealed segments nobody reads or writes, oldest first,
+ * detached for a merge; fewer than two: none (the caller evicts instead).
+ * Pool lock held.
+ */
+static unsigned merge_pick_locked(struct seg_store *s, uint32_t *ids) {
+    unsigned n = 0;
+    for (uint32_t id = s->fifo_head; id != NONE && n < SEG_MERGE_N; id = s->segs[id].next) {
+        struct seg_meta *m = &s->segs[id];
+        if (atomic_load(&m->pins) == 0 && atomic_load(&m->writers) == 0)
+            ids[n++] = id;
+    }
+    if (n < 2)
+        return 0;
+    for (unsigned i = 0; i < n; i++)
+        detach_locked(s, ids[i]);
+    return n;
+}
+
+static bool dead_at(struct seg_store *s, const struct seg_at *at, uint32_t now) {
+    if (s->cfg.dead != NULL)
+        return s->cfg.dead(s->cfg.hook_arg, at);
+    return at->h.exptime != 0 && at->h.exptime <= now;
+}
+
+/*
+ * Segcache's merge: the items of detached segments ids[0..n) go, oldest
+ * first, into segment t while it has room if they were read since they
+ * were written or last merged (their FETCHED bit, cleared in the copy: a
+ * second chance, as CLOCK gives) -- delete hold-off tombstones too; dead
+ * items are dropped and the others evicted.  Each item under its stripe
+ * (held: as clear()); a stripe that stays busy ends the merge there, and
+ * what was not reached goes back to the FIFO's head.  Then t joins the
+ * FIFO's end, the emptied segments come free, and one of them is the next
+ * merge's t.  No pool lock is held while items move.
+ */
+static void merge(struct seg_store *s, const uint32_t *ids, unsigned n, uint32_t t,
+                  struct mtx *held) {
+    struct seg_meta *tm = &s->segs[t];
+    uint32_t now = atomic_load(&s->now);
+    tm->write_off = 0;
+    tm->cas_base = s->segs[ids[0]].cas_base;
+    tm->created = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (s->segs[ids[i]].cas_base < tm->cas_base)
+            tm->cas_base = s->segs[ids[i]].cas_base;
+        if (s->segs[ids[i]].created > tm->created)
+            tm->created = s->segs[ids[i]].created;   /* no item goes the wrong side of a flush:
+                                                        dead ones are dropped */
+    }
+    tm->bucket = s->segs[ids[0]].bucket;
+    atomic_store(&tm->max_exptime, 0);
+    atomic_store(&tm->live_items, 0);
+    atomic_store(&tm->live_bytes, 0);
+    atomic_store(&tm->state, ST_CLEARING);
+    unsigned done = 0;
+    uint64_t evicted = 0, unfetched = 0, expired = 0;
+    bool stop = false;
+    for (; done < n && !stop; done++) {
+        uint32_t id = ids[done];
+        struct seg_meta *m = &s->segs[id];
+        for (uint32_t off = 0; off < m->write_off;) {
+            uint8_t klen;
+            uint32_t vlen;
+            uint64_t loc = loc_of(id, off);
+            size_t hl = seg_hdr_span((const uint8_t *)seg_base(s, id) + off,
+                                     s->cfg.seg_size - off, &klen, &vlen);
+            if (hl == 0)
+                abort();            /* every reserved byte holds an item: a bug */
+            uint64_t hv = ht_hash(seg_base(s, id) + off + hl, klen);
+            struct mtx *x = lock_of(s->locks, hv);
+            if (!stripe_take(x, held)) {
+                stop = true;        /* this segment goes back as it is now */
+                break;
+            }
+            uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
+            if (slot != NULL) {
+                struct seg_at at;
+                at_fill(s, loc, &at);
+                bool dead = dead_at(s, &at, now), hold = (at.h.hflags & SEG_F_HOLD) != 0;
+                struct seg_hdr h = at.h;
+                h.hflags &= (uint16_t)~(SEG_F_FETCHED | SEG_F_LAYOUT);
+                size_t len = seg_item_len(&h, tm->cas_base);
+                bool keep = !dead && (hold || (at.h.hflags & SEG_F_FETCHED)) &&
+                            tm->write_off + len <= s->cfg.seg_size;
+                if (keep) {
+                    uint8_t *p = (uint8_t *)seg_base(s, t) + tm->write_off;
+                    size_t w = seg_hdr_encode(p, &h, tm->cas_base);
+                    memcpy(p + w, at.key, (size_t)klen + vlen);
+                    seg_index_move_locked(slot, loc_of(t, tm->write_off));
+                    tm->write_off += (uint32_t)len;
+                    atomic_fetch_add(&tm->live_items, 1);
+                    atomic_fetch_add(&tm->live_bytes, (int64_t)len);
+                    raise_max_exptime(tm, h.exptime);
+                } else {
+                    if (!dead && !hold && s->cfg.evicted != NULL)
+                        s->cfg.evicted(s->cfg.hook_arg, &at);
+                    seg_index_remove_locked(s->ix, slot);
+                    evicted += !dead && !hold;
+                    expired += dead && !hold;
+                    unfetched += !dead && !hold && !(at.h.hflags & SEG_F_FETCHED);
+                }
+                atomic_fetch_sub(&m->live_items, 1);
+                atomic_fetch_sub(&m->live_bytes, (int64_t)(hl + klen + vlen));
+            }
+            stripe_give(x, held);
+            off += (uint32_t)(hl + klen + vlen);
+        }
+    }
+    if (stop)
+        done--;                     /* the one cut short goes back, with the rest */
+    pthread_mutex_lock(&s->pool);
+    for (unsigned i = n; i-- > done;)
+        fifo_push_head_locked(s, ids[i]);
+    if (tm->write_off > 0) {
+        fifo_push_tail_locked(s, t);
+    } else {
+        s->spare = t;
+        t = NONE;
+    }
+    for (unsigned i = 0; i < done; i++) {
+        uint32_t id = ids[i];
+        atomic_store(&s->segs[id].state, ST_DRAINING);
+        if (atomic_load(&s->segs[id].pins) != 0) {
+            s->segs[id].next = s->draining;
+            s->draining = id;
+        } else if (s->spare == NONE) {
+            s->spare = id;
+            atomic_store(&s->segs[id].state, ST_FREE);
+        } else {
+            free_locked(s, id);
+        }
+    }
+    pthread_mutex_unlock(&s->pool);
+    atomic_fetch_add(&s->evicted_items, evicted);
+    atomic_fetch_add(&s->evicted_unfetched, unfetched);
+    atomic_fetch_add(&s->expired_items, expired);
+    atomic_fetch_add(&s->evicted_segments, done);
+    atomic_fetch_add(&s->merges, 1);
+}
+
 /* Whether open segment t may take no more items: a flush_all point passed since it opened. */
 static bool closed_by_flush(struct seg_store *s, uint32_t t) {
     uint32_t sp = atomic_load_explicit(&s->seal_point, memory_order_relaxed);
@@ -448,6 +616,19 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
             continue;
         }
         reap_locked(s);
+        if (s->free_head == NONE && s->spare != NONE) {
+            uint32_t ids[SEG_MERGE_N];
+            unsigned n = merge_pick_locked(s, ids);
+            if (n != 0) {
+                uint32_t t = s->spare;
+                s->spare = NONE;
+                pthread_mutex_unlock(&s->pool);
+                merge(s, ids, n, t, held);
+                if (++tries > RESERVE_TRIES)
+                    return false;
+                continue;
+            }
+        }
         if (s->free_head == NONE) {
             uint32_t v = victim_locked(s);
             if (v == NONE && seal_idle_locked(s, true, 0) != 0)
@@ -566,11 +747,20 @@ enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct
     if (old != NULL) {
         uint64_t oloc = old->loc;
         uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &oloc);
+        struct seg_hdr oh = old->h;
+        if (slot == NULL) {
+            /* this write's own eviction took old's segment: evicted, or moved by a
+               merge (then it is found by its key, wherever it went) */
+            struct key_match km = {s, at.key, at.h.klen};
+            slot = seg_index_find_locked(s->ix, hv, match_key, &km);
+            if (slot != NULL)
+                hdr_at(s, oloc = seg_index_loc(*slot), &oh);
+        }
         if (slot != NULL) {
-            kill(s, oloc, &old->h);
+            kill(s, oloc, &oh);
             seg_index_move_locked(slot, r->loc);
         } else if (!seg_index_insert_locked(s->ix, hv, r->loc)) {
-            return SEG_NO_MEMORY;   /* old went with a segment this write evicted */
+            return SEG_NO_MEMORY;
         }
     } else if (!seg_index_insert_locked(s->ix, hv, r->loc)) {
         return SEG_NO_MEMORY;
@@ -827,6 +1017,7 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     out->expired_items = atomic_load(&s->expired_items);
     out->expired_unfetched = atomic_load(&s->expired_unfetched);
     out->evicted_unfetched = atomic_load(&s->evicted_unfetched);
+    out->merges = atomic_load(&s->merges);
     struct seg_index_stats is;
     seg_index_stats(s->ix, &is);
     out->index_bytes = is.bytes;

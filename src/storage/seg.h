@@ -62,8 +62,18 @@ struct seg_config {
     /* Told of each item an eviction takes, with its stripe held (NULL: nobody);
        it must not call the store. */
     void (*evicted)(void *arg, const struct seg_at *at);
-    void *evicted_arg;
+    void *hook_arg;             /* evicted's and dead's arg */
+    /*
+     * Eviction by merging (Segcache's, seg.c): the oldest SEG_MERGE_N
+     * segments become one, keeping the items read since they were written
+     * (or last merged) while it has room.  dead (NULL: exptime only) says
+     * whether an item is dead as the engine sees it (flush_all too), with
+     * its stripe held; a merge drops those.
+     */
+    bool merge;
+    bool (*dead)(void *arg, const struct seg_at *at);
 };
+#define SEG_MERGE_N 4
 
 void seg_config_defaults(struct seg_config *cfg);
 
@@ -190,6 +200,7 @@ struct seg_stats {
     uint64_t written_bytes;             /* reserved in segments not free */
     uint64_t evicted_segments, evicted_items, expired_segments;
     uint64_t expired_items, expired_unfetched, evicted_unfetched;   /* items in those */
+    uint64_t merges;
     uint64_t index_bytes;
 };
 void seg_store_stats(struct seg_store *s, struct seg_stats *out);

@@ -62,7 +62,7 @@ static void usage(FILE *f) {
             "                        (see src/tools/sim/trace.h)\n"
             "  -s, --seed N          seed for --synth (default 1)\n"
             "  -p, --policy LIST     policies, comma-separated, or all (default all); with\n"
-            "                        --bytes, seg-NAME runs the segment back end (seg-fifo)\n"
+            "                        --bytes, seg-fifo and seg-merge: the segment back end\n"
             "  -c, --size LIST       cache sizes: absolute (1000, 64MiB) or fractions of\n"
             "                        the working set (0.001, 1%%) (default 0.001,0.01,0.1)\n"
             "  -b, --bytes           byte capacity through the slab allocator\n"
@@ -156,7 +156,8 @@ static int parse_policies(struct opts *o, const char *list) {
                 o->policies[o->npol++] = evict_policy_at(i)->name;
             continue;
         }
-        if (strncmp(tok, "seg-", 4) == 0 && evict_policy_find(tok + 4) != NULL) {
+        if (strncmp(tok, "seg-", 4) == 0 &&
+            (evict_policy_find(tok + 4) != NULL || strcmp(tok + 4, "merge") == 0)) {
             if (o->npol < MAX_POLICIES)     /* the segment back end, with this policy */
                 o->policies[o->npol++] = strdup(tok);
             continue;

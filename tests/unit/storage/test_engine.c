@@ -35,7 +35,8 @@ static struct engine *mk_cfg(const struct engine_config *cfg) {
 #ifdef ENGINE_SEG
     struct engine_config sc = *cfg;
     sc.seg = true;
-    sc.policy = "fifo";
+    if (strcmp(sc.policy, "merge") != 0)
+        sc.policy = "fifo";
     cfg = &sc;
 #endif
     char err[256] = "";

@@ -40,9 +40,10 @@ static void pvalue(char *buf, int k, uint32_t ver, uint32_t len) {
  * hit is the latest version stored, never an older, deleted or expired
  * one; a miss of a live key is allowed only when segments were evicted.
  */
-static void churn(int *th_failed, size_t mem, bool evicting) {
+static void churn(int *th_failed, size_t mem, bool evicting, const char *policy) {
     struct engine_config cfg;
     engine_config_defaults(&cfg);
+    cfg.policy = policy;
     cfg.mem_limit = mem;
     cfg.page_size = cfg.item_size_max = 64 * 1024;
     cfg.slab_chunk_max = 32 * 1024;
@@ -155,5 +156,40 @@ static void churn(int *th_failed, size_t mem, bool evicting) {
     engine_destroy(&e);
 }
 
-TEST(seg_churn_without_eviction_loses_nothing) { churn(th_failed, 64 * MiB, false); }
-TEST(seg_churn_with_eviction_serves_nothing_dead) { churn(th_failed, 4 * MiB, true); }
+TEST(seg_churn_without_eviction_loses_nothing) { churn(th_failed, 64 * MiB, false, "fifo"); }
+TEST(seg_churn_with_eviction_serves_nothing_dead) { churn(th_failed, 4 * MiB, true, "fifo"); }
+TEST(seg_churn_with_merges_serves_nothing_dead) { churn(th_failed, 4 * MiB, true, "merge"); }
+
+/* A flushed item is dead to a merge: it is dropped, not carried into a newer segment. */
+TEST(seg_merge_drops_flushed_items) {
+    struct engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.policy = "merge";
+    cfg.mem_limit = 8 * 64 * 1024;
+    cfg.page_size = cfg.item_size_max = 64 * 1024;
+    cfg.slab_chunk_max = 32 * 1024;
+    struct engine *e = mk_cfg(&cfg);
+    char key[16];
+    static char val[1000];
+    memset(val, 'f', sizeof(val));
+    val[sizeof(val) - 1] = 0;
+    for (int i = 0; i < 200; i++) {                /* about three segments */
+        snprintf(key, sizeof(key), "old%d", i);
+        ASSERT_EQ(set(e, key, val), ENGINE_STORED);
+        ASSERT(get(e, key) != NULL);                /* read: a merge would keep it */
+    }
+    engine_clock_set(e, T0 + 5);
+    engine_flush(e, 0);
+    engine_clock_set(e, T0 + 6);
+    for (int i = 0; i < 2000; i++) {               /* merges happen */
+        snprintf(key, sizeof(key), "new%d", i);
+        ASSERT_EQ(set(e, key, val), ENGINE_STORED);
+    }
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "old%d", i);
+        if (get(e, key) != NULL)
+            TH_FAIL("%s came back after flush_all", key);
+    }
+    ASSERT(stats(e).evictions > 0);
+    engine_destroy(&e);
+}

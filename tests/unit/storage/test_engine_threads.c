@@ -145,7 +145,11 @@ static struct engine *mk(size_t limit, unsigned hashpower) {
     cfg.lock_power = 4;
 #ifdef ENGINE_SEG   /* test_engine_threads_seg.c: 64 KiB segments, a quarter of the memory */
     cfg.seg = true;
+#ifdef ENGINE_SEG_MERGE
+    cfg.policy = "merge";
+#else
     cfg.policy = "fifo";
+#endif
     cfg.page_size = cfg.item_size_max = 64 * 1024;
     cfg.slab_chunk_max = 32 * 1024;
     if (limit < (64u << 20))

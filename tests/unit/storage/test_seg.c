@@ -17,9 +17,12 @@
 
 #define K(s) s, sizeof(s) - 1
 
+static bool merge_on;               /* mk() makes stores that evict by merging */
+
 static struct seg_store *mk(size_t mem, uint32_t seg_size) {
     struct seg_config c;
     seg_config_defaults(&c);
+    c.merge = merge_on;
     c.mem_limit = mem;
     c.seg_size = seg_size;
     c.lock_power = 4;
@@ -279,6 +282,61 @@ static void property(size_t mem, int ops, bool evicting, int *th_failed) {
 
 TEST(property_without_eviction) { property((size_t)64 << 20, 300000, false, th_failed); }
 TEST(property_with_eviction) { property((size_t)16 * (64 << 10), 300000, true, th_failed); }
+TEST(property_with_merges) {
+    merge_on = true;
+    property((size_t)16 * (64 << 10), 300000, true, th_failed);
+    merge_on = false;
+}
+
+/*
+ * Seven 4 KiB segments (an eighth set aside for merges), 36 items of 111
+ * bytes each; every fourth item of the first four segments read.  The next
+ * store finds no segment: the four oldest merge into one, which keeps
+ * exactly the 36 read items (3,996 bytes: they fit) and evicts the 108
+ * others; the copies are unread again (a second chance, not a pass).
+ */
+TEST(merge_keeps_exactly_the_items_read) {
+    merge_on = true;
+    struct seg_store *s = mk(8 * 4096, 4096);
+    merge_on = false;
+    ASSERT(s != NULL);
+    static char val[100];
+    memset(val, 'v', sizeof(val));
+    char key[8];
+    for (int i = 0; i < 7 * 36; i++) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
+    }
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.free, 0);
+    ASSERT_EQ(st.evicted_items, 0);
+    for (int i = 0; i < 4 * 36; i += 4) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        ASSERT(get_is(s, key, NULL) == false);      /* a hit: now read */
+    }
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.merges, 1);
+    ASSERT_EQ(st.evicted_items, 3 * 36);
+    ASSERT_EQ(st.evicted_unfetched, 3 * 36);
+    for (int i = 0; i < 7 * 36; i++) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        struct seg_ref r;
+        bool hit = seg_store_get(s, key, 4, &r);
+        bool want = i >= 4 * 36 || i % 4 == 0;
+        if (hit != want)
+            TH_FAIL("%s: %s after the merge", key, hit ? "kept" : "gone");
+        if (hit && i < 4 * 36 && (r.h.hflags & SEG_F_FETCHED))
+            TH_FAIL("%s: the copy is still marked read", key);
+        if (hit) {
+            ASSERT(r.h.vlen == 100 && memcmp(r.value, val, 100) == 0);
+            seg_store_release(s, &r);
+        }
+    }
+    ASSERT(get_is(s, "new", NULL) == false);
+    seg_store_destroy(&s);
+}
 
 /* Threads: values name their keys, so a wrong or torn item is seen. */
 struct worker {
