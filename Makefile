@@ -290,8 +290,8 @@ policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/
 	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
 	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
 
-# The integration suite on the segment back end (-o storage=seg; about 6
-# minutes, not part of `make test`), less the tests of what only the slab
+# The integration suite on the segment back end (-o storage=seg), once with
+# FIFO and once with merging (about 6 minutes each; not part of `make test`), less the tests of what only the slab
 # layout has (README, "Storage back ends"): slab classes and their
 # commands, the hash table's growth, -M, a memory limit raised at run
 # time, the segmented LRU and `stats sizes`.
@@ -308,12 +308,15 @@ SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
   test_stats_slabs.py::test_per_class_counters_match_memcached
 storage-seg: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring \
              $(B)/cellar-bench $(B)/libcellar.so examples
-	CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o storage=seg" \
-	  CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_BENCH=$(abspath $(B)/cellar-bench) \
-	  CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) \
-	  CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
-	  /usr/bin/python3 -m pytest tests/integration \
-	  $(foreach t,$(SEG_SLAB_ONLY),--deselect $(t))
+	@for p in fifo merge; do \
+	  echo "== -o storage=seg,evict=$$p"; \
+	  CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o storage=seg,evict=$$p" \
+	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_BENCH=$(abspath $(B)/cellar-bench) \
+	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) \
+	    CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
+	    /usr/bin/python3 -m pytest tests/integration \
+	    $(foreach t,$(SEG_SLAB_ONLY),--deselect $(t)) || exit 1; \
+	done
 
 test: deps
 	$(MAKE) all
