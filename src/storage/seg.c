@@ -131,12 +131,6 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
     void *a = mmap(NULL, (size_t)s->nseg * cfg->seg_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     s->arena = a == MAP_FAILED ? NULL : a;
-#ifdef MADV_HUGEPAGE
-    /* segments are written front to back and freed whole: 2 MiB pages fault in
-       512 times less often (a hint; ignored where transparent huge pages are off) */
-    if (s->arena != NULL)
-        madvise(s->arena, (size_t)s->nseg * cfg->seg_size, MADV_HUGEPAGE);
-#endif
     s->own_locks = cfg->locks == NULL;
     s->locks = s->own_locks ? lock_create(cfg->lock_power, true) : cfg->locks;
     s->cas = cfg->cas != NULL ? cfg->cas : &s->own_cas;
