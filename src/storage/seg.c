@@ -373,21 +373,25 @@ static uint32_t victim_locked(struct seg_store *s) {
     return NONE;
 }
 
+/* Puts sealed segment id last in the FIFO (sealed, or a merge's output).  Pool lock held. */
+static void fifo_push_tail_locked(struct seg_store *s, uint32_t id) {
+    struct seg_meta *m = &s->segs[id];
+    atomic_store(&m->state, ST_SEALED);
+    m->next = NONE;
+    m->prev = s->fifo_tail;
+    if (s->fifo_tail != NONE)
+        s->segs[s->fifo_tail].next = id;
+    else
+        s->fifo_head = id;
+    s->fifo_tail = id;
+    s->nsealed++;
+}
+
 /* Seals bucket tb's open segment: to the FIFO's end.  Pool and tb's lock held. */
 static void seal_locked(struct seg_store *s, struct ttl_bucket *tb) {
-    uint32_t t = tb->tail;
-    if (t == NONE)
+    if (tb->tail == NONE)
         return;
-    struct seg_meta *o = &s->segs[t];
-    atomic_store(&o->state, ST_SEALED);
-    o->next = NONE;
-    o->prev = s->fifo_tail;
-    if (s->fifo_tail != NONE)
-        s->segs[s->fifo_tail].next = t;
-    else
-        s->fifo_head = t;
-    s->fifo_tail = t;
-    s->nsealed++;
+    fifo_push_tail_locked(s, tb->tail);
     tb->tail = NONE;
 }
 
@@ -413,20 +417,6 @@ static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
         pthread_mutex_unlock(&tb->lock);
     }
     return n;
-}
-
-/* Puts sealed segment id last in the FIFO (a merge's output).  Pool lock held. */
-static void fifo_push_tail_locked(struct seg_store *s, uint32_t id) {
-    struct seg_meta *m = &s->segs[id];
-    atomic_store(&m->state, ST_SEALED);
-    m->next = NONE;
-    m->prev = s->fifo_tail;
-    if (s->fifo_tail != NONE)
-        s->segs[s->fifo_tail].next = id;
-    else
-        s->fifo_head = id;
-    s->fifo_tail = id;
-    s->nsealed++;
 }
 
 /*
