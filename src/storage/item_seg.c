@@ -309,7 +309,8 @@ void segv_prewrite_drop(struct engine *e, struct item *it) {
 /*
  * Links staging item it (stripe held) with cas, in old's place if old (a
  * view of the key's linked copy) is given.  Uses the bytes written before
- * the stripe was taken if they match the item now, else writes here.
+ * the stripe was taken if there are any (what changed since goes in by
+ * segv_sync_locked), else writes them here.
  */
 bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
                       uint64_t cas) {
