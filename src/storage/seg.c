@@ -66,6 +66,7 @@ struct seg_store {
     _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
     _Atomic uint64_t expired_items, expired_unfetched, evicted_unfetched;
     _Atomic uint64_t merges;
+    uint64_t emptied;               /* segments freed by their last item's death (pool lock) */
 };
 
 void seg_config_defaults(struct seg_config *cfg) {
@@ -151,12 +152,8 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
     }
     s->nfree = s->nseg;
     s->fifo_head = s->fifo_tail = s->draining = s->spare = NONE;
-    if (cfg->merge) {               /* one segment set aside for merges */
-        if (s->nseg < SEG_MERGE_N + 2) {
-            snprintf(err, errlen, "merging needs %d segments at least", SEG_MERGE_N + 2);
-            seg_store_destroy(&s);
-            return NULL;
-        }
+    /* one segment set aside for merges; a store too small to merge evicts by FIFO */
+    if (cfg->merge && s->nseg >= SEG_MERGE_N + 2) {
         s->spare = s->free_head;
         s->free_head = s->segs[s->spare].next;
         s->nfree--;
@@ -676,11 +673,26 @@ bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key, size_t n
     return true;
 }
 
-/* An item's bytes die: its segment's live count drops. */
+/*
+ * An item's bytes die: its segment's live count drops.  A sealed segment
+ * left with no live item, no writer and no reader goes back to the pool
+ * at once: overwrites and deletes then reuse memory already touched
+ * instead of growing into fresh pages up to -m (nothing in it to evict).
+ */
 static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
-    struct seg_meta *m = &s->segs[loc >> OFF_BITS];
-    atomic_fetch_sub(&m->live_items, 1);
+    uint32_t id = (uint32_t)(loc >> OFF_BITS);
+    struct seg_meta *m = &s->segs[id];
     atomic_fetch_sub(&m->live_bytes, (int64_t)seg_item_len(h, m->cas_base));
+    if (atomic_fetch_sub(&m->live_items, 1) != 1 || atomic_load(&m->state) != ST_SEALED)
+        return;
+    pthread_mutex_lock(&s->pool);
+    if (atomic_load(&m->state) == ST_SEALED && atomic_load(&m->live_items) == 0 &&
+        atomic_load(&m->writers) == 0 && atomic_load(&m->pins) == 0) {
+        fifo_unlink_locked(s, id);
+        free_locked(s, id);
+        s->emptied++;
+    }
+    pthread_mutex_unlock(&s->pool);
 }
 
 void seg_unlink_locked(struct seg_store *s, uint64_t hv, const struct seg_at *at) {
@@ -994,6 +1006,7 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
         out->live_bytes += (uint64_t)atomic_load(&m->live_bytes);
         out->written_bytes += m->write_off;
     }
+    out->emptied = s->emptied;
     pthread_mutex_unlock(&s->pool);
     out->evicted_segments = atomic_load(&s->evicted_segments);
     out->evicted_items = atomic_load(&s->evicted_items);

@@ -68,7 +68,8 @@ struct seg_config {
      * segments become one, keeping the items read since they were written
      * (or last merged) while it has room.  dead (NULL: exptime only) says
      * whether an item is dead as the engine sees it (flush_all too), with
-     * its stripe held; a merge drops those.
+     * its stripe held; a merge drops those.  A store of fewer than
+     * SEG_MERGE_N + 2 segments (-m 2 with 1 MiB items) evicts by FIFO.
      */
     bool merge;
     bool (*dead)(void *arg, const struct seg_at *at);
@@ -201,6 +202,7 @@ struct seg_stats {
     uint64_t evicted_segments, evicted_items, expired_segments;
     uint64_t expired_items, expired_unfetched, evicted_unfetched;   /* items in those */
     uint64_t merges;
+    uint64_t emptied;                   /* freed when their last live item died */
     uint64_t index_bytes;
 };
 void seg_store_stats(struct seg_store *s, struct seg_stats *out);

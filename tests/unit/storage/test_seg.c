@@ -1,10 +1,11 @@
 /*
  * test_seg.c -- the segment store: memcached's store rules and exact CAS,
  * touch in place and by copy, items expiring one by one and segments
- * expiring whole, FIFO eviction a segment at a time, a property test
- * against a reference map under churn (no dead item ever served; without
- * eviction no live item lost; with it, no more lost than evicted), and
- * threads storing and reading while segments are evicted under them.
+ * expiring whole, FIFO eviction a segment at a time, segments freed when
+ * their last item dies, a property test against a reference map under
+ * churn (no dead item ever served; without eviction no live item lost;
+ * with it, no more lost than evicted), and threads storing and reading
+ * while segments are evicted under them.
  */
 #include "harness.h"
 #include "storage/seg.h"
@@ -164,6 +165,44 @@ TEST(fifo_eviction_a_segment_at_a_time) {
            memcmp(r.key, k0, r.h.klen) == 0);   /* still readable while held */
     seg_store_release(s, &r);
     seg_store_step(s, 10);
+    seg_store_destroy(&s);
+}
+
+/*
+ * Overwrites of a few keys: each sealed segment whose last live item dies
+ * goes straight back to the pool, so churn never evicts; one a reader
+ * still pins stays readable and is freed later.
+ */
+TEST(emptied_segments_come_free_at_once) {
+    struct seg_store *s = mk(8 * (64 << 10), 64 << 10);     /* 8 segments */
+    char val[1000];
+    memset(val, 'e', sizeof(val));
+    struct seg_ref r;
+    for (int i = 0; i < 20000; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "e%d", i % 50);
+        val[0] = (char)('a' + i % 26);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
+                  SEG_STORED);
+        if (i == 100)
+            ASSERT(seg_store_get(s, K("e0"), &r));      /* pinned: overwritten just after */
+    }
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.evicted_segments, 0);
+    ASSERT_EQ(st.evicted_items, 0);
+    ASSERT(st.emptied >= 250);          /* 20 MB through 512 KB */
+    ASSERT_EQ(st.live_items, 50);
+    ASSERT(st.free + st.sealed + 1 == 8);
+    ASSERT(r.value[0] == 'a' + 100 % 26 && memcmp(r.value + 1, val + 1, sizeof(val) - 1) == 0);
+    seg_store_release(s, &r);
+    for (int i = 0; i < 50; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "e%d", i);
+        ASSERT(seg_store_get(s, k, strlen(k), &r));
+        ASSERT_EQ(r.value[0], 'a' + (19950 + i) % 26);
+        seg_store_release(s, &r);
+    }
     seg_store_destroy(&s);
 }
 
