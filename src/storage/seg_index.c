@@ -225,15 +225,18 @@ void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, ui
         __builtin_prefetch(home(ix, addr(st, hv[i])));
         __builtin_prefetch(home(ix, addr(st, alt_hash(ix, hv[i]))));
     }
+    /* the first tag match in home, else in the alternate (inserts fill either) */
     for (unsigned i = 0; i < n; i++) {
-        struct bucket *b = home(ix, addr(st, hv[i]));
         uint64_t tag = tag_of(hv[i]);
         loc[i] = SEG_LOC_MASK + 1;
-        for (int k = 0; k < SLOTS; k++) {
-            uint64_t v = __atomic_load_n(&b->slot[k], __ATOMIC_RELAXED);
-            if ((v & TAG_MASK) == tag) {
-                loc[i] = v & SEG_LOC_MASK;
-                break;
+        for (int w = 0; w < 2 && loc[i] > SEG_LOC_MASK; w++) {
+            struct bucket *b = home(ix, addr(st, w == 0 ? hv[i] : alt_hash(ix, hv[i])));
+            for (int k = 0; k < SLOTS; k++) {
+                uint64_t v = __atomic_load_n(&b->slot[k], __ATOMIC_RELAXED);
+                if ((v & TAG_MASK) == tag) {
+                    loc[i] = v & SEG_LOC_MASK;
+                    break;
+                }
             }
         }
     }
