@@ -308,7 +308,7 @@ SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
   test_stats_slabs.py::test_per_class_counters_match_memcached
 storage-seg: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring \
              $(B)/cellar-bench $(B)/libcellar.so examples
-	@for p in fifo merge; do \
+	@for p in fifo merge s3fifo; do \
 	  echo "== -o storage=seg,evict=$$p"; \
 	  CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o storage=seg,evict=$$p" \
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_BENCH=$(abspath $(B)/cellar-bench) \

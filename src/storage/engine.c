@@ -69,9 +69,10 @@ static bool config_check(const struct engine_config *c, char *err, size_t errlen
                  "(slab_page_size)", cmax, c->page_size);
     else if (c->hashpower_init > HT_POWER_MAX)
         snprintf(err, errlen, "hashpower %u is too high", c->hashpower_init);
-    else if (c->seg && strcmp(c->policy, "fifo") != 0 && strcmp(c->policy, "merge") != 0)
+    else if (c->seg && strcmp(c->policy, "fifo") != 0 && strcmp(c->policy, "merge") != 0 &&
+             strcmp(c->policy, "s3fifo") != 0)
         snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
-                 "storage=seg evicts whole segments: fifo or merge", c->policy);
+                 "storage=seg evicts whole segments: fifo, merge or s3fifo", c->policy);
     else if (c->seg && imax > c->page_size)     /* (values out of line: not yet) */
         snprintf(err, errlen, "storage=seg keeps an item in one segment: -I (%u) at most "
                  "the segment size %u", imax, c->page_size);
@@ -106,6 +107,7 @@ static struct engine *seg_create(struct engine *e, char *err, size_t errlen) {
     sc.dead = segv_dead;
     sc.hook_arg = e;
     sc.merge = strcmp(e->cfg.policy, "merge") == 0;
+    sc.s3fifo = strcmp(e->cfg.policy, "s3fifo") == 0;
     e->nclasses = 1;
     mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
     atomic_init(&e->cls[1].crawler_checked, 0);
@@ -136,7 +138,9 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     /* (segments keep no per-item order: their classes' queue is fifo's, unused) */
     e->policy = evict_policy_find(cfg->seg ? "fifo" : cfg->policy);
     e->seg_mask = e->policy->seg_mask;
-    e->cfg.policy = cfg->seg && strcmp(cfg->policy, "merge") == 0 ? "merge" : e->policy->name;
+    e->cfg.policy = cfg->seg && strcmp(cfg->policy, "merge") == 0    ? "merge"
+                    : cfg->seg && strcmp(cfg->policy, "s3fifo") == 0 ? "s3fifo"
+                                                                     : e->policy->name;
     if (e->cfg.hashpower_init == 0)
         e->cfg.hashpower_init = 16;
     if (e->cfg.lock_power > e->cfg.hashpower_init)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "storage/ghost.h"
 #include "storage/ht.h"
 #include "storage/lock.h"
 #include "storage/seg.h"
@@ -22,6 +23,7 @@
 #define SEG_IDS_MAX ((uint32_t)1 << (SEG_LOC_BITS - OFF_BITS))
 
 enum seg_state { ST_FREE, ST_OPEN, ST_SEALED, ST_CLEARING, ST_DRAINING };
+enum seg_queue { Q_SMALL, Q_MAIN };  /* s3fifo's two FIFOs; fifo and merge use Q_SMALL alone */
 
 #define CLEAR_SPIN 4096            /* try-locks of a stripe by a caller holding another */
 #define RESERVE_TRIES 64           /* victims cleared for one reservation at most */
@@ -37,6 +39,7 @@ struct seg_meta {
     uint64_t cas_base;
     uint32_t created;               /* clock when opened */
     uint16_t bucket;
+    uint8_t queue;                  /* enum seg_queue: the FIFO it is sealed into */
     _Atomic uint8_t state;          /* enum seg_state (pool lock, or bucket lock for open) */
 };
 
@@ -56,16 +59,24 @@ struct seg_store {
     struct ttl_bucket buckets[TTL_BUCKETS];
     pthread_mutex_t pool;           /* free list, FIFO, states of sealed segments */
     uint32_t free_head, nfree;
-    uint32_t fifo_head, fifo_tail, nsealed;
+    struct {
+        uint32_t head, tail, n;
+    } q[2];                         /* sealed FIFOs by enum seg_queue */
     uint32_t draining;              /* segments unlinked but still pinned */
     uint32_t spare;                 /* merge: the next merge's output segment; NONE */
+    uint32_t out[2];                /* s3fifo: the main queue's output segments (NONE:
+                                       none, or taken by an eviction under way) */
+    uint32_t small_target;          /* s3fifo: segments the small queue keeps */
+    pthread_mutex_t ghost_lock;
+    struct ghost *ghost;            /* s3fifo: keys the small queue evicted */
+    _Atomic uint64_t ghost_n;       /* its entries (read without the lock) */
     _Atomic uint64_t own_cas, *cas;     /* the last cas handed out (the engine's, or own_cas) */
     _Atomic uint32_t now;
     _Atomic uint32_t seal_point;        /* open segments created at or before it take no
                                            item once the clock has passed it (flush_all) */
     _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
     _Atomic uint64_t expired_items, expired_unfetched, evicted_unfetched;
-    _Atomic uint64_t merges;
+    _Atomic uint64_t merges, promoted, reinserted, ghost_hits;
     uint64_t emptied;               /* segments freed by their last item's death (pool lock) */
 };
 
@@ -151,12 +162,28 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
         s->free_head = i;
     }
     s->nfree = s->nseg;
-    s->fifo_head = s->fifo_tail = s->draining = s->spare = NONE;
+    s->q[Q_SMALL].head = s->q[Q_SMALL].tail = s->q[Q_MAIN].head = s->q[Q_MAIN].tail = NONE;
+    s->draining = s->spare = s->out[0] = s->out[1] = NONE;
+    pthread_mutex_init(&s->ghost_lock, NULL);
     /* one segment set aside for merges; a store too small to merge evicts by FIFO */
     if (cfg->merge && s->nseg >= SEG_MERGE_N + 2) {
         s->spare = s->free_head;
         s->free_head = s->segs[s->spare].next;
         s->nfree--;
+    }
+    /* two outputs for s3fifo (what one eviction keeps may spill into the second);
+       a store too small for the queues evicts by FIFO */
+    if (cfg->s3fifo && !cfg->merge && s->nseg >= SEG_S3FIFO_MIN) {
+        if ((s->ghost = ghost_create()) == NULL)
+            goto nomem;
+        s->small_target = s->nseg / 10 > 0 ? s->nseg / 10 : 1;
+        for (int i = 0; i < 2; i++) {
+            uint32_t id = s->out[i] = s->free_head;
+            s->free_head = s->segs[id].next;
+            s->nfree--;
+            s->segs[id].queue = Q_MAIN;
+            atomic_store(&s->segs[id].state, ST_OPEN);
+        }
     }
     return s;
 nomem:
@@ -171,6 +198,8 @@ void seg_store_destroy(struct seg_store **sp) {
         return;
     if (s->ix != NULL) {
         seg_index_destroy(&s->ix);
+        ghost_destroy(&s->ghost);
+        pthread_mutex_destroy(&s->ghost_lock);
         pthread_mutex_destroy(&s->pool);
         for (int b = 0; b < TTL_BUCKETS; b++)
             pthread_mutex_destroy(&s->buckets[b].lock);
@@ -211,26 +240,26 @@ static void fifo_unlink_locked(struct seg_store *s, uint32_t id) {
     if (m->prev != NONE)
         s->segs[m->prev].next = m->next;
     else
-        s->fifo_head = m->next;
+        s->q[m->queue].head = m->next;
     if (m->next != NONE)
         s->segs[m->next].prev = m->prev;
     else
-        s->fifo_tail = m->prev;
-    s->nsealed--;
+        s->q[m->queue].tail = m->prev;
+    s->q[m->queue].n--;
 }
 
-/* Puts sealed segment id first in the FIFO (a clear that could not finish).  Pool lock held. */
+/* Puts sealed segment id first in its FIFO (a clear that could not finish).  Pool lock held. */
 static void fifo_push_head_locked(struct seg_store *s, uint32_t id) {
     struct seg_meta *m = &s->segs[id];
     atomic_store(&m->state, ST_SEALED);
     m->prev = NONE;
-    m->next = s->fifo_head;
-    if (s->fifo_head != NONE)
-        s->segs[s->fifo_head].prev = id;
+    m->next = s->q[m->queue].head;
+    if (m->next != NONE)
+        s->segs[m->next].prev = id;
     else
-        s->fifo_tail = id;
-    s->fifo_head = id;
-    s->nsealed++;
+        s->q[m->queue].tail = id;
+    s->q[m->queue].head = id;
+    s->q[m->queue].n++;
 }
 
 static void free_locked(struct seg_store *s, uint32_t id) {
@@ -358,9 +387,9 @@ static void reap_locked(struct seg_store *s) {
     }
 }
 
-/* The first sealed segment (in sealing order) nobody reads or writes, detached; NONE.  Pool lock held. */
-static uint32_t victim_locked(struct seg_store *s) {
-    for (uint32_t id = s->fifo_head; id != NONE; id = s->segs[id].next) {
+/* The first segment of FIFO q (in sealing order) nobody reads or writes, detached; NONE.  Pool lock held. */
+static uint32_t victim_in_locked(struct seg_store *s, enum seg_queue q) {
+    for (uint32_t id = s->q[q].head; id != NONE; id = s->segs[id].next) {
         struct seg_meta *m = &s->segs[id];
         if (atomic_load(&m->pins) == 0 && atomic_load(&m->writers) == 0) {
             detach_locked(s, id);
@@ -370,18 +399,23 @@ static uint32_t victim_locked(struct seg_store *s) {
     return NONE;
 }
 
-/* Puts sealed segment id last in the FIFO (sealed, or a merge's output).  Pool lock held. */
+static uint32_t victim_locked(struct seg_store *s) {
+    uint32_t v = victim_in_locked(s, Q_SMALL);
+    return v != NONE ? v : victim_in_locked(s, Q_MAIN);
+}
+
+/* Puts sealed segment id last in its FIFO (sealed, or an eviction's output).  Pool lock held. */
 static void fifo_push_tail_locked(struct seg_store *s, uint32_t id) {
     struct seg_meta *m = &s->segs[id];
     atomic_store(&m->state, ST_SEALED);
     m->next = NONE;
-    m->prev = s->fifo_tail;
-    if (s->fifo_tail != NONE)
-        s->segs[s->fifo_tail].next = id;
+    m->prev = s->q[m->queue].tail;
+    if (m->prev != NONE)
+        s->segs[m->prev].next = id;
     else
-        s->fifo_head = id;
-    s->fifo_tail = id;
-    s->nsealed++;
+        s->q[m->queue].head = id;
+    s->q[m->queue].tail = id;
+    s->q[m->queue].n++;
 }
 
 /* Seals bucket tb's open segment: to the FIFO's end.  Pool and tb's lock held. */
@@ -423,7 +457,8 @@ static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
  */
 static unsigned merge_pick_locked(struct seg_store *s, uint32_t *ids) {
     unsigned n = 0;
-    for (uint32_t id = s->fifo_head; id != NONE && n < SEG_MERGE_N; id = s->segs[id].next) {
+    for (uint32_t id = s->q[Q_SMALL].head; id != NONE && n < SEG_MERGE_N;
+         id = s->segs[id].next) {
         struct seg_meta *m = &s->segs[id];
         if (atomic_load(&m->pins) == 0 && atomic_load(&m->writers) == 0)
             ids[n++] = id;
@@ -441,126 +476,260 @@ static bool dead_at(struct seg_store *s, const struct seg_at *at, uint32_t now) 
     return at->h.exptime != 0 && at->h.exptime <= now;
 }
 
-/*
- * Segcache's merge: the items of detached segments ids[0..n) go, oldest
- * first, into segment t while it has room if they were read since they
- * were written or last merged (their FETCHED bit, cleared in the copy: a
- * second chance, as CLOCK gives) -- delete hold-off tombstones too; dead
- * items are dropped and the others evicted.  Each item under its stripe
- * (held: as clear()); a stripe that stays busy ends the merge there, and
- * what was not reached goes back to the FIFO's head.  Then t joins the
- * FIFO's end, the emptied segments come free, and one of them is the next
- * merge's t.  No pool lock is held while items move.
- */
-static void merge(struct seg_store *s, const uint32_t *ids, unsigned n, uint32_t t,
-                  struct mtx *held) {
-    struct seg_meta *tm = &s->segs[t];
-    uint32_t now = atomic_load(&s->now);
-    tm->write_off = 0;
-    tm->cas_base = s->segs[ids[0]].cas_base;
-    tm->created = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (s->segs[ids[i]].cas_base < tm->cas_base)
-            tm->cas_base = s->segs[ids[i]].cas_base;
-        if (s->segs[ids[i]].created > tm->created)
-            tm->created = s->segs[ids[i]].created;   /* no item goes the wrong side of a flush:
-                                                        dead ones are dropped */
-    }
-    tm->bucket = s->segs[ids[0]].bucket;
-    atomic_store(&tm->max_exptime, 0);
-    atomic_store(&tm->live_items, 0);
-    atomic_store(&tm->live_bytes, 0);
-    atomic_store(&tm->state, ST_CLEARING);
-    unsigned done = 0;
-    uint64_t evicted = 0, unfetched = 0, expired = 0;
-    bool stop = false;
-    for (; done < n && !stop; done++) {
-        uint32_t id = ids[done];
-        struct seg_meta *m = &s->segs[id];
-        for (uint32_t off = 0; off < m->write_off;) {
-            uint8_t klen;
-            uint32_t vlen;
-            uint64_t loc = loc_of(id, off);
-            size_t hl = seg_hdr_span((const uint8_t *)seg_base(s, id) + off,
-                                     s->cfg.seg_size - off, &klen, &vlen);
-            if (hl == 0)
-                abort();            /* every reserved byte holds an item: a bug */
-            uint64_t hv = ht_hash(seg_base(s, id) + off + hl, klen);
-            struct mtx *x = lock_of(s->locks, hv);
-            if (!stripe_take(x, held)) {
-                stop = true;        /* this segment goes back as it is now */
-                break;
-            }
-            uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
-            if (slot != NULL) {
-                struct seg_at at;
-                at_fill(s, loc, &at);
-                bool dead = dead_at(s, &at, now), hold = (at.h.hflags & SEG_F_HOLD) != 0;
-                struct seg_hdr h = at.h;
-                h.hflags &= (uint16_t)~(SEG_F_FETCHED | SEG_F_LAYOUT);
-                size_t len = seg_item_len(&h, tm->cas_base);
-                bool keep = !dead && (hold || (at.h.hflags & SEG_F_FETCHED)) &&
-                            tm->write_off + len <= s->cfg.seg_size;
-                if (keep) {
-                    uint8_t *p = (uint8_t *)seg_base(s, t) + tm->write_off;
-                    size_t w = seg_hdr_encode(p, &h, tm->cas_base);
-                    memcpy(p + w, at.key, (size_t)klen + vlen);
-                    seg_index_move_locked(slot, loc_of(t, tm->write_off));
-                    tm->write_off += (uint32_t)len;
-                    atomic_fetch_add(&tm->live_items, 1);
-                    atomic_fetch_add(&tm->live_bytes, (int64_t)len);
-                    raise_max_exptime(tm, h.exptime);
-                } else {
-                    if (!dead && !hold && s->cfg.evicted != NULL)
-                        s->cfg.evicted(s->cfg.hook_arg, &at);
-                    seg_index_remove_locked(s->ix, slot);
-                    evicted += !dead && !hold;
-                    expired += dead && !hold;
-                    unfetched += !dead && !hold && !(at.h.hflags & SEG_F_FETCHED);
-                }
-                atomic_fetch_sub(&m->live_items, 1);
-                atomic_fetch_sub(&m->live_bytes, (int64_t)(hl + klen + vlen));
-            }
-            stripe_give(x, held);
-            off += (uint32_t)(hl + klen + vlen);
-        }
-    }
-    if (stop)
-        done--;                     /* the one cut short goes back, with the rest */
-    pthread_mutex_lock(&s->pool);
-    for (unsigned i = n; i-- > done;)
-        fifo_push_head_locked(s, ids[i]);
-    if (tm->write_off > 0) {
-        fifo_push_tail_locked(s, t);
-    } else {
-        s->spare = t;
-        t = NONE;
-    }
-    for (unsigned i = 0; i < done; i++) {
-        uint32_t id = ids[i];
-        atomic_store(&s->segs[id].state, ST_DRAINING);
-        if (atomic_load(&s->segs[id].pins) != 0) {
-            s->segs[id].next = s->draining;
-            s->draining = id;
-        } else if (s->spare == NONE) {
-            s->spare = id;
-            atomic_store(&s->segs[id].state, ST_FREE);
-        } else {
-            free_locked(s, id);
-        }
-    }
-    pthread_mutex_unlock(&s->pool);
-    atomic_fetch_add(&s->evicted_items, evicted);
-    atomic_fetch_add(&s->evicted_unfetched, unfetched);
-    atomic_fetch_add(&s->expired_items, expired);
-    atomic_fetch_add(&s->evicted_segments, done);
-    atomic_fetch_add(&s->merges, 1);
-}
-
 /* Whether open segment t may take no more items: a flush_all point passed since it opened. */
 static bool closed_by_flush(struct seg_store *s, uint32_t t) {
     uint32_t sp = atomic_load_explicit(&s->seal_point, memory_order_relaxed);
     return sp != 0 && s->segs[t].created <= sp && atomic_load(&s->now) > sp;
+}
+
+/*
+ * Where an eviction puts the items it keeps: out[0] while it has room,
+ * then out[1] (NONE: no such segment); an output that fills up is sealed
+ * into FIFO q and the next one used.  At most budget bytes are kept.
+ */
+struct mover {
+    uint32_t out[2];
+    enum seg_queue q;
+    uint32_t budget;
+    bool small;                     /* s3fifo's small queue: GHOST keeps too, drops are ghosted */
+    uint64_t kept, evicted, unfetched, expired;
+};
+
+/* Starts segment t as an output for items coming from segment from.  Nobody else writes it. */
+static void out_start(struct seg_store *s, uint32_t t, uint32_t from, enum seg_queue q) {
+    struct seg_meta *tm = &s->segs[t];
+    atomic_store(&tm->write_off, 0);
+    tm->cas_base = s->segs[from].cas_base;
+    tm->created = s->segs[from].created;
+    tm->bucket = s->segs[from].bucket;
+    tm->queue = (uint8_t)q;
+    atomic_store(&tm->max_exptime, 0);
+    atomic_store(&tm->live_items, 0);
+    atomic_store(&tm->live_bytes, 0);
+    atomic_store(&tm->state, ST_OPEN);
+}
+
+/*
+ * Room in the current output for item h from segment from: its length
+ * there, or 0 when no output is left.  An output that cannot take it
+ * (full, or closed by a flush_all while items from before it lie there)
+ * is sealed into its FIFO and the next one started.  An output takes the
+ * latest creation time of its sources: every item kept was live, so none
+ * goes to the wrong side of a flush.
+ */
+static size_t out_room(struct seg_store *s, struct mover *mv, uint32_t from,
+                       const struct seg_hdr *h) {
+    for (;;) {
+        uint32_t t = mv->out[0];
+        if (t == NONE)
+            return 0;
+        struct seg_meta *tm = &s->segs[t];
+        uint32_t off = atomic_load(&tm->write_off);
+        if (off == 0)
+            out_start(s, t, from, mv->q);
+        size_t len = seg_item_len(h, tm->cas_base);
+        if (off == 0 || (!closed_by_flush(s, t) && off + len <= s->cfg.seg_size)) {
+            if (len > s->cfg.seg_size)
+                return 0;
+            if (s->segs[from].created > tm->created)
+                tm->created = s->segs[from].created;
+            return len;
+        }
+        pthread_mutex_lock(&s->pool);
+        fifo_push_tail_locked(s, t);
+        pthread_mutex_unlock(&s->pool);
+        mv->out[0] = mv->out[1];
+        mv->out[1] = NONE;
+    }
+}
+
+/*
+ * Moves or drops the items of detached segment id, oldest first, each
+ * under its stripe (held: as clear()): an item is kept -- copied to the
+ * mover's output with FETCHED and GHOST cleared (a second chance, as
+ * CLOCK gives) -- if it was read since written or last moved (FETCHED),
+ * stored while its key was a ghost (GHOST, small queue only) or is a
+ * delete hold-off's tombstone, and there is room and budget; dead items
+ * are dropped, the others evicted.  false when a stripe stayed busy: the
+ * segment is left as it is from there.
+ */
+static bool relocate(struct seg_store *s, uint32_t id, struct mover *mv, struct mtx *held) {
+    struct seg_meta *m = &s->segs[id];
+    uint32_t now = atomic_load(&s->now);
+    for (uint32_t off = 0; off < m->write_off;) {
+        uint8_t klen;
+        uint32_t vlen;
+        uint64_t loc = loc_of(id, off);
+        size_t hl = seg_hdr_span((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
+                                 &klen, &vlen);
+        if (hl == 0)
+            abort();                /* every reserved byte holds an item: a bug */
+        uint64_t hv = ht_hash(seg_base(s, id) + off + hl, klen);
+        struct mtx *x = lock_of(s->locks, hv);
+        if (!stripe_take(x, held))
+            return false;
+        uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
+        if (slot != NULL) {
+            struct seg_at at;
+            at_fill(s, loc, &at);
+            bool dead = dead_at(s, &at, now), hold = (at.h.hflags & SEG_F_HOLD) != 0;
+            bool read = (at.h.hflags & SEG_F_FETCHED) ||
+                        (mv->small && (at.h.hflags & SEG_F_GHOST));
+            struct seg_hdr h = at.h;
+            h.hflags &= (uint16_t)~(SEG_F_FETCHED | SEG_F_GHOST | SEG_F_LAYOUT);
+            size_t len = !dead && (hold || read) ? out_room(s, mv, id, &h) : 0;
+            if (len != 0 && len <= mv->budget) {
+                uint32_t t = mv->out[0];
+                struct seg_meta *tm = &s->segs[t];
+                uint8_t *p = (uint8_t *)seg_base(s, t) + tm->write_off;
+                size_t w = seg_hdr_encode(p, &h, tm->cas_base);
+                memcpy(p + w, at.key, (size_t)klen + vlen);
+                seg_index_move_locked(slot, loc_of(t, tm->write_off));
+                atomic_fetch_add(&tm->write_off, (uint32_t)len);
+                atomic_fetch_add(&tm->live_items, 1);
+                atomic_fetch_add(&tm->live_bytes, (int64_t)len);
+                raise_max_exptime(tm, h.exptime);
+                mv->budget -= (uint32_t)len;
+                mv->kept += !hold;
+            } else {
+                if (!dead && !hold && s->cfg.evicted != NULL)
+                    s->cfg.evicted(s->cfg.hook_arg, &at);
+                seg_index_remove_locked(s->ix, slot);
+                if (!dead && !hold && mv->small) {
+                    pthread_mutex_lock(&s->ghost_lock);
+                    ghost_add(s->ghost, hv);
+                    atomic_store(&s->ghost_n, ghost_count(s->ghost));
+                    pthread_mutex_unlock(&s->ghost_lock);
+                }
+                mv->evicted += !dead && !hold;
+                mv->expired += dead && !hold;
+                mv->unfetched += !dead && !hold && !(at.h.hflags & SEG_F_FETCHED);
+            }
+            atomic_fetch_sub(&m->live_items, 1);
+            atomic_fetch_sub(&m->live_bytes, (int64_t)(hl + klen + vlen));
+        }
+        stripe_give(x, held);
+        off += (uint32_t)(hl + klen + vlen);
+    }
+    return true;
+}
+
+static void mover_count(struct seg_store *s, const struct mover *mv) {
+    atomic_fetch_add(&s->evicted_items, mv->evicted);
+    atomic_fetch_add(&s->evicted_unfetched, mv->unfetched);
+    atomic_fetch_add(&s->expired_items, mv->expired);
+}
+
+/* A segment emptied by relocate(): free, or draining while pinned.  Pool lock held. */
+static void emptied_locked(struct seg_store *s, uint32_t id) {
+    atomic_store(&s->segs[id].state, ST_DRAINING);
+    if (atomic_load(&s->segs[id].pins) != 0) {
+        s->segs[id].next = s->draining;
+        s->draining = id;
+    } else {
+        free_locked(s, id);
+    }
+}
+
+/*
+ * Segcache's merge: the items of detached segments ids[0..n) go, oldest
+ * first, into segment t (relocate(): the ones read since they were
+ * written or last merged, and tombstones, while it has room).  A stripe
+ * that stays busy ends the merge there, and what was not reached goes
+ * back to the FIFO's head.  Then t joins the FIFO's end, the emptied
+ * segments come free, and one of them is the next merge's t.  No pool
+ * lock is held while items move.
+ */
+static void merge(struct seg_store *s, const uint32_t *ids, unsigned n, uint32_t t,
+                  struct mtx *held) {
+    struct mover mv = {.out = {t, NONE}, .q = Q_SMALL, .budget = s->cfg.seg_size};
+    atomic_store(&s->segs[t].write_off, 0);
+    atomic_store(&s->segs[t].state, ST_CLEARING);   /* not to be walked half written */
+    unsigned done = 0;
+    while (done < n && relocate(s, ids[done], &mv, held))
+        done++;
+    pthread_mutex_lock(&s->pool);
+    for (unsigned i = n; i-- > done;)
+        fifo_push_head_locked(s, ids[i]);
+    if (mv.out[0] == NONE) {
+        /* t filled up and went to the FIFO (out_room) */
+    } else if (atomic_load(&s->segs[t].write_off) > 0) {
+        fifo_push_tail_locked(s, t);
+    } else {
+        s->spare = t;
+        atomic_store(&s->segs[t].state, ST_FREE);
+    }
+    for (unsigned i = 0; i < done; i++) {
+        if (s->spare == NONE && atomic_load(&s->segs[ids[i]].pins) == 0) {
+            s->spare = ids[i];
+            atomic_store(&s->segs[ids[i]].state, ST_FREE);
+        } else {
+            emptied_locked(s, ids[i]);
+        }
+    }
+    pthread_mutex_unlock(&s->pool);
+    mover_count(s, &mv);
+    atomic_fetch_add(&s->evicted_segments, done);
+    atomic_fetch_add(&s->merges, 1);
+}
+
+/*
+ * S3-FIFO (Yang et al., SOSP'23) a segment at a time.  New items go to the
+ * small queue (the TTL buckets' segments, sealed into Q_SMALL); while it
+ * holds small_target segments or more its oldest is evicted: the items
+ * read there (or stored while their key was a ghost) move to the main
+ * queue's output, the others are evicted and their keys kept in the
+ * ghost.  Otherwise the main queue's oldest goes: its items read since
+ * they were last moved go back to its end, the others are evicted.  A
+ * move keeps at most 7/8 of a segment from the small queue and 1/2 from
+ * the main one, so each eviction frees memory whatever was read.  Pool
+ * lock held on entry, released.
+ */
+static bool s3_evict(struct seg_store *s, struct mtx *held) {
+    bool small = s->q[Q_SMALL].n >= s->small_target || s->q[Q_MAIN].n == 0;
+    uint32_t v = victim_in_locked(s, small ? Q_SMALL : Q_MAIN);
+    if (v == NONE) {
+        small = !small;
+        v = victim_in_locked(s, small ? Q_SMALL : Q_MAIN);
+    }
+    if (v == NONE) {
+        pthread_mutex_unlock(&s->pool);
+        return false;
+    }
+    struct mover mv = {.out = {s->out[0], s->out[1]}, .q = Q_MAIN, .small = small,
+                       .budget = small ? s->cfg.seg_size / 8 * 7 : s->cfg.seg_size / 2};
+    s->out[0] = s->out[1] = NONE;
+    pthread_mutex_unlock(&s->pool);
+    uint64_t seen = (uint64_t)atomic_load(&s->segs[v].live_items);
+    bool done = relocate(s, v, &mv, held);
+    pthread_mutex_lock(&s->pool);
+    s->out[0] = mv.out[0];
+    s->out[1] = mv.out[1];
+    if (!done) {
+        fifo_push_head_locked(s, v);
+    } else if (s->out[1] == NONE && atomic_load(&s->segs[v].pins) == 0) {
+        s->out[1] = v;              /* the next output; started on its first item */
+        atomic_store(&s->segs[v].write_off, 0);
+        atomic_store(&s->segs[v].state, ST_OPEN);
+        if (s->out[0] == NONE) {
+            s->out[0] = v;
+            s->out[1] = NONE;
+        }
+    } else {
+        emptied_locked(s, v);
+    }
+    pthread_mutex_unlock(&s->pool);
+    if (small) {                    /* the ghost holds about as many keys as the main queue */
+        pthread_mutex_lock(&s->ghost_lock);
+        ghost_trim(s->ghost, (size_t)(seen + 1) * (s->q[Q_MAIN].n + 1));
+        atomic_store(&s->ghost_n, ghost_count(s->ghost));
+        pthread_mutex_unlock(&s->ghost_lock);
+    }
+    mover_count(s, &mv);
+    atomic_fetch_add(small ? &s->promoted : &s->reinserted, mv.kept);
+    if (done)
+        atomic_fetch_add(&s->evicted_segments, 1);
+    return true;
 }
 
 /*
@@ -597,6 +766,13 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
             continue;
         }
         reap_locked(s);
+        if (s->free_head == NONE && s->out[0] != NONE) {
+            if (s3_evict(s, held) && ++tries <= RESERVE_TRIES)
+                continue;
+            if (tries > RESERVE_TRIES)
+                return false;
+            pthread_mutex_lock(&s->pool);   /* nothing to evict there: as below */
+        }
         if (s->free_head == NONE && s->spare != NONE) {
             uint32_t ids[SEG_MERGE_N];
             unsigned n = merge_pick_locked(s, ids);
@@ -629,6 +805,7 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
         m->cas_base = atomic_load(s->cas);
         m->created = atomic_load(&s->now);
         m->bucket = (uint16_t)b;
+        m->queue = Q_SMALL;
         atomic_store(&m->max_exptime, 0);
         atomic_store(&m->live_items, 0);
         atomic_store(&m->live_bytes, 0);
@@ -710,6 +887,19 @@ enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const ch
         return SEG_TOO_LARGE;
     struct seg_hdr w = *h;
     w.hflags &= SEG_F_STATE | SEG_F_CAS64;
+    /* s3fifo: a key the small queue evicted lately is marked to go to the main one */
+    if (s->ghost != NULL && atomic_load_explicit(&s->ghost_n, memory_order_relaxed) != 0 &&
+        !(w.hflags & SEG_F_GHOST)) {
+        uint64_t hv = ht_hash(key, w.klen);
+        pthread_mutex_lock(&s->ghost_lock);
+        bool hit = ghost_remove(s->ghost, hv);
+        atomic_store(&s->ghost_n, ghost_count(s->ghost));
+        pthread_mutex_unlock(&s->ghost_lock);
+        if (hit) {
+            w.hflags |= SEG_F_GHOST;
+            atomic_fetch_add(&s->ghost_hits, 1);
+        }
+    }
     /* the cas field's width: a 4-byte delta unless the cas asked for cannot be one */
     uint64_t base = atomic_load(s->cas);
     if (w.cas != 0 && (w.cas < base || w.cas - base > UINT32_MAX / 2))
@@ -972,7 +1162,13 @@ unsigned seg_store_step(struct seg_store *s, unsigned budget) {
     pthread_mutex_lock(&s->pool);
     reap_locked(s);
     seal_idle_locked(s, false, now);
-    for (uint32_t id = s->fifo_head; id != NONE && n < budget;) {
+    for (uint32_t id = s->q[Q_SMALL].head, q = Q_SMALL; n < budget;) {
+        if (id == NONE) {
+            if (q == Q_MAIN)
+                break;
+            id = s->q[q = Q_MAIN].head;
+            continue;
+        }
         struct seg_meta *m = &s->segs[id];
         uint32_t next = m->next;
         uint32_t mx = atomic_load(&m->max_exptime);
@@ -997,7 +1193,8 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     *out = (struct seg_stats){.segments = s->nseg};
     pthread_mutex_lock(&s->pool);
     out->free = s->nfree;
-    out->sealed = s->nsealed;
+    out->sealed = s->q[Q_SMALL].n + s->q[Q_MAIN].n;
+    out->small = s->q[Q_SMALL].n;
     for (uint32_t i = 0; i < s->nseg; i++) {
         struct seg_meta *m = &s->segs[i];
         if (atomic_load(&m->state) == ST_FREE)
@@ -1015,6 +1212,9 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     out->expired_unfetched = atomic_load(&s->expired_unfetched);
     out->evicted_unfetched = atomic_load(&s->evicted_unfetched);
     out->merges = atomic_load(&s->merges);
+    out->promoted = atomic_load(&s->promoted);
+    out->reinserted = atomic_load(&s->reinserted);
+    out->ghost_hits = atomic_load(&s->ghost_hits);
     struct seg_index_stats is;
     seg_index_stats(s->ix, &is);
     out->index_bytes = is.bytes;

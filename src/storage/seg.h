@@ -73,8 +73,15 @@ struct seg_config {
      */
     bool merge;
     bool (*dead)(void *arg, const struct seg_at *at);
+    /*
+     * Eviction by S3-FIFO over segments (seg.c, s3_evict()): a small and a
+     * main FIFO of segments and a ghost of keys.  A store of fewer than
+     * SEG_S3FIFO_MIN segments evicts by FIFO.
+     */
+    bool s3fifo;
 };
 #define SEG_MERGE_N 4
+#define SEG_S3FIFO_MIN 8
 
 void seg_config_defaults(struct seg_config *cfg);
 
@@ -202,6 +209,9 @@ struct seg_stats {
     uint64_t evicted_segments, evicted_items, expired_segments;
     uint64_t expired_items, expired_unfetched, evicted_unfetched;   /* items in those */
     uint64_t merges;
+    uint64_t small;                     /* s3fifo: sealed segments in the small queue */
+    uint64_t promoted, reinserted;      /* s3fifo: items moved to the main queue, kept there */
+    uint64_t ghost_hits;                /* s3fifo: stores of a key the ghost held */
     uint64_t emptied;                   /* freed when their last live item died */
     uint64_t index_bytes;
 };

@@ -20,7 +20,7 @@ static uint16_t layout_of(const struct seg_hdr *h, uint64_t base) {
         f |= SEG_F_EXP;
     if (!cas_fits(h->cas, base))
         f |= SEG_F_CAS64;
-    if (f & (SEG_F_HOLD | SEG_F_EXT))
+    if (f & SEG_F_BYTE1)
         f |= SEG_F_MORE;
     else
         f &= (uint16_t)~SEG_F_MORE;
@@ -115,7 +115,7 @@ static size_t hdr_prefix(const uint8_t *in, size_t avail, uint16_t *flags, uint8
     }
     uint16_t f = byte0(p++);
     if (f & SEG_F_MORE) {
-        if (p == end || (*p & ~((SEG_F_HOLD | SEG_F_EXT) >> 8)) || *p == 0)
+        if (p == end || (*p & ~(SEG_F_BYTE1 >> 8)) || *p == 0)
             return 0;               /* reserved bits, or a MORE with nothing in it */
         f |= (uint16_t)(*p++ << 8);
     }

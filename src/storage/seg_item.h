@@ -4,7 +4,7 @@
  * to back with the next item; no terminator, no padding.
  *
  *   byte 0   hflags: CFLAGS EXP CAS64 FETCHED TOKEN STALE KEYB MORE
- *   [byte 1  present with MORE: HOLD EXT, six bits that must be 0]
+ *   [byte 1  present with MORE: HOLD EXT GHOST, five bits that must be 0]
  *   klen     1 byte, 1..250
  *   vlen     LEB128, 1..5 bytes (7 bits a byte, low first; < 2^32)
  *   cas      4 bytes: cas - the segment's cas_base; 8 bytes with CAS64
@@ -47,12 +47,14 @@ enum seg_hflag {
     SEG_F_MORE = 1 << 7,        /* byte 1 follows */
     SEG_F_HOLD = 1 << 8,        /* delete hold-off tombstone: invisible, refuses add */
     SEG_F_EXT = 1 << 9,         /* the value lies out of line; the bytes here say where */
+    SEG_F_GHOST = 1 << 10,      /* s3fifo: its key was in the ghost when stored (seg.c) */
 };
+/* The bits byte 1 holds. */
+#define SEG_F_BYTE1 (SEG_F_HOLD | SEG_F_EXT | SEG_F_GHOST)
 /* The presence bits follow the fields' values; the encoder sets them. */
 #define SEG_F_LAYOUT (SEG_F_CFLAGS | SEG_F_EXP | SEG_F_CAS64 | SEG_F_MORE)
 /* The state bits a caller may set. */
-#define SEG_F_STATE (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE | SEG_F_KEYB | SEG_F_HOLD | \
-                     SEG_F_EXT)
+#define SEG_F_STATE (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE | SEG_F_KEYB | SEG_F_BYTE1)
 
 struct seg_hdr {
     uint16_t hflags;            /* enum seg_hflag */

@@ -35,7 +35,7 @@ static struct engine *mk_cfg(const struct engine_config *cfg) {
 #ifdef ENGINE_SEG
     struct engine_config sc = *cfg;
     sc.seg = true;
-    if (strcmp(sc.policy, "merge") != 0)
+    if (strcmp(sc.policy, "merge") != 0 && strcmp(sc.policy, "s3fifo") != 0)
         sc.policy = "fifo";
     cfg = &sc;
 #endif

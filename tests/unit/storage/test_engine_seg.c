@@ -159,12 +159,16 @@ static void churn(int *th_failed, size_t mem, bool evicting, const char *policy)
 TEST(seg_churn_without_eviction_loses_nothing) { churn(th_failed, 64 * MiB, false, "fifo"); }
 TEST(seg_churn_with_eviction_serves_nothing_dead) { churn(th_failed, 4 * MiB, true, "fifo"); }
 TEST(seg_churn_with_merges_serves_nothing_dead) { churn(th_failed, 4 * MiB, true, "merge"); }
+TEST(seg_churn_with_s3fifo_serves_nothing_dead) { churn(th_failed, 4 * MiB, true, "s3fifo"); }
 
-/* A flushed item is dead to a merge: it is dropped, not carried into a newer segment. */
-TEST(seg_merge_drops_flushed_items) {
+/*
+ * A flushed item is dead to a merge or an S3-FIFO move: it is dropped, not
+ * carried into a newer segment.
+ */
+static void moves_drop_flushed_items(int *th_failed, const char *policy) {
     struct engine_config cfg;
     engine_config_defaults(&cfg);
-    cfg.policy = "merge";
+    cfg.policy = policy;
     cfg.mem_limit = 8 * 64 * 1024;
     cfg.page_size = cfg.item_size_max = 64 * 1024;
     cfg.slab_chunk_max = 32 * 1024;
@@ -193,3 +197,6 @@ TEST(seg_merge_drops_flushed_items) {
     ASSERT(stats(e).evictions > 0);
     engine_destroy(&e);
 }
+
+TEST(seg_merge_drops_flushed_items) { moves_drop_flushed_items(th_failed, "merge"); }
+TEST(seg_s3fifo_drops_flushed_items) { moves_drop_flushed_items(th_failed, "s3fifo"); }

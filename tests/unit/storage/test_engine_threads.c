@@ -145,8 +145,10 @@ static struct engine *mk(size_t limit, unsigned hashpower) {
     cfg.lock_power = 4;
 #ifdef ENGINE_SEG   /* test_engine_threads_seg.c: 64 KiB segments, a quarter of the memory */
     cfg.seg = true;
-#ifdef ENGINE_SEG_MERGE
+#if defined(ENGINE_SEG_MERGE)
     cfg.policy = "merge";
+#elif defined(ENGINE_SEG_S3FIFO)
+    cfg.policy = "s3fifo";
 #else
     cfg.policy = "fifo";
 #endif

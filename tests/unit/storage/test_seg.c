@@ -19,11 +19,13 @@
 #define K(s) s, sizeof(s) - 1
 
 static bool merge_on;               /* mk() makes stores that evict by merging */
+static bool s3_on;                  /* ... or by S3-FIFO over segments */
 
 static struct seg_store *mk(size_t mem, uint32_t seg_size) {
     struct seg_config c;
     seg_config_defaults(&c);
     c.merge = merge_on;
+    c.s3fifo = s3_on;
     c.mem_limit = mem;
     c.seg_size = seg_size;
     c.lock_power = 4;
@@ -374,6 +376,70 @@ TEST(merge_keeps_exactly_the_items_read) {
         }
     }
     ASSERT(get_is(s, "new", NULL) == false);
+    seg_store_destroy(&s);
+}
+
+TEST(property_with_s3fifo) {
+    s3_on = true;
+    property((size_t)16 * (64 << 10), 300000, true, th_failed);
+    s3_on = false;
+}
+
+/*
+ * S3-FIFO over ten 4 KiB segments (two set aside as the main queue's
+ * outputs), 36 items of 111 bytes a segment.  With the eight others full,
+ * a store evicts the small queue's oldest segment: the 9 items read there
+ * move to the main queue, the 27 others are evicted and their keys kept
+ * in the ghost.  One of them stored again is marked so, and moves to the
+ * main queue unread when its own segment is evicted; an unread item
+ * beside it goes.
+ */
+TEST(s3fifo_moves_the_items_read_and_remembers_the_rest) {
+    s3_on = true;
+    struct seg_store *s = mk(10 * 4096, 4096);
+    s3_on = false;
+    ASSERT(s != NULL);
+    static char val[100];
+    memset(val, 'v', sizeof(val));
+    char key[8];
+    for (int i = 0; i < 8 * 36; i++) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
+    }
+    struct seg_stats st;
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.free, 0);
+    ASSERT_EQ(st.evicted_items, 0);
+    for (int i = 0; i < 36; i += 4) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        ASSERT(get_is(s, key, NULL) == false);      /* a hit: now read */
+    }
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.promoted, 9);
+    ASSERT_EQ(st.evicted_items, 27);
+    ASSERT_EQ(st.evicted_segments, 1);
+    for (int i = 0; i < 36; i++) {                  /* (the others stay unread) */
+        snprintf(key, sizeof(key), "k%03d", i);
+        bool want = i % 4 == 0;
+        if (get_is(s, key, NULL) == want)           /* get_is(.., NULL): true on a miss */
+            TH_FAIL("%s: %s after the eviction", key, want ? "gone" : "kept");
+    }
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("k001"), val, 100, 0, 0, 0, NULL), SEG_STORED);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.ghost_hits, 1);
+    for (int i = 0; i < 300; i++) {                 /* the small queue goes round once */
+        snprintf(key, sizeof(key), "n%03d", i);
+        ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
+    }
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.promoted, 10);
+    ASSERT(get_is(s, "k001", NULL) == false);
+    ASSERT(get_is(s, "new", NULL) == true);
+    for (int i = 0; i < 36; i += 4) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        ASSERT(get_is(s, key, NULL) == false);
+    }
     seg_store_destroy(&s);
 }
 

@@ -38,7 +38,8 @@ TEST(every_field_boundary_round_trips) {
                                      UINT64_MAX};
     static const uint32_t u32s[] = {0, 1, UINT32_MAX};
     static const uint16_t states[] = {0, SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE | SEG_F_KEYB,
-                                      SEG_F_HOLD, SEG_F_EXT, SEG_F_HOLD | SEG_F_EXT | SEG_F_FETCHED};
+                                      SEG_F_HOLD, SEG_F_EXT, SEG_F_GHOST,
+                                      SEG_F_HOLD | SEG_F_EXT | SEG_F_GHOST | SEG_F_FETCHED};
     size_t n = 0;
     for (size_t a = 0; a < NROWS(klens); a++)
     for (size_t b = 0; b < NROWS(vlens); b++)
@@ -49,7 +50,7 @@ TEST(every_field_boundary_round_trips) {
         struct seg_hdr h = {.hflags = states[s], .klen = (uint8_t)klens[a], .vlen = vlens[b],
                             .cas = cases[c], .exptime = u32s[d], .cflags = u32s[e]};
         bool cas64 = cases[c] < base || cases[c] - base > UINT32_MAX;
-        bool more = states[s] & (SEG_F_HOLD | SEG_F_EXT);
+        bool more = states[s] & SEG_F_BYTE1;
         size_t want = 1 + more + 1 + vlen_bytes(vlens[b]) + (cas64 ? 8 : 4) + (u32s[d] ? 4 : 0) +
                       (u32s[e] ? 4 : 0);
         uint8_t buf[SEG_HDR_MAX + 8];
@@ -78,7 +79,7 @@ TEST(every_field_boundary_round_trips) {
                 TH_FAIL("a header of %zu bytes decoded from %zu", want, cut);
         n++;
     }
-    ASSERT_EQ(n, 4 * 11 * 7 * 3 * 3 * 5);
+    ASSERT_EQ(n, 4 * 11 * 7 * 3 * 3 * 6);
 }
 
 TEST(malformed_headers_refused) {
@@ -92,7 +93,7 @@ TEST(malformed_headers_refused) {
         {"\x00\x10\x80\x80\x80\x80\x80\x01\x00\x00\x00\x00", 12},   /* a 6-byte varint */
         {"\x00\x10\xff\xff\xff\xff\x1f\x00\x00\x00\x00", 11},   /* vlen 2^33 - 1 */
         {"\x00\x10\x81\x00\x05\x00\x00\x00", 8},        /* vlen 1 not in its shortest form */
-        {"\x80\x04\x10\x05\x00\x00\x00\x00", 8},                /* a reserved bit in byte 1 */
+        {"\x80\x08\x10\x05\x00\x00\x00\x00", 8},                /* a reserved bit in byte 1 */
         {"\x80\x00\x10\x05\x00\x00\x00\x00", 8},                /* MORE with nothing in it */
     };
     for (size_t i = 0; i < NROWS(bad); i++)
