@@ -958,7 +958,8 @@ static const struct subopt sub_table[] = {
     {"no_drop_privileges", NULL, F_NONE, FIELD(drop_privileges), NULL, OPT_FALSE},
     {"resp_obj_mem_limit", NULL, F_NONE, 0, sub_resp_obj_mem_limit, 0},
     {"storage", "(cellar) slab (memcached's layout) or seg (items packed in\n"
-     "segments, evicted a segment at a time)", F_NONE, 0, sub_storage, 0},
+     "segments, evicted a segment at a time: evict=fifo, merge or s3fifo)",
+     F_NONE, 0, sub_storage, 0},
     {"evict_policy", "(cellar) eviction policy of every slab class (default: %s)",
      F_STR, FIELD(evict_policy), sub_evict_policy, 0},
     {"evict", "(cellar) the same as evict_policy", F_STR, FIELD(evict_policy),
