@@ -840,14 +840,34 @@ static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at) {
     at->value = it + n + at->h.klen;
 }
 
+/* match_key() that decodes the whole header of the item it matches, once, into at */
+struct key_find {
+    struct seg_store *s;
+    const char *key;
+    size_t nkey;
+    struct seg_at *at;
+};
+
+static bool match_key_at(void *arg, uint64_t loc) {
+    struct key_find *f = arg;
+    uint32_t id = (uint32_t)(loc >> OFF_BITS), off = (uint32_t)(loc & (SEG_SIZE_MAX - 1));
+    char *it = seg_base(f->s, id) + off;
+    size_t n = seg_hdr_decode((const uint8_t *)it, f->s->cfg.seg_size - off,
+                              f->s->segs[id].cas_base, &f->at->h);
+    if (n == 0 || f->at->h.klen != f->nkey || memcmp(it + n, f->key, f->nkey) != 0)
+        return false;
+    f->at->loc = loc;
+    f->at->seg = id;
+    f->at->created = f->s->segs[id].created;
+    f->at->key = it + n;
+    f->at->value = it + n + f->nkey;
+    return true;
+}
+
 bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
                      struct seg_at *at) {
-    struct key_match km = {s, key, nkey};
-    uint64_t *slot = seg_index_find_locked(s->ix, hv, match_key, &km);
-    if (slot == NULL)
-        return false;
-    at_fill(s, seg_index_loc(*slot), at);
-    return true;
+    struct key_find f = {s, key, nkey, at};
+    return seg_index_find_locked(s->ix, hv, match_key_at, &f) != NULL;
 }
 
 /*
