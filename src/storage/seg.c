@@ -733,6 +733,39 @@ static bool s3_evict(struct seg_store *s, struct mtx *held) {
 }
 
 /*
+ * One eviction by the store's policy (S3-FIFO, merge or FIFO), for a
+ * caller that found no free segment.  Pool lock held on entry, released
+ * on return.  false: nothing could be evicted (every segment read or
+ * written).  held: the stripe the caller holds (see clear()).
+ */
+static bool evict_step(struct seg_store *s, struct mtx *held) {
+    if (s->out[0] != NONE) {
+        if (s3_evict(s, held))
+            return true;
+        pthread_mutex_lock(&s->pool);
+    }
+    if (s->spare != NONE) {
+        uint32_t ids[SEG_MERGE_N];
+        unsigned n = merge_pick_locked(s, ids);
+        if (n != 0) {
+            uint32_t t = s->spare;
+            s->spare = NONE;
+            pthread_mutex_unlock(&s->pool);
+            merge(s, ids, n, t, held);
+            return true;
+        }
+    }
+    uint32_t v = victim_locked(s);
+    if (v == NONE && seal_idle_locked(s, true, 0) != 0)
+        v = victim_locked(s);
+    pthread_mutex_unlock(&s->pool);
+    if (v == NONE)
+        return false;
+    clear(s, v, false, held);
+    return true;
+}
+
+/*
  * Reserves len bytes in the open segment of TTL bucket b, opening a new
  * one when the tail is full (the old tail is sealed), evicting when no
  * segment is free.  Holds the segment's writer count for the caller.
@@ -766,34 +799,9 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
             continue;
         }
         reap_locked(s);
-        if (s->free_head == NONE && s->out[0] != NONE) {
-            if (s3_evict(s, held) && ++tries <= RESERVE_TRIES)
-                continue;
-            if (tries > RESERVE_TRIES)
-                return false;
-            pthread_mutex_lock(&s->pool);   /* nothing to evict there: as below */
-        }
-        if (s->free_head == NONE && s->spare != NONE) {
-            uint32_t ids[SEG_MERGE_N];
-            unsigned n = merge_pick_locked(s, ids);
-            if (n != 0) {
-                uint32_t t = s->spare;
-                s->spare = NONE;
-                pthread_mutex_unlock(&s->pool);
-                merge(s, ids, n, t, held);
-                if (++tries > RESERVE_TRIES)
-                    return false;
-                continue;
-            }
-        }
         if (s->free_head == NONE) {
-            uint32_t v = victim_locked(s);
-            if (v == NONE && seal_idle_locked(s, true, 0) != 0)
-                v = victim_locked(s);
-            pthread_mutex_unlock(&s->pool);
-            if (v == NONE || ++tries > RESERVE_TRIES)
+            if (!evict_step(s, held) || ++tries > RESERVE_TRIES)
                 return false;
-            clear(s, v, false, held);
             continue;
         }
         uint32_t n = s->free_head;
