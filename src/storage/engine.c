@@ -73,9 +73,6 @@ static bool config_check(const struct engine_config *c, char *err, size_t errlen
              strcmp(c->policy, "s3fifo") != 0)
         snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
                  "storage=seg evicts whole segments: fifo, merge or s3fifo", c->policy);
-    else if (c->seg && imax > c->page_size)     /* (values out of line: not yet) */
-        snprintf(err, errlen, "storage=seg keeps an item in one segment: -I (%u) at most "
-                 "the segment size %u", imax, c->page_size);
     else if (c->seg && !c->evict)
         snprintf(err, errlen, "storage=seg always evicts (no -M)");
     else
@@ -1023,7 +1020,7 @@ static bool seg_class_stats(struct engine *e, struct engine_class_stats *out) {
         .used_chunks = st.segments - st.free,
         .free_chunks = st.free,
         .number = st.live_items,
-        .mem_requested = st.live_bytes,
+        .mem_requested = st.live_bytes + st.ext_bytes,  /* (out-of-line values too) */
         .evicted = st.evicted_items,
         .expired_unfetched = st.expired_unfetched,
         .evicted_unfetched = st.evicted_unfetched,

@@ -52,6 +52,7 @@ struct segv {
     struct seg_resv resv;           /* staging: bytes written, not yet linked */
     uint8_t kind;                   /* enum view_kind */
     bool pinned;                    /* holds a pin on at.seg */
+    struct seg_ext *ext;            /* held: its out-of-line value (seg_ext_hold) */
     bool block;                     /* a VIEW_BLOCK from the thread cache */
     struct item it;                 /* last: its data[] follows */
 };
@@ -141,7 +142,7 @@ static void view_fill(struct engine *e, struct segv *v, const struct seg_at *at)
     atomic_store_explicit(&it->cas, at->h.cas, memory_order_relaxed);
     it->atime = at->created;
     it->exptime = at->h.exptime;
-    it->nbytes = at->h.vlen;
+    it->nbytes = at->nbytes;
     it->flags = at->h.cflags;
     it->clsid = 1;
     it->nkey = at->h.klen;
@@ -164,7 +165,8 @@ struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, 
     view_fill(e, v, &at);
     v->kind = VIEW_SCRATCH;
     v->pinned = false;
-    v->resv.len = 0;
+    v->ext = NULL;
+    v->resv = (struct seg_resv){0};
     /* the value is read where it lies; while readers pin its segment they may
        be reading it: the item counts as held then (no in-place arithmetic) */
     ext_set(&v->it, at.value);
@@ -201,8 +203,9 @@ struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uin
     view_fill(e, v, &at);
     v->kind = VIEW_HELD;
     v->pinned = true;
-    v->resv.len = 0;
+    v->resv = (struct seg_resv){0};
     seg_pin(e->seg, at.seg);
+    v->ext = seg_ext_hold(&at);
     ext_set(&v->it, at.value);
     atomic_init(&v->it.refcount, 1);
     atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at.h.hflags)));
@@ -230,6 +233,7 @@ struct item *segv_keep_locked(struct engine *e, struct item *it) {
     h->kind = VIEW_HELD;
     h->pinned = true;
     seg_pin(e->seg, v->at.seg);
+    h->ext = seg_ext_hold(&v->at);
     atomic_init(&h->it.refcount, 1);
     return &h->it;
 }
@@ -237,8 +241,8 @@ struct item *segv_keep_locked(struct engine *e, struct item *it) {
 struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err) {
     *err = ENGINE_ALLOC_OK;
+    /* (a value too large for a segment goes out of line when written) */
     if (nkey == 0 || nkey > ENGINE_KEY_MAX ||
-        SEG_HDR_MAX + nkey + (size_t)nbytes > e->cfg.page_size ||
         sizeof(struct item) + nkey + (size_t)nbytes > e->cfg.item_size_max) {
         *err = ENGINE_ALLOC_TOO_LARGE;
         return NULL;
@@ -250,7 +254,8 @@ struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
     }
     v->kind = VIEW_STAGING;
     v->pinned = false;
-    v->resv.len = 0;
+    v->ext = NULL;
+    v->resv = (struct seg_resv){0};
     struct item *it = &v->it;
     it->hnext = NULL;
     it->pword[0] = it->pword[1] = 0;
@@ -274,6 +279,7 @@ void segv_free(struct engine *e, struct item *it) {
     case VIEW_SCRATCH:
         return;
     case VIEW_HELD:
+        seg_ext_release(e->seg, v->ext);
         if (v->pinned)
             seg_unpin(e->seg, v->at.seg);
         view_del(v);
@@ -297,7 +303,7 @@ void segv_prewrite(struct engine *e, struct item *it, uint64_t cas) {
         return;
     struct seg_hdr h = staging_hdr(it, cas);
     if (seg_write(e->seg, &h, item_key(it), it->data + it->nkey, NULL, &v->resv) != SEG_STORED)
-        v->resv.len = 0;            /* written under the stripe instead, or refused there */
+        v->resv = (struct seg_resv){0};     /* written under the stripe instead, or refused */
 }
 
 void segv_prewrite_drop(struct engine *e, struct item *it) {
@@ -401,6 +407,7 @@ bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
     /* a copy, written holding this stripe; its source pinned meanwhile */
     struct seg_hdr h = at->h;
     h.hflags = (uint16_t)((h.hflags & ~SEG_F_LAYOUT) | SEG_F_CAS64);
+    h.vlen = at->nbytes;            /* (an out-of-line value is copied out of line) */
     h.exptime = it->exptime;
     h.cas = cas;
     struct seg_resv rv;
@@ -476,8 +483,8 @@ static void dump_one(void *arg, const struct seg_at *at) {
         .exptime = at->h.exptime != 0 ? started + at->h.exptime : 0,
         .atime = started + at->created,
         .cas = at->h.cas,
-        .nbytes = at->h.vlen,
-        .ntotal = seg_item_len(&at->h, 0),
+        .nbytes = at->nbytes,
+        .ntotal = seg_item_len(&at->h, 0) + ((at->h.hflags & SEG_F_EXT) ? at->nbytes : 0),
         .clsid = 1,
         .fetched = (at->h.hflags & SEG_F_FETCHED) != 0,
     };

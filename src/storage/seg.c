@@ -22,7 +22,7 @@
 #define SEG_SIZE_MAX ((uint32_t)1 << OFF_BITS)
 #define SEG_IDS_MAX ((uint32_t)1 << (SEG_LOC_BITS - OFF_BITS))
 
-enum seg_state { ST_FREE, ST_OPEN, ST_SEALED, ST_CLEARING, ST_DRAINING };
+enum seg_state { ST_FREE, ST_OPEN, ST_SEALED, ST_CLEARING, ST_DRAINING, ST_LENT };
 enum seg_queue { Q_SMALL, Q_MAIN };  /* s3fifo's two FIFOs; fifo and merge use Q_SMALL alone */
 
 #define CLEAR_SPIN 4096            /* try-locks of a stripe by a caller holding another */
@@ -41,6 +41,18 @@ struct seg_meta {
     uint16_t bucket;
     uint8_t queue;                  /* enum seg_queue: the FIFO it is sealed into */
     _Atomic uint8_t state;          /* enum seg_state (pool lock, or bucket lock for open) */
+};
+
+/*
+ * A value too large for a segment: the item's stored value is this
+ * block's address.  refs: 1 while an item links it, plus each reader
+ * holding it; the last one frees it and gives its bytes back to -m.
+ */
+struct seg_ext {
+    _Atomic uint32_t refs;
+    uint32_t len;
+    struct seg_ext *prev, *next;    /* every block (ext_lock) */
+    char data[];
 };
 
 struct ttl_bucket {
@@ -77,6 +89,11 @@ struct seg_store {
     _Atomic uint64_t evicted_segments, evicted_items, expired_segments;
     _Atomic uint64_t expired_items, expired_unfetched, evicted_unfetched;
     _Atomic uint64_t merges, promoted, reinserted, ghost_hits;
+    uint64_t ext_bytes;             /* out-of-line values' bytes (pool lock) */
+    uint32_t lent, lent_head;       /* segments out of use to pay for them (pool lock) */
+    pthread_mutex_t ext_lock;
+    struct seg_ext *ext_list;
+    uint64_t ext_items;             /* (ext_lock) */
     uint64_t emptied;               /* segments freed by their last item's death (pool lock) */
 };
 
@@ -163,8 +180,9 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
     }
     s->nfree = s->nseg;
     s->q[Q_SMALL].head = s->q[Q_SMALL].tail = s->q[Q_MAIN].head = s->q[Q_MAIN].tail = NONE;
-    s->draining = s->spare = s->out[0] = s->out[1] = NONE;
+    s->draining = s->spare = s->out[0] = s->out[1] = s->lent_head = NONE;
     pthread_mutex_init(&s->ghost_lock, NULL);
+    pthread_mutex_init(&s->ext_lock, NULL);
     /* one segment set aside for merges; a store too small to merge evicts by FIFO */
     if (cfg->merge && s->nseg >= SEG_MERGE_N + 2) {
         s->spare = s->free_head;
@@ -200,6 +218,12 @@ void seg_store_destroy(struct seg_store **sp) {
         seg_index_destroy(&s->ix);
         ghost_destroy(&s->ghost);
         pthread_mutex_destroy(&s->ghost_lock);
+        while (s->ext_list != NULL) {
+            struct seg_ext *x = s->ext_list;
+            s->ext_list = x->next;
+            free(x);
+        }
+        pthread_mutex_destroy(&s->ext_lock);
         pthread_mutex_destroy(&s->pool);
         for (int b = 0; b < TTL_BUCKETS; b++)
             pthread_mutex_destroy(&s->buckets[b].lock);
@@ -268,6 +292,135 @@ static void free_locked(struct seg_store *s, uint32_t id) {
     m->next = s->free_head;
     s->free_head = id;
     s->nfree++;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Values out of line                                                      */
+/* ---------------------------------------------------------------------- */
+
+static bool evict_step(struct seg_store *s, struct mtx *held);
+static void reap_locked(struct seg_store *s);
+
+static size_t ext_size(uint32_t len) { return sizeof(struct seg_ext) + len; }
+
+/* The block whose address a stored value holds, and the one a found item's value lies in. */
+static struct seg_ext *ext_stored(const char *value) {
+    struct seg_ext *x;
+    memcpy(&x, value, sizeof(x));
+    return x;
+}
+
+static struct seg_ext *ext_at(const struct seg_at *at) {
+    return (struct seg_ext *)(at->value - offsetof(struct seg_ext, data));
+}
+
+/* Gives lent segments back while the others pay for what is left.  Pool lock held. */
+static void ext_trim_locked(struct seg_store *s) {
+    while (s->lent > 0 && (uint64_t)(s->lent - 1) * s->cfg.seg_size >= s->ext_bytes) {
+        uint32_t id = s->lent_head;
+        s->lent_head = s->segs[id].next;
+        s->lent--;
+        free_locked(s, id);
+    }
+}
+
+/*
+ * Charges bytes of an out-of-line value to the memory limit: whole
+ * segments leave the pool (evicting as a store would) until the lent ones
+ * cover every such byte; their pages go back to the kernel meanwhile.
+ * false: not enough could be had.
+ */
+static bool ext_charge(struct seg_store *s, size_t bytes, struct mtx *held) {
+    size_t tries_max = RESERVE_TRIES + 2 * (bytes / s->cfg.seg_size + 1);
+    for (size_t tries = 0;;) {
+        pthread_mutex_lock(&s->pool);
+        reap_locked(s);
+        if ((uint64_t)s->lent * s->cfg.seg_size >= s->ext_bytes + bytes) {
+            s->ext_bytes += bytes;
+            pthread_mutex_unlock(&s->pool);
+            return true;
+        }
+        if (s->free_head != NONE) {
+            uint32_t id = s->free_head;
+            s->free_head = s->segs[id].next;
+            s->nfree--;
+            atomic_store(&s->segs[id].state, ST_LENT);
+            s->segs[id].next = s->lent_head;
+            s->lent_head = id;
+            s->lent++;
+            /* (under the lock: a segment given back is not written before this) */
+            madvise(seg_base(s, id), s->cfg.seg_size, MADV_DONTNEED);
+            pthread_mutex_unlock(&s->pool);
+            continue;
+        }
+        if (!evict_step(s, held) || ++tries > tries_max) {
+            pthread_mutex_lock(&s->pool);
+            ext_trim_locked(s);
+            pthread_mutex_unlock(&s->pool);
+            return false;
+        }
+    }
+}
+
+/* A new block holding value, charged; NULL when memory is short. */
+static struct seg_ext *ext_new(struct seg_store *s, const void *value, uint32_t len,
+                               struct mtx *held) {
+    if (!ext_charge(s, ext_size(len), held))
+        return NULL;
+    struct seg_ext *x = malloc(ext_size(len));
+    if (x == NULL) {
+        pthread_mutex_lock(&s->pool);
+        s->ext_bytes -= ext_size(len);
+        ext_trim_locked(s);
+        pthread_mutex_unlock(&s->pool);
+        return NULL;
+    }
+    atomic_init(&x->refs, 1);
+    x->len = len;
+    memcpy(x->data, value, len);
+    pthread_mutex_lock(&s->ext_lock);
+    x->prev = NULL;
+    x->next = s->ext_list;
+    if (x->next != NULL)
+        x->next->prev = x;
+    s->ext_list = x;
+    s->ext_items++;
+    pthread_mutex_unlock(&s->ext_lock);
+    return x;
+}
+
+/* Drops a reference to block x: the last one frees it and its charge. */
+static void ext_put(struct seg_store *s, struct seg_ext *x) {
+    if (atomic_fetch_sub(&x->refs, 1) != 1)
+        return;
+    pthread_mutex_lock(&s->ext_lock);
+    if (x->prev != NULL)
+        x->prev->next = x->next;
+    else
+        s->ext_list = x->next;
+    if (x->next != NULL)
+        x->next->prev = x->prev;
+    s->ext_items--;
+    pthread_mutex_unlock(&s->ext_lock);
+    size_t bytes = ext_size(x->len);
+    free(x);
+    pthread_mutex_lock(&s->pool);
+    s->ext_bytes -= bytes;
+    ext_trim_locked(s);
+    pthread_mutex_unlock(&s->pool);
+}
+
+struct seg_ext *seg_ext_hold(const struct seg_at *at) {
+    if (!(at->h.hflags & SEG_F_EXT))
+        return NULL;
+    struct seg_ext *x = ext_at(at);
+    atomic_fetch_add(&x->refs, 1);
+    return x;
+}
+
+void seg_ext_release(struct seg_store *s, struct seg_ext *x) {
+    if (x != NULL)
+        ext_put(s, x);
 }
 
 /* Takes sealed segment id out of the FIFO for clear().  Pool lock held. */
@@ -344,6 +497,8 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
                 s->cfg.evicted(s->cfg.hook_arg, &at);
             }
             seg_index_remove_locked(s->ix, slot);
+            if (h.hflags & SEG_F_EXT)
+                ext_put(s, ext_stored(seg_base(s, id) + off + n + klen));
             atomic_fetch_sub(&m->live_items, 1);
             atomic_fetch_sub(&m->live_bytes, (int64_t)(n + klen + vlen));
             /* a delete hold-off's tombstone leaving is the end of a delete: uncounted */
@@ -583,7 +738,8 @@ static bool relocate(struct seg_store *s, uint32_t id, struct mover *mv, struct 
                 struct seg_meta *tm = &s->segs[t];
                 uint8_t *p = (uint8_t *)seg_base(s, t) + tm->write_off;
                 size_t w = seg_hdr_encode(p, &h, tm->cas_base);
-                memcpy(p + w, at.key, (size_t)klen + vlen);
+                memcpy(p + w, at.key, (size_t)klen + vlen);    /* (as stored: a block's
+                                                                   address moves with it) */
                 seg_index_move_locked(slot, loc_of(t, tm->write_off));
                 atomic_fetch_add(&tm->write_off, (uint32_t)len);
                 atomic_fetch_add(&tm->live_items, 1);
@@ -595,6 +751,8 @@ static bool relocate(struct seg_store *s, uint32_t id, struct mover *mv, struct 
                 if (!dead && !hold && s->cfg.evicted != NULL)
                     s->cfg.evicted(s->cfg.hook_arg, &at);
                 seg_index_remove_locked(s->ix, slot);
+                if (at.h.hflags & SEG_F_EXT)
+                    ext_put(s, ext_at(&at));
                 if (!dead && !hold && mv->small) {
                     pthread_mutex_lock(&s->ghost_lock);
                     ghost_add(s->ghost, hv);
@@ -836,6 +994,22 @@ static void raise_max_exptime(struct seg_meta *m, uint32_t exptime) {
 /* Items, under the key's stripe (the engine's interface)                  */
 /* ---------------------------------------------------------------------- */
 
+static uint8_t *item_at(struct seg_store *s, uint64_t loc) {
+    return (uint8_t *)seg_base(s, (uint32_t)(loc >> OFF_BITS)) + (loc & (SEG_SIZE_MAX - 1));
+}
+
+/* The value of a found item, at the stored bytes v: in line, or the block they name. */
+static inline void at_value(struct seg_at *at, char *v) {
+    if (at->h.hflags & SEG_F_EXT) {
+        struct seg_ext *x = ext_stored(v);
+        at->value = x->data;
+        at->nbytes = x->len;
+    } else {
+        at->value = v;
+        at->nbytes = at->h.vlen;
+    }
+}
+
 static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at) {
     uint32_t id = (uint32_t)(loc >> OFF_BITS);
     char *it = seg_base(s, id) + (loc & (SEG_SIZE_MAX - 1));
@@ -845,7 +1019,7 @@ static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at) {
     at->seg = id;
     at->created = s->segs[id].created;
     at->key = it + n;
-    at->value = it + n + at->h.klen;
+    at_value(at, it + n + at->h.klen);
 }
 
 /* match_key() that decodes the whole header of the item it matches, once, into at */
@@ -868,7 +1042,7 @@ static bool match_key_at(void *arg, uint64_t loc) {
     f->at->seg = id;
     f->at->created = f->s->segs[id].created;
     f->at->key = it + n;
-    f->at->value = it + n + f->nkey;
+    at_value(f->at, it + n + f->nkey);
     return true;
 }
 
@@ -887,6 +1061,9 @@ bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key, size_t n
 static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
     uint32_t id = (uint32_t)(loc >> OFF_BITS);
     struct seg_meta *m = &s->segs[id];
+    if (h->hflags & SEG_F_EXT)
+        ext_put(s, ext_stored((const char *)item_at(s, loc) + seg_hdr_len(h, m->cas_base) +
+                              h->klen));
     atomic_fetch_sub(&m->live_bytes, (int64_t)seg_item_len(h, m->cas_base));
     if (atomic_fetch_sub(&m->live_items, 1) != 1 || atomic_load(&m->state) != ST_SEALED)
         return;
@@ -914,7 +1091,7 @@ enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const ch
     if (h->klen == 0 || h->klen > SEG_KEY_MAX)
         return SEG_TOO_LARGE;
     struct seg_hdr w = *h;
-    w.hflags &= SEG_F_STATE | SEG_F_CAS64;
+    w.hflags &= (SEG_F_STATE | SEG_F_CAS64) & ~SEG_F_EXT;    /* (h->vlen: the whole value) */
     /* s3fifo: a key the small queue evicted lately is marked to go to the main one */
     if (s->ghost != NULL && atomic_load_explicit(&s->ghost_n, memory_order_relaxed) != 0 &&
         !(w.hflags & SEG_F_GHOST)) {
@@ -934,11 +1111,23 @@ enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const ch
         w.hflags |= SEG_F_CAS64;
     w.cas = 0;
     size_t len = seg_item_len(&w, 0);
-    if (len > s->cfg.seg_size)
-        return SEG_TOO_LARGE;
+    struct seg_ext *x = NULL;
+    if (len > s->cfg.seg_size) {    /* out of line; the segment keeps the block's address */
+        if (ext_size(w.vlen) > s->cfg.mem_limit / 2)
+            return SEG_TOO_LARGE;
+        if ((x = ext_new(s, value, w.vlen, held)) == NULL)
+            return SEG_NO_MEMORY;
+        w.hflags |= SEG_F_EXT;
+        w.vlen = sizeof(x);
+        value = &x;
+        len = seg_item_len(&w, 0);
+    }
     uint32_t id, off;
-    if (!reserve(s, ttl_bucket_of(s, w.exptime), (uint32_t)len, held, &id, &off))
+    if (!reserve(s, ttl_bucket_of(s, w.exptime), (uint32_t)len, held, &id, &off)) {
+        if (x != NULL)
+            ext_put(s, x);
         return SEG_NO_MEMORY;
+    }
     struct seg_meta *m = &s->segs[id];
     uint8_t *p = (uint8_t *)seg_base(s, id) + off;
     w.cas = m->cas_base;            /* the field's placeholder until seg_commit_locked() */
@@ -946,7 +1135,7 @@ enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const ch
     memcpy(p + n, key, w.klen);
     if (w.vlen != 0)
         memcpy(p + n + w.klen, value, w.vlen);
-    *r = (struct seg_resv){.loc = loc_of(id, off), .len = (uint32_t)len};
+    *r = (struct seg_resv){.loc = loc_of(id, off), .len = (uint32_t)len, .ext = x};
     return SEG_STORED;
 }
 
@@ -982,6 +1171,7 @@ enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct
     atomic_fetch_add(&m->live_items, 1);
     atomic_fetch_add(&m->live_bytes, (int64_t)r->len);
     raise_max_exptime(m, at.h.exptime);
+    r->ext = NULL;                  /* the item's now */
     seg_resv_drop(s, r);
     return SEG_STORED;
 }
@@ -990,10 +1180,9 @@ void seg_resv_drop(struct seg_store *s, struct seg_resv *r) {
     if (r->len != 0)
         atomic_fetch_sub(&s->segs[r->loc >> OFF_BITS].writers, 1);
     r->len = 0;
-}
-
-static uint8_t *item_at(struct seg_store *s, uint64_t loc) {
-    return (uint8_t *)seg_base(s, (uint32_t)(loc >> OFF_BITS)) + (loc & (SEG_SIZE_MAX - 1));
+    if (r->ext != NULL)
+        ext_put(s, r->ext);
+    r->ext = NULL;
 }
 
 void seg_set_state_locked(struct seg_store *s, const struct seg_at *at, uint16_t set,
@@ -1124,13 +1313,18 @@ bool seg_store_get(struct seg_store *s, const char *key, size_t nkey, struct seg
     if (hit) {
         seg_pin(s, at.seg);
         seg_set_state_locked(s, &at, SEG_F_FETCHED, 0);
-        *ref = (struct seg_ref){.h = at.h, .key = at.key, .value = at.value, .seg = at.seg};
+        *ref = (struct seg_ref){.h = at.h, .key = at.key, .value = at.value, .seg = at.seg,
+                                .ext = seg_ext_hold(&at)};
+        ref->h.vlen = at.nbytes;
     }
     mtx_unlock(x);
     return hit;
 }
 
-void seg_store_release(struct seg_store *s, struct seg_ref *ref) { seg_unpin(s, ref->seg); }
+void seg_store_release(struct seg_store *s, struct seg_ref *ref) {
+    seg_ext_release(s, ref->ext);
+    seg_unpin(s, ref->seg);
+}
 
 enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nkey) {
     uint64_t hv = ht_hash(key, nkey);
@@ -1163,6 +1357,7 @@ enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nke
     struct seg_hdr h = at.h;
     h.exptime = exptime;
     h.hflags |= SEG_F_CAS64;
+    h.vlen = at.nbytes;             /* (an out-of-line value is copied out of line) */
     struct seg_resv rv;
     seg_pin(s, at.seg);             /* the source stays while the write may evict */
     enum seg_result r = seg_write(s, &h, at.key, at.value, x, &rv);
@@ -1232,6 +1427,8 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
         out->written_bytes += m->write_off;
     }
     out->emptied = s->emptied;
+    out->ext_bytes = s->ext_bytes;
+    out->lent = s->lent;
     pthread_mutex_unlock(&s->pool);
     out->evicted_segments = atomic_load(&s->evicted_segments);
     out->evicted_items = atomic_load(&s->evicted_items);
@@ -1243,6 +1440,9 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     out->promoted = atomic_load(&s->promoted);
     out->reinserted = atomic_load(&s->reinserted);
     out->ghost_hits = atomic_load(&s->ghost_hits);
+    pthread_mutex_lock(&s->ext_lock);
+    out->ext_items = s->ext_items;
+    pthread_mutex_unlock(&s->ext_lock);
     struct seg_index_stats is;
     seg_index_stats(s->ix, &is);
     out->index_bytes = is.bytes;

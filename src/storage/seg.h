@@ -51,6 +51,7 @@
 
 struct seg_store;
 struct seg_at;
+struct seg_ext;
 
 struct seg_config {
     size_t mem_limit;           /* bytes of segments (-m) */
@@ -92,12 +93,13 @@ void seg_store_destroy(struct seg_store **s);
 /* The clock, unix seconds; exptimes below are absolute in the same seconds (0: never). */
 void seg_store_clock_set(struct seg_store *s, uint32_t now);
 
-/* A pinned item: valid until seg_store_release(). */
+/* A pinned item: valid until seg_store_release().  h.vlen is the value's length. */
 struct seg_ref {
     struct seg_hdr h;
     const char *key;
     const char *value;
     uint32_t seg;
+    struct seg_ext *ext;        /* an out-of-line value held */
 };
 
 enum seg_op { SEG_SET, SEG_ADD, SEG_REPLACE, SEG_CAS };
@@ -143,17 +145,26 @@ enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nke
  * written and never linked stay dead.  A write may evict; a caller
  * holding a stripe may so lose the item it found (seg_commit_locked then
  * inserts), and pins a source that lies in the store while it writes.
+ *
+ * A value too large for a segment lies out of line (SEG_F_EXT): a block
+ * of its own, charged to the memory limit by taking whole segments out
+ * of use (their pages given back), whose address is what the segment
+ * stores.  value and nbytes below are the value wherever it lies; a
+ * reader that keeps an item past its stripe holds the block too
+ * (seg_ext_hold), as it pins the segment.
  */
 struct seg_at {
     uint64_t loc;
-    struct seg_hdr h;
+    struct seg_hdr h;           /* as stored: vlen is the bytes in the segment */
     char *key, *value;
+    uint32_t nbytes;            /* the value's length */
     uint32_t seg;
     uint32_t created;           /* the clock when its segment opened */
 };
 struct seg_resv {
     uint64_t loc;
     uint32_t len;               /* 0: nothing held */
+    struct seg_ext *ext;        /* its out-of-line value until linked */
 };
 
 /* The copy the index has for key, expired or not. */
@@ -181,6 +192,9 @@ bool seg_set_cas_locked(struct seg_store *s, const struct seg_at *at, uint64_t c
 void seg_pin(struct seg_store *s, uint32_t seg);
 void seg_unpin(struct seg_store *s, uint32_t seg);
 bool seg_pinned(struct seg_store *s, uint32_t seg);
+/* Holds an out-of-line value past the stripe (NULL when at's is in line); released once. */
+struct seg_ext *seg_ext_hold(const struct seg_at *at);
+void seg_ext_release(struct seg_store *s, struct seg_ext *x);
 /*
  * flush_all: once the clock passes point, open segments created at or
  * before it take no more items, so that an item's segment's creation
@@ -213,6 +227,8 @@ struct seg_stats {
     uint64_t promoted, reinserted;      /* s3fifo: items moved to the main queue, kept there */
     uint64_t ghost_hits;                /* s3fifo: stores of a key the ghost held */
     uint64_t emptied;                   /* freed when their last live item died */
+    uint64_t ext_items, ext_bytes;      /* values out of line (blocks, their bytes) */
+    uint64_t lent;                      /* segments out of use to pay for them */
     uint64_t index_bytes;
 };
 void seg_store_stats(struct seg_store *s, struct seg_stats *out);

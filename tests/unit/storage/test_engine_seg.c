@@ -200,3 +200,50 @@ static void moves_drop_flushed_items(int *th_failed, const char *policy) {
 
 TEST(seg_merge_drops_flushed_items) { moves_drop_flushed_items(th_failed, "merge"); }
 TEST(seg_s3fifo_drops_flushed_items) { moves_drop_flushed_items(th_failed, "s3fifo"); }
+
+/*
+ * Values larger than a segment (1 MiB) up to -I (4 MiB) lie out of line:
+ * one piece, read back whole; append grows one; a touch keeps it; the
+ * largest item fits and one byte more is refused; the memory comes back.
+ */
+TEST(seg_values_larger_than_a_segment) {
+    struct engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.item_size_max = 4 * MiB;
+    struct engine *e = mk_cfg(&cfg);
+    size_t n = 3 * MiB + 12345;
+    ASSERT_EQ(store_n(e, ENGINE_SET, "huge", "abcdefg", n, 5, 0, 0, NULL), ENGINE_STORED);
+    ASSERT_EQ(store(e, ENGINE_APPEND, "huge", "XYZ", 0, 0, 0, NULL), ENGINE_STORED);
+    ASSERT(engine_touch(e, "huge", 4, 100) != 0);
+    struct item *it = engine_get(e, "huge", 4, NULL);
+    ASSERT(it != NULL);
+    ASSERT_EQ(it->nbytes, n + 3);
+    ASSERT_EQ(it->flags, 5);
+    struct iovec iov[16];
+    ASSERT_EQ(engine_item_iov(it, iov, 16), 1);
+    ASSERT_EQ(iov[0].iov_len, n + 3);
+    const char *v = iov[0].iov_base;
+    for (size_t j = 0; j < n; j++)
+        if (v[j] != "abcdefg"[j % 7]) {
+            TH_FAIL("byte %zu differs", j);
+            break;
+        }
+    ASSERT(memcmp(v + n, "XYZ", 3) == 0);
+    ASSERT(stats(e).bytes > n);
+    /* the old copies went when the new ones were linked; this one is held */
+    ASSERT_EQ(engine_delete(e, "huge", 4, 0), ENGINE_DELETED);
+    ASSERT(memcmp(v + n, "XYZ", 3) == 0);
+    engine_item_unref(e, it);
+    ASSERT_EQ(stats(e).curr_items, 0);
+    ASSERT_EQ(stats(e).bytes, 0);
+    char key[ENGINE_KEY_MAX + 1];
+    memset(key, 'k', ENGINE_KEY_MAX);
+    key[ENGINE_KEY_MAX] = 0;
+    n = 4 * MiB - sizeof(struct item) - ENGINE_KEY_MAX;
+    ASSERT_EQ(store_n(e, ENGINE_SET, key, "q", n, 0, 0, 0, NULL), ENGINE_STORED);
+    ASSERT_EQ(store_n(e, ENGINE_SET, key, "q", n + 1, 0, 0, 0, NULL), 100);
+    it = engine_get(e, key, ENGINE_KEY_MAX, NULL);
+    ASSERT(it != NULL && it->nbytes == n);
+    engine_item_unref(e, it);
+    engine_destroy(&e);
+}

@@ -77,7 +77,7 @@ TEST(store_rules_and_cas) {
     ASSERT_EQ(seg_store_delete(s, K("a")), SEG_NOT_FOUND);
     ASSERT(get_is(s, "a", NULL));
     ASSERT_EQ(seg_store_set(s, SEG_ADD, K("a"), K("four"), 0, 0, 0, NULL), SEG_STORED);
-    char big[70000];
+    static char big[600000];        /* over half the memory limit */
     memset(big, 'x', sizeof(big));
     ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), big, sizeof(big), 0, 0, 0, NULL),
               SEG_TOO_LARGE);
@@ -205,6 +205,80 @@ TEST(emptied_segments_come_free_at_once) {
         ASSERT_EQ(r.value[0], 'a' + (19950 + i) % 26);
         seg_store_release(s, &r);
     }
+    seg_store_destroy(&s);
+}
+
+/* A value of the store's pattern for key k, version ver: tells whose it is. */
+static void big_fill(char *buf, size_t n, int k, int ver) {
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (char)('a' + (k * 7 + ver * 3 + i / 997) % 26);
+}
+
+/*
+ * Values larger than a segment lie out of line, charged to the limit by
+ * segments taken out of use; a reader holding one keeps it through an
+ * overwrite; deletes, overwrites, touches (a copy) and evictions give the
+ * memory back, and under churn the limit holds.
+ */
+TEST(values_larger_than_a_segment_lie_out_of_line) {
+    struct seg_store *s = mk(16 * (64 << 10), 64 << 10);   /* 1 MiB in 16 segments */
+    static char buf[300000], want[300000];
+    struct seg_stats st;
+    big_fill(buf, 200000, 1, 1);
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), buf, 200000, 7, 0, 0, NULL), SEG_STORED);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.ext_items, 1);
+    ASSERT(st.ext_bytes >= 200000 && st.ext_bytes < 200100);
+    ASSERT_EQ(st.lent, 4);                          /* 200,000 bytes: four 64 KiB segments */
+    ASSERT_EQ(st.free, 16 - 1 - 4);                 /* and the open one */
+    struct seg_ref r;
+    ASSERT(seg_store_get(s, K("big"), &r));
+    ASSERT(r.h.vlen == 200000 && r.h.cflags == 7 && memcmp(r.value, buf, 200000) == 0);
+    big_fill(want, 250000, 1, 2);
+    ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), want, 250000, 0, 0, 0, NULL), SEG_STORED);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.ext_items, 2);                     /* the old one: still held */
+    ASSERT(memcmp(r.value, buf, 200000) == 0);
+    seg_store_release(s, &r);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.ext_items, 1);
+    ASSERT_EQ(st.lent, 4);
+    ASSERT_EQ(seg_store_touch(s, K("big"), 2000000), SEG_TOUCHED);     /* no exptime: a copy */
+    ASSERT(seg_store_get(s, K("big"), &r));
+    ASSERT(r.h.vlen == 250000 && r.h.exptime == 2000000 && memcmp(r.value, want, 250000) == 0);
+    seg_store_release(s, &r);
+    seg_store_stats(s, &st);
+    ASSERT_EQ(st.ext_items, 1);
+    ASSERT_EQ(seg_store_delete(s, K("big")), SEG_DELETED);
+    seg_store_stats(s, &st);
+    ASSERT(st.ext_items == 0 && st.ext_bytes == 0 && st.lent == 0);
+    /* churn: big and small values over 20 keys in 1 MiB */
+    static int ver[20];
+    uint64_t rng = 7;
+    for (int i = 0; i < 3000; i++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        int k = (int)((rng >> 33) % 20);
+        size_t n = (rng >> 40) % 4 == 0 ? 70000 + (rng >> 20) % 230000 : 1 + (rng >> 20) % 3000;
+        char key[8];
+        snprintf(key, sizeof(key), "c%d", k);
+        big_fill(buf, n, k, ++ver[k]);
+        enum seg_result res = seg_store_set(s, SEG_SET, key, strlen(key), buf, n, 0, 0, 0, NULL);
+        if (res != SEG_STORED)
+            TH_FAIL("set %d of %zu bytes: %d", i, n, (int)res);
+        if (seg_store_get(s, key, strlen(key), &r)) {
+            if (r.h.vlen != n || memcmp(r.value, buf, n) != 0)
+                TH_FAIL("set %d: %s read back wrong", i, key);
+            seg_store_release(s, &r);
+        } else {
+            TH_FAIL("set %d: %s not there just after", i, key);
+        }
+        seg_store_stats(s, &st);
+        if (st.ext_bytes > (uint64_t)st.lent * (64 << 10) || st.lent + 1 > st.segments)
+            TH_FAIL("set %d: %llu bytes out of line, %llu segments lent", i,
+                    (unsigned long long)st.ext_bytes, (unsigned long long)st.lent);
+    }
+    seg_store_stats(s, &st);
+    ASSERT(st.evicted_items > 0);
     seg_store_destroy(&s);
 }
 
