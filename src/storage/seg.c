@@ -542,7 +542,8 @@ static void reap_locked(struct seg_store *s) {
     }
 }
 
-/* The first segment of FIFO q (in sealing order) nobody reads or writes, detached; NONE.  Pool lock held. */
+/* The first segment of FIFO q (in sealing order) nobody reads or writes, detached; NONE.
+   Pool lock held. */
 static uint32_t victim_in_locked(struct seg_store *s, enum seg_queue q) {
     for (uint32_t id = s->q[q].head; id != NONE; id = s->segs[id].next) {
         struct seg_meta *m = &s->segs[id];

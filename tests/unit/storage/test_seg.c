@@ -517,7 +517,10 @@ TEST(s3fifo_moves_the_items_read_and_remembers_the_rest) {
     seg_store_destroy(&s);
 }
 
-/* Threads: values name their keys, so a wrong or torn item is seen. */
+/*
+ * Threads: values name their keys, so a wrong or torn item is seen; one
+ * set in 40 is larger than a segment (out of line).
+ */
 struct worker {
     struct seg_store *s;
     int id, errors;
@@ -525,14 +528,15 @@ struct worker {
 
 static void *work(void *arg) {
     struct worker *w = arg;
-    char key[24], val[600];
+    char key[24], *val = malloc(100000);
     uint64_t rng = (uint64_t)w->id * 77 + 1;
     for (int op = 0; op < 100000; op++) {
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         int nk = snprintf(key, sizeof(key), "t%d-%u", w->id, (unsigned)(rng >> 40) % 500);
         unsigned what = (unsigned)(rng >> 20) % 10;
         if (what < 3) {
-            size_t len = 20 + (rng >> 50) % 500;
+            size_t len = (rng >> 44) % 40 == 0 ? 70000 + (rng >> 50) % 30000
+                                               : 20 + (rng >> 50) % 500;
             for (size_t i = 0; i < len; i++)
                 val[i] = key[i % (size_t)nk];
             seg_store_set(w->s, SEG_SET, key, (size_t)nk, val, len, 0, 0, 0, NULL);
@@ -552,6 +556,7 @@ static void *work(void *arg) {
             }
         }
     }
+    free(val);
     return NULL;
 }
 
