@@ -111,10 +111,9 @@ static struct engine *byte_engine(const struct replay_cfg *c, char *err, size_t 
     cfg.mem_limit = c->capacity;
     cfg.hashpower_init = power_for(c->capacity / 64);
     bool seg = strncmp(c->policy, "seg-", 4) == 0;
-    if (seg) {                          /* the segment back end: segments of a page */
-        cfg.seg = true;
+    if (seg) {                          /* the segment back end: segments of a page, */
+        cfg.seg = true;                 /* larger values out of line */
         cfg.policy = c->policy + 4;
-        cfg.item_size_max = page;
     }
     if (c->mean_size != 0) {
         /*
