@@ -141,12 +141,11 @@ static struct engine *byte_engine(const struct replay_cfg *c, char *err, size_t 
             return NULL;
         }
         cfg.mem_limit = c->capacity - meta;
-        if (!seg) {                     /* -I at most half of what is left */
-            uint64_t im = cfg.mem_limit / 2 < cfg.item_size_max ? cfg.mem_limit / 2
-                                                                 : cfg.item_size_max;
-            im -= im % cfg.slab_chunk_max;
-            cfg.item_size_max = im >= cfg.slab_chunk_max ? (uint32_t)im : cfg.slab_chunk_max;
-        }
+        /* -I at most half of what is left */
+        uint64_t im = cfg.mem_limit / 2 < cfg.item_size_max ? cfg.mem_limit / 2
+                                                             : cfg.item_size_max;
+        im -= im % cfg.slab_chunk_max;
+        cfg.item_size_max = im >= cfg.slab_chunk_max ? (uint32_t)im : cfg.slab_chunk_max;
     }
     struct engine *e = engine_create(&cfg, err, errlen);
     if (e != NULL)
