@@ -62,6 +62,7 @@ struct ttl_bucket {
 
 struct seg_store {
     struct seg_config cfg;
+    uint64_t id;                    /* unique in the process (read-ahead hints) */
     char *arena;
     uint32_t nseg;
     struct seg_meta *segs;
@@ -96,6 +97,20 @@ struct seg_store {
     uint64_t ext_items;             /* (ext_lock) */
     uint64_t emptied;               /* segments freed by their last item's death (pool lock) */
 };
+
+static _Atomic uint64_t store_ids;  /* ids handed out */
+
+/*
+ * The last read-ahead's slots, per thread: the lookups that follow, in
+ * the same order and on the same thread, try them before searching
+ * (seg_index_check_locked).  A stale one only costs the search.
+ */
+static _Thread_local struct {
+    uint64_t store;                 /* the store's id: 0 none */
+    unsigned n, i;
+    uint64_t hv[64];
+    uint64_t *slot[64];
+} hints;
 
 void seg_config_defaults(struct seg_config *cfg) {
     *cfg = (struct seg_config){.mem_limit = (size_t)64 << 20, .seg_size = SEG_SIZE_MAX,
@@ -155,6 +170,7 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
     if (s == NULL)
         goto nomem;
     s->cfg = *cfg;
+    s->id = atomic_fetch_add(&store_ids, 1) + 1;
     s->nseg = (uint32_t)(cfg->mem_limit / cfg->seg_size);
     s->segs = calloc(s->nseg, sizeof(*s->segs));
     void *a = mmap(NULL, (size_t)s->nseg * cfg->seg_size, PROT_READ | PROT_WRITE,
@@ -1050,6 +1066,17 @@ static bool match_key_at(void *arg, uint64_t loc) {
 bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
                      struct seg_at *at) {
     struct key_find f = {s, key, nkey, at};
+    if (hints.store == s->id) {
+        for (unsigned i = hints.i; i < hints.n; i++) {
+            if (hints.hv[i] == hv) {
+                hints.i = i + 1;
+                if (hints.slot[i] != NULL &&
+                    seg_index_check_locked(hints.slot[i], hv, match_key_at, &f) != NULL)
+                    return true;
+                break;
+            }
+        }
+    }
     return seg_index_find_locked(s->ix, hv, match_key_at, &f) != NULL;
 }
 
@@ -1207,11 +1234,16 @@ void seg_pin(struct seg_store *s, uint32_t seg) { atomic_fetch_add(&s->segs[seg]
 bool seg_pinned(struct seg_store *s, uint32_t seg) { return atomic_load(&s->segs[seg].pins) != 0; }
 void seg_unpin(struct seg_store *s, uint32_t seg) { atomic_fetch_sub(&s->segs[seg].pins, 1); }
 
+
 void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
     uint64_t loc[64];
     if (n > 64)
         n = 64;
-    seg_index_prefetch(s->ix, hv, n, loc);
+    seg_index_prefetch(s->ix, hv, n, loc, hints.slot);
+    memcpy(hints.hv, hv, n * sizeof(*hv));
+    hints.store = s->id;
+    hints.n = n;
+    hints.i = 0;
     /* the header, key and a small value: 160 bytes from anywhere in a line */
     for (unsigned i = 0; i < n; i++) {
         uint32_t id = (uint32_t)(loc[i] >> OFF_BITS);

@@ -219,7 +219,8 @@ uint64_t *seg_index_find_locked(struct seg_index *ix, uint64_t hv, seg_index_mat
  * under their stripes: ThreadSanitizer is told to look away here).
  */
 __attribute__((no_sanitize_thread))    /* racy by design: a hint, never acted on */
-void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc) {
+void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
+                        uint64_t **slot) {
     uint64_t st = atomic_load_explicit(&ix->state, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
         __builtin_prefetch(home(ix, addr(st, hv[i])));
@@ -229,17 +230,25 @@ void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, ui
     for (unsigned i = 0; i < n; i++) {
         uint64_t tag = tag_of(hv[i]);
         loc[i] = SEG_LOC_MASK + 1;
+        slot[i] = NULL;
         for (int w = 0; w < 2 && loc[i] > SEG_LOC_MASK; w++) {
             struct bucket *b = home(ix, addr(st, w == 0 ? hv[i] : alt_hash(ix, hv[i])));
             for (int k = 0; k < SLOTS; k++) {
                 uint64_t v = __atomic_load_n(&b->slot[k], __ATOMIC_RELAXED);
                 if ((v & TAG_MASK) == tag) {
                     loc[i] = v & SEG_LOC_MASK;
+                    slot[i] = &b->slot[k];
                     break;
                 }
             }
         }
     }
+}
+
+uint64_t *seg_index_check_locked(uint64_t *hint, uint64_t hv, seg_index_match_fn match,
+                                 void *arg) {
+    uint64_t v = *hint;
+    return (v & TAG_MASK) == tag_of(hv) && match(arg, v & SEG_LOC_MASK) ? hint : NULL;
 }
 
 static int free_slots(const struct bucket *b) {

@@ -103,7 +103,19 @@ struct seg_index_stats {
 };
 void seg_index_stats(struct seg_index *ix, struct seg_index_stats *out);
 
-/* Read-ahead for up to n keys (no lock): buckets loaded, a likely location each (seg_index.c). */
-void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc);
+/*
+ * Read-ahead for up to n keys (no lock): buckets loaded, a likely location
+ * each, and the home slot it was read from (NULL: none) (seg_index.c).
+ */
+void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
+                        uint64_t **slot);
+/*
+ * A read-ahead's slot checked under hv's stripe: the slot when it still
+ * holds hv's tag and match() says the entry is the key's, else NULL (then
+ * look it up).  Home buckets never move and a key has one entry, so a
+ * slot that matches is the key's entry wherever growth has moved others.
+ */
+uint64_t *seg_index_check_locked(uint64_t *hint, uint64_t hv, seg_index_match_fn match,
+                                 void *arg);
 
 #endif

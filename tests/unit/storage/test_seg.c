@@ -8,6 +8,7 @@
  * while segments are evicted under them.
  */
 #include "harness.h"
+#include "storage/ht.h"
 #include "storage/seg.h"
 
 #include <pthread.h>
@@ -204,6 +205,45 @@ TEST(emptied_segments_come_free_at_once) {
         ASSERT(seg_store_get(s, k, strlen(k), &r));
         ASSERT_EQ(r.value[0], 'a' + (19950 + i) % 26);
         seg_store_release(s, &r);
+    }
+    seg_store_destroy(&s);
+}
+
+/*
+ * A read-ahead's slots are only hints: keys deleted, overwritten and moved
+ * by the index's growth after the read-ahead are still found right (or
+ * not at all) by the lookups that follow it.
+ */
+TEST(lookups_after_a_read_ahead_see_what_changed_since) {
+    struct seg_store *s = mk(64 << 20, 64 << 10);
+    char key[16], val[16];
+    uint64_t hv[64];
+    for (int round = 0; round < 50; round++) {
+        for (int i = 0; i < 64; i++) {
+            snprintf(key, sizeof(key), "h%d-%d", round, i);
+            snprintf(val, sizeof(val), "v%d", i);
+            ASSERT_EQ(seg_store_set(s, SEG_SET, key, strlen(key), val, strlen(val), 0, 0, 0,
+                                    NULL), SEG_STORED);
+            hv[i] = ht_hash(key, strlen(key));
+        }
+        seg_store_prefetch(s, hv, 64);
+        for (int i = 0; i < 64; i += 3) {
+            snprintf(key, sizeof(key), "h%d-%d", round, i);
+            ASSERT_EQ(seg_store_delete(s, key, strlen(key)), SEG_DELETED);
+        }
+        for (int i = 1; i < 64; i += 3) {
+            snprintf(key, sizeof(key), "h%d-%d", round, i);
+            ASSERT_EQ(seg_store_set(s, SEG_SET, key, strlen(key), K("new"), 0, 0, 0, NULL),
+                      SEG_STORED);
+        }
+        seg_store_grow(s, 1000);                    /* buckets split under the hints */
+        for (int i = 0; i < 64; i++) {
+            snprintf(key, sizeof(key), "h%d-%d", round, i);
+            snprintf(val, sizeof(val), "v%d", i);
+            const char *want = i % 3 == 0 ? NULL : i % 3 == 1 ? "new" : val;
+            if (get_is(s, key, want) != true)
+                TH_FAIL("%s after the read-ahead", key);
+        }
     }
     seg_store_destroy(&s);
 }
