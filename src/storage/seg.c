@@ -361,6 +361,7 @@ static bool ext_charge(struct seg_store *s, size_t bytes, struct mtx *held) {
             s->free_head = s->segs[id].next;
             s->nfree--;
             atomic_store(&s->segs[id].state, ST_LENT);
+            atomic_store(&s->segs[id].write_off, 0);
             s->segs[id].next = s->lent_head;
             s->lent_head = id;
             s->lent++;
