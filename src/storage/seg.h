@@ -19,7 +19,10 @@
  *   eviction (FIFO): the sealed segment sealed first and not pinned: each
  *   item the index still points at is unlinked (under its stripe), then
  *   the segment goes back to the pool.  Expiry: a sealed segment whose
- *   latest exptime has passed goes the same way (seg_store_step).
+ *   latest exptime has passed goes the same way (seg_store_step).  Merge
+ *   and S3-FIFO move the items they keep to other segments instead
+ *   (seg.c, relocate()).  A sealed segment whose last item dies goes back
+ *   to the pool at once.
  *
  * Segments are grouped by TTL (Segcache's 1024 buckets: 8 s steps up to
  * 2047 s, then 128 s, 2048 s, 32768 s), so one segment's items expire
