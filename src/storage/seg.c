@@ -483,6 +483,20 @@ static void stripe_give(struct mtx *x, struct mtx *held) {
 static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at);
 static void raise_max_exptime(struct seg_meta *m, uint32_t exptime);
 
+/*
+ * The item at off in a segment being walked: its header's length, its key
+ * and value lengths as stored, and its key's hash.
+ */
+static size_t walk_item(struct seg_store *s, uint32_t id, uint32_t off, uint8_t *klen,
+                        uint32_t *vlen, uint64_t *hv) {
+    size_t n = seg_hdr_span((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
+                            klen, vlen);
+    if (n == 0)
+        abort();                    /* every reserved byte holds an item: a bug */
+    *hv = ht_hash(seg_base(s, id) + off + n, *klen);
+    return n;
+}
+
 static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *held) {
     struct seg_meta *m = &s->segs[id];
     uint32_t now = atomic_load(&s->now);
@@ -491,12 +505,8 @@ static bool clear(struct seg_store *s, uint32_t id, bool expired, struct mtx *he
     for (uint32_t off = 0; off < m->write_off;) {
         uint8_t klen;
         uint32_t vlen;
-        uint64_t loc = loc_of(id, off);
-        size_t n = seg_hdr_span((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
-                                &klen, &vlen);
-        if (n == 0)
-            abort();                /* every reserved byte holds an item: a bug */
-        uint64_t hv = ht_hash(seg_base(s, id) + off + n, klen);
+        uint64_t loc = loc_of(id, off), hv;
+        size_t n = walk_item(s, id, off, &klen, &vlen, &hv);
         struct mtx *x = lock_of(s->locks, hv);
         if (!stripe_take(x, held)) {
             kept = true;
@@ -732,12 +742,8 @@ static bool relocate(struct seg_store *s, uint32_t id, struct mover *mv, struct 
     for (uint32_t off = 0; off < m->write_off;) {
         uint8_t klen;
         uint32_t vlen;
-        uint64_t loc = loc_of(id, off);
-        size_t hl = seg_hdr_span((const uint8_t *)seg_base(s, id) + off, s->cfg.seg_size - off,
-                                 &klen, &vlen);
-        if (hl == 0)
-            abort();                /* every reserved byte holds an item: a bug */
-        uint64_t hv = ht_hash(seg_base(s, id) + off + hl, klen);
+        uint64_t loc = loc_of(id, off), hv;
+        size_t hl = walk_item(s, id, off, &klen, &vlen, &hv);
         struct mtx *x = lock_of(s->locks, hv);
         if (!stripe_take(x, held))
             return false;

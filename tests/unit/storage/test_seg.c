@@ -450,15 +450,15 @@ TEST(property_with_merges) {
  * exactly the 36 read items (3,996 bytes: they fit) and evicts the 108
  * others; the copies are unread again (a second chance, not a pass).
  */
-TEST(merge_keeps_exactly_the_items_read) {
-    merge_on = true;
-    struct seg_store *s = mk(8 * 4096, 4096);
-    merge_on = false;
-    ASSERT(s != NULL);
+/*
+ * Stores k000... (111-byte items, 36 to a 4 KiB segment) until no
+ * segment is free, then reads every fourth of the first nread.
+ */
+static void fill_then_read(int *th_failed, struct seg_store *s, int nitems, int nread) {
     static char val[100];
     memset(val, 'v', sizeof(val));
     char key[8];
-    for (int i = 0; i < 7 * 36; i++) {
+    for (int i = 0; i < nitems; i++) {
         snprintf(key, sizeof(key), "k%03d", i);
         ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
     }
@@ -466,10 +466,22 @@ TEST(merge_keeps_exactly_the_items_read) {
     seg_store_stats(s, &st);
     ASSERT_EQ(st.free, 0);
     ASSERT_EQ(st.evicted_items, 0);
-    for (int i = 0; i < 4 * 36; i += 4) {
+    for (int i = 0; i < nread; i += 4) {
         snprintf(key, sizeof(key), "k%03d", i);
         ASSERT(get_is(s, key, NULL) == false);      /* a hit: now read */
     }
+}
+
+TEST(merge_keeps_exactly_the_items_read) {
+    merge_on = true;
+    struct seg_store *s = mk(8 * 4096, 4096);
+    merge_on = false;
+    ASSERT(s != NULL);
+    fill_then_read(th_failed, s, 7 * 36, 4 * 36);
+    static char val[100];
+    memset(val, 'v', sizeof(val));
+    char key[8];
+    struct seg_stats st;
     ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.merges, 1);
@@ -513,21 +525,11 @@ TEST(s3fifo_moves_the_items_read_and_remembers_the_rest) {
     struct seg_store *s = mk(10 * 4096, 4096);
     s3_on = false;
     ASSERT(s != NULL);
+    fill_then_read(th_failed, s, 8 * 36, 36);
     static char val[100];
     memset(val, 'v', sizeof(val));
     char key[8];
-    for (int i = 0; i < 8 * 36; i++) {
-        snprintf(key, sizeof(key), "k%03d", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
-    }
     struct seg_stats st;
-    seg_store_stats(s, &st);
-    ASSERT_EQ(st.free, 0);
-    ASSERT_EQ(st.evicted_items, 0);
-    for (int i = 0; i < 36; i += 4) {
-        snprintf(key, sizeof(key), "k%03d", i);
-        ASSERT(get_is(s, key, NULL) == false);      /* a hit: now read */
-    }
     ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.promoted, 9);
