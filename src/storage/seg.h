@@ -136,8 +136,13 @@ enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nk
 enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
                                 uint32_t exptime);
 
+/* The store's key stripes, its next cas (taken), its clock (for seg_api.c). */
+struct lock_stripes *seg_store_locks(struct seg_store *s);
+uint64_t seg_store_cas_next(struct seg_store *s);
+uint32_t seg_store_clock(struct seg_store *s);
+
 /*
- * ---- The engine's interface: the calls above are built on these ----
+ * ---- The engine's interface: the calls above are built on these (seg_api.c) ----
  *
  * Each *_locked call needs the key's stripe (lock_of(locks, hv)) held.
  * An item is found where it lies (struct seg_at: valid while the stripe
