@@ -206,8 +206,12 @@ def test_connections_count_listeners_and_udp_sockets():
 def test_expired_items_are_reaped_in_the_background():
     # Case 6: an item added already expired and one with a 1 s TTL leave on
     # their own, counted as reclaimed and expired_unfetched; a get of one
-    # afterwards is a plain miss, not an expired get.
-    names = ["curr_items", "reclaimed", "expired_unfetched", "get_expired", "get_misses"]
+    # afterwards is a plain miss, not an expired get.  Which background pass
+    # takes an item -- the LRU maintainer (reclaimed) or the crawler
+    # (crawler_reclaimed) -- is a race in memcached as here (memcached was
+    # seen with reclaimed 1 as well as 2 after this very sequence), so their
+    # sum is what is compared.
+    names = ["curr_items", "reaped", "expired_unfetched", "get_expired", "get_misses"]
     seen = []
     for binary in (CELLARD, MEMCACHED):
         with Server(binary) as srv, srv.conn() as c:
@@ -217,9 +221,10 @@ def test_expired_items_are_reaped_in_the_background():
                      what="%s to reap both expired items" % binary)
             c.expect(b"get e1\r\n", b"END\r\n")
             st = c.stats()
+            st["reaped"] = str(int(st["reclaimed"]) + int(st["crawler_reclaimed"]))
             seen.append({n: st[n] for n in names})
     assert seen[0] == seen[1], "under test %s, memcached %s" % tuple(seen)
-    assert seen[1]["reclaimed"] == "2" and seen[1]["get_expired"] == "0", seen[1]
+    assert seen[1]["reaped"] == "2" and seen[1]["get_expired"] == "0", seen[1]
 
 
 def test_stats_settings_names_as_memcached():
