@@ -53,12 +53,12 @@ $(B)/obj/%.o: src/%.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(libs_net) $(LDLIBS)
 
 # cellar-router: the network core below, libcellar's routes behind.
 ROUTER_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/router/*.c))
 $(B)/cellar-router: $(ROUTER_OBJ) $(CLIENT_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(libs_client) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(libs_client) $(libs_net) $(LDLIBS)
 
 # cellar-squeal: libpq in, libcellar out.  Only its objects see libpq's headers.
 SQUEAL_A   := $(B)/libsqueal.a
@@ -199,8 +199,11 @@ deps_client   := $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_net      := $(NET_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_squeal   := $(SQUEAL_A)
-# System libraries a layer's archive needs (the client's JSON configuration).
+# System libraries a layer's archive needs (the client's JSON configuration; the
+# network core's io_uring back end).
 libs_client   := -ljansson
+libs_net      := -luring
+libs_server   := $(libs_net)
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 unit-bins: $(UNIT_BINS)
@@ -220,9 +223,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(PROTOCOL_A) $(CORE_A)
 run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
 
-# Packages the build (libjansson-dev: libcellar's JSON configuration) and the tests
-# need, from Debian.
-TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev \
+# Packages the build (libjansson-dev: libcellar's JSON configuration; liburing-dev: the
+# network core's io_uring back end) and the tests need, from Debian.
+TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev liburing-dev \
              python3-pytest python3-pytest-timeout postgresql-15 libpq-dev
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

@@ -165,19 +165,27 @@ int out_flush(struct out *o, int fd, size_t *written) {
             return -1;
         }
         *written += (size_t)n;
-        o->bytes -= (size_t)n;
-        while (n > 0) {
-            struct iovec *v = &o->iov[o->sent];
-            if ((size_t)n >= v->iov_len) {
-                n -= (ssize_t)v->iov_len;
-                o->sent++;
-            } else {
-                v->iov_base = (char *)v->iov_base + n;
-                v->iov_len -= (size_t)n;
-                n = 0;
-            }
-        }
+        out_consume(o, (size_t)n);
+        if (o->bytes == 0)
+            return 1;
     }
     out_reset(o);
     return 1;
+}
+
+void out_consume(struct out *o, size_t n) {
+    o->bytes -= n;
+    while (n > 0) {
+        struct iovec *v = &o->iov[o->sent];
+        if (n >= v->iov_len) {
+            n -= v->iov_len;
+            o->sent++;
+        } else {
+            v->iov_base = (char *)v->iov_base + n;
+            v->iov_len -= n;
+            n = 0;
+        }
+    }
+    if (o->bytes == 0)
+        out_reset(o);
 }

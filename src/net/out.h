@@ -145,6 +145,12 @@ bool out_hold(struct out *o, void *ref);
  */
 int out_flush(struct out *o, int fd, size_t *written);
 
+/*
+ * Takes the first n pending bytes as written (a send that completed
+ * elsewhere: io_uring); once nothing is pending, resets.
+ */
+void out_consume(struct out *o, size_t n);
+
 /* Forgets all pending bytes and releases what it holds. */
 void out_reset(struct out *o);
 

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/sys.h"
+#include "net/uring.h"
 
 #define RBUF_INIT NET_RBUF_SIZE
 #define RBUF_MAX (64u << 20)    /* a get line with very many keys may grow this far */
@@ -74,7 +75,7 @@ static void rbuf_pool_put(struct net_worker *w, char *b) {
 }
 
 /* Gives an empty read buffer back (a grown one is freed). */
-static void rbuf_release(struct net_conn *c) {
+void net_rbuf_release(struct net_conn *c) {
     if (c->rbuf == NULL || c->rstart != c->rend)
         return;
     if (c->rsize == RBUF_INIT)
@@ -116,6 +117,23 @@ static bool rbuf_make_room(struct net_conn *c) {
     return true;
 }
 
+bool net_rbuf_room(struct net_conn *c, size_t n) {
+    if (c->rbuf != NULL && c->rsize - c->rend >= n)
+        return true;
+    if (!rbuf_make_room(c))
+        return false;
+    while (c->rsize - c->rend < n) {
+        if (c->rsize >= RBUF_MAX)
+            return false;
+        char *b = realloc(c->rbuf, c->rsize * 2);
+        if (b == NULL)
+            return false;
+        c->rbuf = b;
+        c->rsize *= 2;
+    }
+    return true;
+}
+
 struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
                                const struct sockaddr_storage *peer, socklen_t peerlen,
                                struct net_handler *h) {
@@ -131,7 +149,8 @@ struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
         c->peerlen = peerlen;
     }
     out_init(&c->out, &w->outpool);
-    if (evloop_add(w->loop, c->fd, EV_READ, &c->h) < 0) {
+    c->ring = w->ring != NULL && h == NULL;
+    if (!c->ring && evloop_add(w->loop, c->fd, EV_READ, &c->h) < 0) {
         free(c);
         return NULL;
     }
@@ -142,10 +161,12 @@ struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
     w->conns = c;
     pthread_mutex_unlock(&w->conns_lock);
     atomic_fetch_add(&w->srv->conn_structs, 1);
+    if (c->ring)
+        net_uring_open(c);
     return c;
 }
 
-void net_conn_free(struct net_conn *c) {
+void net_conn_unlink(struct net_conn *c) {
     struct net_worker *w = c->w;
     pthread_mutex_lock(&w->conns_lock);
     if (c->prev)
@@ -154,7 +175,17 @@ void net_conn_free(struct net_conn *c) {
         w->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    c->prev = c->next = NULL;
     pthread_mutex_unlock(&w->conns_lock);
+}
+
+void net_conn_free(struct net_conn *c) {
+    net_conn_unlink(c);
+    net_conn_destroy(c);
+}
+
+void net_conn_destroy(struct net_conn *c) {
+    struct net_worker *w = c->w;
     w->srv->ops->release(c);
     out_deinit(&c->out);
     if (c->rbuf != NULL)
@@ -167,8 +198,6 @@ void net_conn_close(struct net_conn *c) {
     struct net_worker *w = c->w;
     if (w->srv->ops->closing != NULL)
         w->srv->ops->closing(c);
-    evloop_del(w->loop, c->fd);
-    close(c->fd);
     atomic_fetch_sub(&w->srv->curr_conns, 1);
     /* Unlink from the ready list if it is there. */
     if (c->yielded) {
@@ -177,7 +206,14 @@ void net_conn_close(struct net_conn *c) {
             pp = &(*pp)->ready_next;
         if (*pp)
             *pp = c->ready_next;
+        c->yielded = false;
     }
+    if (c->ring) {
+        net_uring_close(c);
+        return;
+    }
+    evloop_del(w->loop, c->fd);
+    close(c->fd);
     net_conn_free(c);
 }
 
@@ -197,11 +233,17 @@ void net_conn_pause(struct net_conn *c, bool pause) {
     if (c->paused == pause)
         return;
     c->paused = pause;
-    if (!c->want_write)
+    if (c->ring) {
+        if (!pause)
+            net_uring_want_input(c);
+    } else if (!c->want_write) {
         conn_interest(c);
+    }
 }
 
 bool net_conn_flush(struct net_conn *c) {
+    if (c->ring)
+        return net_uring_flush(c);
     size_t n = 0;
     int r = out_flush(&c->out, c->fd, &n);
     NET_STAT_ADD(c->w->st->bytes_written, n);
@@ -218,6 +260,14 @@ bool net_conn_flush(struct net_conn *c) {
         return false;
     }
     conn_want(c, false);
+    return true;
+}
+
+bool net_conn_flush_wait(struct net_conn *c) {
+    if (!net_conn_flush(c))
+        return false;
+    if (!out_empty(&c->out))
+        c->want_write = true;
     return true;
 }
 
@@ -256,7 +306,7 @@ static void conn_on_readable(struct net_conn *c) {
     }
     NET_STAT_ADD(c->w->st->bytes_read, (uint64_t)r);
     if (ops->process(c))
-        rbuf_release(c);
+        net_rbuf_release(c);
 }
 
 /* A stream connection's event: output drained, or input to read. */
@@ -275,7 +325,7 @@ static void conn_event(struct net_handler *h, int events) {
             return;
         /* Drained: go on with what was parsed while we waited. */
         if (c->w->srv->ops->process(c))
-            rbuf_release(c);
+            net_rbuf_release(c);
         return;
     }
     conn_on_readable(c);
@@ -308,7 +358,7 @@ void net_worker_close_idle(struct net_worker *w, uint32_t now, uint32_t limit) {
     for (; c != NULL; c = next) {
         next = c->next;
         uint32_t last = atomic_load_explicit(&c->last_active, memory_order_relaxed);
-        if (c->h.on_event != conn_event || c->want_write || c->yielded ||
+        if (c->h.on_event != conn_event || c->want_write || c->yielded || !out_empty(&c->out) ||
             atomic_load_explicit(&c->state, memory_order_relaxed) != NET_CONN_IDLE ||
             now - last <= limit)
             continue;
@@ -322,31 +372,55 @@ int net_worker_watch(struct net_worker *w, int fd, int events, struct net_handle
     return evloop_add(w->loop, fd, events, h);
 }
 
+/* Runs the handlers of what epoll reports within timeout_ms. */
+static void epoll_round(struct net_worker *w, int timeout_ms) {
+    struct ev_fired ev[256];
+    int n = evloop_wait(w->loop, ev, 256, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        struct net_handler *h = ev[i].ptr != NULL ? ev[i].ptr : &w->wake;
+        h->on_event(h, ev[i].events);
+    }
+}
+
+void net_worker_epoll_round(struct net_worker *w) {
+    epoll_round(w, 0);
+}
+
+void net_worker_after_round(struct net_worker *w) {
+    const struct net_conn_ops *ops = w->srv->ops;
+    if (w->tick != NULL)
+        w->tick(w);
+    /* Resume connections that yielded; they go to the back of the line. */
+    struct net_conn *r = w->ready;
+    w->ready = NULL;
+    while (r != NULL) {
+        struct net_conn *next = r->ready_next;
+        r->yielded = false;
+        if (!r->want_write) {
+            if (!ops->process(r)) {
+                r = next;
+                continue;
+            }
+            net_rbuf_release(r);
+        }
+        if (r->ring)
+            net_uring_want_input(r);
+        r = next;
+    }
+}
+
 static void *worker_main(void *arg) {
     struct net_worker *w = arg;
-    const struct net_conn_ops *ops = w->srv->ops;
-    struct ev_fired ev[256];
+    bool ring = w->srv->io == NET_IO_URING && net_uring_init(w) == 0;
     if (w->started != NULL)
         w->started(w);
+    if (ring) {
+        net_uring_run(w);
+        return NULL;
+    }
     while (!atomic_load(&w->srv->stop)) {
-        int n = evloop_wait(w->loop, ev, 256,
-                            w->ready ? 0 : w->wait_ms != NULL ? w->wait_ms(w) : 1000);
-        for (int i = 0; i < n; i++) {
-            struct net_handler *h = ev[i].ptr != NULL ? ev[i].ptr : &w->wake;
-            h->on_event(h, ev[i].events);
-        }
-        if (w->tick != NULL)
-            w->tick(w);
-        /* Resume connections that yielded; they go to the back of the line. */
-        struct net_conn *r = w->ready;
-        w->ready = NULL;
-        while (r != NULL) {
-            struct net_conn *next = r->ready_next;
-            r->yielded = false;
-            if (!r->want_write && ops->process(r))
-                rbuf_release(r);
-            r = next;
-        }
+        epoll_round(w, w->ready ? 0 : w->wait_ms != NULL ? w->wait_ms(w) : 1000);
+        net_worker_after_round(w);
     }
     return NULL;
 }
@@ -416,6 +490,7 @@ void net_workers_stop(struct net_server *s) {
 }
 
 void net_worker_deinit(struct net_worker *w) {
+    net_uring_deinit(w);
     evloop_destroy(&w->loop);
     while (w->nrbuf_free > 0)
         free(w->rbuf_free[--w->nrbuf_free]);

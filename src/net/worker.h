@@ -31,6 +31,13 @@
  * Everything an event loop reports is a struct net_handler: a connection
  * (net's stream handling, or the application's own for a datagram socket)
  * or any descriptor the application watches (net_worker_watch()).
+ *
+ * Two back ends drive stream connections (net_server.io): epoll, where a
+ * readable socket is read() and replies are writev()n at once, and
+ * io_uring (net/uring.c), where receives and sends are submitted to the
+ * kernel and their completions reaped, for all connections of a worker
+ * with one system call per loop turn.  The application sees the same
+ * calls either way; descriptors it watches stay on epoll.
  */
 #ifndef CELLAR_NET_WORKER_H
 #define CELLAR_NET_WORKER_H
@@ -76,7 +83,11 @@ struct net_conn {
                                        application last looked (it keeps pointers into them) */
     bool read_direct;               /* ask ops->read_direct before reading into rbuf */
     bool paused;                    /* not read from (net_conn_pause()) */
+    /* io_uring back end (net/uring.c): what the kernel has of this connection */
+    bool ring;                      /* driven by the worker's ring, not epoll */
+    uint8_t ring_flags;             /* NET_RING_* */
     struct net_conn *ready_next;
+    struct net_conn *send_next;     /* the ring's queue of connections with output */
     int listen_fd;
     struct sockaddr_storage peer;
     socklen_t peerlen;
@@ -130,12 +141,17 @@ struct net_counters {
 #define NET_STAT_GET(var) atomic_load_explicit(&(var), memory_order_relaxed)
 
 struct net_pending;
+struct net_uring;
+
+/* How a server's workers drive their stream connections. */
+enum net_io { NET_IO_EPOLL, NET_IO_URING };
 
 struct net_worker {
     struct net_server *srv;
     int id;
     pthread_t thread;
     struct evloop *loop;
+    struct net_uring *ring;         /* the io_uring back end's, on its thread; NULL: epoll */
     struct net_handler wake;        /* the loop's wake-ups: new descriptors to take */
     pthread_mutex_t queue_lock;     /* new fds handed over by the acceptor */
     struct net_pending *queue;
@@ -161,6 +177,7 @@ struct net_server {
     struct net_worker **workers;
     int nworkers;
     int next_worker;                /* the acceptor's round robin */
+    enum net_io io;                 /* set before net_workers_start() */
     atomic_bool stop;
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
 };
@@ -194,8 +211,19 @@ void net_conn_close(struct net_conn *c);
 /* Frees c without the close's bookkeeping (a datagram socket at shutdown). */
 void net_conn_free(struct net_conn *c);
 
-/* Writes pending output.  Returns false if the connection was closed. */
+/*
+ * Sends pending output: at once (epoll), or with the worker's other sends
+ * at the end of its loop turn (io_uring).  Returns false if the
+ * connection was closed.
+ */
 bool net_conn_flush(struct net_conn *c);
+/*
+ * net_conn_flush(), and while any of c's output has not left, c is
+ * blocked (want_write): process() is called again once it all has.  For
+ * an application that must not go on until its words are out (a watcher
+ * that writes to the socket itself next).
+ */
+bool net_conn_flush_wait(struct net_conn *c);
 /* Puts c on its worker's ready list, to go on after the others have had a turn. */
 void net_conn_yield(struct net_conn *c);
 /*
@@ -207,6 +235,21 @@ void net_conn_pause(struct net_conn *c, bool pause);
 
 /* Watches fd for events on w's loop (w's thread).  0 or -1. */
 int net_worker_watch(struct net_worker *w, int fd, int events, struct net_handler *h);
+
+/*
+ * Can this process use io_uring as the network core needs it (the kernel
+ * and its sandbox allow the ring, provided buffers and the operations)?
+ * If not, why gets one line saying why.
+ */
+bool net_uring_usable(char *why, size_t n);
+
+/*
+ * The back end for mode "auto", "uring" or "epoll" (anything else is
+ * taken as auto): io_uring where it is usable, unless epoll is asked for.
+ * Returns 0, or -1 when uring was asked for and cannot be had.  why gets
+ * the reason when io_uring is not used for any reason but the asking.
+ */
+int net_io_pick(const char *mode, enum net_io *io, char *why, size_t n);
 
 /*
  * Closes the connections of w that have waited longer than limit seconds

@@ -42,6 +42,8 @@ static void usage(FILE *f) {
             "  -c, --conn-limit=N      client connections at most (default 1024)\n"
             "  -b, --listen-backlog=N  (default 1024)\n"
             "  -t, --threads=N         workers (default 4)\n"
+            "  -o io=MODE, --io=MODE   network core: uring (io_uring), epoll, or auto\n"
+            "                          (default: io_uring where the kernel allows it)\n"
             "  -P, --pidfile=FILE\n"
             "  --metrics=HOST:PORT     answer GET /metrics (Prometheus text) over HTTP there\n"
             "                          (\":PORT\" for every address; default: off)\n"
@@ -102,6 +104,7 @@ int main(int argc, char **argv) {
         {"conn-limit", required_argument, NULL, 'c'},
         {"listen-backlog", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
+        {"io", required_argument, NULL, 'I'},
         {"pidfile", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M'},
         {"async-dir", required_argument, NULL, 'D'},
@@ -112,11 +115,11 @@ int main(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
-               *pidfile = NULL, *async_dir = NULL;
+               *pidfile = NULL, *async_dir = NULL, *io = "auto";
     unsigned long long async_max = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:P:vVh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:o:P:vVh", longopts, NULL)) != -1) {
         char *end = NULL;
         bool numeric = optarg != NULL && strchr("pacbt", ch) != NULL;
         long v = numeric ? strtol(optarg, &end, ch == 'a' ? 8 : 10) : 0;
@@ -131,6 +134,11 @@ int main(int argc, char **argv) {
         case 'b': backlog = (int)v; bad = bad || v <= 0; break;
         case 't': threads = (int)v; bad = bad || v <= 0 || v > 256; break;
         case 'P': pidfile = optarg; break;
+        case 'o':
+        case 'I':
+            io = ch == 'I' ? optarg : strncmp(optarg, "io=", 3) == 0 ? optarg + 3 : "";
+            bad = strcmp(io, "auto") != 0 && strcmp(io, "uring") != 0 && strcmp(io, "epoll") != 0;
+            break;
         case 'M': metrics = optarg; break;
         case 'D': async_dir = optarg; break;
         case 'X':
@@ -146,6 +154,8 @@ int main(int argc, char **argv) {
             if (ch == 'X')
                 fprintf(stderr, "cellar-router: bad value for --async-max-bytes (1024 or "
                                 "more): %s\n", optarg);
+            else if (ch == 'I')
+                fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
             else
                 fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
             return 64;
@@ -209,6 +219,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     rt.net.nworkers = threads;
+    char why[160];
+    if (net_io_pick(io, &rt.net.io, why, sizeof(why)) < 0) {
+        fprintf(stderr, "cellar-router: --io=uring: %s\n", why);
+        return 1;
+    }
+    if (why[0] != '\0')
+        fprintf(stderr, "cellar-router: io_uring unavailable (%s); using epoll\n", why);
     for (int i = 0; i < threads; i++) {
         rt.net.workers[i] = &rt.workers[i].net;
         if (router_worker_init(&rt, &rt.workers[i], i) < 0) {

@@ -233,6 +233,16 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    /* -o io: io_uring where it works (auto says so when it falls back), else epoll. */
+    char why[160];
+    if (net_io_pick(cfg.io, &srv.net.io, why, sizeof(why)) < 0) {
+        fprintf(stderr, "cellard: -o io=uring: %s\n", why);
+        return 1;
+    }
+    if (why[0] != '\0')
+        fprintf(stderr, "cellard: io_uring unavailable (%s); using epoll\n", why);
+    cfg.io = srv.net.io == NET_IO_URING ? "uring" : "epoll";
+
     if (worker_init_all(&srv) < 0) {
         fprintf(stderr, "failed to start worker threads\n");
         return 1;

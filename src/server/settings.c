@@ -705,6 +705,18 @@ static int sub_storage(struct parse *p, const char *v) {
     return 0;
 }
 
+static int sub_io(struct parse *p, const char *v) {
+    static const char *names[] = {"auto", "uring", "epoll"};
+    for (size_t i = 0; v != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcmp(v, names[i]) == 0) {
+            p->s->io = names[i];
+            return 0;
+        }
+    }
+    fprintf(p->err, "cellard: -o io is auto, uring or epoll, not \"%s\"\n", v ? v : "");
+    return 1;
+}
+
 static int sub_evict_policy(struct parse *p, const char *v) {
     if (need(p, v, "Missing evict_policy argument"))
         return 1;
@@ -960,6 +972,8 @@ static const struct subopt sub_table[] = {
     {"storage", "(cellar) slab (memcached's layout) or seg (items packed in\n"
      "segments, evicted a segment at a time: evict=fifo, merge or s3fifo)",
      F_NONE, 0, sub_storage, 0},
+    {"io", "(cellar) network core: uring (io_uring), epoll, or auto (io_uring\n"
+     "where the kernel allows it, else epoll)", F_NONE, 0, sub_io, 0},
     {"evict_policy", "(cellar) eviction policy of every slab class (default: %s)",
      F_STR, FIELD(evict_policy), sub_evict_policy, 0},
     {"evict", "(cellar) the same as evict_policy", F_STR, FIELD(evict_policy),
@@ -1097,6 +1111,7 @@ void settings_init(struct settings *s) {
     s->slab_chunk_size_max = SETTINGS_SLAB_PAGE_SIZE / 2;
     s->use_cas = true;
     s->evict_policy = default_policy;
+    s->io = "auto";
     s->hash_expand = true;
     s->hash_algorithm = SETTINGS_HASH_MURMUR3;
     s->slab_reassign = true;

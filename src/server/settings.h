@@ -111,6 +111,8 @@ struct settings {
     const char *evict_policy;   /* -o evict_policy (cellar; "slru", or "lru" when
                                    lru_segmented is turned off) */
     bool storage_seg;           /* -o storage=seg (cellar): the segment back end */
+    const char *io;             /* -o io (cellar): "auto", "uring" or "epoll" (a literal);
+                                   main() puts the one in use here */
     bool delete_hold;           /* -o delete_hold (cellar): "delete <key> <seconds>"
                                    refuses add of the key for that long */
 

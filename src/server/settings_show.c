@@ -179,8 +179,9 @@ static const struct stat_row stat_table[] = {
     LIT("ssl_min_version", 21),
     {"num_napi_ids", F_NAPI, FIELD(num_napi_ids)},
     {"memory_file", F_STR_PNULL, FIELD(memory_file)},
-    {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's two extras */
+    {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's three extras */
     {"delete_hold", F_YESNO, FIELD(delete_hold)},
+    {"io", F_STR, FIELD(io)},
 };
 
 void settings_each_stat(const struct settings *s,

@@ -299,7 +299,8 @@ __attribute__((cold)) static bool conn_watch(struct conn *c) {
     if (c->watcher != NULL)
         return true;
     if (!out_empty(&c->net.out)) {
-        if (!conn_flush(c))
+        /* the watcher writes to the socket itself: what came before goes first */
+        if (!net_conn_flush_wait(&c->net))
             return false;
         if (c->net.want_write)
             return true;

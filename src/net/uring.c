@@ -1,0 +1,542 @@
+/*
+ * uring.c -- the io_uring back end of the network core.
+ *
+ * At one request in flight per connection, epoll costs two system calls
+ * a request (a read and a write), each dearer than the cache work it
+ * frames.  Here a worker hands the kernel its receives and sends and
+ * reaps what they did, for all its connections at once:
+ *
+ *   loop turn:  submit queued sends + receives, wait    (one io_uring_enter)
+ *               for each completion:
+ *                 receive --> ops->process(c) --> output? queue c's send
+ *                             (in place, in the ring's buffer)
+ *                 send    --> rest of the output? queue it again;
+ *                             blocked application? process(c) again
+ *               tick, ready list (as epoll)
+ *
+ * Receives take their buffer from a ring of provided buffers when data
+ * arrives (IOSQE_BUFFER_SELECT), so an idle connection holds no buffer,
+ * as on epoll.  A connection's input is parsed where the kernel put it;
+ * only a request cut at the buffer's end is copied, into the connection's
+ * own rbuf (worker.c's pool), and the buffer goes back at once.
+ *
+ * Order and back-pressure are epoll's: a connection has at most one send
+ * in the kernel, and output made meanwhile waits behind it.  Output that
+ * waits behind a send still in the kernel at the next turn (the socket
+ * was full), or more than OUT_WAIT bytes of it, blocks the connection
+ * (want_write): it is not read from or run until its sends drain, then
+ * process() resumes it.  Paused connections get no new receive.
+ *
+ * Descriptors the application watches (UDP sockets, a library's loop),
+ * and the acceptor's wake-ups, stay on the worker's epoll set; the ring
+ * polls that set's descriptor and runs its handlers when it is readable.
+ *
+ * A closed connection's receive and send are cancelled; the struct (and
+ * the output a send points into) is freed when both have come back.
+ */
+#include "net/uring.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define RING_ENTRIES 1024
+#define RING_CQ_ENTRIES 16384
+/*
+ * Provided receive buffers per worker (a power of 2), each as large as
+ * epoll's read buffer, so a receive takes what one read() would (and
+ * -R's budget runs out where it does on epoll and in memcached).  Only
+ * the pages data lands in are touched: 128 KB of RSS a worker at small
+ * requests, 2 MB at most.
+ */
+#define BUF_COUNT 128
+#define BUF_SIZE NET_RBUF_SIZE
+#define BUF_GROUP 0
+#define OUT_WAIT (256u << 10)   /* output waiting behind a send that blocks the application */
+#define MSGS RING_ENTRIES
+
+/* What a completion is for: the low bits of its user_data (pointers are 8-aligned). */
+enum { OP_RECV = 1, OP_SEND = 2, OP_POLL = 3, OP_CANCEL = 4, OP_MASK = 7 };
+
+struct net_uring {
+    struct io_uring ring;
+    struct io_uring_buf_ring *br;
+    char *bufs;                 /* BUF_COUNT buffers of BUF_SIZE */
+    struct net_conn *sendq;     /* connections whose output goes at the end of the turn */
+    struct msghdr msgs[MSGS];   /* for the sendmsg()s not yet submitted */
+    int nmsg;
+    unsigned inflight;          /* operations the kernel has */
+    bool polling;               /* the epoll set's descriptor is being polled */
+};
+
+static bool ring_setup(struct io_uring *ring) {
+    struct io_uring_params p;
+    /* Completions run when the worker asks for them, not by interrupting it. */
+    unsigned flags[] = {
+        IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE,
+        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_CQSIZE,
+    };
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+        memset(&p, 0, sizeof(p));
+        p.flags = flags[i];
+        p.cq_entries = RING_CQ_ENTRIES;
+        if (io_uring_queue_init_params(RING_ENTRIES, ring, &p) == 0) {
+            /* sendmsg()'s header and iovecs must be read at submission
+               (they are reused), and completions must never be dropped */
+            unsigned need = IORING_FEAT_SUBMIT_STABLE | IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG |
+                            IORING_FEAT_FAST_POLL;
+            if ((p.features & need) == need)
+                return true;
+            io_uring_queue_exit(ring);
+            return false;
+        }
+    }
+    return false;
+}
+
+/* Registers the ring of provided receive buffers. */
+static bool bufs_setup(struct net_uring *u) {
+    size_t rsize = BUF_COUNT * sizeof(struct io_uring_buf);
+    void *br = mmap(NULL, rsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (br == MAP_FAILED)
+        return false;
+    u->br = br;
+    u->bufs = malloc((size_t)BUF_COUNT * BUF_SIZE);
+    if (u->bufs == NULL)
+        return false;
+    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = BUF_COUNT,
+                                   .bgid = BUF_GROUP};
+    if (io_uring_register_buf_ring(&u->ring, &reg, 0) != 0)
+        return false;
+    io_uring_buf_ring_init(u->br);
+    for (unsigned i = 0; i < BUF_COUNT; i++)
+        io_uring_buf_ring_add(u->br, u->bufs + (size_t)i * BUF_SIZE, BUF_SIZE, (unsigned short)i,
+                              io_uring_buf_ring_mask(BUF_COUNT), (int)i);
+    io_uring_buf_ring_advance(u->br, BUF_COUNT);
+    return true;
+}
+
+static void uring_free(struct net_uring *u, bool ring_up) {
+    if (ring_up)
+        io_uring_queue_exit(&u->ring);
+    if (u->br != NULL)
+        munmap(u->br, BUF_COUNT * sizeof(struct io_uring_buf));
+    free(u->bufs);
+    free(u);
+}
+
+int net_uring_init(struct net_worker *w) {
+    struct net_uring *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return -1;
+    if (!ring_setup(&u->ring)) {
+        uring_free(u, false);
+        return -1;
+    }
+    if (!bufs_setup(u)) {
+        uring_free(u, true);
+        return -1;
+    }
+    w->ring = u;
+    return 0;
+}
+
+void net_uring_deinit(struct net_worker *w) {
+    if (w->ring == NULL)
+        return;
+    uring_free(w->ring, true);
+    w->ring = NULL;
+}
+
+bool net_uring_usable(char *why, size_t n) {
+    struct net_uring *u = calloc(1, sizeof(*u));
+    if (u == NULL) {
+        snprintf(why, n, "out of memory");
+        return false;
+    }
+    if (!ring_setup(&u->ring)) {
+        snprintf(why, n, "io_uring_setup failed or lacks features (kernel >= 6.0 needed): %s",
+                 strerror(errno));
+        uring_free(u, false);
+        return false;
+    }
+    bool ok = bufs_setup(u);
+    if (!ok)
+        snprintf(why, n, "provided buffer rings are not available");
+    uring_free(u, true);
+    return ok;
+}
+
+int net_io_pick(const char *mode, enum net_io *io, char *why, size_t n) {
+    why[0] = '\0';
+    *io = NET_IO_EPOLL;
+    if (strcmp(mode, "epoll") == 0)
+        return 0;
+    if (net_uring_usable(why, n)) {
+        *io = NET_IO_URING;
+        return 0;
+    }
+    return strcmp(mode, "uring") == 0 ? -1 : 0;
+}
+
+/* A submission slot, submitting what is queued if the ring is full. */
+static struct io_uring_sqe *sqe_get(struct net_uring *u) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+    if (sqe == NULL) {
+        io_uring_submit(&u->ring);
+        u->nmsg = 0;
+        sqe = io_uring_get_sqe(&u->ring);
+    }
+    return sqe;
+}
+
+static char *buf_at(struct net_uring *u, unsigned bid) {
+    return u->bufs + (size_t)bid * BUF_SIZE;
+}
+
+/* Gives a receive buffer back to the kernel. */
+static void buf_put(struct net_uring *u, const char *b) {
+    unsigned bid = (unsigned)((b - u->bufs) / BUF_SIZE);
+    io_uring_buf_ring_add(u->br, (void *)b, BUF_SIZE, (unsigned short)bid,
+                          io_uring_buf_ring_mask(BUF_COUNT), 0);
+    io_uring_buf_ring_advance(u->br, 1);
+}
+
+/* Frees a closed connection once the kernel holds nothing of it. */
+static void reap(struct net_conn *c) {
+    if ((c->ring_flags & (NET_RING_RECV | NET_RING_SEND | NET_RING_QUEUED)) == 0)
+        net_conn_destroy(c);
+}
+
+/* Keeps a receive in the kernel for c while it may read. */
+void net_uring_want_input(struct net_conn *c) {
+    if (c->paused || c->want_write ||
+        (c->ring_flags & (NET_RING_RECV | NET_RING_DEAD | NET_RING_STARVED)) != 0)
+        return;
+    struct net_uring *u = c->w->ring;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_recv(sqe, c->fd, NULL, BUF_SIZE, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = BUF_GROUP;
+    io_uring_sqe_set_data64(sqe, (uintptr_t)c | OP_RECV);
+    c->ring_flags |= NET_RING_RECV;
+    u->inflight++;
+}
+
+void net_uring_open(struct net_conn *c) {
+    net_uring_want_input(c);
+}
+
+static void queue_send(struct net_conn *c) {
+    if (c->ring_flags & NET_RING_QUEUED)
+        return;
+    struct net_uring *u = c->w->ring;
+    c->ring_flags |= NET_RING_QUEUED;
+    c->send_next = u->sendq;
+    u->sendq = c;
+}
+
+bool net_uring_flush(struct net_conn *c) {
+    if (out_empty(&c->out)) {
+        if (c->close_after_write) {
+            net_conn_close(c);
+            return false;
+        }
+        return true;
+    }
+    /*
+     * Output behind a send the kernel still has waits; the application
+     * stops making more for c when there is a lot of it, or when that
+     * send has outlived a turn (the socket is full).
+     */
+    if (c->ring_flags & NET_RING_SEND)
+        c->want_write = true;
+    else if (c->out.bytes > OUT_WAIT && (c->ring_flags & NET_RING_QUEUED))
+        c->want_write = true;
+    queue_send(c);
+    return true;
+}
+
+void net_uring_close(struct net_conn *c) {
+    struct net_uring *u = c->w->ring;
+    if (c->ring_flags & NET_RING_LENT) {
+        buf_put(u, c->rbuf);
+        c->ring_flags &= ~NET_RING_LENT;
+        c->rbuf = NULL;
+        c->rsize = c->rstart = c->rend = 0;
+    }
+    net_conn_unlink(c);
+    c->ring_flags |= NET_RING_DEAD;
+    for (uintptr_t op = OP_RECV; op <= OP_SEND; op++) {
+        if ((c->ring_flags & (op == OP_RECV ? NET_RING_RECV : NET_RING_SEND)) == 0)
+            continue;
+        struct io_uring_sqe *sqe = sqe_get(u);
+        if (sqe == NULL)
+            continue;       /* it comes back by itself once the descriptor is closed */
+        io_uring_prep_cancel64(sqe, (uintptr_t)c | op, 0);
+        io_uring_sqe_set_data64(sqe, OP_CANCEL);
+        u->inflight++;
+    }
+    close(c->fd);
+    reap(c);
+}
+
+/* Sends what each queued connection has, one send in the kernel per connection. */
+static void submit_sends(struct net_uring *u) {
+    struct net_conn *c = u->sendq;
+    u->sendq = NULL;
+    while (c != NULL) {
+        struct net_conn *next = c->send_next;
+        c->ring_flags &= ~NET_RING_QUEUED;
+        if (c->ring_flags & NET_RING_DEAD) {
+            reap(c);
+        } else if ((c->ring_flags & NET_RING_SEND) == 0 && !out_empty(&c->out)) {
+            struct io_uring_sqe *sqe = sqe_get(u);
+            if (sqe == NULL) {
+                queue_send(c);      /* cannot happen after a submit; keep it for next turn */
+                c = next;
+                continue;
+            }
+            struct out *o = &c->out;
+            int cnt = o->niov - o->sent;
+            if (cnt > IOV_MAX)
+                cnt = IOV_MAX;
+            struct iovec *first = &o->iov[o->sent];
+            if (cnt == 1) {
+                io_uring_prep_send(sqe, c->fd, first->iov_base, first->iov_len, MSG_NOSIGNAL);
+            } else {
+                struct msghdr *m = &u->msgs[u->nmsg++];
+                memset(m, 0, sizeof(*m));
+                m->msg_iov = first;
+                m->msg_iovlen = (size_t)cnt;
+                io_uring_prep_sendmsg(sqe, c->fd, m, MSG_NOSIGNAL);
+            }
+            io_uring_sqe_set_data64(sqe, (uintptr_t)c | OP_SEND);
+            c->ring_flags |= NET_RING_SEND;
+            u->inflight++;
+        }
+        c = next;
+    }
+}
+
+/*
+ * A receive came back.  The bytes are run where they lie when c has none
+ * waiting; else they join c's rbuf.  Either way the buffer goes back.
+ */
+static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned flags) {
+    struct net_uring *u = w->ring;
+    c->ring_flags &= ~NET_RING_RECV;
+    char *b = (flags & IORING_CQE_F_BUFFER) ? buf_at(u, flags >> IORING_CQE_BUFFER_SHIFT) : NULL;
+    if (c->ring_flags & NET_RING_DEAD) {
+        if (b != NULL)
+            buf_put(u, b);
+        reap(c);
+        return;
+    }
+    if (res <= 0 || b == NULL) {
+        if (b != NULL)
+            buf_put(u, b);
+        if (res == -ENOBUFS) {
+            /* every buffer is out: try once this turn's have come back */
+            c->ring_flags |= NET_RING_STARVED;
+            if (!c->yielded) {
+                c->yielded = true;
+                c->ready_next = w->ready;
+                w->ready = c;
+            }
+        } else if (res == -EAGAIN || res == -EINTR) {
+            net_uring_want_input(c);
+        } else {
+            c->close_normal = res == 0;
+            net_conn_close(c);
+        }
+        return;
+    }
+    NET_STAT_ADD(w->st->bytes_read, (uint64_t)res);
+    const struct net_conn_ops *ops = w->srv->ops;
+    bool run = !c->paused && !c->want_write;
+    if (c->rbuf == NULL && run) {
+        c->rbuf = b;
+        c->rsize = BUF_SIZE;
+        c->rstart = 0;
+        c->rend = (size_t)res;
+        c->rbuf_moved = true;
+        c->ring_flags |= NET_RING_LENT;
+        if (!ops->process(c))
+            return;                 /* closed: the buffer went back */
+        /* Keep what is left of a request, and give the buffer back. */
+        c->ring_flags &= ~NET_RING_LENT;
+        size_t from = c->rstart, left = c->rend - c->rstart;
+        c->rbuf = NULL;
+        c->rsize = c->rstart = c->rend = 0;
+        c->rbuf_moved = true;
+        if (left > 0) {
+            if (!net_rbuf_room(c, left)) {
+                buf_put(u, b);
+                net_conn_close(c);
+                return;
+            }
+            memcpy(c->rbuf, b + from, left);
+            c->rend = left;
+        }
+        buf_put(u, b);
+    } else {
+        if (!net_rbuf_room(c, (size_t)res)) {
+            buf_put(u, b);
+            net_conn_close(c);
+            return;
+        }
+        memcpy(c->rbuf + c->rend, b, (size_t)res);
+        c->rend += (size_t)res;
+        buf_put(u, b);
+        if (run) {
+            if (!ops->process(c))
+                return;
+            net_rbuf_release(c);
+        }
+    }
+    net_uring_want_input(c);
+}
+
+/* A send came back: the rest goes next turn; a blocked application resumes once all is out. */
+static void on_send(struct net_worker *w, struct net_conn *c, int res) {
+    c->ring_flags &= ~NET_RING_SEND;
+    if (c->ring_flags & NET_RING_DEAD) {
+        reap(c);
+        return;
+    }
+    if (res < 0) {
+        if (res == -EAGAIN || res == -EINTR) {
+            queue_send(c);
+            return;
+        }
+        net_conn_close(c);
+        return;
+    }
+    NET_STAT_ADD(w->st->bytes_written, (uint64_t)res);
+    out_consume(&c->out, (size_t)res);
+    if (!out_empty(&c->out)) {
+        queue_send(c);
+        if (c->want_write)
+            return;
+    } else if (c->close_after_write) {
+        net_conn_close(c);
+        return;
+    }
+    /* A blocked application goes on; a paused one (a proxy's) looks whether it may. */
+    if (c->want_write || c->paused) {
+        c->want_write = false;
+        if (!w->srv->ops->process(c))
+            return;
+        net_rbuf_release(c);
+    }
+    net_uring_want_input(c);
+}
+
+static void arm_poll(struct net_worker *w) {
+    struct net_uring *u = w->ring;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_poll_add(sqe, evloop_fd(w->loop), POLLIN);
+    io_uring_sqe_set_data64(sqe, OP_POLL);
+    u->polling = true;
+    u->inflight++;
+}
+
+static void on_cqe(struct net_worker *w, uint64_t data, int res, unsigned flags) {
+    struct net_uring *u = w->ring;
+    struct net_conn *c = (struct net_conn *)(uintptr_t)(data & ~(uint64_t)OP_MASK);
+    u->inflight--;
+    switch (data & OP_MASK) {
+    case OP_RECV:
+        on_recv(w, c, res, flags);
+        break;
+    case OP_SEND:
+        on_send(w, c, res);
+        break;
+    case OP_POLL:
+        u->polling = false;
+        net_worker_epoll_round(w);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Reaps every completion there is; returns how many. */
+static unsigned reap_all(struct net_worker *w) {
+    struct net_uring *u = w->ring;
+    struct {
+        uint64_t data;
+        int res;
+        unsigned flags;
+    } got[256];
+    unsigned total = 0;
+    for (;;) {
+        unsigned head, n = 0;
+        struct io_uring_cqe *cqe;
+        io_uring_for_each_cqe(&u->ring, head, cqe) {
+            got[n].data = cqe->user_data;
+            got[n].res = cqe->res;
+            got[n].flags = cqe->flags;
+            if (++n == 256)
+                break;
+        }
+        if (n == 0)
+            return total;
+        io_uring_cq_advance(&u->ring, n);
+        for (unsigned i = 0; i < n; i++)
+            on_cqe(w, got[i].data, got[i].res, got[i].flags);
+        total += n;
+    }
+}
+
+/* At the end: cancels what the kernel has and waits for it (a second at most). */
+static void drain(struct net_worker *w) {
+    struct net_uring *u = w->ring;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (sqe != NULL) {
+        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+        io_uring_sqe_set_data64(sqe, OP_CANCEL);
+        u->inflight++;
+    }
+    submit_sends(u);        /* frees the dead still queued; the live get no new sends */
+    for (int tries = 0; u->inflight > 0 && tries < 100; tries++) {
+        struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};
+        struct io_uring_cqe *cqe;
+        io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
+        reap_all(w);
+        submit_sends(u);
+    }
+}
+
+void net_uring_run(struct net_worker *w) {
+    struct net_uring *u = w->ring;
+    while (!atomic_load(&w->srv->stop)) {
+        submit_sends(u);
+        if (!u->polling)
+            arm_poll(w);
+        if (w->ready != NULL) {
+            io_uring_submit(&u->ring);
+        } else {
+            int ms = w->wait_ms != NULL ? w->wait_ms(w) : 1000;
+            struct __kernel_timespec ts = {.tv_sec = ms / 1000,
+                                           .tv_nsec = (long long)(ms % 1000) * 1000000};
+            struct io_uring_cqe *cqe;
+            io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
+        }
+        u->nmsg = 0;
+        reap_all(w);
+        net_worker_after_round(w);
+    }
+    drain(w);
+}
