@@ -259,6 +259,13 @@ integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim 
 	  CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
 
+# The whole integration suite on the epoll back end (make test runs it on the
+# default, io_uring where the kernel allows it): cellard with -o io=epoll and
+# every cellar-router with --io=epoll.
+.PHONY: io-epoll
+io-epoll:
+	$(MAKE) integration CELLARD_ARGS="-o io=epoll" CELLAR_ROUTER_ARGS="--io=epoll"
+
 # The client suites again with cellar-router in front of 4 cellard and of 4
 # memcached (tests/integration/util.py, CELLAR_ROUTE_SUT): every answer must be
 # the one the servers give directly; tests about one server's own stats are

@@ -75,8 +75,10 @@ struct net_uring {
     bool polling;               /* the epoll set's descriptor is being polled */
 };
 
-static bool ring_setup(struct io_uring *ring) {
+/* Makes the ring: 0, or a negative errno (-EOPNOTSUPP: the kernel lacks a feature). */
+static int ring_setup(struct io_uring *ring) {
     struct io_uring_params p;
+    int rc = -EINVAL;
     /* Completions run when the worker asks for them, not by interrupting it. */
     unsigned flags[] = {
         IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE,
@@ -86,18 +88,19 @@ static bool ring_setup(struct io_uring *ring) {
         memset(&p, 0, sizeof(p));
         p.flags = flags[i];
         p.cq_entries = RING_CQ_ENTRIES;
-        if (io_uring_queue_init_params(RING_ENTRIES, ring, &p) == 0) {
+        rc = io_uring_queue_init_params(RING_ENTRIES, ring, &p);
+        if (rc == 0) {
             /* sendmsg()'s header and iovecs must be read at submission
                (they are reused), and completions must never be dropped */
             unsigned need = IORING_FEAT_SUBMIT_STABLE | IORING_FEAT_NODROP | IORING_FEAT_EXT_ARG |
                             IORING_FEAT_FAST_POLL;
             if ((p.features & need) == need)
-                return true;
+                return 0;
             io_uring_queue_exit(ring);
-            return false;
+            return -EOPNOTSUPP;
         }
     }
-    return false;
+    return rc;
 }
 
 /* Registers the ring of provided receive buffers. */
@@ -135,7 +138,7 @@ int net_uring_init(struct net_worker *w) {
     struct net_uring *u = calloc(1, sizeof(*u));
     if (u == NULL)
         return -1;
-    if (!ring_setup(&u->ring)) {
+    if (ring_setup(&u->ring) != 0) {
         uring_free(u, false);
         return -1;
     }
@@ -144,6 +147,8 @@ int net_uring_init(struct net_worker *w) {
         return -1;
     }
     w->ring = u;
+    NET_STAT_ADD(w->rbufs, BUF_COUNT);
+    NET_STAT_ADD(w->rbufs_ring, BUF_COUNT);
     return 0;
 }
 
@@ -152,6 +157,8 @@ void net_uring_deinit(struct net_worker *w) {
         return;
     uring_free(w->ring, true);
     w->ring = NULL;
+    NET_STAT_ADD(w->rbufs, -BUF_COUNT);
+    NET_STAT_ADD(w->rbufs_ring, -BUF_COUNT);
 }
 
 bool net_uring_usable(char *why, size_t n) {
@@ -160,9 +167,11 @@ bool net_uring_usable(char *why, size_t n) {
         snprintf(why, n, "out of memory");
         return false;
     }
-    if (!ring_setup(&u->ring)) {
-        snprintf(why, n, "io_uring_setup failed or lacks features (kernel >= 6.0 needed): %s",
-                 strerror(errno));
+    int rc = ring_setup(&u->ring);
+    if (rc != 0) {
+        snprintf(why, n, "io_uring_setup: %s",
+                 rc == -EOPNOTSUPP ? "the kernel lacks features (6.1 or later needed)"
+                                   : strerror(-rc));
         uring_free(u, false);
         return false;
     }

@@ -162,6 +162,8 @@ struct net_worker {
     int nrbuf_free;
     _Atomic uint64_t rbufs;         /* read buffers it has, lent or idle */
     _Atomic uint64_t rbufs_idle;    /* nrbuf_free, as `stats` may read it */
+    _Atomic uint64_t rbufs_ring;    /* the ring's receive buffers (in rbufs too; idle but
+                                       for the moment each is being parsed) */
     struct out_pool outpool;        /* idle reply scratch blocks */
     struct net_counters *st;        /* where its counters are kept (the application's) */
     /* On the worker's thread: before its loop, and after each round of events. */

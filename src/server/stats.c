@@ -154,7 +154,8 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
     STAT_U("rejected_connections", atomic_load(&s->net.rejected_conns));
     STAT_U("connection_structures", atomic_load(&s->net.conn_structs) + (uint64_t)s->listeners.n);
     /* memcached's response objects are the reply scratch blocks here, its
-       read buffers the workers' read buffers (16 KB each, as memcached's) */
+       read buffers the workers' read buffers (16 KB each, as memcached's),
+       the io_uring back end's receive buffers among them */
     uint64_t ro_oom = 0, ro_count = 0, ro_bytes = 0, rb = 0, rb_idle = 0;
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
@@ -164,7 +165,7 @@ static void stats_general(struct conn *c, struct stat_sink *o) {
         ro_count += blocks > pooled ? blocks - pooled : 0;    /* read apart: may cross */
         ro_bytes += STAT_GET(w->net.outpool.bytes);
         rb += STAT_GET(w->net.rbufs);
-        rb_idle += STAT_GET(w->net.rbufs_idle);
+        rb_idle += STAT_GET(w->net.rbufs_idle) + STAT_GET(w->net.rbufs_ring);
     }
     STAT_U("response_obj_oom", ro_oom);
     STAT_U("response_obj_count", ro_count);

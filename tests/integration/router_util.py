@@ -80,7 +80,7 @@ class Router(util.Server):
         for _attempt in range(5):
             self.port = util.free_port()
             self.argv = [self.binary, "--config", self.config, "-l", util.HOST,
-                         "-p", str(self.port)] + self.extra
+                         "-p", str(self.port)] + self.extra + util.ROUTER_ARGS
             if self.metrics:
                 self.metrics_port = util.free_port()
                 self.argv += ["--metrics", "%s:%d" % (util.HOST, self.metrics_port)]

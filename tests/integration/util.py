@@ -32,6 +32,8 @@ CELLARD_ARGS = os.environ.get("CELLARD_ARGS", "").split()
 MEMCACHED = "/usr/bin/memcached"
 HOST = "127.0.0.1"
 ROUTER = os.environ.get("CELLAR_ROUTER")
+# Extra flags for every cellar-router the tests start, e.g. CELLAR_ROUTER_ARGS="--io=epoll".
+ROUTER_ARGS = os.environ.get("CELLAR_ROUTER_ARGS", "").split()
 # The server under test is cellar-router in front of CELLARD (RoutedServer).
 ROUTED = os.environ.get("CELLAR_ROUTE_SUT") == "1"
 ROUTER_BACKENDS = int(os.environ.get("CELLAR_ROUTER_BACKENDS", "4"))
@@ -90,8 +92,10 @@ class Server:
             return super().__new__(RoutedServer)
         return super().__new__(cls)
 
-    def __init__(self, binary=None, args=(), name=None, start_timeout=10.0, udp=False):
+    def __init__(self, binary=None, args=(), name=None, start_timeout=10.0, udp=False,
+                 preexec_fn=None):
         self.binary = binary or CELLARD
+        self.preexec_fn = preexec_fn    # run in the child before exec (test_io.py's seccomp)
         self.udp = udp              # also listen on UDP, on the TCP port's number
         self.args = [str(a) for a in args]
         self.name = name or os.path.basename(self.binary)
@@ -113,7 +117,8 @@ class Server:
             self._errf = tempfile.NamedTemporaryFile(
                 prefix="cellar-it-%s-" % self.name, suffix=".stderr", delete=False)
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                         stdout=self._errf, stderr=self._errf)
+                                         stdout=self._errf, stderr=self._errf,
+                                         preexec_fn=self.preexec_fn)
             deadline = time.monotonic() + self.start_timeout
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:
@@ -247,7 +252,7 @@ class RoutedServer(Server):
                 for _attempt in range(5):
                     self.port = free_port()
                     argv = [ROUTER, "--config", self.config, "-l", HOST, "-p", str(self.port),
-                            "-t", "2"]
+                            "-t", "2"] + ROUTER_ARGS
                     self._errf = tempfile.NamedTemporaryFile(
                         prefix="cellar-it-router-", suffix=".stderr", delete=False)
                     self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,

@@ -39,6 +39,7 @@ struct bench_config {
     double warmup;              /* seconds before measuring (duration runs only) */
     uint64_t requests;          /* total requests (0: none) */
     double stall;               /* seconds without a reply while waiting = failure */
+    double rate;                /* open loop: requests a second in all (0: closed loop) */
     const struct bench_proto *proto;
     struct workload wl;
     bool preload;               /* set every key of the key space first */
@@ -90,6 +91,8 @@ struct bench_thread {
     unsigned nconns, live;
     uint64_t inflight;
     uint64_t quota, issued;         /* run phase: requests this thread may send */
+    uint64_t next_ns, interval_ns;  /* open loop: when the next request is due, and the step */
+    unsigned rr;                    /* open loop: the connection to try first */
     uint64_t next_key, end_key;     /* preload phase: keys left to set */
     char *keybuf;                   /* multiget * key_size */
     struct mc_span *keys;

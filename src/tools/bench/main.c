@@ -42,6 +42,10 @@ static void usage(FILE *f) {
         "  -n, --requests N         stop after N requests in all\n"
         "  -w, --warmup SECS        run SECS seconds before measuring (with --duration)\n"
         "      --stall SECS         give up after SECS seconds without a reply (10)\n"
+        "      --rate R             open loop: R requests a second in all, sent on a fixed\n"
+        "                           schedule whatever the replies do (-d caps each\n"
+        "                           connection's requests in flight); latency counts from\n"
+        "                           the scheduled time.  Default: closed loop\n"
         "Workload\n"
         "  -r, --ratio SETS:GETS    share of sets and gets (0:1)\n"
         "  -m, --multiget N         keys per get (1)\n"
@@ -96,6 +100,7 @@ static int parse_double(const char *s, double *out) {
 enum {
     OPT_STALL = 256, OPT_KEY_SIZE, OPT_KEY_PREFIX, OPT_DIST, OPT_ALPHA, OPT_MISS, OPT_PRELOAD,
     OPT_PRELOAD_ONLY, OPT_PRELOAD_DEPTH, OPT_POOL, OPT_SEED, OPT_SPIN, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS,
+    OPT_RATE,
 };
 
 static const struct option long_opts[] = {
@@ -109,6 +114,7 @@ static const struct option long_opts[] = {
     {"requests", required_argument, 0, 'n'},
     {"warmup", required_argument, 0, 'w'},
     {"stall", required_argument, 0, OPT_STALL},
+    {"rate", required_argument, 0, OPT_RATE},
     {"ratio", required_argument, 0, 'r'},
     {"multiget", required_argument, 0, 'm'},
     {"keys", required_argument, 0, 'k'},
@@ -180,6 +186,9 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg) {
             break;
         case OPT_STALL:
             if (parse_double(optarg, &cfg->stall) < 0 || cfg->stall <= 0) BAD("bad --stall");
+            break;
+        case OPT_RATE:
+            if (parse_double(optarg, &cfg->rate) < 0 || cfg->rate <= 0) BAD("bad --rate");
             break;
         case 'r': {
             unsigned s, g;
@@ -461,11 +470,13 @@ static void report_json(const struct bench_config *cfg, const struct phase_resul
            "\"conns_per_thread\":%u,\"depth\":%u,\"duration\":%.3f,\"warmup\":%.3f,"
            "\"requests\":%" PRIu64 ",\"set_ratio\":%.6f,\"multiget\":%u,\"keys\":%" PRIu64
            ",\"key_size\":%u,\"dist\":\"%s\",\"alpha\":%.4f,\"value_min\":%u,\"value_max\":%u,"
-           "\"miss_ratio\":%.6f,\"preload\":%s,\"pool\":%" PRIu64 ",\"seed\":%" PRIu64 "}",
+           "\"miss_ratio\":%.6f,\"preload\":%s,\"pool\":%" PRIu64 ",\"seed\":%" PRIu64
+           ",\"rate\":%.1f}",
            cfg->proto->name, cfg->host, cfg->port, cfg->threads, cfg->conns, cfg->depth,
            cfg->duration, cfg->warmup, cfg->requests, wl->set_ratio, wl->multiget, wl->keys,
            wl->key_size, wl->dist == KEY_ZIPF ? "zipf" : "uniform", wl->alpha, wl->vmin,
-           wl->vmax, wl->miss_ratio, cfg->preload ? "true" : "false", cfg->pool, cfg->seed);
+           wl->vmax, wl->miss_ratio, cfg->preload ? "true" : "false", cfg->pool, cfg->seed,
+           cfg->rate);
     if (pre) {
         printf(",");
         json_phase("preload", pre);

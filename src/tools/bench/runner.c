@@ -12,6 +12,10 @@
  * more system calls per request than the lightest server makes.  Requests
  * come ready-made from a pool drawn before the run (pool_build), so the
  * work per request is a memcpy out and a parse of the reply in.
+ * With --rate (open loop) requests leave on a fixed schedule instead, each
+ * on the next connection with fewer than -d in flight, and their latency
+ * counts from when they were due, so a server that falls behind is seen
+ * to (no coordinated omission).
  * The clock is read once per wake-up: every reply handled in it gets the
  * same receive time and every request sent in it the same send time.  The
  * time spent inside epoll_wait is summed: what is left of the wall time is
@@ -375,9 +379,13 @@ static void conn_flush(struct bench_thread *t, struct bconn *c) {
     }
 }
 
+static bool open_loop(const struct bench_thread *t) {
+    return t->phase == BENCH_PHASE_RUN && t->interval_ns > 0;
+}
+
 static void conn_fill(struct bench_thread *t, struct bconn *c, uint64_t now) {
     uint32_t depth = t->phase == BENCH_PHASE_PRELOAD ? t->cfg->preload_depth : t->cfg->depth;
-    if (c->dead || c->want_write)
+    if (c->dead || c->want_write || open_loop(t))
         return;
     while (c->count < depth && may_issue(t)) {
         if (!issue_one(t, c, now)) {
@@ -386,6 +394,32 @@ static void conn_fill(struct bench_thread *t, struct bconn *c, uint64_t now) {
         }
     }
     conn_flush(t, c);
+}
+
+/*
+ * Open loop: sends every request that is due, each on the next connection
+ * with room.  When every connection is full the schedule waits, and what
+ * is sent late still counts its latency from when it was due.
+ */
+static void rate_issue(struct bench_thread *t, uint64_t now) {
+    while (t->next_ns <= now && may_issue(t)) {
+        struct bconn *c = NULL;
+        for (unsigned tries = 0; tries < t->nconns && c == NULL; tries++) {
+            struct bconn *x = &t->conns[t->rr];
+            if (++t->rr == t->nconns)
+                t->rr = 0;
+            if (!x->dead && !x->want_write && x->count < t->cfg->depth)
+                c = x;
+        }
+        if (c == NULL)
+            return;
+        if (!issue_one(t, c, t->next_ns)) {
+            conn_kill(t, c, "request does not fit (out of memory?)");
+            return;
+        }
+        t->next_ns += t->interval_ns;
+        conn_flush(t, c);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -493,14 +527,27 @@ void *bench_thread_run(void *arg) {
     uint64_t next_fold = now + FOLD_NS, last_reply = now;
     t->t_start = t->t_end = now;
     t->wait_ns = 0;
+    t->interval_ns = cfg->rate > 0 ? (uint64_t)(1e9 * cfg->threads / cfg->rate) : 0;
+    if (t->interval_ns == 0 && cfg->rate > 0)
+        t->interval_ns = 1;
+    t->next_ns = now;
     for (unsigned i = 0; i < t->nconns; i++)
         conn_fill(t, &t->conns[i], now);
 
     while (t->live > 0) {
         if (t->inflight == 0 && !may_issue(t))
             break;
+        if (open_loop(t))
+            rate_issue(t, bench_now_ns());
+        int wait_ms = cfg->spin ? 0 : WAIT_MS;
+        if (!cfg->spin && open_loop(t)) {
+            uint64_t t0 = bench_now_ns();
+            wait_ms = t->next_ns <= t0 ? 0 : (int)((t->next_ns - t0) / 1000000);
+            if (wait_ms > WAIT_MS)
+                wait_ms = WAIT_MS;
+        }
         uint64_t before = bench_now_ns();
-        int n = evloop_wait(t->loop, ev, 256, cfg->spin ? 0 : WAIT_MS);
+        int n = evloop_wait(t->loop, ev, 256, wait_ms);
         now = bench_now_ns();
         t->wait_ns += now - before;
         for (int i = 0; i < n; i++) {

@@ -1,0 +1,161 @@
+"""The network core's back ends (-o io=auto|uring|epoll; cellar-router --io).
+
+io_uring is the default where the kernel and its sandbox allow it; where
+they do not (Docker's default seccomp profile refuses io_uring_setup with
+EPERM), `auto` falls back to epoll with a one-line notice and serves, and
+an explicit `uring` refuses to start.  The sandbox is made here the way
+such a container makes it: a seccomp filter, installed in the child
+before exec, that fails io_uring_setup(2) with EPERM.
+
+The rest of the suite runs on the default back end; `make io-epoll` runs
+it all again on epoll.
+"""
+import ctypes
+import errno
+import os
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+from util import CELLARD, ROUTER, Conn, Server, free_port, root_args, wait_for, HOST
+
+NR_IO_URING_SETUP = 425         # the same number on x86_64 and the generic table (arm64)
+
+
+def deny_io_uring():
+    """preexec_fn: io_uring_setup fails with EPERM in this process from now on."""
+    ins = [
+        (0x20, 0, 0, 0),                                  # A = seccomp_data.nr
+        (0x15, 0, 1, NR_IO_URING_SETUP),                  # A == io_uring_setup ?
+        (0x06, 0, 0, 0x00050000 | errno.EPERM),           # SECCOMP_RET_ERRNO | EPERM
+        (0x06, 0, 0, 0x7FFF0000),                         # SECCOMP_RET_ALLOW
+    ]
+    code = ctypes.create_string_buffer(b"".join(struct.pack("HBBI", *i) for i in ins))
+
+    class Fprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    prog = Fprog(len(ins), ctypes.addressof(code))
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:                   # PR_SET_NO_NEW_PRIVS
+        os._exit(90)
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, FILTER
+        os._exit(91)
+
+
+def settings(c):
+    return c.stats("settings")
+
+
+def test_default_is_io_uring_here():
+    # This kernel allows io_uring (kernel.io_uring_disabled is 0), so auto takes it.
+    with Server(args=["-o", "io=auto"]) as srv, srv.conn() as c:
+        assert settings(c)["io"] == "uring"
+        assert "io_uring unavailable" not in srv.stderr_text()
+
+
+def test_epoll_when_asked():
+    with Server(args=["-o", "io=epoll"]) as srv, srv.conn() as c:
+        assert settings(c)["io"] == "epoll"
+        c.send(b"set k 0 0 1\r\nx\r\nget k\r\n")
+        assert c.read_to(b"END\r\n") == b"STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n"
+
+
+def test_sandbox_without_io_uring_falls_back_to_epoll_and_serves():
+    with Server(args=["-o", "io=auto"], preexec_fn=deny_io_uring) as srv:
+        conns = [srv.conn() for _ in range(8)]
+        try:
+            for i, c in enumerate(conns):
+                c.send(b"set k%d 0 0 1\r\n%d\r\n" % (i, i))
+            for c in conns:
+                assert c.readline() == b"STORED\r\n"
+            for i, c in enumerate(conns):
+                c.send(b"get k%d\r\n" % i)
+                assert c.read_to(b"END\r\n") == b"VALUE k%d 0 1\r\n%d\r\nEND\r\n" % (i, i)
+            assert settings(conns[0])["io"] == "epoll"
+        finally:
+            for c in conns:
+                c.close()
+        err = srv.stderr_text()
+        assert "io_uring unavailable" in err and "using epoll" in err, err
+        assert len([ln for ln in err.splitlines() if "io_uring" in ln]) == 1, err
+
+
+def test_io_uring_asked_for_in_such_a_sandbox_refuses_to_start():
+    r = subprocess.run([CELLARD, "-l", HOST, "-p", str(free_port()), "-U", "0", "-o", "io=uring"]
+                       + root_args(), capture_output=True, timeout=20, preexec_fn=deny_io_uring)
+    assert r.returncode != 0
+    assert b"-o io=uring" in r.stderr and b"Operation not permitted" in r.stderr, r.stderr
+
+
+def test_io_takes_three_values():
+    r = subprocess.run([CELLARD, "-o", "io=kqueue"] + root_args(), capture_output=True,
+                       timeout=20)
+    assert r.returncode != 0
+    assert b"-o io is auto, uring or epoll" in r.stderr, r.stderr
+
+
+def _router(args, preexec_fn=None):
+    """cellar-router over one cellard, with args; (proc, port, stderr file)."""
+    port = free_port()
+    errf = tempfile.TemporaryFile()
+    return port, errf, subprocess.Popen(
+        [ROUTER, "-l", HOST, "-p", str(port), "-t", "2"] + args,
+        stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, preexec_fn=preexec_fn)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("io", ["auto", "epoll", "uring"])
+def test_router_serves_on_each_back_end(io, tmp_path):
+    with Server() as backend:
+        cfg = tmp_path / "servers"
+        cfg.write_text("%s:%d" % (HOST, backend.port))
+        # auto under a sandbox without io_uring: epoll, said once
+        preexec = deny_io_uring if io == "auto" else None
+        port, errf, proc = _router(["--config", str(cfg), "--io=" + io], preexec)
+        try:
+            def accepts():
+                assert proc.poll() is None, "cellar-router exited"
+                try:
+                    socket.create_connection((HOST, port), timeout=1).close()
+                    return True
+                except OSError:
+                    return False
+            wait_for(accepts, 10, what="cellar-router to accept")
+            with Conn(port) as c:
+                c.send(b"set r 0 0 2\r\nhi\r\nget r\r\n")
+                assert c.read_to(b"END\r\n") == b"STORED\r\nVALUE r 0 2\r\nhi\r\nEND\r\n"
+        finally:
+            _stop(proc)
+            errf.seek(0)
+            err = errf.read().decode(errors="replace")
+            errf.close()
+        assert proc.returncode == 0, err
+        assert ("io_uring unavailable" in err) == (io == "auto"), err
+
+
+def test_router_io_uring_asked_for_in_such_a_sandbox_refuses_to_start(tmp_path):
+    cfg = tmp_path / "servers"
+    cfg.write_text("%s:11211" % HOST)
+    port, errf, proc = _router(["--config", str(cfg), "-o", "io=uring"], deny_io_uring)
+    try:
+        assert proc.wait(timeout=20) != 0
+    finally:
+        _stop(proc)
+    errf.seek(0)
+    err = errf.read()
+    errf.close()
+    assert b"--io=uring" in err and b"Operation not permitted" in err, err
