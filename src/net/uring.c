@@ -60,6 +60,9 @@
 #define BUF_GROUP 0
 #define OUT_WAIT (256u << 10)   /* output waiting behind a send that blocks the application */
 #define MSGS RING_ENTRIES
+#ifndef URING_SINGLESHOT
+#define URING_SINGLESHOT 0      /* 1: a receive armed again after each completion (measured: slower) */
+#endif
 
 /* What a completion is for: the low bits of its user_data (pointers are 8-aligned). */
 enum { OP_RECV = 1, OP_SEND = 2, OP_POLL = 3, OP_CANCEL = 4, OP_MASK = 7 };
@@ -217,13 +220,30 @@ static void buf_put(struct net_uring *u, const char *b) {
     io_uring_buf_ring_advance(u->br, 1);
 }
 
+/* Cancels c's receive (c is closed, or may not read for now). */
+static void cancel_recv(struct net_uring *u, struct net_conn *c) {
+    if ((c->ring_flags & NET_RING_RECV) == 0 || (c->ring_flags & NET_RING_HALT))
+        return;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (sqe == NULL)
+        return;
+    io_uring_prep_cancel64(sqe, (uintptr_t)c | OP_RECV, 0);
+    io_uring_sqe_set_data64(sqe, OP_CANCEL);
+    c->ring_flags |= NET_RING_HALT;
+    u->inflight++;
+}
+
 /* Frees a closed connection once the kernel holds nothing of it. */
 static void reap(struct net_conn *c) {
     if ((c->ring_flags & (NET_RING_RECV | NET_RING_SEND | NET_RING_QUEUED)) == 0)
         net_conn_destroy(c);
 }
 
-/* Keeps a receive in the kernel for c while it may read. */
+/*
+ * Keeps a receive in the kernel for c while it may read.  It is multishot:
+ * armed once, it completes each time data arrives, until it fails, runs
+ * out of buffers or is cancelled (no IORING_CQE_F_MORE on its last).
+ */
 void net_uring_want_input(struct net_conn *c) {
     if (c->paused || c->want_write ||
         (c->ring_flags & (NET_RING_RECV | NET_RING_DEAD | NET_RING_STARVED)) != 0)
@@ -232,7 +252,11 @@ void net_uring_want_input(struct net_conn *c) {
     struct io_uring_sqe *sqe = sqe_get(u);
     if (sqe == NULL)
         return;
+#if URING_SINGLESHOT
     io_uring_prep_recv(sqe, c->fd, NULL, BUF_SIZE, 0);
+#else
+    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+#endif
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BUF_GROUP;
     io_uring_sqe_set_data64(sqe, (uintptr_t)c | OP_RECV);
@@ -284,15 +308,14 @@ void net_uring_close(struct net_conn *c) {
     }
     net_conn_unlink(c);
     c->ring_flags |= NET_RING_DEAD;
-    for (uintptr_t op = OP_RECV; op <= OP_SEND; op++) {
-        if ((c->ring_flags & (op == OP_RECV ? NET_RING_RECV : NET_RING_SEND)) == 0)
-            continue;
+    cancel_recv(u, c);
+    if (c->ring_flags & NET_RING_SEND) {
         struct io_uring_sqe *sqe = sqe_get(u);
-        if (sqe == NULL)
-            continue;       /* it comes back by itself once the descriptor is closed */
-        io_uring_prep_cancel64(sqe, (uintptr_t)c | op, 0);
-        io_uring_sqe_set_data64(sqe, OP_CANCEL);
-        u->inflight++;
+        if (sqe != NULL) {
+            io_uring_prep_cancel64(sqe, (uintptr_t)c | OP_SEND, 0);
+            io_uring_sqe_set_data64(sqe, OP_CANCEL);
+            u->inflight++;
+        }
     }
     close(c->fd);
     reap(c);
@@ -342,7 +365,9 @@ static void submit_sends(struct net_uring *u) {
  */
 static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned flags) {
     struct net_uring *u = w->ring;
-    c->ring_flags &= ~NET_RING_RECV;
+    bool more = (flags & IORING_CQE_F_MORE) != 0;
+    if (!more)
+        c->ring_flags &= ~(NET_RING_RECV | NET_RING_HALT);
     char *b = (flags & IORING_CQE_F_BUFFER) ? buf_at(u, flags >> IORING_CQE_BUFFER_SHIFT) : NULL;
     if (c->ring_flags & NET_RING_DEAD) {
         if (b != NULL)
@@ -361,8 +386,8 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
                 c->ready_next = w->ready;
                 w->ready = c;
             }
-        } else if (res == -EAGAIN || res == -EINTR) {
-            net_uring_want_input(c);
+        } else if (res == -EAGAIN || res == -EINTR || res == -ECANCELED) {
+            net_uring_want_input(c);        /* if it may read again */
         } else {
             c->close_normal = res == 0;
             net_conn_close(c);
@@ -410,6 +435,9 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
             if (!ops->process(c))
                 return;
             net_rbuf_release(c);
+        } else {
+            /* paused or blocked: take no more until it may run again */
+            cancel_recv(u, c);
         }
     }
     net_uring_want_input(c);
@@ -464,7 +492,8 @@ static void arm_poll(struct net_worker *w) {
 static void on_cqe(struct net_worker *w, uint64_t data, int res, unsigned flags) {
     struct net_uring *u = w->ring;
     struct net_conn *c = (struct net_conn *)(uintptr_t)(data & ~(uint64_t)OP_MASK);
-    u->inflight--;
+    if ((flags & IORING_CQE_F_MORE) == 0)
+        u->inflight--;
     switch (data & OP_MASK) {
     case OP_RECV:
         on_recv(w, c, res, flags);

@@ -18,12 +18,13 @@
 #include "net/worker.h"
 
 /* net_conn.ring_flags */
-#define NET_RING_RECV 1u        /* a receive is in the kernel */
+#define NET_RING_RECV 1u        /* a (multishot) receive is in the kernel */
 #define NET_RING_SEND 2u        /* a send is in the kernel */
 #define NET_RING_QUEUED 4u      /* on the ring's send queue */
 #define NET_RING_LENT 8u        /* rbuf is one of the ring's receive buffers */
 #define NET_RING_DEAD 16u       /* closed: freed when the kernel has given back all it had */
 #define NET_RING_STARVED 32u    /* its receive found no free buffer: tried again next turn */
+#define NET_RING_HALT 64u       /* its receive is being cancelled (c may not read now) */
 
 /* Makes w's ring (on w's thread).  0, or -1: w stays on epoll. */
 int net_uring_init(struct net_worker *w);
