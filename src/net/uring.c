@@ -55,7 +55,7 @@
  * the pages data lands in are touched: 128 KB of RSS a worker at small
  * requests, 2 MB at most.
  */
-#define BUF_COUNT 128
+#define BUF_COUNT 128           /* unless the server says (net_server.ring_bufs) */
 #define BUF_SIZE NET_RBUF_SIZE
 #define BUF_GROUP 0
 #define OUT_WAIT (256u << 10)   /* output waiting behind a send that blocks the application */
@@ -70,12 +70,14 @@ enum { OP_RECV = 1, OP_SEND = 2, OP_POLL = 3, OP_CANCEL = 4, OP_MASK = 7 };
 struct net_uring {
     struct io_uring ring;
     struct io_uring_buf_ring *br;
-    char *bufs;                 /* BUF_COUNT buffers of BUF_SIZE */
+    char *bufs;                 /* nbufs buffers of BUF_SIZE */
+    unsigned nbufs;             /* a power of 2 */
     struct net_conn *sendq;     /* connections whose output goes at the end of the turn */
     struct msghdr msgs[MSGS];   /* for the sendmsg()s not yet submitted */
     int nmsg;
     unsigned inflight;          /* operations the kernel has */
     bool polling;               /* the epoll set's descriptor is being polled */
+    bool draining;              /* stopping: nothing new goes to the kernel */
 };
 
 /* Makes the ring: 0, or a negative errno (-EOPNOTSUPP: the kernel lacks a feature). */
@@ -108,23 +110,23 @@ static int ring_setup(struct io_uring *ring) {
 
 /* Registers the ring of provided receive buffers. */
 static bool bufs_setup(struct net_uring *u) {
-    size_t rsize = BUF_COUNT * sizeof(struct io_uring_buf);
+    size_t rsize = u->nbufs * sizeof(struct io_uring_buf);
     void *br = mmap(NULL, rsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (br == MAP_FAILED)
         return false;
     u->br = br;
-    u->bufs = malloc((size_t)BUF_COUNT * BUF_SIZE);
+    u->bufs = malloc((size_t)u->nbufs * BUF_SIZE);
     if (u->bufs == NULL)
         return false;
-    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = BUF_COUNT,
+    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = u->nbufs,
                                    .bgid = BUF_GROUP};
     if (io_uring_register_buf_ring(&u->ring, &reg, 0) != 0)
         return false;
     io_uring_buf_ring_init(u->br);
-    for (unsigned i = 0; i < BUF_COUNT; i++)
+    for (unsigned i = 0; i < u->nbufs; i++)
         io_uring_buf_ring_add(u->br, u->bufs + (size_t)i * BUF_SIZE, BUF_SIZE, (unsigned short)i,
-                              io_uring_buf_ring_mask(BUF_COUNT), (int)i);
-    io_uring_buf_ring_advance(u->br, BUF_COUNT);
+                              io_uring_buf_ring_mask(u->nbufs), (int)i);
+    io_uring_buf_ring_advance(u->br, (int)u->nbufs);
     return true;
 }
 
@@ -132,7 +134,7 @@ static void uring_free(struct net_uring *u, bool ring_up) {
     if (ring_up)
         io_uring_queue_exit(&u->ring);
     if (u->br != NULL)
-        munmap(u->br, BUF_COUNT * sizeof(struct io_uring_buf));
+        munmap(u->br, u->nbufs * sizeof(struct io_uring_buf));
     free(u->bufs);
     free(u);
 }
@@ -141,6 +143,7 @@ int net_uring_init(struct net_worker *w) {
     struct net_uring *u = calloc(1, sizeof(*u));
     if (u == NULL)
         return -1;
+    u->nbufs = w->srv->ring_bufs ? w->srv->ring_bufs : BUF_COUNT;
     if (ring_setup(&u->ring) != 0) {
         uring_free(u, false);
         return -1;
@@ -150,18 +153,19 @@ int net_uring_init(struct net_worker *w) {
         return -1;
     }
     w->ring = u;
-    NET_STAT_ADD(w->rbufs, BUF_COUNT);
-    NET_STAT_ADD(w->rbufs_ring, BUF_COUNT);
+    NET_STAT_ADD(w->rbufs, u->nbufs);
+    NET_STAT_ADD(w->rbufs_ring, u->nbufs);
     return 0;
 }
 
 void net_uring_deinit(struct net_worker *w) {
     if (w->ring == NULL)
         return;
+    unsigned n = w->ring->nbufs;
     uring_free(w->ring, true);
     w->ring = NULL;
-    NET_STAT_ADD(w->rbufs, -BUF_COUNT);
-    NET_STAT_ADD(w->rbufs_ring, -BUF_COUNT);
+    NET_STAT_ADD(w->rbufs, -(int64_t)n);
+    NET_STAT_ADD(w->rbufs_ring, -(int64_t)n);
 }
 
 bool net_uring_usable(char *why, size_t n) {
@@ -170,6 +174,7 @@ bool net_uring_usable(char *why, size_t n) {
         snprintf(why, n, "out of memory");
         return false;
     }
+    u->nbufs = 1;
     int rc = ring_setup(&u->ring);
     if (rc != 0) {
         snprintf(why, n, "io_uring_setup: %s",
@@ -216,7 +221,7 @@ static char *buf_at(struct net_uring *u, unsigned bid) {
 static void buf_put(struct net_uring *u, const char *b) {
     unsigned bid = (unsigned)((b - u->bufs) / BUF_SIZE);
     io_uring_buf_ring_add(u->br, (void *)b, BUF_SIZE, (unsigned short)bid,
-                          io_uring_buf_ring_mask(BUF_COUNT), 0);
+                          io_uring_buf_ring_mask(u->nbufs), 0);
     io_uring_buf_ring_advance(u->br, 1);
 }
 
@@ -245,10 +250,10 @@ static void reap(struct net_conn *c) {
  * out of buffers or is cancelled (no IORING_CQE_F_MORE on its last).
  */
 void net_uring_want_input(struct net_conn *c) {
-    if (c->paused || c->want_write ||
+    struct net_uring *u = c->w->ring;
+    if (c->paused || c->want_write || u->draining ||
         (c->ring_flags & (NET_RING_RECV | NET_RING_DEAD | NET_RING_STARVED)) != 0)
         return;
-    struct net_uring *u = c->w->ring;
     struct io_uring_sqe *sqe = sqe_get(u);
     if (sqe == NULL)
         return;
@@ -330,7 +335,7 @@ static void submit_sends(struct net_uring *u) {
         c->ring_flags &= ~NET_RING_QUEUED;
         if (c->ring_flags & NET_RING_DEAD) {
             reap(c);
-        } else if ((c->ring_flags & NET_RING_SEND) == 0 && !out_empty(&c->out)) {
+        } else if ((c->ring_flags & NET_RING_SEND) == 0 && !out_empty(&c->out) && !u->draining) {
             struct io_uring_sqe *sqe = sqe_get(u);
             if (sqe == NULL) {
                 queue_send(c);      /* cannot happen after a submit; keep it for next turn */
@@ -541,6 +546,7 @@ static unsigned reap_all(struct net_worker *w) {
 /* At the end: cancels what the kernel has and waits for it (a second at most). */
 static void drain(struct net_worker *w) {
     struct net_uring *u = w->ring;
+    u->draining = true;
     struct io_uring_sqe *sqe = sqe_get(u);
     if (sqe != NULL) {
         io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);

@@ -403,8 +403,10 @@ void net_worker_after_round(struct net_worker *w) {
             }
             net_rbuf_release(r);
         }
-        if (r->ring)
+        if (r->ring) {
+            r->ring_flags &= ~NET_RING_STARVED;     /* buffers came back meanwhile */
             net_uring_want_input(r);
+        }
         r = next;
     }
 }

@@ -180,6 +180,8 @@ struct net_server {
     int nworkers;
     int next_worker;                /* the acceptor's round robin */
     enum net_io io;                 /* set before net_workers_start() */
+    unsigned ring_bufs;             /* io_uring: receive buffers a worker hands the kernel
+                                       (a power of 2; 0: 128) */
     atomic_bool stop;
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
 };

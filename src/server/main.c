@@ -242,6 +242,7 @@ int main(int argc, char **argv) {
     if (why[0] != '\0')
         fprintf(stderr, "cellard: io_uring unavailable (%s); using epoll\n", why);
     cfg.io = srv.net.io == NET_IO_URING ? "uring" : "epoll";
+    srv.net.ring_bufs = cfg.io_bufs;
 
     if (worker_init_all(&srv) < 0) {
         fprintf(stderr, "failed to start worker threads\n");

@@ -717,6 +717,18 @@ static int sub_io(struct parse *p, const char *v) {
     return 1;
 }
 
+static int sub_io_bufs(struct parse *p, const char *v) {
+    unsigned n;
+    if (need(p, v, "Missing io_bufs argument"))
+        return 1;
+    if (!strict_u32(v, &n) || n == 0 || n > 32768 || (n & (n - 1)) != 0) {
+        fprintf(p->err, "cellard: -o io_bufs is a power of 2 up to 32768, not \"%s\"\n", v);
+        return 1;
+    }
+    p->s->io_bufs = n;
+    return 0;
+}
+
 static int sub_evict_policy(struct parse *p, const char *v) {
     if (need(p, v, "Missing evict_policy argument"))
         return 1;
@@ -974,6 +986,8 @@ static const struct subopt sub_table[] = {
      F_NONE, 0, sub_storage, 0},
     {"io", "(cellar) network core: uring (io_uring), epoll, or auto (io_uring\n"
      "where the kernel allows it, else epoll)", F_NONE, 0, sub_io, 0},
+    {"io_bufs", "(cellar) receive buffers of 16 KB each io_uring worker lends\n"
+     "the kernel (a power of 2; default 128)", F_NONE, 0, sub_io_bufs, 0},
     {"evict_policy", "(cellar) eviction policy of every slab class (default: %s)",
      F_STR, FIELD(evict_policy), sub_evict_policy, 0},
     {"evict", "(cellar) the same as evict_policy", F_STR, FIELD(evict_policy),

@@ -113,6 +113,8 @@ struct settings {
     bool storage_seg;           /* -o storage=seg (cellar): the segment back end */
     const char *io;             /* -o io (cellar): "auto", "uring" or "epoll" (a literal);
                                    main() puts the one in use here */
+    unsigned io_bufs;           /* -o io_bufs (cellar): io_uring receive buffers a worker
+                                   (0: the network core's default) */
     bool delete_hold;           /* -o delete_hold (cellar): "delete <key> <seconds>"
                                    refuses add of the key for that long */
 

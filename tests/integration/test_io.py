@@ -159,3 +159,63 @@ def test_router_io_uring_asked_for_in_such_a_sandbox_refuses_to_start(tmp_path):
     err = errf.read()
     errf.close()
     assert b"--io=uring" in err and b"Operation not permitted" in err, err
+
+
+def test_receive_buffers_run_out_and_every_connection_is_still_served():
+    # Two receive buffers for 300 connections whose requests all arrive at
+    # once (the server stopped meanwhile): receives find no buffer, wait for
+    # the others' to come back, and every connection gets its answers.
+    import signal
+    with Server(args=["-o", "io=uring", "-t", "1", "-o", "io_bufs=2", "-c", "1024"]) as srv:
+        conns = [Conn(srv.port) for _ in range(300)]
+        try:
+            for rnd in range(2):
+                os.kill(srv.proc.pid, signal.SIGSTOP)
+                try:
+                    for i, c in enumerate(conns):
+                        c.send(b"set k%d 0 0 1\r\n%d\r\nget k%d\r\n" % (i, rnd, i))
+                finally:
+                    os.kill(srv.proc.pid, signal.SIGCONT)
+                for i, c in enumerate(conns):
+                    assert c.read_to(b"END\r\n", timeout=20) == \
+                        b"STORED\r\nVALUE k%d 0 1\r\n%d\r\nEND\r\n" % (i, rnd), i
+            st = conns[0].stats()
+            assert st["read_buf_count"] == "2", st["read_buf_count"]
+        finally:
+            for c in conns:
+                c.close()
+
+
+@pytest.mark.parametrize("io", ["uring", "epoll"])
+def test_a_client_that_does_not_read_is_not_read_from(io):
+    # 3,000,000 gets of a 400-byte value (27 MB of requests, 1.2 GB of
+    # answers) from a client that reads none: the server stops reading it
+    # once its answers wait (what it has not read stays in the sockets'
+    # buffers, some MB), holds a bounded amount, and serves another client
+    # meanwhile.
+    with Server(args=["-o", "io=" + io, "-t", "1"]) as srv, srv.conn() as other:
+        other.send(b"set big 0 0 400\r\n" + b"b" * 400 + b"\r\n")
+        assert other.readline() == b"STORED\r\n"
+        rss0 = srv.rss_kb()
+        slow = socket.create_connection((HOST, srv.port))
+        try:
+            slow.setblocking(False)
+            data = b"get big\r\n" * 3000000
+            sent, deadline = 0, time.monotonic() + 3
+            while sent < len(data) and time.monotonic() < deadline:
+                try:
+                    sent += slow.send(data[sent:sent + 65536])
+                except BlockingIOError:
+                    time.sleep(0.01)
+            for i in range(50):
+                other.send(b"get big\r\n")
+                assert other.read_to(b"END\r\n") == b"VALUE big 0 400\r\n" + b"b" * 400 + \
+                    b"\r\nEND\r\n"
+            grown = srv.rss_kb() - rss0
+            print("%s: RSS grew %d KB; the kernel took %d of %d bytes" % (io, grown, sent, len(data)))
+            assert grown < 24 << 10, "RSS grew %d KB behind a client that does not read" % grown
+            assert sent < len(data), "the server read all 27 MB of requests it cannot answer"
+        finally:
+            slow.close()
+        other.send(b"get big\r\n")
+        assert other.read_to(b"END\r\n").startswith(b"VALUE big 0 400\r\n")
