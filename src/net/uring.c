@@ -25,7 +25,9 @@
  * waits behind a send still in the kernel at the next turn (the socket
  * was full), or more than OUT_WAIT bytes of it, blocks the connection
  * (want_write): it is not read from or run until its sends drain, then
- * process() resumes it.  Paused connections get no new receive.
+ * process() resumes it.  Paused connections get no new receive, nor do
+ * those that yielded with requests still to run (their input waits in the
+ * socket, not in rbuf, until they have had their turn).
  *
  * Descriptors the application watches (UDP sockets, a library's loop),
  * and the acceptor's wake-ups, stay on the worker's epoll set; the ring
@@ -251,7 +253,7 @@ static void reap(struct net_conn *c) {
  */
 void net_uring_want_input(struct net_conn *c) {
     struct net_uring *u = c->w->ring;
-    if (c->paused || c->want_write || u->draining ||
+    if (c->paused || c->want_write || c->yielded || u->draining ||
         (c->ring_flags & (NET_RING_RECV | NET_RING_DEAD | NET_RING_STARVED)) != 0)
         return;
     struct io_uring_sqe *sqe = sqe_get(u);
@@ -411,6 +413,8 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
         c->ring_flags |= NET_RING_LENT;
         if (!ops->process(c))
             return;                 /* closed: the buffer went back */
+        if (c->yielded)
+            cancel_recv(u, c);      /* enough to do: read again after its turn */
         /* Keep what is left of a request, and give the buffer back. */
         c->ring_flags &= ~NET_RING_LENT;
         size_t from = c->rstart, left = c->rend - c->rstart;
@@ -440,6 +444,8 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
             if (!ops->process(c))
                 return;
             net_rbuf_release(c);
+            if (c->yielded)
+                cancel_recv(u, c);
         } else {
             /* paused or blocked: take no more until it may run again */
             cancel_recv(u, c);

@@ -48,6 +48,7 @@ struct bench_config {
     uint64_t pool;              /* requests drawn ahead per thread (0: draw each when sent) */
     uint64_t seed;
     bool spin;                  /* poll without sleeping (a dedicated core) */
+    bool uring;                 /* drive the sockets through io_uring (--io uring) */
     bool json;
     int progress;               /* -1: when stdout is a terminal */
 };
@@ -70,6 +71,7 @@ struct bench_shared {
 };
 
 struct bconn;
+struct bench_uring;
 
 /* A request drawn ahead of time: its head at pool_buf + off; a set's value is added when sent. */
 struct pool_req {
@@ -87,6 +89,7 @@ struct bench_thread {
     pthread_t tid;
     struct rng rng;
     struct evloop *loop;
+    struct bench_uring *ur;         /* --io uring: the phase's ring (its thread's) */
     struct bconn *conns;
     unsigned nconns, live;
     uint64_t inflight;

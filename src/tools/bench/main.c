@@ -62,6 +62,8 @@ static void usage(FILE *f) {
         "      --pool N             requests drawn ahead per thread and sent round and\n"
         "                           round (1000000, at most 32 MiB; 0: draw each one)\n"
         "      --seed N             random seed (1)\n"
+        "      --io uring|epoll     how load threads drive their sockets (epoll): io_uring\n"
+        "                           takes one system call a loop turn for all of them\n"
         "      --spin               poll the sockets without ever sleeping (for a core of\n"
         "                           its own: saves the wake-ups, the CPU use reads 100%%)\n"
         "Output\n"
@@ -100,7 +102,7 @@ static int parse_double(const char *s, double *out) {
 enum {
     OPT_STALL = 256, OPT_KEY_SIZE, OPT_KEY_PREFIX, OPT_DIST, OPT_ALPHA, OPT_MISS, OPT_PRELOAD,
     OPT_PRELOAD_ONLY, OPT_PRELOAD_DEPTH, OPT_POOL, OPT_SEED, OPT_SPIN, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS,
-    OPT_RATE,
+    OPT_RATE, OPT_IO,
 };
 
 static const struct option long_opts[] = {
@@ -115,6 +117,7 @@ static const struct option long_opts[] = {
     {"warmup", required_argument, 0, 'w'},
     {"stall", required_argument, 0, OPT_STALL},
     {"rate", required_argument, 0, OPT_RATE},
+    {"io", required_argument, 0, OPT_IO},
     {"ratio", required_argument, 0, 'r'},
     {"multiget", required_argument, 0, 'm'},
     {"keys", required_argument, 0, 'k'},
@@ -186,6 +189,11 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg) {
             break;
         case OPT_STALL:
             if (parse_double(optarg, &cfg->stall) < 0 || cfg->stall <= 0) BAD("bad --stall");
+            break;
+        case OPT_IO:
+            if (strcmp(optarg, "uring") != 0 && strcmp(optarg, "epoll") != 0)
+                BAD("bad --io (uring or epoll)");
+            cfg->uring = strcmp(optarg, "uring") == 0;
             break;
         case OPT_RATE:
             if (parse_double(optarg, &cfg->rate) < 0 || cfg->rate <= 0) BAD("bad --rate");

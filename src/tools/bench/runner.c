@@ -7,6 +7,12 @@
  *        |           and write() all new requests at once
  *        +---------- fold statistics 5 times a second, check stop and stall
  *
+ * With --io uring the same loop runs over io_uring instead (ur_* below):
+ * a multishot receive per connection into a ring of provided buffers,
+ * every connection's new requests sent with one io_uring_enter per loop
+ * turn that also reaps the replies, so the generator spends fewer system
+ * calls per request than the server it measures.
+ *
  * A connection costs one read() and one write() per round trip and never
  * an epoll_ctl() unless the socket fills (then EPOLLOUT until drained): no
  * more system calls per request than the lightest server makes.  Requests
@@ -30,9 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <liburing.h>
 
 #include "core/evloop.h"
 #include "tools/bench/bench.h"
@@ -48,6 +57,7 @@ static int pool_build(struct bench_thread *t);
 struct bconn {
     int fd;
     bool dead, want_write;
+    bool ur_recv, ur_send, ur_queued;   /* --io uring: receive armed, send in the kernel, queued */
     char *rbuf;
     size_t rlen, rcap;
     char *wbuf;
@@ -69,10 +79,14 @@ static void fail(struct bench_thread *t, const char *fmt, const char *what) {
     }
 }
 
+static void ur_cancel(struct bench_thread *t, struct bconn *c);
+
 static void conn_kill(struct bench_thread *t, struct bconn *c, const char *why) {
     if (c->dead)
         return;
     fail(t, "connection lost: %s", why);
+    if (t->ur != NULL)
+        ur_cancel(t, c);
     evloop_del(t->loop, c->fd);
     close(c->fd);
     c->fd = -1;
@@ -383,9 +397,24 @@ static bool open_loop(const struct bench_thread *t) {
     return t->phase == BENCH_PHASE_RUN && t->interval_ns > 0;
 }
 
+static void ur_queue(struct bench_thread *t, struct bconn *c);
+
+/* Sends what wbuf holds: now (epoll), or with the turn's other sends (io_uring). */
+static void conn_send(struct bench_thread *t, struct bconn *c) {
+    if (t->ur != NULL)
+        ur_queue(t, c);
+    else
+        conn_flush(t, c);
+}
+
+/* May c take new requests (nothing of wbuf in the kernel's hands, socket not full)? */
+static bool conn_open_for_more(const struct bconn *c) {
+    return !c->dead && !c->want_write && !c->ur_send;
+}
+
 static void conn_fill(struct bench_thread *t, struct bconn *c, uint64_t now) {
     uint32_t depth = t->phase == BENCH_PHASE_PRELOAD ? t->cfg->preload_depth : t->cfg->depth;
-    if (c->dead || c->want_write || open_loop(t))
+    if (!conn_open_for_more(c) || open_loop(t))
         return;
     while (c->count < depth && may_issue(t)) {
         if (!issue_one(t, c, now)) {
@@ -393,7 +422,7 @@ static void conn_fill(struct bench_thread *t, struct bconn *c, uint64_t now) {
             return;
         }
     }
-    conn_flush(t, c);
+    conn_send(t, c);
 }
 
 /*
@@ -408,7 +437,7 @@ static void rate_issue(struct bench_thread *t, uint64_t now) {
             struct bconn *x = &t->conns[t->rr];
             if (++t->rr == t->nconns)
                 t->rr = 0;
-            if (!x->dead && !x->want_write && x->count < t->cfg->depth)
+            if (conn_open_for_more(x) && x->count < t->cfg->depth)
                 c = x;
         }
         if (c == NULL)
@@ -418,7 +447,7 @@ static void rate_issue(struct bench_thread *t, uint64_t now) {
             return;
         }
         t->next_ns += t->interval_ns;
-        conn_flush(t, c);
+        conn_send(t, c);
     }
 }
 
@@ -446,18 +475,29 @@ static void complete(struct bench_thread *t, struct bconn *c, const struct bench
     t->inflight--;
 }
 
+/* Room for at least n more bytes in rbuf. */
+static bool rbuf_room(struct bench_thread *t, struct bconn *c, size_t n) {
+    if (c->rcap - c->rlen >= n)
+        return true;
+    size_t cap = c->rcap * 2;
+    while (cap - c->rlen < n)
+        cap *= 2;
+    char *p = realloc(c->rbuf, cap);
+    if (p == NULL) {
+        conn_kill(t, c, "out of memory");
+        return false;
+    }
+    c->rbuf = p;
+    c->rcap = cap;
+    return true;
+}
+
+static unsigned conn_parse(struct bench_thread *t, struct bconn *c, uint64_t now);
+
 /* Returns the number of replies completed. */
 static unsigned conn_read(struct bench_thread *t, struct bconn *c, uint64_t now) {
-    if (c->rcap - c->rlen < 4096) {
-        size_t cap = c->rcap * 2;
-        char *p = realloc(c->rbuf, cap);
-        if (p == NULL) {
-            conn_kill(t, c, "out of memory");
-            return 0;
-        }
-        c->rbuf = p;
-        c->rcap = cap;
-    }
+    if (!rbuf_room(t, c, 4096))
+        return 0;
     ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -466,6 +506,11 @@ static unsigned conn_read(struct bench_thread *t, struct bconn *c, uint64_t now)
         return 0;
     }
     c->rlen += (size_t)n;
+    return conn_parse(t, c, now);
+}
+
+/* Completes every whole reply in rbuf; returns how many. */
+static unsigned conn_parse(struct bench_thread *t, struct bconn *c, uint64_t now) {
     size_t off = 0;
     unsigned done = 0;
     while (c->count > 0) {
@@ -509,6 +554,262 @@ static unsigned conn_read(struct bench_thread *t, struct bconn *c, uint64_t now)
 }
 
 /* ---------------------------------------------------------------------- */
+/* io_uring (--io uring)                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A phase's ring, made on the phase's thread (the ring has one submitter)
+ * and taken down at its end, when nothing is in flight; the connections
+ * stay.  Receives are multishot into UR_BUFS provided buffers; a reply is
+ * copied from its buffer into the connection's rbuf and parsed there as on
+ * epoll, and the buffer goes back at once.
+ */
+#define UR_ENTRIES 1024
+#define UR_BUFS 256
+#define UR_BUF 16384
+
+enum { UR_RECV = 1, UR_SEND = 2, UR_CANCEL = 3 };
+
+struct bench_uring {
+    struct io_uring ring;
+    struct io_uring_buf_ring *br;
+    char *bufs;
+    struct bconn **sendq;           /* connections with requests to send this turn */
+    unsigned nsendq;
+    unsigned inflight;              /* operations the kernel has */
+    bool stopping;                  /* the phase is over: nothing new */
+};
+
+static struct io_uring_sqe *ur_sqe(struct bench_uring *u) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
+    if (sqe == NULL) {
+        io_uring_submit(&u->ring);
+        sqe = io_uring_get_sqe(&u->ring);
+    }
+    return sqe;
+}
+
+static void ur_arm(struct bench_thread *t, struct bconn *c) {
+    if (t->ur->stopping)
+        return;
+    struct io_uring_sqe *sqe = ur_sqe(t->ur);
+    if (sqe == NULL) {
+        conn_kill(t, c, "io_uring: no submission slot");
+        return;
+    }
+    io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+    sqe->flags |= IOSQE_BUFFER_SELECT;
+    sqe->buf_group = 0;
+    io_uring_sqe_set_data64(sqe, (uintptr_t)c | UR_RECV);
+    c->ur_recv = true;
+    t->ur->inflight++;
+}
+
+static void ur_cancel(struct bench_thread *t, struct bconn *c) {
+    struct io_uring_sqe *sqe = c->ur_recv ? ur_sqe(t->ur) : NULL;
+    if (sqe == NULL)
+        return;
+    io_uring_prep_cancel64(sqe, (uintptr_t)c | UR_RECV, 0);
+    io_uring_sqe_set_data64(sqe, UR_CANCEL);
+    t->ur->inflight++;
+}
+
+static void ur_queue(struct bench_thread *t, struct bconn *c) {
+    if (c->ur_queued || c->ur_send || c->woff == c->wlen || c->dead)
+        return;
+    c->ur_queued = true;
+    t->ur->sendq[t->ur->nsendq++] = c;
+}
+
+static void ur_send_queued(struct bench_thread *t) {
+    struct bench_uring *u = t->ur;
+    for (unsigned i = 0; i < u->nsendq; i++) {
+        struct bconn *c = u->sendq[i];
+        c->ur_queued = false;
+        if (c->dead)
+            continue;
+        struct io_uring_sqe *sqe = ur_sqe(u);
+        if (sqe == NULL) {
+            conn_kill(t, c, "io_uring: no submission slot");
+            continue;
+        }
+        io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        io_uring_sqe_set_data64(sqe, (uintptr_t)c | UR_SEND);
+        c->ur_send = true;
+        u->inflight++;
+    }
+    u->nsendq = 0;
+}
+
+/* One completion; returns the replies it completed. */
+static unsigned ur_complete(struct bench_thread *t, uint64_t data, int res, unsigned flags,
+                            uint64_t now) {
+    struct bench_uring *u = t->ur;
+    struct bconn *c = (struct bconn *)(uintptr_t)(data & ~(uint64_t)3);
+    bool more = (flags & IORING_CQE_F_MORE) != 0;
+    if (!more)
+        u->inflight--;
+    unsigned done = 0;
+    switch (data & 3) {
+    case UR_RECV: {
+        if (!more)
+            c->ur_recv = false;
+        if (flags & IORING_CQE_F_BUFFER) {
+            unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
+            char *b = u->bufs + (size_t)bid * UR_BUF;
+            if (res > 0 && !c->dead && rbuf_room(t, c, (size_t)res)) {
+                memcpy(c->rbuf + c->rlen, b, (size_t)res);
+                c->rlen += (size_t)res;
+                done = conn_parse(t, c, now);
+            }
+            io_uring_buf_ring_add(u->br, b, UR_BUF, (unsigned short)bid,
+                                  io_uring_buf_ring_mask(UR_BUFS), 0);
+            io_uring_buf_ring_advance(u->br, 1);
+        }
+        if (!c->dead && res == 0)
+            conn_kill(t, c, "closed by the server");
+        else if (!c->dead && res < 0 && res != -ENOBUFS && res != -ECANCELED)
+            conn_kill(t, c, strerror(-res));
+        if (!c->dead && !c->ur_recv)
+            ur_arm(t, c);
+        if (!c->dead && !u->stopping)
+            conn_fill(t, c, now);
+        break;
+    }
+    case UR_SEND:
+        c->ur_send = false;
+        if (c->dead)
+            break;
+        if (res < 0) {
+            conn_kill(t, c, strerror(-res));
+            break;
+        }
+        c->woff += (size_t)res;
+        if (c->woff < c->wlen)
+            ur_queue(t, c);
+        else
+            c->woff = c->wlen = 0;
+        if (!u->stopping)
+            conn_fill(t, c, now);
+        break;
+    default:
+        break;
+    }
+    return done;
+}
+
+/* Reaps what has completed; returns the replies. */
+static unsigned ur_reap(struct bench_thread *t, uint64_t now) {
+    struct bench_uring *u = t->ur;
+    unsigned done = 0;
+    for (;;) {
+        struct io_uring_cqe *cqes[64];
+        unsigned n = io_uring_peek_batch_cqe(&u->ring, cqes, 64);
+        if (n == 0)
+            return done;
+        uint64_t data[64];
+        int res[64];
+        unsigned flags[64];
+        for (unsigned i = 0; i < n; i++) {
+            data[i] = cqes[i]->user_data;
+            res[i] = cqes[i]->res;
+            flags[i] = cqes[i]->flags;
+        }
+        io_uring_cq_advance(&u->ring, n);
+        for (unsigned i = 0; i < n; i++)
+            done += ur_complete(t, data[i], res[i], flags[i], now);
+    }
+}
+
+static void ur_teardown(struct bench_thread *t) {
+    struct bench_uring *u = t->ur;
+    if (u == NULL)
+        return;
+    u->stopping = true;
+    if (u->ring.ring_fd >= 0) {
+        struct io_uring_sqe *sqe = ur_sqe(u);
+        if (sqe != NULL) {
+            io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+            io_uring_sqe_set_data64(sqe, UR_CANCEL);
+            u->inflight++;
+        }
+        for (int tries = 0; u->inflight > 0 && tries < 100; tries++) {
+            struct __kernel_timespec ts = {0, 10 * 1000 * 1000};
+            struct io_uring_cqe *cqe;
+            io_uring_submit_and_wait_timeout(&u->ring, &cqe, 1, &ts, NULL);
+            ur_reap(t, bench_now_ns());
+        }
+        io_uring_queue_exit(&u->ring);
+    }
+    for (unsigned i = 0; i < t->nconns; i++)
+        t->conns[i].ur_recv = t->conns[i].ur_send = t->conns[i].ur_queued = false;
+    if (u->br != NULL)
+        munmap(u->br, UR_BUFS * sizeof(struct io_uring_buf));
+    free(u->bufs);
+    free(u->sendq);
+    free(u);
+    t->ur = NULL;
+}
+
+/* The phase's ring, and a receive for every live connection; -1 with t->err. */
+static int ur_setup(struct bench_thread *t) {
+    struct bench_uring *u = calloc(1, sizeof(*u));
+    if (u == NULL) {
+        fail(t, "%s", "out of memory");
+        return -1;
+    }
+    t->ur = u;
+    u->ring.ring_fd = -1;
+    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
+    int rc = io_uring_queue_init_params(UR_ENTRIES, &u->ring, &p);
+    if (rc < 0) {
+        u->ring.ring_fd = -1;
+        fail(t, "io_uring_setup: %s", strerror(-rc));
+        return -1;
+    }
+    u->sendq = calloc(t->nconns ? t->nconns : 1, sizeof(*u->sendq));
+    u->bufs = malloc((size_t)UR_BUFS * UR_BUF);
+    void *br = mmap(NULL, UR_BUFS * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (u->sendq == NULL || u->bufs == NULL || br == MAP_FAILED) {
+        fail(t, "%s", "out of memory");
+        return -1;
+    }
+    u->br = br;
+    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = UR_BUFS};
+    rc = io_uring_register_buf_ring(&u->ring, &reg, 0);
+    if (rc < 0) {
+        fail(t, "io_uring provided buffers: %s", strerror(-rc));
+        return -1;
+    }
+    io_uring_buf_ring_init(u->br);
+    for (unsigned i = 0; i < UR_BUFS; i++)
+        io_uring_buf_ring_add(u->br, u->bufs + (size_t)i * UR_BUF, UR_BUF, (unsigned short)i,
+                              io_uring_buf_ring_mask(UR_BUFS), (int)i);
+    io_uring_buf_ring_advance(u->br, UR_BUFS);
+    for (unsigned i = 0; i < t->nconns; i++)
+        if (!t->conns[i].dead)
+            ur_arm(t, &t->conns[i]);
+    return 0;
+}
+
+/* One turn: sends out, replies in.  Returns the replies completed; *waited the ns in the kernel. */
+static unsigned ur_turn(struct bench_thread *t, int wait_ms, uint64_t *now, uint64_t *waited) {
+    ur_send_queued(t);
+    uint64_t before = bench_now_ns();
+    if (wait_ms == 0) {
+        io_uring_submit_and_get_events(&t->ur->ring);
+    } else {
+        struct __kernel_timespec ts = {wait_ms / 1000, (long long)(wait_ms % 1000) * 1000000};
+        struct io_uring_cqe *cqe;
+        io_uring_submit_and_wait_timeout(&t->ur->ring, &cqe, 1, &ts, NULL);
+    }
+    *now = bench_now_ns();
+    *waited = *now - before;
+    return ur_reap(t, *now);
+}
+
+/* ---------------------------------------------------------------------- */
 /* The loop                                                                 */
 /* ---------------------------------------------------------------------- */
 
@@ -521,7 +822,13 @@ void *bench_thread_run(void *arg) {
 
     stats_reset(t);
     histogram_init(t->hwin);
+    bool ready = !cfg->uring || ur_setup(t) == 0;
     pthread_barrier_wait(&sh->start);
+    if (!ready) {
+        ur_teardown(t);
+        atomic_fetch_add(&sh->done, 1);
+        return NULL;
+    }
     uint64_t now = bench_now_ns();
     bool warm = t->phase == BENCH_PHASE_RUN && sh->warm_end_ns > now;
     uint64_t next_fold = now + FOLD_NS, last_reply = now;
@@ -546,10 +853,20 @@ void *bench_thread_run(void *arg) {
             if (wait_ms > WAIT_MS)
                 wait_ms = WAIT_MS;
         }
+        if (t->ur != NULL) {
+            uint64_t waited = 0;
+            if (ur_turn(t, wait_ms, &now, &waited) > 0) {
+                last_reply = now;
+                t->t_end = now;
+            }
+            t->wait_ns += waited;
+        }
         uint64_t before = bench_now_ns();
-        int n = evloop_wait(t->loop, ev, 256, wait_ms);
-        now = bench_now_ns();
-        t->wait_ns += now - before;
+        int n = t->ur != NULL ? 0 : evloop_wait(t->loop, ev, 256, wait_ms);
+        if (t->ur == NULL) {
+            now = bench_now_ns();
+            t->wait_ns += now - before;
+        }
         for (int i = 0; i < n; i++) {
             struct bconn *c = ev[i].ptr;
             if (c == NULL || c->dead)
@@ -580,6 +897,7 @@ void *bench_thread_run(void *arg) {
         }
     }
     fold(t);
+    ur_teardown(t);
     atomic_fetch_add(&sh->done, 1);
     return NULL;
 }
