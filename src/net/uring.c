@@ -34,7 +34,8 @@
  * polls that set's descriptor and runs its handlers when it is readable.
  *
  * A closed connection's receive and send are cancelled; the struct (and
- * the output a send points into) is freed when both have come back.
+ * the output a send points into) is freed, and its descriptor closed, when
+ * both have come back.
  */
 #include "net/uring.h"
 
@@ -240,10 +241,27 @@ static void cancel_recv(struct net_uring *u, struct net_conn *c) {
     u->inflight++;
 }
 
-/* Frees a closed connection once the kernel holds nothing of it. */
+/*
+ * Frees a closed connection once the kernel holds nothing of it.  Its
+ * descriptor is closed only then: until its operations are back, the
+ * number must not go to a new connection (a receive submitted for the old
+ * one would read the new one's bytes).
+ */
 static void reap(struct net_conn *c) {
-    if ((c->ring_flags & (NET_RING_RECV | NET_RING_SEND | NET_RING_QUEUED)) == 0)
+    if ((c->ring_flags & (NET_RING_RECV | NET_RING_SEND | NET_RING_QUEUED)) == 0) {
+        close(c->fd);
         net_conn_destroy(c);
+    }
+}
+
+/* c's receive could not be submitted (no slot): it is tried again after the round. */
+static void starve(struct net_conn *c) {
+    c->ring_flags |= NET_RING_STARVED;
+    if (!c->yielded) {
+        c->yielded = true;
+        c->ready_next = c->w->ready;
+        c->w->ready = c;
+    }
 }
 
 /*
@@ -257,8 +275,10 @@ void net_uring_want_input(struct net_conn *c) {
         (c->ring_flags & (NET_RING_RECV | NET_RING_DEAD | NET_RING_STARVED)) != 0)
         return;
     struct io_uring_sqe *sqe = sqe_get(u);
-    if (sqe == NULL)
+    if (sqe == NULL) {
+        starve(c);
         return;
+    }
 #if URING_SINGLESHOT
     io_uring_prep_recv(sqe, c->fd, NULL, BUF_SIZE, 0);
 #else
@@ -324,7 +344,6 @@ void net_uring_close(struct net_conn *c) {
             u->inflight++;
         }
     }
-    close(c->fd);
     reap(c);
 }
 
@@ -386,13 +405,7 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
         if (b != NULL)
             buf_put(u, b);
         if (res == -ENOBUFS) {
-            /* every buffer is out: try once this turn's have come back */
-            c->ring_flags |= NET_RING_STARVED;
-            if (!c->yielded) {
-                c->yielded = true;
-                c->ready_next = w->ready;
-                w->ready = c;
-            }
+            starve(c);      /* every buffer is out: try once this turn's have come back */
         } else if (res == -EAGAIN || res == -EINTR || res == -ECANCELED) {
             net_uring_want_input(c);        /* if it may read again */
         } else {

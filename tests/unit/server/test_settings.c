@@ -158,7 +158,7 @@ TEST(defaults_from_init_and_from_parse) {
  * memcached 1.6.18's `stats settings` for `memcached -u root -U 0 -p 11211`
  * (Debian's build, with its ext_* and ssl_* lines: extstore and TLS are
  * built in and off).  Ours differs in inter (memcached: NULL, all
- * interfaces) and adds evict_policy and delete_hold.
+ * interfaces) and adds evict_policy, delete_hold and io.
  */
 static const char default_stats[] =
     "maxbytes 67108864\n" "maxconns 1024\n" "tcpport 11211\n" "udpport 0\n"
@@ -185,7 +185,8 @@ static const char default_stats[] =
     "ssl_keyformat 1\n" "ssl_ciphers NULL\n" "ssl_ca_cert NULL\n" "ssl_wbuf_size 16384\n"
     "ssl_session_cache no\n" "ssl_kernel_tls no\n" "ssl_min_version tlsv1.2\n"
     "num_napi_ids (null)\n" "memory_file (null)\n"
-    "evict_policy slru\n" "delete_hold no\n"; /* cellar's two extra lines */
+    "evict_policy slru\n" "delete_hold no\n" "io auto\n"; /* cellar's three extra lines
+                                                          (io: main() puts the one in use) */
 
 TEST(stats_settings_defaults_match_memcached) {
     struct run *r = P(NOARGS);
