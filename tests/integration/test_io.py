@@ -219,3 +219,38 @@ def test_a_client_that_does_not_read_is_not_read_from(io):
             slow.close()
         other.send(b"get big\r\n")
         assert other.read_to(b"END\r\n").startswith(b"VALUE big 0 400\r\n")
+
+
+@pytest.mark.parametrize("io", ["uring", "epoll"])
+def test_stops_cleanly_with_requests_in_flight(io):
+    # SIGTERM while the kernel holds sends to clients that do not read (a
+    # 64 KB value, 500 times each), receives of half-sent requests, and idle
+    # connections: the server exits 0 within the stop's 10 s (under make
+    # asan, with nothing leaked and nothing touched after it was freed).
+    srv = Server(args=["-o", "io=" + io, "-t", "2"]).start()
+    socks = []
+    try:
+        with srv.conn() as c:
+            c.send(b"set big 0 0 65536\r\n" + b"v" * 65536 + b"\r\n")
+            assert c.readline() == b"STORED\r\n"
+        for i in range(12):
+            s = socket.create_connection((HOST, srv.port))
+            s.setblocking(False)
+            socks.append(s)
+            if i % 3 == 0:
+                try:
+                    s.send(b"get big\r\n" * 500)
+                except BlockingIOError:
+                    pass
+            elif i % 3 == 1:
+                s.send(b"set half 0 0 100\r\n" + b"h" * 40)
+        # wait until the server has read what it could and blocked on its sends
+        wait_for(lambda: int(srv.stats()["bytes_written"]) > 4 * (1 << 20), 10,
+                 what="the server to have sent some of the answers")
+    finally:
+        problem = srv.stop()
+        for s in socks:
+            s.close()
+        err = srv.stderr_text()
+        srv._cleanup_file()
+    assert problem is None, (problem, err[-2000:])
