@@ -241,6 +241,10 @@ static void cancel_recv(struct net_uring *u, struct net_conn *c) {
     u->inflight++;
 }
 
+void net_uring_stop_input(struct net_conn *c) {
+    cancel_recv(c->w->ring, c);
+}
+
 /*
  * Frees a closed connection once the kernel holds nothing of it.  Its
  * descriptor is closed only then: until its operations are back, the

@@ -40,6 +40,8 @@ void net_uring_close(struct net_conn *c);
 bool net_uring_flush(struct net_conn *c);
 /* c may read again (not paused, not blocked): receives if it has none in the kernel. */
 void net_uring_want_input(struct net_conn *c);
+/* c is paused: its receive is cancelled (what arrives before that is kept, not run). */
+void net_uring_stop_input(struct net_conn *c);
 
 /* What worker.c lends uring.c. */
 bool net_rbuf_room(struct net_conn *c, size_t n);  /* room for n more bytes after rend */

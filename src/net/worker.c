@@ -234,7 +234,9 @@ void net_conn_pause(struct net_conn *c, bool pause) {
         return;
     c->paused = pause;
     if (c->ring) {
-        if (!pause)
+        if (pause)
+            net_uring_stop_input(c);
+        else
             net_uring_want_input(c);
     } else if (!c->want_write) {
         conn_interest(c);

@@ -191,7 +191,7 @@ static void no_release(void *ctx, void *ref) { (void)ctx, (void)ref; }
  * heap: a test that fails returns early and leaves its worker running,
  * which must not then share memory with the next test's.
  */
-static inline struct app *app_start(int budget, size_t hiwat) {
+static inline struct app *app_start_io(int budget, size_t hiwat, enum net_io io) {
     struct app *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return NULL;
@@ -199,6 +199,7 @@ static inline struct app *app_start(int budget, size_t hiwat) {
     a->budget = budget;
     a->hiwat = hiwat;
     a->srv.ops = &app_ops;
+    a->srv.io = io;
     a->ws[0] = &a->w;
     a->srv.workers = a->ws;
     a->srv.nworkers = 1;
@@ -206,6 +207,10 @@ static inline struct app *app_start(int budget, size_t hiwat) {
         return NULL;
     a->w.tick = app_tick;
     return net_workers_start(&a->srv) == 0 ? a : NULL;
+}
+
+static inline struct app *app_start(int budget, size_t hiwat) {
+    return app_start_io(budget, hiwat, NET_IO_EPOLL);
 }
 
 /* Stops the worker (closing what is open) and frees its resources; free(a) after. */
@@ -304,6 +309,10 @@ static inline bool recv_eof(int fd) {
 
 static inline uint64_t rbufs(struct app *a) { return atomic_load(&a->w.rbufs); }
 static inline uint64_t rbufs_idle(struct app *a) { return atomic_load(&a->w.rbufs_idle); }
+/* Read buffers lent to connections now (the io_uring ring's are never lent for long). */
+static inline uint64_t rbufs_lent(struct app *a) {
+    return rbufs(a) - rbufs_idle(a) - atomic_load(&a->w.rbufs_ring);
+}
 
 /* Reads n answers to the lines "%09d\n" from first on, and checks them. */
 static inline bool recv_answers(int fd, int first, int n) {
