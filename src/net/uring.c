@@ -531,7 +531,8 @@ static void on_cqe(struct net_worker *w, uint64_t data, int res, unsigned flags)
         break;
     case OP_POLL:
         u->polling = false;
-        net_worker_epoll_round(w);
+        if (!u->draining)           /* stopping: what epoll has (a new fd) is left to stop */
+            net_worker_epoll_round(w);
         break;
     default:
         break;
@@ -572,7 +573,7 @@ static void drain(struct net_worker *w) {
     u->draining = true;
     struct io_uring_sqe *sqe = sqe_get(u);
     if (sqe != NULL) {
-        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
         io_uring_sqe_set_data64(sqe, OP_CANCEL);
         u->inflight++;
     }

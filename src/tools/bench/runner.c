@@ -729,7 +729,7 @@ static void ur_teardown(struct bench_thread *t) {
     if (u->ring.ring_fd >= 0) {
         struct io_uring_sqe *sqe = ur_sqe(u);
         if (sqe != NULL) {
-            io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+            io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
             io_uring_sqe_set_data64(sqe, UR_CANCEL);
             u->inflight++;
         }

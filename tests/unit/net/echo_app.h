@@ -16,6 +16,9 @@
  * worker to finish two more rounds (settle()), after which all the work
  * of the round it was looking at is done.
  *
+ * Every test runs twice (app_run_both()): on the epoll back end and on the
+ * io_uring one, where what they check can be the same.
+ *
  * The tick hook, on the worker's thread, runs net_worker_close_idle() on
  * a clock the test sets, and can park the worker so that the test can
  * hand it several descriptors that it will then take in one round.
@@ -35,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness.h"
 #include "net/listener.h"
 #include "net/worker.h"
 
@@ -191,7 +195,8 @@ static void no_release(void *ctx, void *ref) { (void)ctx, (void)ref; }
  * heap: a test that fails returns early and leaves its worker running,
  * which must not then share memory with the next test's.
  */
-static inline struct app *app_start_io(int budget, size_t hiwat, enum net_io io) {
+static inline struct app *app_start_io(int budget, size_t hiwat, enum net_io io,
+                                       unsigned ring_bufs) {
     struct app *a = calloc(1, sizeof(*a));
     if (a == NULL)
         return NULL;
@@ -200,6 +205,7 @@ static inline struct app *app_start_io(int budget, size_t hiwat, enum net_io io)
     a->hiwat = hiwat;
     a->srv.ops = &app_ops;
     a->srv.io = io;
+    a->srv.ring_bufs = ring_bufs;
     a->ws[0] = &a->w;
     a->srv.workers = a->ws;
     a->srv.nworkers = 1;
@@ -209,8 +215,21 @@ static inline struct app *app_start_io(int budget, size_t hiwat, enum net_io io)
     return net_workers_start(&a->srv) == 0 ? a : NULL;
 }
 
+/* The back end app_start() gives the worker: the tests run once on each (main()). */
+static enum net_io app_io = NET_IO_EPOLL;
+
 static inline struct app *app_start(int budget, size_t hiwat) {
-    return app_start_io(budget, hiwat, NET_IO_EPOLL);
+    return app_start_io(budget, hiwat, app_io, 0);
+}
+
+/* Runs every test on epoll, then on io_uring; nonzero if any failed. */
+static inline int app_run_both(const char *file) {
+    app_io = NET_IO_EPOLL;
+    printf("== epoll\n");
+    int failed = th_run(file);
+    app_io = NET_IO_URING;
+    printf("== io_uring\n");
+    return th_run(file) | failed;
 }
 
 /* Stops the worker (closing what is open) and frees its resources; free(a) after. */
