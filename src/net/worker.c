@@ -87,6 +87,20 @@ void net_rbuf_release(struct net_conn *c) {
     c->rbuf_moved = true;
 }
 
+/* Doubles rbuf until n more bytes fit after rend (RBUF_MAX at most). */
+static bool rbuf_grow(struct net_conn *c, size_t n) {
+    while (c->rsize - c->rend < n) {
+        if (c->rsize >= RBUF_MAX)
+            return false;
+        char *b = realloc(c->rbuf, c->rsize * 2);
+        if (b == NULL)
+            return false;
+        c->rbuf = b;
+        c->rsize *= 2;
+    }
+    return true;
+}
+
 /* Makes room in rbuf for more input: compacts, and grows a buffer holding one long line. */
 static bool rbuf_make_room(struct net_conn *c) {
     c->rbuf_moved = true;
@@ -105,33 +119,13 @@ static bool rbuf_make_room(struct net_conn *c) {
         c->rend -= c->rstart;
         c->rstart = 0;
     }
-    if (c->rend < c->rsize)
-        return true;
-    if (c->rsize >= RBUF_MAX)
-        return false;
-    char *n = realloc(c->rbuf, c->rsize * 2);
-    if (n == NULL)
-        return false;
-    c->rbuf = n;
-    c->rsize *= 2;
-    return true;
+    return rbuf_grow(c, 1);
 }
 
 bool net_rbuf_room(struct net_conn *c, size_t n) {
     if (c->rbuf != NULL && c->rsize - c->rend >= n)
         return true;
-    if (!rbuf_make_room(c))
-        return false;
-    while (c->rsize - c->rend < n) {
-        if (c->rsize >= RBUF_MAX)
-            return false;
-        char *b = realloc(c->rbuf, c->rsize * 2);
-        if (b == NULL)
-            return false;
-        c->rbuf = b;
-        c->rsize *= 2;
-    }
-    return true;
+    return rbuf_make_room(c) && rbuf_grow(c, n);
 }
 
 struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,

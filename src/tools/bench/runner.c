@@ -520,18 +520,8 @@ static unsigned conn_parse(struct bench_thread *t, struct bconn *c, uint64_t now
                                                       c->rlen - off, &used, &r, &need);
         if (rc == MC_PARSE_NEED_MORE) {
             /* A reply bigger than the buffer: grow it to fit (plus room to read). */
-            if (need > c->rcap - 4096) {
-                size_t cap = c->rcap;
-                while (need > cap - 4096)
-                    cap *= 2;
-                char *p = realloc(c->rbuf, cap);
-                if (p == NULL) {
-                    conn_kill(t, c, "out of memory");
-                    return done;
-                }
-                c->rbuf = p;
-                c->rcap = cap;
-            }
+            if (need + 4096 > c->rcap && !rbuf_room(t, c, need + 4096 - c->rlen))
+                return done;
             break;
         }
         if (rc != MC_PARSE_OK) {

@@ -317,32 +317,6 @@ TEST(close_with_answers_waiting) {
     free(a);
 }
 
-/* Stopped with an idle connection and one whose answers wait: all is taken back and freed. */
-TEST(stop_with_answers_waiting) {
-    struct app *a = app_start(0, 0);
-    ASSERT(a != NULL);
-    int idle = app_connect(a), busy = app_connect(a);
-    static char req[2000000 + 1];                /* more than the sockets hold */
-    for (int i = 0; i < 200000; i++)
-        sprintf(req + i * 10, "%09d\n", i);
-    size_t sent = 0;
-    while (sent < sizeof(req) - 1 && !atomic_load(&a->blocked)) {
-        size_t left = sizeof(req) - 1 - sent;
-        ssize_t n = write(busy, req + sent, left < 4096 ? left : 4096);
-        if (n > 0)
-            sent += (size_t)n;
-        else
-            sched_yield();
-    }
-    WAIT_FOR(atomic_load(&a->blocked) == 1);
-    ASSERT_EQ(atomic_load(&a->blocked), 1);
-    app_stop(a);                                  /* ASan: nothing leaked or touched after */
-    ASSERT_U64(atomic_load(&a->srv.conn_structs), 0);
-    free(a);
-    close(idle);
-    close(busy);
-}
-
 /*
  * io_uring with two receive buffers for 40 connections whose lines all
  * arrive while the worker is parked: receives find no buffer, wait for the
