@@ -82,7 +82,8 @@ $(B)/cellar-ring: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/ring/*.c)
 # built from position-independent objects of its own and exports only the
 # calls cellar.h marks CELLAR_API.
 LIB_LAYERS  := client storage protocol core
-LIB_OBJ     := $(foreach l,$(LIB_LAYERS),$(call obj_of,$(l)))
+# Not core/uring.o: the library's loop is epoll, and it does not link liburing.
+LIB_OBJ     := $(filter-out $(B)/obj/core/uring.o,$(foreach l,$(LIB_LAYERS),$(call obj_of,$(l))))
 LIB_PIC     := $(patsubst $(B)/obj/%.o,$(B)/pic/%.o,$(LIB_OBJ))
 LIB_SOVER   := 0
 LIB_VERSION := 0.1.0

@@ -39,14 +39,14 @@
  */
 #include "net/uring.h"
 
+#include "core/uring.h"
+
 #include <errno.h>
 #include <limits.h>
-#include <liburing.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #define RING_ENTRIES 1024
@@ -63,18 +63,13 @@
 #define BUF_GROUP 0
 #define OUT_WAIT (256u << 10)   /* output waiting behind a send that blocks the application */
 #define MSGS RING_ENTRIES
-#ifndef URING_SINGLESHOT
-#define URING_SINGLESHOT 0      /* 1: a receive armed again after each completion (measured: slower) */
-#endif
 
 /* What a completion is for: the low bits of its user_data (pointers are 8-aligned). */
 enum { OP_RECV = 1, OP_SEND = 2, OP_POLL = 3, OP_CANCEL = 4, OP_MASK = 7 };
 
 struct net_uring {
     struct io_uring ring;
-    struct io_uring_buf_ring *br;
-    char *bufs;                 /* nbufs buffers of BUF_SIZE */
-    unsigned nbufs;             /* a power of 2 */
+    struct bufring bufs;        /* the receives' buffers */
     struct net_conn *sendq;     /* connections whose output goes at the end of the turn */
     struct msghdr msgs[MSGS];   /* for the sendmsg()s not yet submitted */
     int nmsg;
@@ -111,34 +106,10 @@ static int ring_setup(struct io_uring *ring) {
     return rc;
 }
 
-/* Registers the ring of provided receive buffers. */
-static bool bufs_setup(struct net_uring *u) {
-    size_t rsize = u->nbufs * sizeof(struct io_uring_buf);
-    void *br = mmap(NULL, rsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (br == MAP_FAILED)
-        return false;
-    u->br = br;
-    u->bufs = malloc((size_t)u->nbufs * BUF_SIZE);
-    if (u->bufs == NULL)
-        return false;
-    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = u->nbufs,
-                                   .bgid = BUF_GROUP};
-    if (io_uring_register_buf_ring(&u->ring, &reg, 0) != 0)
-        return false;
-    io_uring_buf_ring_init(u->br);
-    for (unsigned i = 0; i < u->nbufs; i++)
-        io_uring_buf_ring_add(u->br, u->bufs + (size_t)i * BUF_SIZE, BUF_SIZE, (unsigned short)i,
-                              io_uring_buf_ring_mask(u->nbufs), (int)i);
-    io_uring_buf_ring_advance(u->br, (int)u->nbufs);
-    return true;
-}
-
 static void uring_free(struct net_uring *u, bool ring_up) {
     if (ring_up)
         io_uring_queue_exit(&u->ring);
-    if (u->br != NULL)
-        munmap(u->br, u->nbufs * sizeof(struct io_uring_buf));
-    free(u->bufs);
+    bufring_deinit(&u->bufs);
     free(u);
 }
 
@@ -146,25 +117,25 @@ int net_uring_init(struct net_worker *w) {
     struct net_uring *u = calloc(1, sizeof(*u));
     if (u == NULL)
         return -1;
-    u->nbufs = w->srv->ring_bufs ? w->srv->ring_bufs : BUF_COUNT;
     if (ring_setup(&u->ring) != 0) {
         uring_free(u, false);
         return -1;
     }
-    if (!bufs_setup(u)) {
+    unsigned n = w->srv->ring_bufs ? w->srv->ring_bufs : BUF_COUNT;
+    if (bufring_init(&u->bufs, &u->ring, n, BUF_SIZE, BUF_GROUP) != 0) {
         uring_free(u, true);
         return -1;
     }
     w->ring = u;
-    NET_STAT_ADD(w->rbufs, u->nbufs);
-    NET_STAT_ADD(w->rbufs_ring, u->nbufs);
+    NET_STAT_ADD(w->rbufs, n);
+    NET_STAT_ADD(w->rbufs_ring, n);
     return 0;
 }
 
 void net_uring_deinit(struct net_worker *w) {
     if (w->ring == NULL)
         return;
-    unsigned n = w->ring->nbufs;
+    unsigned n = w->ring->bufs.n;
     uring_free(w->ring, true);
     w->ring = NULL;
     NET_STAT_ADD(w->rbufs, -(int64_t)n);
@@ -177,7 +148,6 @@ bool net_uring_usable(char *why, size_t n) {
         snprintf(why, n, "out of memory");
         return false;
     }
-    u->nbufs = 1;
     int rc = ring_setup(&u->ring);
     if (rc != 0) {
         snprintf(why, n, "io_uring_setup: %s",
@@ -186,23 +156,28 @@ bool net_uring_usable(char *why, size_t n) {
         uring_free(u, false);
         return false;
     }
-    bool ok = bufs_setup(u);
+    bool ok = bufring_init(&u->bufs, &u->ring, 1, BUF_SIZE, BUF_GROUP) == 0;
     if (!ok)
         snprintf(why, n, "provided buffer rings are not available");
     uring_free(u, true);
     return ok;
 }
 
-int net_io_pick(const char *mode, enum net_io *io, char *why, size_t n) {
-    why[0] = '\0';
-    *io = NET_IO_EPOLL;
+int net_io_choose(struct net_server *s, const char *mode, const char *prog, const char *flag) {
+    char why[160];
+    s->io = NET_IO_EPOLL;
     if (strcmp(mode, "epoll") == 0)
         return 0;
-    if (net_uring_usable(why, n)) {
-        *io = NET_IO_URING;
+    if (net_uring_usable(why, sizeof(why))) {
+        s->io = NET_IO_URING;
         return 0;
     }
-    return strcmp(mode, "uring") == 0 ? -1 : 0;
+    if (strcmp(mode, "uring") == 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, flag, why);
+        return -1;
+    }
+    fprintf(stderr, "%s: io_uring unavailable (%s); using epoll\n", prog, why);
+    return 0;
 }
 
 /* A submission slot, submitting what is queued if the ring is full. */
@@ -216,29 +191,23 @@ static struct io_uring_sqe *sqe_get(struct net_uring *u) {
     return sqe;
 }
 
-static char *buf_at(struct net_uring *u, unsigned bid) {
-    return u->bufs + (size_t)bid * BUF_SIZE;
-}
-
-/* Gives a receive buffer back to the kernel. */
-static void buf_put(struct net_uring *u, const char *b) {
-    unsigned bid = (unsigned)((b - u->bufs) / BUF_SIZE);
-    io_uring_buf_ring_add(u->br, (void *)b, BUF_SIZE, (unsigned short)bid,
-                          io_uring_buf_ring_mask(u->nbufs), 0);
-    io_uring_buf_ring_advance(u->br, 1);
+/* Cancels the operations whose user_data is data (all of them with IORING_ASYNC_CANCEL_ANY). */
+static bool cancel(struct net_uring *u, uint64_t data, unsigned flags) {
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (sqe == NULL)
+        return false;
+    io_uring_prep_cancel64(sqe, data, (int)flags);
+    io_uring_sqe_set_data64(sqe, OP_CANCEL);
+    u->inflight++;
+    return true;
 }
 
 /* Cancels c's receive (c is closed, or may not read for now). */
 static void cancel_recv(struct net_uring *u, struct net_conn *c) {
     if ((c->ring_flags & NET_RING_RECV) == 0 || (c->ring_flags & NET_RING_HALT))
         return;
-    struct io_uring_sqe *sqe = sqe_get(u);
-    if (sqe == NULL)
-        return;
-    io_uring_prep_cancel64(sqe, (uintptr_t)c | OP_RECV, 0);
-    io_uring_sqe_set_data64(sqe, OP_CANCEL);
-    c->ring_flags |= NET_RING_HALT;
-    u->inflight++;
+    if (cancel(u, (uintptr_t)c | OP_RECV, 0))
+        c->ring_flags |= NET_RING_HALT;
 }
 
 void net_uring_stop_input(struct net_conn *c) {
@@ -283,20 +252,12 @@ void net_uring_want_input(struct net_conn *c) {
         starve(c);
         return;
     }
-#if URING_SINGLESHOT
-    io_uring_prep_recv(sqe, c->fd, NULL, BUF_SIZE, 0);
-#else
     io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
-#endif
     sqe->flags |= IOSQE_BUFFER_SELECT;
     sqe->buf_group = BUF_GROUP;
     io_uring_sqe_set_data64(sqe, (uintptr_t)c | OP_RECV);
     c->ring_flags |= NET_RING_RECV;
     u->inflight++;
-}
-
-void net_uring_open(struct net_conn *c) {
-    net_uring_want_input(c);
 }
 
 static void queue_send(struct net_conn *c) {
@@ -332,7 +293,7 @@ bool net_uring_flush(struct net_conn *c) {
 void net_uring_close(struct net_conn *c) {
     struct net_uring *u = c->w->ring;
     if (c->ring_flags & NET_RING_LENT) {
-        buf_put(u, c->rbuf);
+        bufring_put(&u->bufs, c->rbuf);
         c->ring_flags &= ~NET_RING_LENT;
         c->rbuf = NULL;
         c->rsize = c->rstart = c->rend = 0;
@@ -340,14 +301,8 @@ void net_uring_close(struct net_conn *c) {
     net_conn_unlink(c);
     c->ring_flags |= NET_RING_DEAD;
     cancel_recv(u, c);
-    if (c->ring_flags & NET_RING_SEND) {
-        struct io_uring_sqe *sqe = sqe_get(u);
-        if (sqe != NULL) {
-            io_uring_prep_cancel64(sqe, (uintptr_t)c | OP_SEND, 0);
-            io_uring_sqe_set_data64(sqe, OP_CANCEL);
-            u->inflight++;
-        }
-    }
+    if (c->ring_flags & NET_RING_SEND)
+        cancel(u, (uintptr_t)c | OP_SEND, 0);
     reap(c);
 }
 
@@ -398,16 +353,16 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
     bool more = (flags & IORING_CQE_F_MORE) != 0;
     if (!more)
         c->ring_flags &= ~(NET_RING_RECV | NET_RING_HALT);
-    char *b = (flags & IORING_CQE_F_BUFFER) ? buf_at(u, flags >> IORING_CQE_BUFFER_SHIFT) : NULL;
+    char *b = (flags & IORING_CQE_F_BUFFER) ? bufring_at(&u->bufs, flags) : NULL;
     if (c->ring_flags & NET_RING_DEAD) {
         if (b != NULL)
-            buf_put(u, b);
+            bufring_put(&u->bufs, b);
         reap(c);
         return;
     }
     if (res <= 0 || b == NULL) {
         if (b != NULL)
-            buf_put(u, b);
+            bufring_put(&u->bufs, b);
         if (res == -ENOBUFS) {
             starve(c);      /* every buffer is out: try once this turn's have come back */
         } else if (res == -EAGAIN || res == -EINTR || res == -ECANCELED) {
@@ -440,23 +395,23 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
         c->rbuf_moved = true;
         if (left > 0) {
             if (!net_rbuf_room(c, left)) {
-                buf_put(u, b);
+                bufring_put(&u->bufs, b);
                 net_conn_close(c);
                 return;
             }
             memcpy(c->rbuf, b + from, left);
             c->rend = left;
         }
-        buf_put(u, b);
+        bufring_put(&u->bufs, b);
     } else {
         if (!net_rbuf_room(c, (size_t)res)) {
-            buf_put(u, b);
+            bufring_put(&u->bufs, b);
             net_conn_close(c);
             return;
         }
         memcpy(c->rbuf + c->rend, b, (size_t)res);
         c->rend += (size_t)res;
-        buf_put(u, b);
+        bufring_put(&u->bufs, b);
         if (run) {
             if (!ops->process(c))
                 return;
@@ -539,44 +494,20 @@ static void on_cqe(struct net_worker *w, uint64_t data, int res, unsigned flags)
     }
 }
 
-/* Reaps every completion there is; returns how many. */
-static unsigned reap_all(struct net_worker *w) {
-    struct net_uring *u = w->ring;
-    struct {
-        uint64_t data;
-        int res;
-        unsigned flags;
-    } got[256];
-    unsigned total = 0;
-    for (;;) {
-        unsigned head, n = 0;
-        struct io_uring_cqe *cqe;
-        io_uring_for_each_cqe(&u->ring, head, cqe) {
-            got[n].data = cqe->user_data;
-            got[n].res = cqe->res;
-            got[n].flags = cqe->flags;
-            if (++n == 256)
-                break;
-        }
-        if (n == 0)
-            return total;
-        io_uring_cq_advance(&u->ring, n);
+/* Runs every completion there is. */
+static void reap_all(struct net_worker *w) {
+    struct uring_done got[256];
+    unsigned n;
+    while ((n = uring_take(&w->ring->ring, got, 256)) > 0)
         for (unsigned i = 0; i < n; i++)
             on_cqe(w, got[i].data, got[i].res, got[i].flags);
-        total += n;
-    }
 }
 
 /* At the end: cancels what the kernel has and waits for it (a second at most). */
 static void drain(struct net_worker *w) {
     struct net_uring *u = w->ring;
     u->draining = true;
-    struct io_uring_sqe *sqe = sqe_get(u);
-    if (sqe != NULL) {
-        io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
-        io_uring_sqe_set_data64(sqe, OP_CANCEL);
-        u->inflight++;
-    }
+    cancel(u, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
     submit_sends(u);        /* frees the dead still queued; the live get no new sends */
     for (int tries = 0; u->inflight > 0 && tries < 100; tries++) {
         struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000 * 1000};

@@ -32,8 +32,6 @@ int net_uring_init(struct net_worker *w);
 void net_uring_run(struct net_worker *w);
 void net_uring_deinit(struct net_worker *w);
 
-/* A new connection on w's ring: its first receive. */
-void net_uring_open(struct net_conn *c);
 /* Closes c (net_conn_close() of a ring connection). */
 void net_uring_close(struct net_conn *c);
 /* net_conn_flush() of a ring connection. */

@@ -156,7 +156,7 @@ struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
     pthread_mutex_unlock(&w->conns_lock);
     atomic_fetch_add(&w->srv->conn_structs, 1);
     if (c->ring)
-        net_uring_open(c);
+        net_uring_want_input(c);        /* its first receive */
     return c;
 }
 

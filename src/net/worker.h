@@ -248,12 +248,13 @@ int net_worker_watch(struct net_worker *w, int fd, int events, struct net_handle
 bool net_uring_usable(char *why, size_t n);
 
 /*
- * The back end for mode "auto", "uring" or "epoll" (anything else is
- * taken as auto): io_uring where it is usable, unless epoll is asked for.
- * Returns 0, or -1 when uring was asked for and cannot be had.  why gets
- * the reason when io_uring is not used for any reason but the asking.
+ * Sets s->io for mode "auto", "uring" or "epoll" (anything else is taken
+ * as auto): io_uring where it is usable, unless epoll is asked for.  When
+ * auto falls back it says why on stderr, as prog, in one line; when uring
+ * was asked for (by the option flag) and cannot be had it says why and
+ * returns -1: the program should not start.  Else 0.
  */
-int net_io_pick(const char *mode, enum net_io *io, char *why, size_t n);
+int net_io_choose(struct net_server *s, const char *mode, const char *prog, const char *flag);
 
 /*
  * Closes the connections of w that have waited longer than limit seconds

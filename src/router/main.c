@@ -219,13 +219,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     rt.net.nworkers = threads;
-    char why[160];
-    if (net_io_pick(io, &rt.net.io, why, sizeof(why)) < 0) {
-        fprintf(stderr, "cellar-router: --io=uring: %s\n", why);
+    if (net_io_choose(&rt.net, io, "cellar-router", "--io=uring") < 0)
         return 1;
-    }
-    if (why[0] != '\0')
-        fprintf(stderr, "cellar-router: io_uring unavailable (%s); using epoll\n", why);
     for (int i = 0; i < threads; i++) {
         rt.net.workers[i] = &rt.workers[i].net;
         if (router_worker_init(&rt, &rt.workers[i], i) < 0) {

@@ -234,13 +234,8 @@ int main(int argc, char **argv) {
     }
 
     /* -o io: io_uring where it works (auto says so when it falls back), else epoll. */
-    char why[160];
-    if (net_io_pick(cfg.io, &srv.net.io, why, sizeof(why)) < 0) {
-        fprintf(stderr, "cellard: -o io=uring: %s\n", why);
+    if (net_io_choose(&srv.net, cfg.io, "cellard", "-o io=uring") < 0)
         return 1;
-    }
-    if (why[0] != '\0')
-        fprintf(stderr, "cellard: io_uring unavailable (%s); using epoll\n", why);
     cfg.io = srv.net.io == NET_IO_URING ? "uring" : "epoll";
     srv.net.ring_bufs = cfg.io_bufs;
 

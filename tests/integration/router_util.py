@@ -54,13 +54,14 @@ class Router(util.Server):
     metrics, an HTTP port; with spool, an --async-dir removed with it);
     stopped by pid like util.Server (a crash or a bad exit fails the test)."""
 
-    def __init__(self, config, threads=2, conns=None, metrics=False, spool=False):
+    def __init__(self, config, threads=2, conns=None, metrics=False, spool=False, args=(),
+                 preexec_fn=None):
         super().__init__(need(os.environ.get("CELLAR_ROUTER"), "CELLAR_ROUTER"),
-                         name="cellar-router")
+                         name="cellar-router", preexec_fn=preexec_fn)
         fd, self.config = tempfile.mkstemp(prefix="cellar-router-", suffix=".json")
         os.close(fd)
         self.write_config(config)
-        self.extra = ["-t", str(threads)] + (["-c", str(conns)] if conns else [])
+        self.extra = ["-t", str(threads)] + (["-c", str(conns)] if conns else []) + list(args)
         self.metrics = metrics
         self.metrics_port = None
         self.spool_dir = None
@@ -93,7 +94,8 @@ class Router(util.Server):
                             if o)
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL,
                                          stdout=self._errf, stderr=self._errf,
-                                         env=dict(os.environ, ASAN_OPTIONS=asan))
+                                         env=dict(os.environ, ASAN_OPTIONS=asan),
+                                         preexec_fn=self.preexec_fn)
             deadline = time.monotonic() + self.start_timeout
             while time.monotonic() < deadline and self.proc.poll() is None:
                 try:

@@ -16,11 +16,11 @@ import os
 import socket
 import struct
 import subprocess
-import tempfile
 import time
 
 import pytest
 
+from router_util import Router
 from util import CELLARD, ROUTER, Conn, Server, free_port, root_args, wait_for, HOST
 
 NR_IO_URING_SETUP = 425         # the same number on x86_64 and the generic table (arm64)
@@ -113,66 +113,27 @@ def test_io_takes_three_values():
     assert b"-o io is auto, uring or epoll" in r.stderr, r.stderr
 
 
-def _router(args, preexec_fn=None):
-    """cellar-router over one cellard, with args; (proc, port, stderr file)."""
-    port = free_port()
-    errf = tempfile.TemporaryFile()
-    return port, errf, subprocess.Popen(
-        [ROUTER, "-l", HOST, "-p", str(port), "-t", "2"] + args,
-        stdin=subprocess.DEVNULL, stdout=errf, stderr=errf, preexec_fn=preexec_fn)
-
-
-def _stop(proc):
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.mark.parametrize("io", ["auto", "epoll", "uring"])
-def test_router_serves_on_each_back_end(io, tmp_path):
-    with Server() as backend:
-        cfg = tmp_path / "servers"
-        cfg.write_text("%s:%d" % (HOST, backend.port))
-        # auto under a sandbox without io_uring: epoll, said once
-        preexec = deny_io_uring if io == "auto" else None
-        port, errf, proc = _router(["--config", str(cfg), "--io=" + io], preexec)
-        try:
-            def accepts():
-                assert proc.poll() is None, "cellar-router exited"
-                try:
-                    socket.create_connection((HOST, port), timeout=1).close()
-                    return True
-                except OSError:
-                    return False
-            wait_for(accepts, 10, what="cellar-router to accept")
-            with Conn(port) as c:
-                c.send(b"set r 0 0 2\r\nhi\r\nget r\r\n")
-                assert c.read_to(b"END\r\n") == b"STORED\r\nVALUE r 0 2\r\nhi\r\nEND\r\n"
-        finally:
-            _stop(proc)
-            errf.seek(0)
-            err = errf.read().decode(errors="replace")
-            errf.close()
-        assert proc.returncode == 0, err
-        assert ("io_uring unavailable" in err) == (io == "auto"), err
+def test_router_serves_on_each_back_end(io):
+    # auto under a sandbox without io_uring: epoll, said once
+    preexec = deny_io_uring if io == "auto" else None
+    with Server() as backend, Router("%s:%d" % (HOST, backend.port), args=["--io=" + io],
+                                     preexec_fn=preexec) as r:
+        with Conn(r.port) as c:
+            c.send(b"set r 0 0 2\r\nhi\r\nget r\r\n")
+            assert c.read_to(b"END\r\n") == b"STORED\r\nVALUE r 0 2\r\nhi\r\nEND\r\n"
+        err = r.stderr_text()
+    assert ("io_uring unavailable" in err) == (io == "auto"), err
 
 
 def test_router_io_uring_asked_for_in_such_a_sandbox_refuses_to_start(tmp_path):
     cfg = tmp_path / "servers"
     cfg.write_text("%s:11211" % HOST)
-    port, errf, proc = _router(["--config", str(cfg), "-o", "io=uring"], deny_io_uring)
-    try:
-        assert proc.wait(timeout=20) != 0
-    finally:
-        _stop(proc)
-    errf.seek(0)
-    err = errf.read()
-    errf.close()
-    assert b"--io=uring" in err and b"Operation not permitted" in err, err
+    r = subprocess.run([ROUTER, "--config", str(cfg), "-l", HOST, "-p", str(free_port()),
+                        "-o", "io=uring"], capture_output=True, timeout=20,
+                       preexec_fn=deny_io_uring)
+    assert r.returncode != 0
+    assert b"--io=uring" in r.stderr and b"Operation not permitted" in r.stderr, r.stderr
 
 
 def test_receive_buffers_run_out_and_every_connection_is_still_served():

@@ -36,14 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <liburing.h>
-
 #include "core/evloop.h"
+#include "core/uring.h"
 #include "tools/bench/bench.h"
 
 #define RBUF_INIT 65536
@@ -562,8 +560,7 @@ enum { UR_RECV = 1, UR_SEND = 2, UR_CANCEL = 3 };
 
 struct bench_uring {
     struct io_uring ring;
-    struct io_uring_buf_ring *br;
-    char *bufs;
+    struct bufring bufs;
     struct bconn **sendq;           /* connections with requests to send this turn */
     unsigned nsendq;
     unsigned inflight;              /* operations the kernel has */
@@ -645,16 +642,13 @@ static unsigned ur_complete(struct bench_thread *t, uint64_t data, int res, unsi
         if (!more)
             c->ur_recv = false;
         if (flags & IORING_CQE_F_BUFFER) {
-            unsigned bid = flags >> IORING_CQE_BUFFER_SHIFT;
-            char *b = u->bufs + (size_t)bid * UR_BUF;
+            char *b = bufring_at(&u->bufs, flags);
             if (res > 0 && !c->dead && rbuf_room(t, c, (size_t)res)) {
                 memcpy(c->rbuf + c->rlen, b, (size_t)res);
                 c->rlen += (size_t)res;
                 done = conn_parse(t, c, now);
             }
-            io_uring_buf_ring_add(u->br, b, UR_BUF, (unsigned short)bid,
-                                  io_uring_buf_ring_mask(UR_BUFS), 0);
-            io_uring_buf_ring_advance(u->br, 1);
+            bufring_put(&u->bufs, b);
         }
         if (!c->dead && res == 0)
             conn_kill(t, c, "closed by the server");
@@ -690,25 +684,12 @@ static unsigned ur_complete(struct bench_thread *t, uint64_t data, int res, unsi
 
 /* Reaps what has completed; returns the replies. */
 static unsigned ur_reap(struct bench_thread *t, uint64_t now) {
-    struct bench_uring *u = t->ur;
-    unsigned done = 0;
-    for (;;) {
-        struct io_uring_cqe *cqes[64];
-        unsigned n = io_uring_peek_batch_cqe(&u->ring, cqes, 64);
-        if (n == 0)
-            return done;
-        uint64_t data[64];
-        int res[64];
-        unsigned flags[64];
-        for (unsigned i = 0; i < n; i++) {
-            data[i] = cqes[i]->user_data;
-            res[i] = cqes[i]->res;
-            flags[i] = cqes[i]->flags;
-        }
-        io_uring_cq_advance(&u->ring, n);
+    struct uring_done got[64];
+    unsigned n, done = 0;
+    while ((n = uring_take(&t->ur->ring, got, 64)) > 0)
         for (unsigned i = 0; i < n; i++)
-            done += ur_complete(t, data[i], res[i], flags[i], now);
-    }
+            done += ur_complete(t, got[i].data, got[i].res, got[i].flags, now);
+    return done;
 }
 
 static void ur_teardown(struct bench_thread *t) {
@@ -733,9 +714,7 @@ static void ur_teardown(struct bench_thread *t) {
     }
     for (unsigned i = 0; i < t->nconns; i++)
         t->conns[i].ur_recv = t->conns[i].ur_send = t->conns[i].ur_queued = false;
-    if (u->br != NULL)
-        munmap(u->br, UR_BUFS * sizeof(struct io_uring_buf));
-    free(u->bufs);
+    bufring_deinit(&u->bufs);
     free(u->sendq);
     free(u);
     t->ur = NULL;
@@ -758,25 +737,15 @@ static int ur_setup(struct bench_thread *t) {
         return -1;
     }
     u->sendq = calloc(t->nconns ? t->nconns : 1, sizeof(*u->sendq));
-    u->bufs = malloc((size_t)UR_BUFS * UR_BUF);
-    void *br = mmap(NULL, UR_BUFS * sizeof(struct io_uring_buf), PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (u->sendq == NULL || u->bufs == NULL || br == MAP_FAILED) {
+    if (u->sendq == NULL) {
         fail(t, "%s", "out of memory");
         return -1;
     }
-    u->br = br;
-    struct io_uring_buf_reg reg = {.ring_addr = (uintptr_t)br, .ring_entries = UR_BUFS};
-    rc = io_uring_register_buf_ring(&u->ring, &reg, 0);
+    rc = bufring_init(&u->bufs, &u->ring, UR_BUFS, UR_BUF, 0);
     if (rc < 0) {
         fail(t, "io_uring provided buffers: %s", strerror(-rc));
         return -1;
     }
-    io_uring_buf_ring_init(u->br);
-    for (unsigned i = 0; i < UR_BUFS; i++)
-        io_uring_buf_ring_add(u->br, u->bufs + (size_t)i * UR_BUF, UR_BUF, (unsigned short)i,
-                              io_uring_buf_ring_mask(UR_BUFS), (int)i);
-    io_uring_buf_ring_advance(u->br, UR_BUFS);
     for (unsigned i = 0; i < t->nconns; i++)
         if (!t->conns[i].dead)
             ur_arm(t, &t->conns[i]);
