@@ -136,7 +136,8 @@ static void ext_set(struct item *it, const char *value) {
 /* The fields of a view of the copy at at (the caller sets data[] and iflags' other bits). */
 static void view_fill(struct engine *e, struct segv *v, const struct seg_at *at) {
     struct item *it = &v->it;
-    v->at = *at;
+    if (at != &v->at)
+        v->at = *at;
     it->hnext = NULL;
     it->pword[0] = it->pword[1] = 0;
     atomic_store_explicit(&it->cas, at->h.cas, memory_order_relaxed);
@@ -184,31 +185,36 @@ struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, 
  */
 struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                              bool *generic) {
-    struct seg_at at;
-    *generic = false;
-    if (!seg_find_locked(e->seg, hv, key, nkey, &at))
+    struct segv *v = view_new(VIEW_KEY_ROOM);
+    *generic = v == NULL;
+    if (v == NULL)
         return NULL;
+    struct seg_at *at = &v->at;     /* found straight into the view */
+    if (!seg_find_locked(e->seg, hv, key, nkey, at)) {
+        view_del(v);
+        return NULL;
+    }
     uint32_t now = expire_now(e);
     uint32_t live = atomic_load_explicit(&e->oldest_live, memory_order_acquire);
-    struct segv *v;
-    if ((at.h.hflags & SEG_F_HOLD) || (at.h.exptime != 0 && at.h.exptime <= now) ||
-        (live != 0 && live <= now) || (v = view_new(VIEW_KEY_ROOM)) == NULL) {
+    if ((at->h.hflags & SEG_F_HOLD) || (at->h.exptime != 0 && at->h.exptime <= now) ||
+        (live != 0 && live <= now)) {
+        view_del(v);
         *generic = true;
         return NULL;
     }
-    if (!(at.h.hflags & SEG_F_FETCHED)) {
-        seg_set_state_locked(e->seg, &at, SEG_F_FETCHED, 0);
-        at.h.hflags |= SEG_F_FETCHED;
+    if (!(at->h.hflags & SEG_F_FETCHED)) {
+        seg_set_state_locked(e->seg, at, SEG_F_FETCHED, 0);
+        at->h.hflags |= SEG_F_FETCHED;
     }
-    view_fill(e, v, &at);
+    view_fill(e, v, at);
     v->kind = VIEW_HELD;
     v->pinned = true;
     v->resv = (struct seg_resv){0};
-    seg_pin(e->seg, at.seg);
-    v->ext = seg_ext_hold(&at);
-    ext_set(&v->it, at.value);
+    seg_pin(e->seg, at->seg);
+    v->ext = seg_ext_hold(at);
+    ext_set(&v->it, at->value);
     atomic_init(&v->it.refcount, 1);
-    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at.h.hflags)));
+    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at->h.hflags)));
     return &v->it;
 }
 

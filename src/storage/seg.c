@@ -108,8 +108,8 @@ static _Atomic uint64_t store_ids;  /* ids handed out */
 static _Thread_local struct {
     uint64_t store;                 /* the store's id: 0 none */
     unsigned n, i;
-    uint64_t hv[64];
-    uint64_t *slot[64];
+    uint64_t hv[SEG_INDEX_PREFETCH_MAX];
+    uint64_t *slot[SEG_INDEX_PREFETCH_MAX];
 } hints;
 
 void seg_config_defaults(struct seg_config *cfg) {
@@ -1046,6 +1046,18 @@ static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at) {
     at_value(at, it + n + at->h.klen);
 }
 
+/* memcmp(a, b, n) == 0, inline for the common keys of 8 to 16 bytes */
+static inline bool key_eq(const char *a, const char *b, size_t n) {
+    if (n < 8 || n > 16)
+        return memcmp(a, b, n) == 0;
+    uint64_t a0, a1, b0, b1;        /* the first and last 8 bytes (they overlap under 16) */
+    memcpy(&a0, a, 8);
+    memcpy(&b0, b, 8);
+    memcpy(&a1, a + n - 8, 8);
+    memcpy(&b1, b + n - 8, 8);
+    return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+}
+
 /* match_key() that decodes the whole header of the item it matches, once, into at */
 struct key_find {
     struct seg_store *s;
@@ -1060,7 +1072,7 @@ static bool match_key_at(void *arg, uint64_t loc) {
     char *it = seg_base(f->s, id) + off;
     size_t n = seg_hdr_decode((const uint8_t *)it, f->s->cfg.seg_size - off,
                               f->s->segs[id].cas_base, &f->at->h);
-    if (n == 0 || f->at->h.klen != f->nkey || memcmp(it + n, f->key, f->nkey) != 0)
+    if (n == 0 || f->at->h.klen != f->nkey || !key_eq(it + n, f->key, f->nkey))
         return false;
     f->at->loc = loc;
     f->at->seg = id;
@@ -1243,9 +1255,9 @@ void seg_unpin(struct seg_store *s, uint32_t seg) { atomic_fetch_sub(&s->segs[se
 
 
 void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
-    uint64_t loc[64];
-    if (n > 64)
-        n = 64;
+    uint64_t loc[SEG_INDEX_PREFETCH_MAX];
+    if (n > SEG_INDEX_PREFETCH_MAX)
+        n = SEG_INDEX_PREFETCH_MAX;
     seg_index_prefetch(s->ix, hv, n, loc, hints.slot);
     memcpy(hints.hv, hv, n * sizeof(*hv));
     hints.store = s->id;

@@ -222,22 +222,26 @@ __attribute__((no_sanitize_thread))    /* racy by design: a hint, never acted on
 void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
                         uint64_t **slot) {
     uint64_t st = atomic_load_explicit(&ix->state, memory_order_acquire);
+    struct bucket *b[2][SEG_INDEX_PREFETCH_MAX];
+    if (n > SEG_INDEX_PREFETCH_MAX)
+        n = SEG_INDEX_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++) {
-        __builtin_prefetch(home(ix, addr(st, hv[i])));
-        __builtin_prefetch(home(ix, addr(st, alt_hash(ix, hv[i]))));
+        b[0][i] = home(ix, addr(st, hv[i]));
+        b[1][i] = home(ix, addr(st, alt_hash(ix, hv[i])));
+        __builtin_prefetch(b[0][i]);
+        __builtin_prefetch(b[1][i]);
     }
     /* the first tag match in home, else in the alternate (inserts fill either) */
     for (unsigned i = 0; i < n; i++) {
         uint64_t tag = tag_of(hv[i]);
         loc[i] = SEG_LOC_MASK + 1;
         slot[i] = NULL;
-        for (int w = 0; w < 2 && loc[i] > SEG_LOC_MASK; w++) {
-            struct bucket *b = home(ix, addr(st, w == 0 ? hv[i] : alt_hash(ix, hv[i])));
+        for (int w = 0; w < 2 && slot[i] == NULL; w++) {
             for (int k = 0; k < SLOTS; k++) {
-                uint64_t v = __atomic_load_n(&b->slot[k], __ATOMIC_RELAXED);
+                uint64_t v = __atomic_load_n(&b[w][i]->slot[k], __ATOMIC_RELAXED);
                 if ((v & TAG_MASK) == tag) {
                     loc[i] = v & SEG_LOC_MASK;
-                    slot[i] = &b->slot[k];
+                    slot[i] = &b[w][i]->slot[k];
                     break;
                 }
             }

@@ -104,9 +104,11 @@ struct seg_index_stats {
 void seg_index_stats(struct seg_index *ix, struct seg_index_stats *out);
 
 /*
- * Read-ahead for up to n keys (no lock): buckets loaded, a likely location
- * each, and the home slot it was read from (NULL: none) (seg_index.c).
+ * Read-ahead for n keys (no lock; the first SEG_INDEX_PREFETCH_MAX):
+ * buckets loaded, a likely location each, and the slot it was read from
+ * (NULL: none) (seg_index.c).
  */
+#define SEG_INDEX_PREFETCH_MAX 64
 void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
                         uint64_t **slot);
 /*

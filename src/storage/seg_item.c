@@ -144,7 +144,7 @@ static size_t rest_len(uint16_t f) {
     return ((f & SEG_F_CAS64) ? 8 : 4) + ((f & SEG_F_EXP) ? 4 : 0) + ((f & SEG_F_CFLAGS) ? 4 : 0);
 }
 
-size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h) {
+size_t seg_hdr_decode_any(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h) {
     uint16_t f;
     size_t at = hdr_prefix(in, avail, &f, &h->klen, &h->vlen);
     if (at == 0)

@@ -28,9 +28,11 @@
 #ifndef CELLAR_STORAGE_SEG_ITEM_H
 #define CELLAR_STORAGE_SEG_ITEM_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SEG_KEY_MAX 250
 #define SEG_HDR_MAX 24          /* 2 flags + 1 klen + 5 vlen + 8 cas + 4 exptime + 4 cflags */
@@ -78,12 +80,51 @@ size_t seg_hdr_len(const struct seg_hdr *h, uint64_t base);
 /* Writes the header (seg_hdr_len() bytes) at out; returns its length.  klen must be 1..250. */
 size_t seg_hdr_encode(uint8_t *out, const struct seg_hdr *h, uint64_t base);
 
+/* seg_hdr_decode() for any layout (the inline one takes the common ones itself). */
+size_t seg_hdr_decode_any(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h);
+
 /*
  * Reads a header from in[0, avail) written against base.  Returns its
  * length, or 0 when the bytes are cut short or are no header (klen 0 or
- * over 250, a vlen over 5 bytes or 2^32, reserved bits set).
+ * over 250, a vlen over 5 bytes or 2^32, reserved bits set).  Inline for
+ * a get's common case: one flag byte and a value under 128 bytes.
  */
-size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base, struct seg_hdr *h);
+static inline size_t seg_hdr_decode(const uint8_t *in, size_t avail, uint64_t base,
+                                    struct seg_hdr *h) {
+    if (avail < SEG_HDR_MAX)
+        return seg_hdr_decode_any(in, avail, base, h);
+    uint8_t f = __atomic_load_n(in, __ATOMIC_RELAXED), k = in[1], v = in[2];
+    if ((f & SEG_F_MORE) || k == 0 || k > SEG_KEY_MAX || (v & 0x80))
+        return seg_hdr_decode_any(in, avail, base, h);
+    const uint8_t *p = in + 3;
+    uint64_t w = 0;
+    if (f & SEG_F_CAS64) {
+        memcpy(&w, p, 8);
+        h->cas = le64toh(w);
+        p += 8;
+    } else {
+        uint32_t d;
+        memcpy(&d, p, 4);
+        h->cas = base + le32toh(d);
+        p += 4;
+    }
+    uint32_t x = 0;
+    if (f & SEG_F_EXP) {
+        memcpy(&x, p, 4);
+        p += 4;
+    }
+    h->exptime = le32toh(x);
+    x = 0;
+    if (f & SEG_F_CFLAGS) {
+        memcpy(&x, p, 4);
+        p += 4;
+    }
+    h->cflags = le32toh(x);
+    h->hflags = f;
+    h->klen = k;
+    h->vlen = v;
+    return (size_t)(p - in);
+}
 
 /* The whole item's bytes: header, key and the value (or its out-of-line reference) as stored. */
 static inline size_t seg_item_len(const struct seg_hdr *h, uint64_t base) {

@@ -69,6 +69,14 @@ TEST(every_field_boundary_round_trips) {
                                      (cas64 ? SEG_F_CAS64 : 0) | (more ? SEG_F_MORE : 0));
         ASSERT_EQ(got.hflags, (uint16_t)(states[s] | layout));
         ASSERT_EQ(seg_hdr_len(&got, base), want);   /* a decoded header keeps its layout */
+        struct seg_hdr wide;        /* with bytes after it: seg_hdr_decode's inline path */
+        ASSERT_EQ(seg_hdr_decode(buf, sizeof(buf), base, &wide), want);
+        ASSERT_EQ(wide.hflags, got.hflags);
+        ASSERT_EQ(wide.klen, got.klen);
+        ASSERT_EQ(wide.vlen, got.vlen);
+        ASSERT_EQ(wide.cas, got.cas);
+        ASSERT_EQ(wide.exptime, got.exptime);
+        ASSERT_EQ(wide.cflags, got.cflags);
         uint8_t kl;
         uint32_t vl;
         ASSERT_EQ(seg_hdr_span(buf, want, &kl, &vl), want);
