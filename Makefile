@@ -82,8 +82,7 @@ $(B)/cellar-ring: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/ring/*.c)
 # built from position-independent objects of its own and exports only the
 # calls cellar.h marks CELLAR_API.
 LIB_LAYERS  := client storage protocol core
-# Not core/uring.o: the library's loop is epoll, and it does not link liburing.
-LIB_OBJ     := $(filter-out $(B)/obj/core/uring.o,$(foreach l,$(LIB_LAYERS),$(call obj_of,$(l))))
+LIB_OBJ     := $(foreach l,$(LIB_LAYERS),$(call obj_of,$(l)))
 LIB_PIC     := $(patsubst $(B)/obj/%.o,$(B)/pic/%.o,$(LIB_OBJ))
 LIB_SOVER   := 0
 LIB_VERSION := 0.1.0
@@ -200,9 +199,9 @@ deps_client   := $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_net      := $(NET_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_squeal   := $(SQUEAL_A)
-# System libraries a layer's archive needs (the client's JSON configuration; the
-# network core's io_uring back end).
-libs_client   := -ljansson
+# System libraries a layer's archive needs (the client's JSON configuration and
+# its io_uring connections; the network core's io_uring back end).
+libs_client   := -ljansson -luring
 libs_net      := -luring
 libs_server   := $(libs_net)
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)

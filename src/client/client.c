@@ -133,6 +133,7 @@ void cellar_destroy(struct cellar **hp) {
     h->closing = true;
     for (unsigned i = 0; i < h->nconns; i++)
         cl_conn_deinit(&h->conns[i]);
+    cl_ring_destroy(h);
     free(h->conns);
     free(h->udp_buf);
     free(h->route_requests);
@@ -214,6 +215,8 @@ static void handle_events(const struct ev_fired *ev, int n, uint64_t now) {
             continue;
         if (*io == CL_IO_UDP)
             cl_udp_io(ev[i].ptr, now);
+        else if (*io == CL_IO_RING)
+            cl_ring_io(ev[i].ptr, now);
         else
             cl_conn_io(ev[i].ptr, ev[i].events, now);
     }
@@ -231,6 +234,7 @@ static uint64_t pump_and_tick(struct cellar *h, uint64_t now, uint64_t next) {
             next = d;
     }
     pump(h, now);
+    cl_ring_submit(h);              /* what the pump and the completions prepared, at once */
     return next;
 }
 
@@ -273,6 +277,10 @@ void cl_async_submit_to(struct cellar *h, unsigned server, struct cl_req *q) {
 }
 
 uint64_t cl_async_run(struct cellar *h, bool io) {
+    if (io && h->ring) {
+        cl_ring_io(h->ring, cl_now_ns());
+        io = evloop_count(h->loop) > 1;     /* the loop has more than the ring's descriptor */
+    }
     if (io) {
         struct ev_fired ev[EVENTS_MAX];
         int n = evloop_wait(h->loop, ev, EVENTS_MAX, 0);

@@ -198,7 +198,7 @@ static inline struct cl_req *cl_queue_pop(struct cl_queue *qu) {
 }
 
 /* What a socket registered in the handle's loop is: the first field of each. */
-enum cl_io { CL_IO_TCP = 0, CL_IO_UDP };
+enum cl_io { CL_IO_TCP = 0, CL_IO_UDP, CL_IO_RING };
 
 #define CL_UDP_SLOTS 1024       /* UDP gets in flight to one server (more go over TCP) */
 
@@ -283,6 +283,10 @@ struct cl_conn {
     struct cl_spool_dest *spool;/* the server's spool (the handle's spool), or NULL */
     struct cl_replay *replay;   /* replaying it from this connection (made on first use) */
     struct cl_conn_counters ctr;
+    /* the handle's io_uring (uring.c), when it has one, once the socket is connected */
+    bool ring_recv, ring_send;  /* a receive into rbuf, a send of wbuf[woff .. wsent) out */
+    size_t wsent;
+    uint32_t ring_gen;          /* changes when a socket is given up with operations out */
 };
 
 /* Hands q back to its owner, counting what the handle counts (conn.c). */
@@ -354,7 +358,29 @@ struct cellar {
     _Atomic uint64_t *route_requests; /* requests dispatched to each route of the
                                    configuration, by route id (cl_count; readable so) */
     unsigned nroutes;
+    struct cl_ring *ring;       /* NULL: connections read and write with send()/recv() */
 };
+
+/*
+ * A handle's io_uring (uring.c; cl_async_ring()): connected sockets read
+ * into rbuf with one receive always armed and write with one send at a
+ * time; everything prepared goes to the kernel with one system call when
+ * the handle has pumped (cl_ring_submit), and completions are taken when
+ * the ring's descriptor, on the handle's loop, is readable.  Connecting,
+ * UDP and timers stay on the loop.  A socket given up while the kernel
+ * holds operations on it keeps its descriptor and buffers until they
+ * return (cl_ring_retire).
+ */
+struct cl_ring;
+int cl_ring_create(struct cellar *h);
+void cl_ring_destroy(struct cellar *h);     /* waits for what the kernel holds */
+void cl_ring_io(void *ring, uint64_t now);  /* its descriptor was readable: completions */
+void cl_ring_submit(struct cellar *h);
+void cl_ring_recv(struct cl_conn *c);       /* into rbuf[rlen .. rcap) */
+void cl_ring_send(struct cl_conn *c);       /* wbuf[woff .. wlen) */
+void cl_ring_retire(struct cl_conn *c);     /* hands fd, rbuf and wbuf over until done */
+/* A completion of c's (conn.c): recv (or send), with the kernel's result. */
+void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now);
 
 /* The near-cache (near.c): a copy of key's value into *it, if it has one. */
 bool cl_near_get(struct cellar_near *n, const char *key, size_t nkey, struct cellar_item *it);
@@ -404,5 +430,8 @@ int cl_async_fd(const struct cellar *h);
 void cl_async_submit(struct cellar *h, struct cl_req *q);          /* down the route tree */
 void cl_async_submit_to(struct cellar *h, unsigned server, struct cl_req *q); /* to one server */
 uint64_t cl_async_run(struct cellar *h, bool io);
+/* Drives the handle's connections through an io_uring of its own (before
+   any request): 0, or a negative errno and the handle stays as it was. */
+int cl_async_ring(struct cellar *h);
 
 #endif

@@ -93,12 +93,16 @@ static void watch(struct cl_conn *c, int events) {
 
 static void close_socket(struct cl_conn *c) {
     if (c->fd >= 0) {
-        evloop_del(c->h->loop, c->fd);
-        close(c->fd);
+        if (c->events)
+            evloop_del(c->h->loop, c->fd);
+        if (c->h->ring)
+            cl_ring_retire(c);      /* closes now, or once the kernel is done with it */
+        else
+            close(c->fd);
     }
     c->fd = -1;
     c->events = 0;
-    c->wlen = c->woff = 0;
+    c->wlen = c->woff = c->wsent = 0;
     c->rlen = c->roff = 0;
     c->batch = NULL;
 }
@@ -176,11 +180,23 @@ static void probe_done(struct cl_req *q, int status, const struct msg_reply *r) 
 /* Connecting                                                               */
 /* ---------------------------------------------------------------------- */
 
-static void connected(struct cl_conn *c) {
+static bool rbuf_room(struct cl_conn *c);
+
+static void connected(struct cl_conn *c, uint64_t now) {
     c->state = CL_CONN_UP;
     publish(c);
-    watch(c, EV_READ);
-    if (c->waiting.n)
+    if (c->h->ring) {               /* the ring's from now on: one receive always out */
+        evloop_del(c->h->loop, c->fd);
+        c->events = 0;
+        if (!rbuf_room(c)) {
+            conn_failed(c, CELLAR_ENOMEM, 0, now);
+            return;
+        }
+        cl_ring_recv(c);
+    } else {
+        watch(c, EV_READ);
+    }
+    if (c->fd >= 0 && c->waiting.n)
         cl_pump_add(c->h, c);
 }
 
@@ -237,7 +253,7 @@ static void conn_open(struct cl_conn *c, uint64_t now) {
     publish(c);
     c->connect_deadline_ns = now + ms_ns(c->pool->connect_timeout_ms);
     if (rc == 0)
-        connected(c);
+        connected(c, now);
 }
 
 static void connect_result(struct cl_conn *c, uint64_t now) {
@@ -246,7 +262,7 @@ static void connect_result(struct cl_conn *c, uint64_t now) {
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
         err = errno;
     if (err == 0)
-        connected(c);
+        connected(c, now);
     else if (err == EINPROGRESS || err == EINTR)
         return;
     else
@@ -295,10 +311,12 @@ void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
 /* ---------------------------------------------------------------------- */
 
 static bool wbuf_room(struct cl_conn *c, size_t need) {
-    if (c->woff > 0 && c->woff == c->wlen)
+    if (c->woff > 0 && c->woff == c->wlen && !c->ring_send)
         c->woff = c->wlen = 0;
     if (c->wcap - c->wlen >= need)
         return true;
+    if (c->ring_send)
+        return false;               /* the kernel is reading the buffer: it stays put */
     size_t cap = c->wcap ? c->wcap : WBUF_MIN;
     while (cap - c->wlen < need)
         cap *= 2;
@@ -372,6 +390,13 @@ static bool put_request(struct cl_conn *c, struct cl_req *q) {
 }
 
 static void flush(struct cl_conn *c, uint64_t now) {
+    if (c->h->ring) {               /* one send at a time; what is added meanwhile goes next */
+        if (!c->ring_send && c->woff < c->wlen) {
+            c->batch = NULL;
+            cl_ring_send(c);
+        }
+        return;
+    }
     c->batch = NULL;                /* the line is on its way: nothing may join it now */
     while (c->woff < c->wlen) {
         ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
@@ -392,6 +417,13 @@ static void flush(struct cl_conn *c, uint64_t now) {
     watch(c, EV_READ | (c->woff < c->wlen ? EV_WRITE : 0));
 }
 
+/* Does q fit the write buffer as it is (a send is out: it may not move)? */
+static bool fits(const struct cl_conn *c, const struct cl_req *q) {
+    const struct msg_wire *w = c->pool->wire;
+    size_t vlen = msg_carries_value(&q->m) ? q->m.value.len : 0;
+    return c->wcap - c->wlen >= MSG_HEAD_MAX + vlen + w->value_end_len;
+}
+
 unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
     unsigned sent = cl_udp_send(c, room, now);
     room -= sent;
@@ -399,6 +431,8 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
         return sent;
     uint64_t deadline = now + ms_ns(c->pool->server_timeout_ms);
     for (unsigned tcp = 0; tcp < room && c->waiting.head;) {
+        if (c->ring_send && !fits(c, c->waiting.head))
+            break;                  /* after the send that is out (cl_conn_ring_done) */
         struct cl_req *q = cl_queue_pop(&c->waiting);
         if (!put_request(c, q))
             continue;
@@ -505,8 +539,8 @@ void cl_conn_io(struct cl_conn *c, int events, uint64_t now) {
         return;
     if (c->state == CL_CONN_CONNECTING) {
         connect_result(c, now);
-        if (c->state != CL_CONN_UP)
-            return;
+        if (c->state != CL_CONN_UP || c->h->ring)
+            return;                 /* (on a ring the pump writes, the ring reads) */
     }
     if (events & EV_WRITE)
         flush(c, now);
@@ -519,6 +553,50 @@ void cl_conn_io(struct cl_conn *c, int events, uint64_t now) {
         c->rbuf = NULL;
         c->rcap = 0;
     }
+}
+
+void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
+    if (c->fd < 0 || c->state != CL_CONN_UP)
+        return;
+    if (send) {
+        if (res < 0 && res != -EINTR && res != -EAGAIN) {
+            conn_failed(c, CELLAR_ECLOSED, 0, now);
+            return;
+        }
+        if (res > 0) {
+            c->woff += (size_t)res;
+            c->h->st.writes++;
+        }
+        if (c->woff == c->wlen)
+            c->woff = c->wlen = 0;
+        else
+            flush(c, now);          /* the rest, and what was added meanwhile */
+        if (c->waiting.n)
+            cl_pump_add(c->h, c);
+        return;
+    }
+    if (res == 0 || (res < 0 && res != -EINTR && res != -EAGAIN)) {
+        conn_failed(c, CELLAR_ECLOSED, 0, now);
+        return;
+    }
+    if (res > 0) {
+        c->rlen += (size_t)res;
+        if (!parse_replies(c, now))
+            return;
+    }
+    if (c->fd < 0 || c->state != CL_CONN_UP || c->ring_recv)
+        return;                     /* a callback closed it (or it reconnected) */
+    if (c->sent.n == 0 && c->waiting.n == 0 && c->roff == c->rlen && c->rcap > RBUF_MIN) {
+        c->roff = c->rlen = 0;
+        free(c->rbuf);              /* a large reply's buffer goes back once it is read */
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+    if (!rbuf_room(c)) {
+        conn_failed(c, CELLAR_ENOMEM, 0, now);
+        return;
+    }
+    cl_ring_recv(c);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 struct evloop {
     int epfd;
     int wakefd;         /* eventfd, registered with ptr NULL */
+    unsigned count;     /* descriptors registered (not wakefd) */
 };
 
 struct evloop *evloop_create(void) {
@@ -47,7 +48,10 @@ static uint32_t to_epoll(int events) {
 
 int evloop_add(struct evloop *l, int fd, int events, void *ptr) {
     struct epoll_event ev = {.events = to_epoll(events), .data.ptr = ptr};
-    return epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev);
+    int rc = epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev);
+    if (rc == 0)
+        l->count++;
+    return rc;
 }
 
 int evloop_mod(struct evloop *l, int fd, int events, void *ptr) {
@@ -56,7 +60,10 @@ int evloop_mod(struct evloop *l, int fd, int events, void *ptr) {
 }
 
 int evloop_del(struct evloop *l, int fd) {
-    return epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+    int rc = epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+    if (rc == 0)
+        l->count--;
+    return rc;
 }
 
 int evloop_wait(struct evloop *l, struct ev_fired *out, int max, int timeout_ms) {
@@ -82,6 +89,10 @@ int evloop_wait(struct evloop *l, struct ev_fired *out, int max, int timeout_ms)
 
 int evloop_fd(const struct evloop *l) {
     return l->epfd;
+}
+
+unsigned evloop_count(const struct evloop *l) {
+    return l->count;
 }
 
 void evloop_wake(struct evloop *l) {

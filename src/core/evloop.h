@@ -42,6 +42,8 @@ int evloop_wait(struct evloop *l, struct ev_fired *out, int max, int timeout_ms)
  * server's).
  */
 int evloop_fd(const struct evloop *l);
+/* How many descriptors are registered (evloop_add less evloop_del). */
+unsigned evloop_count(const struct evloop *l);
 
 /* Makes a blocked evloop_wait() return; safe from any thread. */
 void evloop_wake(struct evloop *l);

@@ -3,7 +3,9 @@
  *
  * Each worker owns one handle per configuration it has seen.  The
  * handle's own event loop is watched from the worker's (its epoll
- * descriptor is readable when a backend connection has something), and
+ * descriptor is readable when a backend connection has something; on
+ * io_uring the handle's connections go through a ring of its own, whose
+ * descriptor is on that loop), and
  * after every round of events the worker runs the handle once more so
  * that requests its clients submitted go out and deadlines are kept:
  *
@@ -49,6 +51,8 @@ static struct rhandle *handle_new(struct rworker *w) {
     }
     if (rt->spool)
         cellar_use_spool(rh->h, rt->spool);
+    if (rt->net.io == NET_IO_URING)
+        cl_async_ring(rh->h);       /* its backends on a ring too (else it stays on epoll) */
     rh->w = w;
     rh->io.on_event = handle_io;
     if (net_worker_watch(&w->net, cl_async_fd(rh->h), EV_READ, &rh->io) < 0) {

@@ -20,6 +20,10 @@
  * fake i); a JSON configuration, where config_json.c parses one, is
  * compared with them.
  *
+ * test_client_core_ring.c builds the same tests with every handle's
+ * connections on an io_uring of the handle's own (cl_async_ring(), what
+ * cellar-router uses on io_uring).
+ *
  * Timeouts are 50-150 ms; where a test waits for something that happens
  * in the background it polls for it (cellar_poll and the fake's table or
  * counters) up to a generous deadline.
@@ -62,6 +66,20 @@
 /* ---------------------------------------------------------------------- */
 /* Test environments                                                        */
 /* ---------------------------------------------------------------------- */
+
+/* test_client_core_ring.c runs every test again with each handle on an io_uring of its own. */
+#ifndef CORE_ON_RING
+#define CORE_ON_RING 0
+#endif
+
+static int handle_create(struct cellar **h, struct cellar_config *cfg) {
+    int rc = cellar_create(h, cfg);
+    if (rc == CELLAR_OK && CORE_ON_RING && cl_async_ring(*h) != 0) {
+        fprintf(stderr, "io_uring unavailable for the handle\n");
+        abort();
+    }
+    return rc;
+}
 
 #define ENV_FAKES 8
 
@@ -116,7 +134,7 @@ static int env_list(struct env *e, unsigned n, const struct cellar_options *opt)
         fprintf(stderr, "  config: %s\n", err);
         return -1;
     }
-    return cellar_create(&e->h, e->cfg);
+    return handle_create(&e->h, e->cfg);
 }
 
 /*
@@ -147,7 +165,7 @@ __attribute__((unused)) static int env_pools(struct env *e, unsigned n, const st
 }
 
 __attribute__((unused)) static int env_handle(struct env *e) {
-    return cellar_create(&e->h, e->cfg);
+    return handle_create(&e->h, e->cfg);
 }
 
 __attribute__((unused)) static struct route *P(struct env *e, unsigned i) {
@@ -691,7 +709,7 @@ ETEST(destroy_after_timeout) {
     cellar_destroy(&e->h);
     ASSERT(e->h == NULL);
     /* A second handle: a multi-get, then destroy. */
-    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
     const char *keys[4] = {"a", "b", "c", key};
     size_t nk[4] = {1, 1, 1, strlen(key)};
     struct cellar_item items[4];
@@ -702,7 +720,7 @@ ETEST(destroy_after_timeout) {
     ASSERT_EQ(last, CELLAR_ETIMEDOUT);
     cellar_destroy(&e->h);
     /* A handle never used, and one whose server is down. */
-    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
     cellar_destroy(&e->h);
 }
 
@@ -714,7 +732,7 @@ ETEST(leases) {
     struct cellar_options opt = {.server_timeout_ms = 1000, .lease_retry_ms = 5,
                                  .lease_wait_ms = 40};
     ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
-    ASSERT_EQ(cellar_create(&e->h2, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h2, e->cfg), CELLAR_OK);
     struct fake *f = e->f[0];
     struct cellar_item it = {0};
     struct cellar_lease l;
@@ -773,7 +791,7 @@ struct flight_arg {
 static void *flight_thread(void *p) {
     struct flight_arg *a = p;
     struct cellar *h = NULL;
-    a->status = cellar_create(&h, a->cfg);
+    a->status = handle_create(&h, a->cfg);
     pthread_barrier_wait(a->bar);
     if (a->status != CELLAR_OK)
         return NULL;
@@ -932,7 +950,7 @@ ETEST(near_cache) {
     ASSERT_EQ(fake_reqs(e->f[0]) + fake_reqs(e->f[1]), all0 + 3);
 
     /* A second handle shares it; detaching works. */
-    ASSERT_EQ(cellar_create(&e->h2, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h2, e->cfg), CELLAR_OK);
     cellar_use_near(e->h2, e->near);
     ASSERT_EQ(cellar_set(e->h2, K("shared"), "s", 1, 0, 0), CELLAR_OK);
     ASSERT_EQ(cellar_get(e->h2, K("shared"), &it), CELLAR_OK);
@@ -1443,7 +1461,7 @@ ETEST(json_config) {
     char got[256];
     route_describe(e->cfg->root, e->cfg, got, sizeof(got));
     ASSERT_STR(got, "FailoverRoute(exptime=10)[PoolRoute(main),PoolRoute(gutter)]");
-    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
     ASSERT_EQ(cellar_set(e->h, K("j"), "v", 1, 0, 0), CELLAR_OK);
     ASSERT_EQ(fake_exptime(e->f[0], "j"), 0);
     atomic_store(&e->f[0]->mode, FK_GARBAGE);
@@ -1685,7 +1703,7 @@ ETEST(spool_reopened_and_full) {
     ASSERT_EQ(cellar_spool_open(&e->spool, e->spool_dir, 0), CELLAR_OK);
     ASSERT_U64(spool_st(e).depth, 2);
     ASSERT_EQ(spool_file_size(e), size);
-    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
     cellar_use_spool(e->h, e->spool);
     e->f[0] = fake_start_on(port);
     ASSERT(e->f[0] != NULL);
@@ -1699,7 +1717,7 @@ ETEST(spool_reopened_and_full) {
     cellar_destroy(&e->h);
     cellar_spool_close(&e->spool);
     ASSERT_EQ(cellar_spool_open(&e->spool, e->spool_dir, 100), CELLAR_OK);
-    ASSERT_EQ(cellar_create(&e->h, e->cfg), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
     cellar_use_spool(e->h, e->spool);
     fake_stop(&e->f[0]);
     ASSERT_EQ(cellar_delete(e->h, K("f1")), CELLAR_NOT_FOUND);
