@@ -14,6 +14,9 @@
  *                  sets over TCP.  A dropped reply (CELLAR_DROPPED) is counted,
  *                  not fatal: UDP vs TCP get latency is its get row against
  *                  cellar-meta's.
+ *   cellar-ring    cellar-meta with io = "uring": the handle's connections on
+ *                  an io_uring of its own (a turn's sends in one system call,
+ *                  receives always out)
  *
  * and six rows, each a blocking call repeated for a bounded time and count:
  *
@@ -267,7 +270,8 @@ static struct client *client_mc(char *const *hosts, const unsigned *ports, unsig
 }
 
 static struct client *client_cellar(const char *list, const char *name, const char *protocol,
-                                    const char *hash, int udp, int window_init) {
+                                    const char *hash, int udp, const char *io,
+                                    int window_init) {
     struct client *c = calloc(1, sizeof *c);
     if (c == NULL)
         die("out of memory");
@@ -277,7 +281,7 @@ static struct client *client_cellar(const char *list, const char *name, const ch
     c->set = cl_set;
     /* --window N pins the window at N (init and ceiling); 0 keeps the library's. */
     struct cellar_options opt = {.protocol = protocol, .hash = hash, .window_init = window_init,
-                                 .window_max = window_init, .udp = udp};
+                                 .window_max = window_init, .udp = udp, .io = io};
     struct cellar_config *cfg;
     char err[256];
     if (cellar_config_parse(&cfg, list, &opt, err, sizeof err) != CELLAR_OK)
@@ -318,7 +322,7 @@ static const struct row ROWS[] = {
     {"set1k", "set, 1,024-byte value", ROW_SET, 1024},
 };
 #define NROWS (sizeof ROWS / sizeof ROWS[0])
-#define NCLIENTS 5
+#define NCLIENTS 6
 
 /* One measurement: one row, one client, one round. */
 struct cell {
@@ -626,10 +630,11 @@ int main(int argc, char **argv) {
 
     struct client *clients[NCLIENTS] = {
         client_mc(hosts, ports, b.nservers),
-        client_cellar(servers, "cellar-meta", "meta", "ketama", 0, window_init),
-        client_cellar(servers, "cellar-text", "text", "ketama", 0, window_init),
-        client_cellar(servers, "cellar-ch3", "meta", "ch3", 0, window_init),
-        client_cellar(servers, "cellar-udp", "meta", "ketama", 1, window_init),
+        client_cellar(servers, "cellar-meta", "meta", "ketama", 0, NULL, window_init),
+        client_cellar(servers, "cellar-text", "text", "ketama", 0, NULL, window_init),
+        client_cellar(servers, "cellar-ch3", "meta", "ch3", 0, NULL, window_init),
+        client_cellar(servers, "cellar-udp", "meta", "ketama", 1, NULL, window_init),
+        client_cellar(servers, "cellar-ring", "meta", "ketama", 0, "uring", window_init),
     };
     unsigned agree = ring_agreement(&b, clients[0], clients[1], 1000);
     fprintf(stderr, "ring: libmemcached and libcellar place %u of 1000 keys on the same server\n",

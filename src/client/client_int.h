@@ -73,6 +73,7 @@ struct cellar_config {
     int lease_retry_ms;         /* a waiting lease-get's first backoff */
     int lease_wait_ms;          /* and how long it waits in all */
     int window_init, window_min, window_max;
+    bool io_uring;              /* handles drive their sockets through io_uring */
 };
 
 /*
@@ -285,7 +286,9 @@ struct cl_conn {
     struct cl_conn_counters ctr;
     /* the handle's io_uring (uring.c), when it has one, once the socket is connected */
     bool ring_recv, ring_send;  /* a receive into rbuf, a send of wbuf[woff .. wsent) out */
+    bool wbuf_short;            /* requests waited for a send to end: grow wbuf then */
     size_t wsent;
+    size_t rroom;               /* what the receive out may fill: it grows when filled */
     uint32_t ring_gen;          /* changes when a socket is given up with operations out */
 };
 
@@ -375,7 +378,7 @@ struct cl_ring;
 int cl_ring_create(struct cellar *h);
 void cl_ring_destroy(struct cellar *h);     /* waits for what the kernel holds */
 void cl_ring_io(void *ring, uint64_t now);  /* its descriptor was readable: completions */
-void cl_ring_submit(struct cellar *h);
+bool cl_ring_submit(struct cellar *h);      /* false: nothing was prepared (or no ring) */
 void cl_ring_recv(struct cl_conn *c);       /* into rbuf[rlen .. rcap) */
 void cl_ring_send(struct cl_conn *c);       /* wbuf[woff .. wlen) */
 void cl_ring_retire(struct cl_conn *c);     /* hands fd, rbuf and wbuf over until done */

@@ -330,6 +330,12 @@ static struct cellar_config *config_new(const struct cellar_options *opt, char *
         config_free(cfg);
         return NULL;
     }
+    if (opt->io != NULL && strcmp(opt->io, "uring") != 0 && strcmp(opt->io, "epoll") != 0) {
+        say(err, errlen, "io \"%s\": epoll or uring", opt->io);
+        config_free(cfg);
+        return NULL;
+    }
+    cfg->io_uring = opt->io != NULL && strcmp(opt->io, "uring") == 0;
     cfg->host_id = opt->host_id ? opt->host_id : host_hash();
     cfg->lease_retry_ms = pick(opt->lease_retry_ms, defaults.lease_retry_ms);
     cfg->lease_wait_ms = pick(opt->lease_wait_ms, defaults.lease_wait_ms);

@@ -44,6 +44,7 @@
 #include "client/client_int.h"
 
 #define RBUF_MIN 16384
+#define RBUF_RING_MAX (1 << 20)     /* a receive filled its buffer: twice as much, up to this */
 #define WBUF_MIN 16384
 
 static uint64_t ms_ns(int ms) {
@@ -431,8 +432,10 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
         return sent;
     uint64_t deadline = now + ms_ns(c->pool->server_timeout_ms);
     for (unsigned tcp = 0; tcp < room && c->waiting.head;) {
-        if (c->ring_send && !fits(c, c->waiting.head))
+        if (c->ring_send && !fits(c, c->waiting.head)) {
+            c->wbuf_short = true;
             break;                  /* after the send that is out (cl_conn_ring_done) */
+        }
         struct cl_req *q = cl_queue_pop(&c->waiting);
         if (!put_request(c, q))
             continue;
@@ -453,6 +456,16 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
 /* Reading                                                                  */
 /* ---------------------------------------------------------------------- */
 
+static bool rbuf_grow(struct cl_conn *c) {
+    size_t cap = c->rcap ? c->rcap * 2 : RBUF_MIN;
+    char *b = realloc(c->rbuf, cap);
+    if (b == NULL)
+        return false;
+    c->rbuf = b;
+    c->rcap = cap;
+    return true;
+}
+
 /* Makes room to read into: compacts, and grows when half the buffer is one unparsed reply. */
 static bool rbuf_room(struct cl_conn *c) {
     if (c->roff > 0) {
@@ -462,13 +475,7 @@ static bool rbuf_room(struct cl_conn *c) {
     }
     if (c->rcap && c->rlen < c->rcap / 2)
         return true;
-    size_t cap = c->rcap ? c->rcap * 2 : RBUF_MIN;
-    char *b = realloc(c->rbuf, cap);
-    if (b == NULL)
-        return false;
-    c->rbuf = b;
-    c->rcap = cap;
-    return true;
+    return rbuf_grow(c);
 }
 
 /* Answers the sent requests whose replies are whole; false when the connection failed. */
@@ -569,7 +576,14 @@ void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
         }
         if (c->woff == c->wlen)
             c->woff = c->wlen = 0;
-        else
+        if (c->wbuf_short) {        /* a turn's requests did not fit: room for twice as many */
+            c->wbuf_short = false;
+            if (!wbuf_room(c, c->wcap)) {
+                conn_failed(c, CELLAR_ENOMEM, 0, now);
+                return;
+            }
+        }
+        if (c->woff < c->wlen)
             flush(c, now);          /* the rest, and what was added meanwhile */
         if (c->waiting.n)
             cl_pump_add(c->h, c);
@@ -579,6 +593,7 @@ void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
         conn_failed(c, CELLAR_ECLOSED, 0, now);
         return;
     }
+    bool filled = res > 0 && (size_t)res == c->rroom;   /* the socket may hold more */
     if (res > 0) {
         c->rlen += (size_t)res;
         if (!parse_replies(c, now))
@@ -592,7 +607,7 @@ void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
         c->rbuf = NULL;
         c->rcap = 0;
     }
-    if (!rbuf_room(c)) {
+    if (!rbuf_room(c) || (filled && c->rcap < RBUF_RING_MAX && !rbuf_grow(c))) {
         conn_failed(c, CELLAR_ENOMEM, 0, now);
         return;
     }

@@ -97,7 +97,8 @@ void cl_ring_recv(struct cl_conn *c) {
         cl_conn_ring_done(c, false, -EBUSY, cl_now_ns());
         return;
     }
-    io_uring_prep_recv(sqe, c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+    c->rroom = c->rcap - c->rlen;
+    io_uring_prep_recv(sqe, c->fd, c->rbuf + c->rlen, c->rroom, 0);
     io_uring_sqe_set_data64(sqe, data_of(c, false));
     c->ring_recv = true;
     r->ops++;
@@ -195,12 +196,13 @@ void cl_ring_io(void *ring, uint64_t now) {
     } while (n == TAKE_MAX);
 }
 
-void cl_ring_submit(struct cellar *h) {
+bool cl_ring_submit(struct cellar *h) {
     struct cl_ring *r = h->ring;
-    if (r != NULL && r->prepared) {
-        io_uring_submit(&r->ring);
-        r->prepared = 0;
-    }
+    if (r == NULL || r->prepared == 0)
+        return false;
+    io_uring_submit(&r->ring);
+    r->prepared = 0;
+    return true;
 }
 
 void cl_ring_destroy(struct cellar *h) {
