@@ -578,7 +578,7 @@ void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
             c->woff = c->wlen = 0;
         if (c->wbuf_short) {        /* a turn's requests did not fit: room for twice as many */
             c->wbuf_short = false;
-            if (!wbuf_room(c, c->wcap)) {
+            if (!wbuf_room(c, 2 * c->wcap - c->wlen)) {
                 conn_failed(c, CELLAR_ENOMEM, 0, now);
                 return;
             }
