@@ -125,13 +125,13 @@ struct cellar_options {
     int udp;                    /* 1: gets go over UDP (memcached's frames), everything
                                    else over TCP; a lost, late or out-of-order reply
                                    answers CELLAR_DROPPED: 0 */
+    int lease_retry_ms;         /* a lease-get told to wait retries after: 10 (doubling) */
+    int lease_wait_ms;          /* and gives up (CELLAR_LEASE_WAIT) after: 1000 */
     const char *io;             /* how a handle drives its TCP connections: "epoll"
                                    (default: send() and recv() when epoll says so) or
                                    "uring" (an io_uring per handle: a receive always
                                    out per connection, a turn's sends in one system
                                    call; epoll where the kernel refuses io_uring) */
-    int lease_retry_ms;         /* a lease-get told to wait retries after: 10 (doubling) */
-    int lease_wait_ms;          /* and gives up (CELLAR_LEASE_WAIT) after: 1000 */
 };
 
 struct cellar_config;

@@ -73,10 +73,12 @@ def direct(server):
     return server.client()
 
 
+@pytest.mark.parametrize("io", ("epoll", "uring"))
 @pytest.mark.parametrize("proto", PROTOCOLS)
 @pytest.mark.parametrize("kind", sorted(KINDS))
-def test_every_operation(kind, proto):
-    with Pool(kind, 3) as srv, cf.Client(srv, protocol=proto) as c:
+def test_every_operation(kind, proto, io):
+    """io: the handle's sockets driven by epoll, or by an io_uring of its own."""
+    with Pool(kind, 3) as srv, cf.Client(srv, protocol=proto, io=io) as c:
         owner = lambda k: direct(srv[c.server_of(k)])
         # set / get / gets, read back from the owning server by another client
         assert c.set("k1", "hello", flags=7) == cf.OK
@@ -193,6 +195,11 @@ def test_bad_keys_are_refused_before_sending(proto):
         got = c.mget([b"a" * 250, b"bad key"])
         assert [g[0] for g in got] == [cf.OK, cf.EINVAL]
         assert c.stats()["requests"] == 2
+
+
+def test_io_option_checked():
+    with pytest.raises(cf.ConfigError, match="kqueue"):
+        cf.Client("127.0.0.1:1", io="kqueue")
 
 
 def test_server_list_forms():

@@ -216,7 +216,7 @@ TEST(emptied_segments_come_free_at_once) {
  */
 TEST(lookups_after_a_read_ahead_see_what_changed_since) {
     struct seg_store *s = mk(64 << 20, 64 << 10);
-    char key[16], val[16];
+    char key[32], val[16];
     uint64_t hv[64];
     for (int round = 0; round < 50; round++) {
         for (int i = 0; i < 64; i++) {
@@ -299,7 +299,7 @@ TEST(values_larger_than_a_segment_lie_out_of_line) {
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         int k = (int)((rng >> 33) % 20);
         size_t n = (rng >> 40) % 4 == 0 ? 70000 + (rng >> 20) % 230000 : 1 + (rng >> 20) % 3000;
-        char key[8];
+        char key[16];
         snprintf(key, sizeof(key), "c%d", k);
         big_fill(buf, n, k, ++ver[k]);
         enum seg_result res = seg_store_set(s, SEG_SET, key, strlen(key), buf, n, 0, 0, 0, NULL);
@@ -457,7 +457,7 @@ TEST(property_with_merges) {
 static void fill_then_read(int *th_failed, struct seg_store *s, int nitems, int nread) {
     static char val[100];
     memset(val, 'v', sizeof(val));
-    char key[8];
+    char key[16];
     for (int i = 0; i < nitems; i++) {
         snprintf(key, sizeof(key), "k%03d", i);
         ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
@@ -480,7 +480,7 @@ TEST(merge_keeps_exactly_the_items_read) {
     fill_then_read(th_failed, s, 7 * 36, 4 * 36);
     static char val[100];
     memset(val, 'v', sizeof(val));
-    char key[8];
+    char key[16];
     struct seg_stats st;
     ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
@@ -528,7 +528,7 @@ TEST(s3fifo_moves_the_items_read_and_remembers_the_rest) {
     fill_then_read(th_failed, s, 8 * 36, 36);
     static char val[100];
     memset(val, 'v', sizeof(val));
-    char key[8];
+    char key[16];
     struct seg_stats st;
     ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
