@@ -285,9 +285,8 @@ struct cl_conn {
     struct cl_replay *replay;   /* replaying it from this connection (made on first use) */
     struct cl_conn_counters ctr;
     /* the handle's io_uring (uring.c), when it has one, once the socket is connected */
-    bool ring_recv, ring_send;  /* a receive into rbuf, a send of wbuf[woff .. wsent) out */
+    bool ring_recv, ring_send;  /* a receive into rbuf, a send from wbuf + woff out */
     bool wbuf_short;            /* requests waited for a send to end: grow wbuf then */
-    size_t wsent;
     size_t rroom;               /* what the receive out may fill: it grows when filled */
     uint32_t ring_gen;          /* changes when a socket is given up with operations out */
 };

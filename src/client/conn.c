@@ -103,7 +103,7 @@ static void close_socket(struct cl_conn *c) {
     }
     c->fd = -1;
     c->events = 0;
-    c->wlen = c->woff = c->wsent = 0;
+    c->wlen = c->woff = 0;
     c->rlen = c->roff = 0;
     c->batch = NULL;
 }

@@ -115,7 +115,6 @@ void cl_ring_send(struct cl_conn *c) {
     io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff,
                        MSG_NOSIGNAL | MSG_WAITALL);
     io_uring_sqe_set_data64(sqe, data_of(c, true));
-    c->wsent = c->wlen;
     c->ring_send = true;
     r->ops++;
 }
