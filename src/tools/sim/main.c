@@ -38,6 +38,7 @@ struct opts {
     struct trace_csv csv;
     uint64_t seed;
     const char *policies[MAX_POLICIES];
+    char seg_names[MAX_POLICIES][32];   /* where policies[i] names a "seg-..." back end */
     size_t npol;
     double size_val[MAX_SIZES];
     bool size_frac[MAX_SIZES];
@@ -159,8 +160,12 @@ static int parse_policies(struct opts *o, const char *list) {
         }
         if (strncmp(tok, "seg-", 4) == 0 &&
             (evict_policy_find(tok + 4) != NULL || strcmp(tok + 4, "merge") == 0)) {
-            if (o->npol < MAX_POLICIES)     /* the segment back end, with this policy */
-                o->policies[o->npol++] = strdup(tok);
+            if (o->npol < MAX_POLICIES && strlen(tok) < sizeof(o->seg_names[0])) {
+                /* the segment back end, with this policy */
+                snprintf(o->seg_names[o->npol], sizeof(o->seg_names[0]), "%s", tok);
+                o->policies[o->npol] = o->seg_names[o->npol];
+                o->npol++;
+            }
             continue;
         }
         const struct evict_policy *p = evict_policy_find(tok);
