@@ -270,6 +270,10 @@ static void run(struct cellar *h, const unsigned *left, uint64_t until) {
             uint64_t wait = next > now ? next - now : 0;
             ms = wait >= 1000000000u ? 1000 : (int)((wait + 999999) / 1000000);
         }
+        if (h->ring != NULL && evloop_count(h->loop) == 1) {
+            cl_ring_wait(h, ms);    /* nothing but the ring to wait for: wait in it */
+            continue;
+        }
         int n = evloop_wait(h->loop, ev, EVENTS_MAX, ms);
         handle_events(ev, n, cl_now_ns());
     }

@@ -377,6 +377,7 @@ struct cl_ring;
 int cl_ring_create(struct cellar *h);
 void cl_ring_destroy(struct cellar *h);     /* waits for what the kernel holds */
 void cl_ring_io(void *ring, uint64_t now);  /* its descriptor was readable: completions */
+void cl_ring_wait(struct cellar *h, int ms);    /* for a completion, then takes them */
 bool cl_ring_submit(struct cellar *h);      /* false: nothing was prepared (or no ring) */
 void cl_ring_recv(struct cl_conn *c);       /* into rbuf[rlen .. rcap) */
 void cl_ring_send(struct cl_conn *c);       /* wbuf[woff .. wlen) */

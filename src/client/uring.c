@@ -195,6 +195,15 @@ void cl_ring_io(void *ring, uint64_t now) {
     } while (n == TAKE_MAX);
 }
 
+void cl_ring_wait(struct cellar *h, int ms) {
+    struct cl_ring *r = h->ring;
+    struct __kernel_timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long long)(ms % 1000) * 1000000};
+    struct io_uring_cqe *cqe;
+    cl_ring_submit(h);
+    io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);    /* (a timeout or a signal: no matter) */
+    cl_ring_io(r, cl_now_ns());
+}
+
 bool cl_ring_submit(struct cellar *h) {
     struct cl_ring *r = h->ring;
     if (r == NULL || r->prepared == 0)
