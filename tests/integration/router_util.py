@@ -81,7 +81,9 @@ class Router(util.Server):
         for _attempt in range(5):
             self.port = util.free_port()
             self.argv = [self.binary, "--config", self.config, "-l", util.HOST,
-                         "-p", str(self.port)] + self.extra + util.ROUTER_ARGS
+                         "-p", str(self.port)] + util.ROUTER_ARGS + self.extra
+            # (a test's own flags last, to win over CELLAR_ROUTER_ARGS, as util.Server
+            # puts its args after CELLARD_ARGS: make io-epoll's --io=epoll)
             if self.metrics:
                 self.metrics_port = util.free_port()
                 self.argv += ["--metrics", "%s:%d" % (util.HOST, self.metrics_port)]
