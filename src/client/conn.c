@@ -478,6 +478,16 @@ static bool rbuf_room(struct cl_conn *c) {
     return rbuf_grow(c);
 }
 
+/* A large reply's buffer goes back once it is read and nothing more is asked. */
+static void rbuf_shrink_idle(struct cl_conn *c) {
+    if (c->sent.n == 0 && c->waiting.n == 0 && c->roff == c->rlen && c->rcap > RBUF_MIN) {
+        c->roff = c->rlen = 0;
+        free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = 0;
+    }
+}
+
 /* Answers the sent requests whose replies are whole; false when the connection failed. */
 static bool parse_replies(struct cl_conn *c, uint64_t now) {
     const struct msg_wire *w = c->pool->wire;
@@ -553,13 +563,8 @@ void cl_conn_io(struct cl_conn *c, int events, uint64_t now) {
         flush(c, now);
     if (c->fd >= 0 && (events & (EV_READ | EV_ERROR)))
         conn_read(c, now);
-    if (c->fd >= 0 && c->state == CL_CONN_UP && c->sent.n == 0 && c->waiting.n == 0 &&
-        c->roff == c->rlen && c->rcap > RBUF_MIN) {
-        c->roff = c->rlen = 0;
-        free(c->rbuf);          /* a large reply's buffer goes back once it is read */
-        c->rbuf = NULL;
-        c->rcap = 0;
-    }
+    if (c->fd >= 0 && c->state == CL_CONN_UP)
+        rbuf_shrink_idle(c);
 }
 
 void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
@@ -601,12 +606,7 @@ void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
     }
     if (c->fd < 0 || c->state != CL_CONN_UP || c->ring_recv)
         return;                     /* a callback closed it (or it reconnected) */
-    if (c->sent.n == 0 && c->waiting.n == 0 && c->roff == c->rlen && c->rcap > RBUF_MIN) {
-        c->roff = c->rlen = 0;
-        free(c->rbuf);              /* a large reply's buffer goes back once it is read */
-        c->rbuf = NULL;
-        c->rcap = 0;
-    }
+    rbuf_shrink_idle(c);
     if (!rbuf_room(c) || (filled && c->rcap < RBUF_RING_MAX && !rbuf_grow(c))) {
         conn_failed(c, CELLAR_ENOMEM, 0, now);
         return;

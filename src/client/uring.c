@@ -90,33 +90,38 @@ static uint64_t data_of(const struct cl_conn *c, bool send) {
     return (uint64_t)c->ring_gen << 32 | (uint64_t)(c - c->h->conns) << 1 | send;
 }
 
-void cl_ring_recv(struct cl_conn *c) {
-    struct cl_ring *r = c->h->ring;
-    struct io_uring_sqe *sqe = sqe_get(r);
+/* An SQE for c's receive or send, counted as out (the caller preps it, then
+   names it with data_of()); NULL, and c told of the failure, when there is none. */
+static struct io_uring_sqe *op_sqe(struct cl_conn *c, bool send) {
+    struct io_uring_sqe *sqe = sqe_get(c->h->ring);
     if (sqe == NULL) {
-        cl_conn_ring_done(c, false, -EBUSY, cl_now_ns());
-        return;
+        cl_conn_ring_done(c, send, -EBUSY, cl_now_ns());
+        return NULL;
     }
-    c->rroom = c->rcap - c->rlen;
-    io_uring_prep_recv(sqe, c->fd, c->rbuf + c->rlen, c->rroom, 0);
-    io_uring_sqe_set_data64(sqe, data_of(c, false));
-    c->ring_recv = true;
-    r->ops++;
+    if (send)
+        c->ring_send = true;
+    else
+        c->ring_recv = true;
+    c->h->ring->ops++;
+    return sqe;
+}
+
+void cl_ring_recv(struct cl_conn *c) {
+    struct io_uring_sqe *sqe = op_sqe(c, false);
+    if (sqe != NULL) {
+        c->rroom = c->rcap - c->rlen;
+        io_uring_prep_recv(sqe, c->fd, c->rbuf + c->rlen, c->rroom, 0);
+        io_uring_sqe_set_data64(sqe, data_of(c, false));
+    }
 }
 
 void cl_ring_send(struct cl_conn *c) {
-    struct cl_ring *r = c->h->ring;
-    struct io_uring_sqe *sqe = sqe_get(r);
-    if (sqe == NULL) {
-        cl_conn_ring_done(c, true, -EBUSY, cl_now_ns());
-        return;
+    struct io_uring_sqe *sqe = op_sqe(c, true);
+    if (sqe != NULL) {              /* MSG_WAITALL: the kernel sends it all (or fails) */
+        io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff,
+                           MSG_NOSIGNAL | MSG_WAITALL);
+        io_uring_sqe_set_data64(sqe, data_of(c, true));
     }
-    /* MSG_WAITALL: the kernel sends it all (or fails), not a part */
-    io_uring_prep_send(sqe, c->fd, c->wbuf + c->woff, c->wlen - c->woff,
-                       MSG_NOSIGNAL | MSG_WAITALL);
-    io_uring_sqe_set_data64(sqe, data_of(c, true));
-    c->ring_send = true;
-    r->ops++;
 }
 
 void cl_ring_retire(struct cl_conn *c) {
@@ -199,7 +204,6 @@ void cl_ring_wait(struct cellar *h, int ms) {
     struct cl_ring *r = h->ring;
     struct __kernel_timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long long)(ms % 1000) * 1000000};
     struct io_uring_cqe *cqe;
-    cl_ring_submit(h);
     io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);    /* (a timeout or a signal: no matter) */
     cl_ring_io(r, cl_now_ns());
 }
