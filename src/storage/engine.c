@@ -206,17 +206,19 @@ void engine_destroy(struct engine **ep) {
 
 /*
  * get, gat and touch in one: a hit is marked fetched and reported to the
- * policy, optionally gets a new exptime, and optionally a reference.
+ * policy, optionally gets a new exptime, and optionally a reference -- or,
+ * with cp, is copied out under the stripe when it is small and in one piece.
  */
 static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                           bool touch, int64_t exptime, bool ref, enum engine_miss *why) {
+                           bool touch, int64_t exptime, bool ref, enum engine_miss *why,
+                           struct engine_copy *cp) {
     struct mtx *m = lock_of(e->locks, hv);
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
     mtx_lock(m);
     if (e->seg != NULL && ref && !touch && !watching(e, ENGINE_WATCH_FETCH)) {
         bool generic;               /* the segments' fast path; it is the same get */
-        struct item *it = segv_get_locked(e, key, nkey, hv, &generic);
+        struct item *it = segv_get_locked(e, key, nkey, hv, cp, &generic);
         if (!generic) {
             mtx_unlock(m);
             return it;
@@ -229,8 +231,18 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
         item_flag_set(it, ITEM_FETCHED);
         item_sync_locked(e, it, hv);
         item_hit_locked(e, it);
-        if (ref)
+        const char *v = cp != NULL ? item_value_flat(it) : NULL;
+        if (v != NULL && it->nbytes <= cp->max) {
+            struct engine_hit h = {
+                .key = item_key(it), .value = v, .nkey = it->nkey, .nbytes = it->nbytes,
+                .flags = it->flags, .cas = item_cas(it), .clsid = it->clsid,
+                .lru = engine_item_lru(e, it)};
+            cp->fn(cp->arg, &h);
+            cp->done = true;
+            it = NULL;
+        } else if (ref) {
             it = item_keep_locked(e, it);
+        }
     }
     mtx_unlock(m);
     return it;
@@ -276,21 +288,29 @@ void engine_prefetch_one(struct engine *e, uint64_t hv) {
 }
 
 struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {
-    return lookup(e, key, nkey, ht_hash(key, nkey), false, 0, true, why);
+    return lookup(e, key, nkey, ht_hash(key, nkey), false, 0, true, why, NULL);
 }
 
 struct item *engine_get_hashed(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                                enum engine_miss *why) {
-    return lookup(e, key, nkey, hv, false, 0, true, why);
+    return lookup(e, key, nkey, hv, false, 0, true, why, NULL);
+}
+
+struct item *engine_get_copy(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                             uint32_t max, engine_copy_fn fn, void *arg, bool *copied) {
+    struct engine_copy cp = {.fn = fn, .arg = arg, .max = max, .done = false};
+    struct item *it = lookup(e, key, nkey, hv, false, 0, true, NULL, &cp);
+    *copied = cp.done;
+    return it;
 }
 
 struct item *engine_get_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime,
                               enum engine_miss *why) {
-    return lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, why);
+    return lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, why, NULL);
 }
 
 unsigned engine_touch(struct engine *e, const char *key, size_t nkey, int64_t exptime) {
-    struct item *it = lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, NULL);
+    struct item *it = lookup(e, key, nkey, ht_hash(key, nkey), true, exptime, true, NULL, NULL);
     if (it == NULL)
         return 0;
     unsigned cls = it->clsid;

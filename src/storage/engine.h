@@ -145,6 +145,25 @@ struct item *engine_get(struct engine *e, const char *key, size_t nkey,
 struct item *engine_get_hashed(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                                enum engine_miss *why);
 
+/* What engine_get_copy() shows of a hit: valid only during the call. */
+struct engine_hit {
+    const char *key, *value;
+    uint32_t nkey, nbytes, flags;
+    uint64_t cas;
+    unsigned clsid, lru;        /* for stats: its slab class and engine_item_lru() */
+};
+typedef void (*engine_copy_fn)(void *arg, const struct engine_hit *h);
+
+/*
+ * engine_get_hashed() for a reader that copies small values: a hit whose
+ * value lies in one piece of at most max bytes is shown to fn under the
+ * key's lock, no reference taken, and *copied is set (fn keeps no pointer
+ * and calls nothing of the engine).  Any other hit is returned with a
+ * reference, as engine_get_hashed() returns it.  NULL: a miss, or copied.
+ */
+struct item *engine_get_copy(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+                             uint32_t max, engine_copy_fn fn, void *arg, bool *copied);
+
 /*
  * Like engine_get(), and on a hit also sets the item's exptime from the
  * client's exptime (gat/gats).

@@ -171,8 +171,15 @@ static inline uint16_t item_deref(const struct engine *e, struct item *it) {
 /* item_seg.c: the segment back end's side of the primitives below */
 struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv);
 struct item *segv_keep_locked(struct engine *e, struct item *it);
+/* engine_get_copy()'s request: done once fn has been called */
+struct engine_copy {
+    engine_copy_fn fn;
+    void *arg;
+    uint32_t max;
+    bool done;
+};
 struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                             bool *generic);
+                             struct engine_copy *cp, bool *generic);
 struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
 void segv_free(struct engine *e, struct item *it);

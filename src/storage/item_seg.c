@@ -177,44 +177,53 @@ struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, 
 }
 
 /*
- * A get's common case (stripe held, nothing watched): a live item found,
- * marked fetched in place, and handed out as a held view made straight
- * from the segment.  Anything else -- a dead item, a tombstone, no block
- * for the view -- sets *generic and leaves the decision to the shared
- * code; a plain miss is NULL.
+ * A get's common case (stripe held, nothing watched): a live item found
+ * and marked fetched in place, then shown to cp when it asks and the value
+ * fits, else handed out as a held view made from the segment.  Anything
+ * else -- a dead item, a tombstone, no block for the view -- sets *generic
+ * and leaves the decision to the shared code; a plain miss is NULL.
  */
 struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                             bool *generic) {
-    struct segv *v = view_new(VIEW_KEY_ROOM);
-    *generic = v == NULL;
-    if (v == NULL)
+                             struct engine_copy *cp, bool *generic) {
+    struct seg_at at;
+    *generic = false;
+    if (!seg_find_locked(e->seg, hv, key, nkey, &at))
         return NULL;
-    struct seg_at *at = &v->at;     /* found straight into the view */
-    if (!seg_find_locked(e->seg, hv, key, nkey, at)) {
-        view_del(v);
-        return NULL;
-    }
     uint32_t now = expire_now(e);
     uint32_t live = atomic_load_explicit(&e->oldest_live, memory_order_acquire);
-    if ((at->h.hflags & SEG_F_HOLD) || (at->h.exptime != 0 && at->h.exptime <= now) ||
+    if ((at.h.hflags & SEG_F_HOLD) || (at.h.exptime != 0 && at.h.exptime <= now) ||
         (live != 0 && live <= now)) {
-        view_del(v);
         *generic = true;
         return NULL;
     }
-    if (!(at->h.hflags & SEG_F_FETCHED)) {
-        seg_set_state_locked(e->seg, at, SEG_F_FETCHED, 0);
-        at->h.hflags |= SEG_F_FETCHED;
+    if (!(at.h.hflags & SEG_F_FETCHED)) {
+        seg_set_state_locked(e->seg, &at, SEG_F_FETCHED, 0);
+        at.h.hflags |= SEG_F_FETCHED;
     }
-    view_fill(e, v, at);
+    if (cp != NULL && at.nbytes <= cp->max) {
+        /* (a view's policy bits are 0: what engine_item_lru() makes of them) */
+        struct engine_hit h = {
+            .key = at.key, .value = at.value, .nkey = at.h.klen, .nbytes = at.nbytes,
+            .flags = at.h.cflags, .cas = at.h.cas, .clsid = 1,
+            .lru = e->seg_mask != 0 ? 0 : EVICT_COLD};
+        cp->fn(cp->arg, &h);
+        cp->done = true;
+        return NULL;
+    }
+    struct segv *v = view_new(VIEW_KEY_ROOM);
+    if (v == NULL) {
+        *generic = true;
+        return NULL;
+    }
+    view_fill(e, v, &at);
     v->kind = VIEW_HELD;
     v->pinned = true;
     v->resv = (struct seg_resv){0};
-    seg_pin(e->seg, at->seg);
-    v->ext = seg_ext_hold(at);
-    ext_set(&v->it, at->value);
+    seg_pin(e->seg, at.seg);
+    v->ext = seg_ext_hold(&at);
+    ext_set(&v->it, at.value);
     atomic_init(&v->it.refcount, 1);
-    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at->h.hflags)));
+    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at.h.hflags)));
     return &v->it;
 }
 

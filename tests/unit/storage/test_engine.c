@@ -254,6 +254,72 @@ TEST(set_get_delete) {
     engine_destroy(&e);
 }
 
+/* What engine_get_copy() showed last: a copy made during the call. */
+static struct {
+    int calls;
+    char key[ENGINE_KEY_MAX], value[4096];
+    struct engine_hit h;
+} shown;
+
+static void show(void *arg, const struct engine_hit *h) {
+    (void)arg;
+    shown.calls++;
+    shown.h = *h;
+    memcpy(shown.key, h->key, h->nkey);
+    memcpy(shown.value, h->value, h->nbytes);
+}
+
+/*
+ * engine_get_copy(): a small hit is shown (no reference), a larger one
+ * returned with a reference as engine_get() returns it, a miss, an expired
+ * or a deleted item neither; either kind of hit counts as fetched.
+ */
+TEST(get_copy_shows_small_hits_and_returns_others) {
+    struct engine *e = mk();
+    uint64_t cas = 0;
+    bool copied = true;
+    shown.calls = 0;
+    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(!copied && shown.calls == 0);
+    ASSERT_EQ(store(e, ENGINE_SET, "k", "hello", 77, 0, 0, &cas), ENGINE_STORED);
+    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(copied);
+    ASSERT_EQ(shown.calls, 1);
+    ASSERT_EQ(shown.h.nkey, 1);
+    ASSERT_MEM(shown.key, "k", 1);
+    ASSERT_EQ(shown.h.nbytes, 5);
+    ASSERT_MEM(shown.value, "hello", 5);
+    ASSERT_EQ(shown.h.flags, 77);
+    ASSERT_U64(shown.h.cas, cas);
+    ASSERT(shown.h.clsid >= 1);
+    struct item *it = engine_get(e, "k", 1, NULL);
+    ASSERT(it != NULL && item_fetched(it));     /* the copy marked it */
+    engine_item_unref(e, it);
+    /* larger than max: the item itself, with a reference */
+    ASSERT_EQ(store_n(e, ENGINE_SET, "big", "0123456789", 600, 3, 0, 0, &cas), ENGINE_STORED);
+    it = engine_get_copy(e, "big", 3, engine_key_hash("big", 3), 512, show, NULL, &copied);
+    ASSERT(it != NULL && !copied);
+    ASSERT_EQ(shown.calls, 1);
+    ASSERT_EQ(item_nbytes(it), 600);
+    ASSERT_U64(item_cas(it), cas);
+    ASSERT(item_fetched(it));
+    engine_item_unref(e, it);
+    ASSERT(engine_get_copy(e, "big", 3, engine_key_hash("big", 3), 600, show, NULL, &copied) == NULL);
+    ASSERT(copied && shown.calls == 2 && shown.h.nbytes == 600);
+    ASSERT_MEM(shown.value, "0123456789012", 13);
+    /* an expired item and a deleted one: misses */
+    ASSERT_EQ(store(e, ENGINE_SET, "t", "soon", 0, 10, 0, NULL), ENGINE_STORED);
+    engine_clock_set(e, T0 + 11);
+    ASSERT(engine_get_copy(e, "t", 1, engine_key_hash("t", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(!copied && shown.calls == 2);
+    ASSERT_EQ(engine_delete(e, "k", 1, 0), ENGINE_DELETED);
+    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(!copied && shown.calls == 2);
+    struct engine_stats s = stats(e);
+    ASSERT_EQ(s.curr_items, 1);
+    engine_destroy(&e);
+}
+
 TEST(stats_count_items_and_bytes) {
     struct engine *e = mk();
     set(e, "a", "12345");

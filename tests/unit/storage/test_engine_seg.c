@@ -54,6 +54,11 @@ static void churn(int *th_failed, size_t mem, bool evicting, const char *policy)
     uint64_t seed = 42;
     uint32_t now = 0, hits = 0, lost = 0;
     for (int n = 0; n < POPS; n++) {
+        if (n % 2000 == 1999) {                     /* time moves on; segments expire */
+            now++;
+            engine_clock_set(e, T0 + now);
+            engine_step(e, 100);
+        }
         uint64_t r = prng(&seed);
         int k = (int)(r % PK);
         char key[16];
@@ -112,8 +117,29 @@ static void churn(int *th_failed, size_t mem, bool evicting, const char *policy)
                 TH_FAIL("touch lost live %s", key);
             else if (live)
                 *p = (struct pref){0};
-        } else {                                    /* get */
-            struct item *it = engine_get(e, key, strlen(key), NULL);
+        } else {                                    /* get, or a copying get (its values of up to 1,000 bytes) */
+            bool copied = false;
+            struct item *it = NULL;
+            if (n & 1) {
+                shown.calls = 0;
+                it = engine_get_copy(e, key, strlen(key), engine_key_hash(key, strlen(key)), 1000,
+                                     show, NULL, &copied);
+                if (copied != (shown.calls == 1) || (copied && shown.h.nbytes > 1000))
+                    TH_FAIL("%s: copied %d, shown %d (op %d)", key, copied, shown.calls, n);
+            } else {
+                it = engine_get(e, key, strlen(key), NULL);
+            }
+            if (copied) {
+                hits++;
+                if (!live)
+                    TH_FAIL("dead %s shown (op %d)", key, n);
+                if (shown.h.nbytes != p->len)
+                    TH_FAIL("%s: %u bytes shown, want %u (op %d)", key, shown.h.nbytes, p->len, n);
+                pvalue(want, k, p->ver, p->len);
+                if (!(p->ver & (1u << 31)) && memcmp(shown.value, want, p->len) != 0)
+                    TH_FAIL("%s: shown not version %u (op %d)", key, p->ver, n);
+                continue;
+            }
             if (it == NULL) {
                 if (live && !evicting)
                     TH_FAIL("live %s lost (op %d)", key, n);
@@ -139,11 +165,6 @@ static void churn(int *th_failed, size_t mem, bool evicting, const char *policy)
                 }
             }
             engine_item_unref(e, it);
-        }
-        if (n % 2000 == 1999) {                     /* time moves on; segments expire */
-            now++;
-            engine_clock_set(e, T0 + now);
-            engine_step(e, 100);
         }
     }
     struct engine_stats s = stats(e);

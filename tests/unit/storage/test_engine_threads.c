@@ -53,8 +53,27 @@ static bool put(struct engine *e, const char *key, const char *val) {
     return ok;
 }
 
-/* True when key holds exactly val. */
+struct expect {
+    const char *val;
+    bool ok;
+};
+
+static void compare(void *arg, const struct engine_hit *h) {
+    struct expect *x = arg;
+    x->ok = h->nbytes == strlen(x->val) && memcmp(h->value, x->val, h->nbytes) == 0;
+}
+
+/* True when key holds exactly val (every other time asked with a copying get). */
 static bool holds(struct engine *e, const char *key, const char *val) {
+    static _Thread_local unsigned turn;
+    if (turn++ & 1) {
+        struct expect x = {val, false};
+        bool copied;
+        struct item *it = engine_get_copy(e, key, strlen(key), engine_key_hash(key, strlen(key)),
+                                          64, compare, &x, &copied);
+        engine_item_unref(e, it);   /* (values are short: a hit is always copied) */
+        return it == NULL && copied && x.ok;
+    }
     struct item *it = engine_get(e, key, strlen(key), NULL);
     if (it == NULL)
         return false;
@@ -92,6 +111,11 @@ static void *work(void *arg) {
         /* read somebody else's keys too, and the shared counter */
         snprintf(key, sizeof(key), "w%d:%d", (w->id + 1) % WORKERS, i / 2);
         struct item *it = engine_get(e, key, strlen(key), NULL);
+        engine_item_unref(e, it);
+        struct expect x = {val, false};
+        bool copied;
+        it = engine_get_copy(e, key, strlen(key), engine_key_hash(key, strlen(key)), 64, compare,
+                             &x, &copied);
         engine_item_unref(e, it);
         if (i < INCRS) {
             uint64_t v;
