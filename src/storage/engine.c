@@ -388,6 +388,15 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     if (e->seg != NULL)
         segv_prewrite(e, it, o->new_cas);   /* the bytes, before the stripe */
     mtx_lock(m);
+    /* (memcached's set also logs the lookup it makes: a fetch) */
+    if (e->seg != NULL && op == ENGINE_SET && cas == 0 &&
+        !watching(e, ENGINE_WATCH_STORE | ENGINE_WATCH_FETCH) &&
+        segv_set_locked(e, it, hv, o->new_cas)) {
+        if (out != NULL)        /* the segments' fast path; it is the same set */
+            *out = (struct engine_mstore_out){.cas = it->cas, .nbytes = it->nbytes};
+        mtx_unlock(m);
+        return ENGINE_STORED;
+    }
     struct item *old = item_find_locked(e, item_key(it), it->nkey, hv, NULL, &hold);
     if (old != NULL) {
         enum cas_cmp cc = cas == 0           ? CAS_NONE

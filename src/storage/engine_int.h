@@ -180,6 +180,7 @@ struct engine_copy {
 };
 struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                              struct engine_copy *cp, bool *generic);
+bool segv_set_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
 struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
 void segv_free(struct engine *e, struct item *it);
@@ -221,6 +222,8 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
 void item_unref(struct engine *e, struct item *it);
 uint64_t item_next_cas(struct engine *e);
+/* A store counted in total_items. */
+void item_count_stored(struct engine *e);
 /* Link and replace fail only under storage=seg, when no segment could be had. */
 bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
 void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why);

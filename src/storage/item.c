@@ -383,7 +383,7 @@ uint64_t item_next_cas(struct engine *e) {
  * the next one; always 0 under -C), access time now, into the table and
  * the class queue, plus the table's reference.
  */
-static void count_stored(struct engine *e) {
+void item_count_stored(struct engine *e) {
     struct eclass *c = &e->cls[1];
     mtx_lock(&c->lock);
     c->total_items++;
@@ -397,7 +397,7 @@ bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     if (e->seg != NULL) {
         if (!segv_link_locked(e, NULL, it, hv, cas))
             return false;
-        count_stored(e);
+        item_count_stored(e);
         return true;
     }
     it->cas = cas;
@@ -439,7 +439,7 @@ bool item_replace_locked(struct engine *e, struct item *old, struct item *it, ui
         cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
         if (!segv_link_locked(e, old, it, hv, cas))
             return false;
-        count_stored(e);
+        item_count_stored(e);
         return true;
     }
     item_unlink_locked(e, old, hv, UNLINK_DELETE);

@@ -176,6 +176,39 @@ struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, 
     return &v->it;
 }
 
+/* Neither a tombstone nor expired nor flushed: what the fast paths take on. */
+static inline bool plain_live(struct engine *e, const struct seg_at *at) {
+    uint32_t now = expire_now(e);
+    uint32_t live = atomic_load_explicit(&e->oldest_live, memory_order_acquire);
+    return !(at->h.hflags & SEG_F_HOLD) && (at->h.exptime == 0 || at->h.exptime > now) &&
+           (live == 0 || live > now);
+}
+
+/*
+ * A set's common case (stripe held, nothing watched, no cas given): the
+ * bytes prewritten are linked in place of a live item or of none, and it
+ * becomes their view.  Anything else -- a dead item or a tombstone in the
+ * way, bytes not yet written, a cas that needs a wider field -- is left
+ * to the shared code (false), with nothing changed.
+ */
+bool segv_set_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
+    struct segv *v = view_of(it);
+    if (v->kind != VIEW_STAGING || v->resv.len == 0)
+        return false;
+    struct seg_at old;
+    bool found = seg_find_locked(e->seg, hv, item_key(it), it->nkey, &old);
+    if (found && !plain_live(e, &old))
+        return false;
+    cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
+    if (seg_commit_locked(e->seg, hv, found ? &old : NULL, &v->resv, cas, &v->at) != SEG_STORED)
+        return false;
+    atomic_store_explicit(&it->cas, cas, memory_order_relaxed);
+    it->atime = v->at.created;
+    item_flag_set(it, ITEM_LINKED);
+    item_count_stored(e);
+    return true;
+}
+
 /*
  * A get's common case (stripe held, nothing watched): a live item found
  * and marked fetched in place, then shown to cp when it asks and the value
@@ -189,10 +222,7 @@ struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uin
     *generic = false;
     if (!seg_find_locked(e->seg, hv, key, nkey, &at))
         return NULL;
-    uint32_t now = expire_now(e);
-    uint32_t live = atomic_load_explicit(&e->oldest_live, memory_order_acquire);
-    if ((at.h.hflags & SEG_F_HOLD) || (at.h.exptime != 0 && at.h.exptime <= now) ||
-        (live != 0 && live <= now)) {
+    if (!plain_live(e, &at)) {
         *generic = true;
         return NULL;
     }
@@ -356,7 +386,7 @@ bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint6
             if (w != SEG_STORED)
                 return false;
         }
-        r = seg_commit_locked(e->seg, hv, oat, &v->resv, cas);
+        r = seg_commit_locked(e->seg, hv, oat, &v->resv, cas, &v->at);
         if (r == SEG_AGAIN)
             seg_resv_drop(e->seg, &v->resv);
     }
@@ -366,8 +396,6 @@ bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint6
     }
     if (old != NULL)
         item_flag_clear(old, ITEM_LINKED);
-    uint64_t loc = v->resv.loc;
-    seg_at_locked(e->seg, loc, &v->at);
     atomic_store_explicit(&it->cas, cas, memory_order_relaxed);
     it->atime = v->at.created;
     item_flag_set(it, ITEM_LINKED);
@@ -431,11 +459,10 @@ bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
     seg_unpin(e->seg, at->seg);
     if (r != SEG_STORED)
         return false;
-    r = seg_commit_locked(e->seg, hv, at, &rv, cas);
+    r = seg_commit_locked(e->seg, hv, at, &rv, cas, at);
     seg_resv_drop(e->seg, &rv);
     if (r != SEG_STORED)
         return false;
-    seg_at_locked(e->seg, rv.loc, at);
     it->atime = at->created;
     if (v->kind == VIEW_SCRATCH)
         ext_set(it, at->value);

@@ -1187,7 +1187,7 @@ enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const ch
 }
 
 enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct seg_at *old,
-                                  struct seg_resv *r, uint64_t cas) {
+                                  struct seg_resv *r, uint64_t cas, struct seg_at *linked) {
     struct seg_at at;
     at_fill(s, r->loc, &at);
     struct seg_meta *m = &s->segs[at.seg];
@@ -1220,6 +1220,10 @@ enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct
     raise_max_exptime(m, at.h.exptime);
     r->ext = NULL;                  /* the item's now */
     seg_resv_drop(s, r);
+    if (linked != NULL) {           /* (old may be the same: read above) */
+        at.h.cas = cas;
+        *linked = at;
+    }
     return SEG_STORED;
 }
 
@@ -1357,7 +1361,6 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
     out->index_bytes = is.bytes;
 }
 
-void seg_at_locked(struct seg_store *s, uint64_t loc, struct seg_at *at) { at_fill(s, loc, at); }
 
 /*
  * A walk over every item the index points at, segment by segment in id

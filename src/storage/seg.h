@@ -149,10 +149,11 @@ uint32_t seg_store_clock(struct seg_store *s);
  * is held, or while its segment is pinned).  A store is two steps: bytes
  * reserved and written, header, key and value (seg_write, holding no
  * stripe, or the key's one: held), then linked under the stripe with its
- * cas (seg_commit_locked), in place of the copy found, if any; bytes
- * written and never linked stay dead.  A write may evict; a caller
- * holding a stripe may so lose the item it found (seg_commit_locked then
- * inserts), and pins a source that lies in the store while it writes.
+ * cas (seg_commit_locked: where they now lie in *linked, if asked), in
+ * place of the copy found, if any; bytes written and never linked stay
+ * dead.  A write may evict; a caller holding a stripe may so lose the
+ * item it found (seg_commit_locked then inserts), and pins a source that
+ * lies in the store while it writes.
  *
  * A value too large for a segment lies out of line (SEG_F_EXT): a block
  * of its own, charged to the memory limit by taking whole segments out
@@ -188,7 +189,7 @@ enum seg_result seg_write(struct seg_store *s, const struct seg_hdr *h, const ch
                           const void *value, struct mtx *held, struct seg_resv *r);
 /* SEG_STORED (r released), SEG_AGAIN (write it again with SEG_F_CAS64), SEG_NO_MEMORY. */
 enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct seg_at *old,
-                                  struct seg_resv *r, uint64_t cas);
+                                  struct seg_resv *r, uint64_t cas, struct seg_at *linked);
 /* Lets go of a reservation not linked (its bytes stay dead). */
 void seg_resv_drop(struct seg_store *s, struct seg_resv *r);
 /* In place, where the layout allows (false: write a copy). */
@@ -211,8 +212,6 @@ void seg_ext_release(struct seg_store *s, struct seg_ext *x);
 void seg_store_seal_point(struct seg_store *s, uint32_t point);
 /* Read-ahead for up to 64 keys' buckets and likely items (no lock; only a hint). */
 void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n);
-/* The item at loc, which the index points at (stripe held). */
-void seg_at_locked(struct seg_store *s, uint64_t loc, struct seg_at *at);
 /* A walk over every linked item, budget items a call; false when done (seg.c). */
 bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
                     void (*fn)(void *arg, const struct seg_at *at), void *arg);

@@ -63,7 +63,7 @@ static enum seg_result store(struct seg_store *s, enum seg_op op, const char *ke
         r = !found ? SEG_NOT_FOUND : old.h.cas != cas_in ? SEG_EXISTS : SEG_STORED;
     if (r == SEG_STORED) {
         uint64_t cas = keep != NULL ? *keep : seg_store_cas_next(s);
-        r = seg_commit_locked(s, hv, found ? &old : NULL, &rv, cas);
+        r = seg_commit_locked(s, hv, found ? &old : NULL, &rv, cas, NULL);
         if (r == SEG_STORED && cas_out != NULL)
             *cas_out = cas;
     }
@@ -146,7 +146,7 @@ enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nke
            the item not): look again */
         struct seg_at now;
         if (find_live(s, hv, key, nkey, &now) && now.loc == at.loc)
-            r = seg_commit_locked(s, hv, &at, &rv, at.h.cas);
+            r = seg_commit_locked(s, hv, &at, &rv, at.h.cas, NULL);
         else
             r = SEG_NOT_FOUND;
         seg_resv_drop(s, &rv);
