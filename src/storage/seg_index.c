@@ -17,6 +17,10 @@
 
 #include "storage/seg_index.h"
 
+#if defined(__SSE2__) && !defined(SEG_INDEX_SCALAR)
+#include <emmintrin.h>
+#endif
+
 #define SLOTS 8
 #define TAG_SHIFT 52
 #define TAG_MASK (~(uint64_t)0 << TAG_SHIFT)
@@ -186,13 +190,44 @@ static void ovf_free(struct seg_index *ix, uint64_t idx) {
 /* Buckets                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * The slots of b whose tag is tag, as a mask: slot k is bit k << HIT_SHIFT
+ * (take them lowest first with ctz).  With SSE2 the eight slots are
+ * compared four registers at a time, as 32-bit halves (a slot's low half
+ * holds no tag bits: masked, it compares equal), then packed to bytes: a
+ * miss's two buckets cost about 40 instructions instead of 90.
+ * -DSEG_INDEX_SCALAR builds the plain loop instead (to test it).
+ */
+#if defined(__SSE2__) && !defined(SEG_INDEX_SCALAR)
+#define HIT_SHIFT 1
+static inline unsigned tag_hits(const struct bucket *b, uint64_t tag) {
+    const __m128i m = _mm_set1_epi64x((long long)TAG_MASK), t = _mm_set1_epi64x((long long)tag);
+    const __m128i *p = (const __m128i *)b->slot;
+    __m128i e0 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(p), m), t);
+    __m128i e1 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(p + 1), m), t);
+    __m128i e2 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(p + 2), m), t);
+    __m128i e3 = _mm_cmpeq_epi32(_mm_and_si128(_mm_load_si128(p + 3), m), t);
+    __m128i bytes = _mm_packs_epi16(_mm_packs_epi32(e0, e1), _mm_packs_epi32(e2, e3));
+    return (unsigned)_mm_movemask_epi8(bytes) & 0xaaaau;   /* the high halves */
+}
+#else
+#define HIT_SHIFT 0
+static inline unsigned tag_hits(const struct bucket *b, uint64_t tag) {
+    unsigned h = 0;
+    for (int k = 0; k < SLOTS; k++)
+        h |= (unsigned)((__atomic_load_n(&b->slot[k], __ATOMIC_RELAXED) & TAG_MASK) == tag) << k;
+    return h;
+}
+#endif
+
 static uint64_t *scan(struct seg_index *ix, struct bucket *b, uint64_t tag,
                       seg_index_match_fn match, void *arg) {
     for (;;) {
-        for (int i = 0; i < SLOTS; i++) {
-            uint64_t v = b->slot[i];
+        for (unsigned h = tag_hits(b, tag); h != 0; h &= h - 1) {
+            uint64_t *s = &b->slot[__builtin_ctz(h) >> HIT_SHIFT];
+            uint64_t v = *s;
             if ((v & TAG_MASK) == tag && match(arg, v & SEG_LOC_MASK))
-                return &b->slot[i];
+                return s;
         }
         uint64_t last = b->slot[SLOTS - 1];
         if (!is_link(last))
@@ -237,13 +272,10 @@ void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, ui
         loc[i] = SEG_LOC_MASK + 1;
         slot[i] = NULL;
         for (int w = 0; w < 2 && slot[i] == NULL; w++) {
-            for (int k = 0; k < SLOTS; k++) {
-                uint64_t v = __atomic_load_n(&b[w][i]->slot[k], __ATOMIC_RELAXED);
-                if ((v & TAG_MASK) == tag) {
-                    loc[i] = v & SEG_LOC_MASK;
-                    slot[i] = &b[w][i]->slot[k];
-                    break;
-                }
+            unsigned h = tag_hits(b[w][i], tag);
+            if (h != 0) {
+                slot[i] = &b[w][i]->slot[__builtin_ctz(h) >> HIT_SHIFT];
+                loc[i] = __atomic_load_n(slot[i], __ATOMIC_RELAXED) & SEG_LOC_MASK;
             }
         }
     }

@@ -71,6 +71,48 @@ TEST(million_keys_found_through_growth) {
     lock_destroy(&locks);
 }
 
+/*
+ * Twenty keys with one tag and one pair of buckets (hashes alike but for
+ * bits the index does not read): every slot's tag matches, so each find
+ * must try the candidates in turn, into the overflow chain; a key of
+ * another tag among them is found by its own; the read-ahead gives a
+ * slot of the tag asked for, and none for a tag that is not there.
+ */
+static const uint64_t tag_a = 0xabcULL << 52, tag_b = 0x123ULL << 52;
+
+/* (a cuckoo move asks for the hash of what it moves) */
+static uint64_t rehash_alike(void *arg, uint64_t loc) {
+    (void)arg;
+    return loc == 99 ? tag_b | 5 : tag_a | loc << 32 | 5;
+}
+
+TEST(keys_sharing_a_tag_and_buckets) {
+    struct lock_stripes *locks = lock_create(2, false);
+    struct seg_index *ix = seg_index_create(4, locks, rehash_alike, NULL);
+    ASSERT(ix != NULL);
+    const uint64_t tag = tag_a, other = tag_b;
+    for (uint64_t k = 1; k <= 20; k++)
+        ASSERT(seg_index_insert_locked(ix, tag | k << 32 | 5, k));
+    ASSERT(seg_index_insert_locked(ix, other | 5, 99));
+    for (uint64_t k = 1; k <= 20; k++) {
+        uint64_t *s = seg_index_find_locked(ix, tag | k << 32 | 5, match, &k);
+        ASSERT(s != NULL && seg_index_loc(*s) == k);
+    }
+    uint64_t k = 99, none = 21;
+    uint64_t *s = seg_index_find_locked(ix, other | 5, match, &k);
+    ASSERT(s != NULL && seg_index_loc(*s) == 99);
+    ASSERT(seg_index_find_locked(ix, tag | 5, match, &none) == NULL);
+    ASSERT(seg_index_find_locked(ix, other | 5, match, &none) == NULL);
+    uint64_t hv[3] = {tag | 7ULL << 32 | 5, other | 5, (0x777ULL << 52) | 5}, loc[3];
+    uint64_t *slot[3];
+    seg_index_prefetch(ix, hv, 3, loc, slot);
+    ASSERT(slot[0] != NULL && (*slot[0] >> 52) == 0xabc && loc[0] >= 1 && loc[0] <= 20);
+    ASSERT(slot[1] != NULL && loc[1] == 99);
+    ASSERT(slot[2] == NULL && loc[2] == SEG_LOC_MASK + 1);
+    seg_index_destroy(&ix);
+    lock_destroy(&locks);
+}
+
 TEST(slot_fields) {
     struct lock_stripes *locks = lock_create(2, false);
     struct seg_index *ix = seg_index_create(2, locks, rehash, NULL);
