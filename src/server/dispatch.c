@@ -112,12 +112,14 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
     while (conn_next_key(c, &rest, &key, &hv)) {
         struct item *it;
         bool copied = false;
-        if (touch)
+        if (touch) {
             it = engine_get_touch(e, key.p, key.len, req->exptime, NULL);
-        else if ((vc.line = out_reserve(&c->net.out, MC_VALUE_LINE_MAX + OUT_COPY_MAX + 2)))
-            it = engine_get_copy(e, key.p, key.len, hv, OUT_COPY_MAX, value_copy, &vc, &copied);
-        else
-            it = engine_get_hashed(e, key.p, key.len, hv, NULL);
+        } else {
+            vc.line = out_reserve(&c->net.out, MC_VALUE_LINE_MAX + OUT_COPY_MAX + 2);
+            it = vc.line != NULL ? engine_get_copy(e, key.p, key.len, hv, OUT_COPY_MAX,
+                                                   value_copy, &vc, &copied)
+                                 : engine_get_hashed(e, key.p, key.len, hv, NULL);
+        }
         if (copied) {
             if (detail)
                 detail_count(c->w->srv, key.p, key.len, DETAIL_GET, true);
