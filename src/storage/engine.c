@@ -1027,8 +1027,7 @@ unsigned engine_class_for(const struct engine *e, size_t ntotal) {
 }
 
 unsigned engine_item_lru(const struct engine *e, const struct item *it) {
-    uint8_t mask = e->seg_mask;
-    return mask != 0 ? (unsigned)(evict_bits(it) & mask) : EVICT_COLD;
+    return lru_of_bits(e, evict_bits(it));
 }
 
 /*

@@ -268,6 +268,11 @@ __attribute__((cold)) void watch_fetch(struct engine *e, const char *key, size_t
 /* A store's report: the item stored (or refused), the result, the command. */
 __attribute__((cold)) void watch_store(struct engine *e, const struct item *it,
                                        enum engine_store_result r, enum engine_store_op op);
+/* engine_item_lru() of an item whose policy bits are bits. */
+static inline unsigned lru_of_bits(const struct engine *e, uint8_t bits) {
+    return e->seg_mask != 0 ? (unsigned)(bits & e->seg_mask) : EVICT_COLD;
+}
+
 static inline bool watching(const struct engine *e, enum engine_watch_kind k) {
     return (atomic_load_explicit(&e->watch, memory_order_relaxed) & k) != 0;
 }

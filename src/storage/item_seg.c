@@ -231,11 +231,9 @@ struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uin
         at.h.hflags |= SEG_F_FETCHED;
     }
     if (cp != NULL && at.nbytes <= cp->max) {
-        /* (a view's policy bits are 0: what engine_item_lru() makes of them) */
-        struct engine_hit h = {
+        struct engine_hit h = {     /* (a view's policy bits are 0) */
             .key = at.key, .value = at.value, .nkey = at.h.klen, .nbytes = at.nbytes,
-            .flags = at.h.cflags, .cas = at.h.cas, .clsid = 1,
-            .lru = e->seg_mask != 0 ? 0 : EVICT_COLD};
+            .flags = at.h.cflags, .cas = at.h.cas, .clsid = 1, .lru = lru_of_bits(e, 0)};
         cp->fn(cp->arg, &h);
         cp->done = true;
         return NULL;
