@@ -215,8 +215,11 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
     struct mtx *m = lock_of(e->locks, hv);
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
+    bool seg_fast = e->seg != NULL && ref && !touch && !watching(e, ENGINE_WATCH_FETCH);
+    if (seg_fast && seg_store_absent(e->seg, hv))
+        return NULL;                /* a miss the read-ahead made certain: no lock */
     mtx_lock(m);
-    if (e->seg != NULL && ref && !touch && !watching(e, ENGINE_WATCH_FETCH)) {
+    if (seg_fast) {
         bool generic;               /* the segments' fast path; it is the same get */
         struct item *it = segv_get_locked(e, key, nkey, hv, cp, &generic);
         if (!generic) {

@@ -103,13 +103,17 @@ static _Atomic uint64_t store_ids;  /* ids handed out */
 /*
  * The last read-ahead's slots, per thread: the lookups that follow, in
  * the same order and on the same thread, try them before searching
- * (seg_index_check_locked).  A stale one only costs the search.
+ * (seg_index_check_locked).  A stale one only costs the search.  Keys it
+ * saw absent (bit i of absent) keep their stripe's sequence for
+ * seg_store_absent().
  */
 static _Thread_local struct {
     uint64_t store;                 /* the store's id: 0 none */
     unsigned n, i;
+    uint64_t absent;
     uint64_t hv[SEG_INDEX_PREFETCH_MAX];
     uint64_t *slot[SEG_INDEX_PREFETCH_MAX];
+    uint64_t seq[SEG_INDEX_PREFETCH_MAX];
 } hints;
 
 void seg_config_defaults(struct seg_config *cfg) {
@@ -1104,6 +1108,20 @@ __attribute__((flatten)) bool seg_find_locked(struct seg_store *s, uint64_t hv, 
     return seg_index_find_locked(s->ix, hv, match_key_at, &f) != NULL;
 }
 
+bool seg_store_absent(struct seg_store *s, uint64_t hv) {
+    if (hints.store != s->id || hints.i >= hints.n || (hints.absent >> hints.i) == 0)
+        return false;
+    for (unsigned i = hints.i; i < hints.n; i++) {
+        if (hints.hv[i] == hv) {
+            if (!((hints.absent >> i) & 1) || !seg_index_absent(s->ix, hv, hints.seq[i]))
+                return false;
+            hints.i = i + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
  * An item's bytes die: its segment's live count drops.  A sealed segment
  * left with no live item, no writer and no reader goes back to the pool
@@ -1267,13 +1285,15 @@ void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
     uint64_t loc[SEG_INDEX_PREFETCH_MAX];
     if (n > SEG_INDEX_PREFETCH_MAX)
         n = SEG_INDEX_PREFETCH_MAX;
-    seg_index_prefetch(s->ix, hv, n, loc, hints.slot);
+    seg_index_prefetch(s->ix, hv, n, loc, hints.slot, hints.seq);
     memcpy(hints.hv, hv, n * sizeof(*hv));
     hints.store = s->id;
     hints.n = n;
     hints.i = 0;
+    hints.absent = 0;
     /* the header, key and a small value: the lines of 192 bytes from it */
     for (unsigned i = 0; i < n; i++) {
+        hints.absent |= (uint64_t)((hints.seq[i] & 1) == 0) << i;
         uint32_t id = (uint32_t)(loc[i] >> OFF_BITS);
         if (loc[i] <= SEG_LOC_MASK && id < s->nseg) {
             const char *it = seg_base(s, id) + (loc[i] & (SEG_SIZE_MAX - 1));

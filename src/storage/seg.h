@@ -212,6 +212,12 @@ void seg_ext_release(struct seg_store *s, struct seg_ext *x);
 void seg_store_seal_point(struct seg_store *s, uint32_t point);
 /* Read-ahead for up to 64 keys' buckets and likely items (no lock; only a hint). */
 void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n);
+/*
+ * With no lock: true when this thread's last read-ahead found hv absent
+ * and nothing has been inserted near it since, so it is absent now (a
+ * get's miss, certain); false: look it up under the stripe.
+ */
+bool seg_store_absent(struct seg_store *s, uint64_t hv);
 /* A walk over every linked item, budget items a call; false when done (seg.c). */
 bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
                     void (*fn)(void *arg, const struct seg_at *at), void *arg);

@@ -17,7 +17,8 @@
 
 #include "storage/seg_index.h"
 
-#if defined(__SSE2__) && !defined(SEG_INDEX_SCALAR)
+#if defined(__SSE2__) && !defined(SEG_INDEX_SCALAR) && !defined(__SANITIZE_THREAD__)
+#define SEG_INDEX_SSE2 1
 #include <emmintrin.h>
 #endif
 
@@ -39,6 +40,8 @@ struct seg_index {
     unsigned lock_power;
     seg_index_rehash_fn rehash;
     void *arg;
+    _Atomic uint64_t *seq;          /* a sequence a stripe (seg_index_absent) */
+    uint64_t seq_mask;              /* the stripes' */
     _Atomic uint64_t state;         /* level << 32 | split */
     _Atomic uint64_t items;
     struct bucket *_Atomic *dir;    /* home chunks, never moved */
@@ -88,6 +91,33 @@ static inline struct bucket *home(struct seg_index *ix, uint64_t a) {
 
 static inline bool is_link(uint64_t v) { return v != 0 && (v & TAG_MASK) == 0; }
 
+/* A slot read with no lock (seg_index_slot_store() writes them). */
+static inline uint64_t peek(const uint64_t *slot) {
+    return __atomic_load_n(slot, __ATOMIC_RELAXED);
+}
+
+/*
+ * A stripe's sequence, for seg_index_absent(): odd while an insert or a
+ * split puts entries into the stripe's buckets or moves them between
+ * buckets; each such change adds 2.  Removing an entry or re-pointing one
+ * (move, freq) leaves it alone: neither can make a key that is there look
+ * absent.  Only the stripe's holder writes it, so no read-modify-write.
+ */
+static inline _Atomic uint64_t *seq_of(struct seg_index *ix, uint64_t h) {
+    return &ix->seq[h & ix->seq_mask];
+}
+
+static inline void change_begin(_Atomic uint64_t *q) {
+    atomic_store_explicit(q, atomic_load_explicit(q, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);  /* before the slots change */
+}
+
+static inline void change_end(_Atomic uint64_t *q) {
+    atomic_store_explicit(q, atomic_load_explicit(q, memory_order_relaxed) + 1,
+                          memory_order_release);
+}
+
 /* Overflow bucket i; the pool's chunks are published under pool_lock before any link to them. */
 static inline struct bucket *ovf(struct seg_index *ix, uint64_t i) {
     return &ix->odir[i >> OCHUNK_BITS][i & (((uint64_t)1 << OCHUNK_BITS) - 1)];
@@ -111,9 +141,11 @@ struct seg_index *seg_index_create(unsigned power, struct lock_stripes *locks,
     ix->arg = arg;
     pthread_mutex_init(&ix->step_lock, NULL);
     pthread_mutex_init(&ix->pool_lock, NULL);
+    ix->seq_mask = locks->mask;
+    ix->seq = calloc(locks->mask + 1, sizeof(*ix->seq));
     ix->dir = calloc(DIR_MAX, sizeof(*ix->dir));
     ix->odir = calloc(ODIR_MAX, sizeof(*ix->odir));
-    if (ix->dir == NULL || ix->odir == NULL)
+    if (ix->seq == NULL || ix->dir == NULL || ix->odir == NULL)
         goto fail;
     size_t nb = (size_t)1 << power;
     for (size_t a = 0; a < nb; a += (size_t)1 << CHUNK_BITS) {
@@ -138,6 +170,7 @@ void seg_index_destroy(struct seg_index **ixp) {
                     (size_t)1 << CHUNK_BITS);
     for (size_t c = 0; ix->odir && c < ix->nochunks; c++)
         chunk_unmap(ix->odir[c], (size_t)1 << OCHUNK_BITS);
+    free(ix->seq);
     free(ix->dir);
     free(ix->odir);
     pthread_mutex_destroy(&ix->step_lock);
@@ -196,9 +229,11 @@ static void ovf_free(struct seg_index *ix, uint64_t idx) {
  * compared four registers at a time, as 32-bit halves (a slot's low half
  * holds no tag bits: masked, it compares equal), then packed to bytes: a
  * miss's two buckets cost about 40 instructions instead of 90.
- * -DSEG_INDEX_SCALAR builds the plain loop instead (to test it).
+ * -DSEG_INDEX_SCALAR builds the plain loop instead (to test it), as does
+ * ThreadSanitizer (it sees its loads: atomic, as the unlocked read-ahead's
+ * must be).
  */
-#if defined(__SSE2__) && !defined(SEG_INDEX_SCALAR)
+#ifdef SEG_INDEX_SSE2
 #define HIT_SHIFT 1
 static inline unsigned tag_hits(const struct bucket *b, uint64_t tag) {
     const __m128i m = _mm_set1_epi64x((long long)TAG_MASK), t = _mm_set1_epi64x((long long)tag);
@@ -215,7 +250,7 @@ static inline unsigned tag_hits(const struct bucket *b, uint64_t tag) {
 static inline unsigned tag_hits(const struct bucket *b, uint64_t tag) {
     unsigned h = 0;
     for (int k = 0; k < SLOTS; k++)
-        h |= (unsigned)((__atomic_load_n(&b->slot[k], __ATOMIC_RELAXED) & TAG_MASK) == tag) << k;
+        h |= (unsigned)((peek(&b->slot[k]) & TAG_MASK) == tag) << k;
     return h;
 }
 #endif
@@ -250,16 +285,22 @@ uint64_t *seg_index_find_locked(struct seg_index *ix, uint64_t hv, seg_index_mat
  * in loc[i] the location of the first slot of its home bucket whose tag
  * matches (SEG_LOC_MASK + 1: none), for the caller to load the item too.
  * A bucket split or changed meanwhile only makes the guess useless: home
- * chunks never move and slots are read whole (writers store them plainly
- * under their stripes: ThreadSanitizer is told to look away here).
+ * chunks never move and slots are read whole (writers store them as
+ * relaxed atomics under their stripes; the SSE2 loads read each aligned
+ * half whole too).
+ *
+ * seq[i] is the key's stripe sequence, read before the buckets (and before
+ * the split position, so that a split it saw finished is in the addresses
+ * used), when neither head bucket had the key's tag or a chain; else 1.
  */
-__attribute__((no_sanitize_thread))    /* racy by design: a hint, never acted on */
 void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
-                        uint64_t **slot) {
-    uint64_t st = atomic_load_explicit(&ix->state, memory_order_acquire);
+                        uint64_t **slot, uint64_t *seq) {
     struct bucket *b[2][SEG_INDEX_PREFETCH_MAX];
     if (n > SEG_INDEX_PREFETCH_MAX)
         n = SEG_INDEX_PREFETCH_MAX;
+    for (unsigned i = 0; i < n; i++)
+        seq[i] = atomic_load_explicit(seq_of(ix, hv[i]), memory_order_acquire);
+    uint64_t st = atomic_load_explicit(&ix->state, memory_order_acquire);
     for (unsigned i = 0; i < n; i++) {
         b[0][i] = home(ix, addr(st, hv[i]));
         b[1][i] = home(ix, addr(st, alt_hash(ix, hv[i])));
@@ -269,16 +310,27 @@ void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, ui
     /* the first tag match in home, else in the alternate (inserts fill either) */
     for (unsigned i = 0; i < n; i++) {
         uint64_t tag = tag_of(hv[i]);
-        loc[i] = SEG_LOC_MASK + 1;
-        slot[i] = NULL;
-        for (int w = 0; w < 2 && slot[i] == NULL; w++) {
-            unsigned h = tag_hits(b[w][i], tag);
-            if (h != 0) {
-                slot[i] = &b[w][i]->slot[__builtin_ctz(h) >> HIT_SHIFT];
-                loc[i] = __atomic_load_n(slot[i], __ATOMIC_RELAXED) & SEG_LOC_MASK;
-            }
+        struct bucket *in = b[0][i];
+        unsigned h = tag_hits(in, tag);
+        if (h == 0)
+            h = tag_hits(in = b[1][i], tag);
+        if (h != 0) {
+            slot[i] = &in->slot[__builtin_ctz(h) >> HIT_SHIFT];
+            loc[i] = peek(slot[i]) & SEG_LOC_MASK;
+            seq[i] = 1;
+        } else {
+            slot[i] = NULL;
+            loc[i] = SEG_LOC_MASK + 1;
+            if (is_link(peek(&b[0][i]->slot[SLOTS - 1])) ||
+                is_link(peek(&b[1][i]->slot[SLOTS - 1])))
+                seq[i] = 1;         /* the chain is not read here */
         }
     }
+}
+
+bool seg_index_absent(struct seg_index *ix, uint64_t hv, uint64_t seq) {
+    atomic_thread_fence(memory_order_acquire);  /* the buckets were read before */
+    return (seq & 1) == 0 && atomic_load_explicit(seq_of(ix, hv), memory_order_relaxed) == seq;
 }
 
 uint64_t *seg_index_check_locked(uint64_t *hint, uint64_t hv, seg_index_match_fn match,
@@ -297,7 +349,7 @@ static int free_slots(const struct bucket *b) {
 static bool place(struct bucket *b, uint64_t v) {
     for (int i = 0; i < SLOTS; i++) {
         if (b->slot[i] == 0) {
-            b->slot[i] = v;
+            seg_index_slot_store(&b->slot[i], v);
             return true;
         }
     }
@@ -337,7 +389,7 @@ static bool chain_place(struct seg_index *ix, struct bucket *b, uint64_t v, stru
         return false;
     nb->slot[0] = b->slot[SLOTS - 1];
     nb->slot[1] = v;
-    b->slot[SLOTS - 1] = idx + 1;
+    seg_index_slot_store(&b->slot[SLOTS - 1], idx + 1);
     return true;
 }
 
@@ -358,7 +410,7 @@ static bool kick(struct seg_index *ix, uint64_t st, const uint64_t a[2], uint64_
             uint64_t h1 = addr(st, hv), h2 = addr(st, alt_hash(ix, hv));
             uint64_t other = h1 == a[j] ? h2 : h1;
             if (other != a[j] && place(home(ix, other), e)) {
-                b->slot[i] = v;
+                seg_index_slot_store(&b->slot[i], v);
                 return true;
             }
         }
@@ -374,16 +426,19 @@ bool seg_index_insert_locked(struct seg_index *ix, uint64_t hv, uint64_t loc) {
     uint64_t a[2] = {addr(st, hv), addr(st, alt_hash(ix, hv))};
     struct bucket *b1 = home(ix, a[0]), *b2 = home(ix, a[1]);
     int f1 = free_slots(b1), f2 = a[1] != a[0] ? free_slots(b2) : 0;
+    _Atomic uint64_t *q = seq_of(ix, hv);
+    change_begin(q);
     bool ok = f2 > f1 ? place(b2, v)
               : f1 > 0 ? place(b1, v)
                        : kick(ix, st, a, v) || chain_place(ix, b1, v, NULL);
+    change_end(q);
     if (ok)
         atomic_fetch_add_explicit(&ix->items, 1, memory_order_relaxed);
     return ok;
 }
 
 void seg_index_remove_locked(struct seg_index *ix, uint64_t *slot) {
-    *slot = 0;
+    seg_index_slot_store(slot, 0);
     atomic_fetch_sub_explicit(&ix->items, 1, memory_order_relaxed);
 }
 
@@ -439,6 +494,7 @@ static bool split_one(struct seg_index *ix) {
     uint64_t nst = s + 1 == ((uint64_t)1 << level) ? (uint64_t)(level + 1) << 32
                                                    : ((uint64_t)level << 32) | (s + 1);
     struct mtx *m = lock_of(ix->locks, s);
+    _Atomic uint64_t *q = seq_of(ix, s);
     mtx_lock(m);
     struct reserve r = {.n = 0};
     uint64_t *ent = NULL;
@@ -454,9 +510,11 @@ static bool split_one(struct seg_index *ix) {
         return false;               /* the chain is as it was: take_all only read it */
     }
     r.b[r.n++] = spare;
+    change_begin(q);
     for (int i = 0; i < r.n; i++)
         memset(ovf(ix, r.b[i]), 0, sizeof(struct bucket));
-    memset(bs, 0, sizeof(*bs));
+    for (int i = 0; i < SLOTS; i++)
+        seg_index_slot_store(&bs->slot[i], 0);
     for (size_t i = 0; i < n; i++) {
         uint64_t hv = ix->rehash(ix->arg, ent[i] & SEG_LOC_MASK);
         /* where it was is where its home was, else its alternate */
@@ -466,6 +524,7 @@ static bool split_one(struct seg_index *ix) {
             abort();                /* the reserve holds enough: a bug */
     }
     atomic_store_explicit(&ix->state, nst, memory_order_release);
+    change_end(q);
     mtx_unlock(m);
     while (r.n > 0)
         ovf_free(ix, r.b[--r.n]);

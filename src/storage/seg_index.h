@@ -23,13 +23,16 @@
  * slots; nothing else is ever rehashed.  Buckets live in chunks that are
  * never moved, so growth copies nothing.
  *
- * Threading: every call but create/destroy/step takes the key's stripe of
- * the engine's lock stripes held (lock_of(locks, hv)).  A key's buckets,
+ * Threading: every call but create/destroy/step and the read-ahead's two
+ * takes the key's stripe of the engine's lock stripes held (lock_of(locks,
+ * hv)).  A key's buckets,
  * before and after any split, all lie under that stripe (the lock bits are
  * below every bit that tells them apart), and a split holds its bucket's
  * stripe, so a lookup never sees a half-moved bucket.  The split position
  * is one atomic word: a split elsewhere never changes where this stripe's
  * keys are.  Overflow buckets come from a pool under a mutex of its own.
+ * Each stripe also has a sequence that inserts and splits step (a
+ * seqlock's): it lets a read-ahead's "absent" be trusted with no lock.
  *
  * Splitting needs each entry's hash again: the index asks the caller's
  * rehash function, which reads the key at the location (the stripe held
@@ -74,17 +77,26 @@ bool seg_index_insert_locked(struct seg_index *ix, uint64_t hv, uint64_t loc);
 /* Empties a slot found by seg_index_find_locked(). */
 void seg_index_remove_locked(struct seg_index *ix, uint64_t *slot);
 
+/*
+ * Slots are written whole, as relaxed atomics (a plain store on x86-64):
+ * the read-ahead reads them with no lock.
+ */
+static inline void seg_index_slot_store(uint64_t *slot, uint64_t v) {
+    __atomic_store_n(slot, v, __ATOMIC_RELAXED);
+}
+
 static inline uint64_t seg_index_loc(uint64_t slot) { return slot & SEG_LOC_MASK; }
 static inline unsigned seg_index_freq(uint64_t slot) {
     return (unsigned)(slot >> SEG_FREQ_SHIFT) & SEG_FREQ_MAX;
 }
 /* A slot pointing elsewhere (the item moved, merge or compaction), tag and freq kept. */
 static inline void seg_index_move_locked(uint64_t *slot, uint64_t loc) {
-    *slot = (*slot & ~SEG_LOC_MASK) | (loc & SEG_LOC_MASK);
+    seg_index_slot_store(slot, (*slot & ~SEG_LOC_MASK) | (loc & SEG_LOC_MASK));
 }
 static inline void seg_index_set_freq_locked(uint64_t *slot, unsigned freq) {
-    *slot = (*slot & ~((uint64_t)SEG_FREQ_MAX << SEG_FREQ_SHIFT)) |
-            ((uint64_t)(freq > SEG_FREQ_MAX ? SEG_FREQ_MAX : freq) << SEG_FREQ_SHIFT);
+    seg_index_slot_store(slot, (*slot & ~((uint64_t)SEG_FREQ_MAX << SEG_FREQ_SHIFT)) |
+                                   ((uint64_t)(freq > SEG_FREQ_MAX ? SEG_FREQ_MAX : freq)
+                                    << SEG_FREQ_SHIFT));
 }
 
 /*
@@ -105,12 +117,19 @@ void seg_index_stats(struct seg_index *ix, struct seg_index_stats *out);
 
 /*
  * Read-ahead for n keys (no lock; the first SEG_INDEX_PREFETCH_MAX):
- * buckets loaded, a likely location each, and the slot it was read from
- * (NULL: none) (seg_index.c).
+ * buckets loaded, a likely location each, the slot it was read from
+ * (NULL: none), and for a key that looked absent its stripe's sequence
+ * (seg_index.c).
  */
 #define SEG_INDEX_PREFETCH_MAX 64
 void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
-                        uint64_t **slot);
+                        uint64_t **slot, uint64_t *seq);
+/*
+ * No lock needed: true when the read-ahead that gave seq saw no entry for
+ * hv and no entry has been put into or moved between its stripe's buckets
+ * since, so hv is absent now (an insert or split makes it false).
+ */
+bool seg_index_absent(struct seg_index *ix, uint64_t hv, uint64_t seq);
 /*
  * A read-ahead's slot checked under hv's stripe: the slot when it still
  * holds hv's tag and match() says the entry is the key's, else NULL (then

@@ -320,6 +320,29 @@ TEST(get_copy_shows_small_hits_and_returns_others) {
     engine_destroy(&e);
 }
 
+/*
+ * A pipeline's read-ahead (get p, set q, get q, set r, get r), then the
+ * requests: each get sees the set before it (a segment store trusts a
+ * read-ahead's "absent" only while nothing was inserted near the key).
+ */
+TEST(read_ahead_then_store_then_get) {
+    struct engine *e = mk();
+    uint64_t p = engine_key_hash("p", 1), q = engine_key_hash("q", 1), r = engine_key_hash("r", 1);
+    uint64_t hv[5] = {p, q, q, r, r};
+    engine_prefetch(e, hv, 5, 0x0a);
+    ASSERT(engine_get(e, "p", 1, NULL) == NULL);
+    set(e, "q", "after");
+    struct item *it = engine_get(e, "q", 1, NULL);
+    ASSERT(it != NULL);
+    engine_item_unref(e, it);
+    set(e, "r", "after");
+    bool copied = false;
+    shown.calls = 0;
+    ASSERT(engine_get_copy(e, "r", 1, r, 512, show, NULL, &copied) == NULL);
+    ASSERT(copied && shown.calls == 1);
+    engine_destroy(&e);
+}
+
 TEST(stats_count_items_and_bytes) {
     struct engine *e = mk();
     set(e, "a", "12345");

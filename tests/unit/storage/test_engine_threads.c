@@ -125,6 +125,14 @@ static void *work(void *arg) {
     }
     if (check) {
         for (int i = 0; i < KEYS; i++) {
+            if (i % 16 == 0) {      /* read ahead while others still insert: none said absent */
+                uint64_t hv[16];
+                for (int k = 0; k < 16; k++) {
+                    int n = snprintf(key, sizeof(key), "w%d:%d", w->id, i + k);
+                    hv[k] = engine_key_hash(key, (size_t)n);
+                }
+                engine_prefetch(e, hv, 16, 0);
+            }
             snprintf(key, sizeof(key), "w%d:%d", w->id, i);
             snprintf(val, sizeof(val), "value-%d-%d", w->id, i);
             if (holds(e, key, val) == deleted(i))

@@ -105,10 +105,14 @@ TEST(keys_sharing_a_tag_and_buckets) {
     ASSERT(seg_index_find_locked(ix, other | 5, match, &none) == NULL);
     uint64_t hv[3] = {tag | 7ULL << 32 | 5, other | 5, (0x777ULL << 52) | 5}, loc[3];
     uint64_t *slot[3];
-    seg_index_prefetch(ix, hv, 3, loc, slot);
+    uint64_t seq[3];
+    seg_index_prefetch(ix, hv, 3, loc, slot, seq);
     ASSERT(slot[0] != NULL && (*slot[0] >> 52) == 0xabc && loc[0] >= 1 && loc[0] <= 20);
     ASSERT(slot[1] != NULL && loc[1] == 99);
     ASSERT(slot[2] == NULL && loc[2] == SEG_LOC_MASK + 1);
+    /* no slot of its tag, but a chain the read-ahead does not follow: not known absent */
+    for (int i = 0; i < 3; i++)
+        ASSERT(!seg_index_absent(ix, hv[i], seq[i]));
     seg_index_destroy(&ix);
     lock_destroy(&locks);
 }
@@ -130,6 +134,60 @@ TEST(slot_fields) {
     ASSERT_EQ(seg_index_loc(*s), 12345);
     uint64_t moved = 12345;
     ASSERT(seg_index_find_locked(ix, mix(key), match, &moved) == s);   /* tag kept */
+    seg_index_destroy(&ix);
+    lock_destroy(&locks);
+}
+
+/* A key's read-ahead says "absent" until an entry enters or moves in its stripe's buckets. */
+static bool absent_now(struct seg_index *ix, uint64_t key, uint64_t *seq) {
+    uint64_t hv = mix(key), loc, *slot;
+    seg_index_prefetch(ix, &hv, 1, &loc, &slot, seq);
+    return seg_index_absent(ix, hv, *seq);
+}
+
+TEST(absent_until_an_insert_or_split_in_its_stripe) {
+    struct lock_stripes *locks = lock_create(2, false);
+    struct seg_index *ix = seg_index_create(4, locks, rehash, NULL);   /* 16 buckets */
+    /* keys in stripes 0 and 1 */
+    uint64_t a = 1, b = 1;
+    while ((mix(a) & 3) != 0)
+        a++;
+    while ((mix(b) & 3) != 1)
+        b++;
+    uint64_t qa, qb;
+    ASSERT(absent_now(ix, a, &qa) && absent_now(ix, b, &qb));
+    ASSERT(seg_index_insert_locked(ix, mix(a), a));
+    ASSERT(!seg_index_absent(ix, mix(a), qa));  /* a itself came in */
+    ASSERT(seg_index_absent(ix, mix(b), qb));   /* another stripe's insert */
+    ASSERT(!absent_now(ix, a, &qa));            /* present */
+    /* an insert of another key of a's stripe ends it too; removals and moves do not */
+    uint64_t c = a + 1;
+    while ((mix(c) & 3) != 0)
+        c++;
+    ASSERT(absent_now(ix, c, &qa));
+    ASSERT(seg_index_insert_locked(ix, mix(c + 1000003), c + 1000003));
+    if ((mix(c + 1000003) & 3) == 0)
+        ASSERT(!seg_index_absent(ix, mix(c), qa));
+    ASSERT(absent_now(ix, c, &qa));
+    seg_index_move_locked(find(ix, a), a);
+    seg_index_remove_locked(ix, find(ix, a));
+    ASSERT(seg_index_absent(ix, mix(c), qa));
+    /* a split: of four stripes' absent keys, the split bucket's alone stops being known */
+    for (uint64_t k = 10000000; k < 10000000 + 116; k++)  /* past 7/8 of 16 buckets */
+        ASSERT(seg_index_insert_locked(ix, mix(k), k));
+    uint64_t key[4];
+    uint64_t q[4];
+    for (uint64_t s = 0, k = 20000000; s < 4; s++) {
+        while (((mix(k) & 3) != s || !absent_now(ix, k, &q[s])) && k < 20100000)
+            k++;
+        ASSERT(k < 20100000);
+        key[s] = k++;
+    }
+    ASSERT_EQ(seg_index_step(ix, 1), 1);
+    int known = 0;
+    for (int s = 0; s < 4; s++)
+        known += seg_index_absent(ix, mix(key[s]), q[s]);
+    ASSERT_EQ(known, 3);
     seg_index_destroy(&ix);
     lock_destroy(&locks);
 }
@@ -164,12 +222,18 @@ TEST(property_against_a_reference_set) {
     lock_destroy(&locks);
 }
 
-/* Threads on their own keys (under their stripes) while another grows the index. */
+/*
+ * Threads on their own keys (under their stripes) while another grows the
+ * index.  Before each step a worker also reads its key ahead with no lock:
+ * others' inserts (cuckoo moves) and splits move its entries meanwhile,
+ * and a key it holds must never be said absent.
+ */
 struct worker {
     struct seg_index *ix;
     struct lock_stripes *locks;
     uint64_t first;
     int errors;
+    int absent;                     /* keys it does not hold, known absent with no lock */
 };
 
 static void *work(void *arg) {
@@ -180,7 +244,14 @@ static void *work(void *arg) {
     for (int op = 0; op < 300000; op++) {
         rng = mix(rng);
         uint64_t k = w->first + rng % N;
-        uint64_t hv = mix(k);
+        uint64_t hv = mix(k), loc, *hint;
+        uint64_t seq;
+        seg_index_prefetch(w->ix, &hv, 1, &loc, &hint, &seq);
+        if (seg_index_absent(w->ix, hv, seq)) {
+            if (in[k - w->first])
+                w->errors++;
+            w->absent++;
+        }
         struct mtx *m = lock_of(w->locks, hv);
         mtx_lock(m);
         uint64_t *s = seg_index_find_locked(w->ix, hv, match, &k);
@@ -233,8 +304,10 @@ TEST(threads_while_growing) {
     pthread_join(g, NULL);
     struct seg_index_stats st;
     seg_index_stats(ix, &st);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         ASSERT_EQ(w[i].errors, 0);
+        ASSERT(w[i].absent > 1000);
+    }
     ASSERT(st.splits > 0);
     seg_index_destroy(&ix);
     lock_destroy(&locks);
