@@ -1109,7 +1109,8 @@ __attribute__((flatten)) bool seg_find_locked(struct seg_store *s, uint64_t hv, 
 }
 
 bool seg_store_absent(struct seg_store *s, uint64_t hv) {
-    if (hints.store != s->id || hints.i >= hints.n || (hints.absent >> hints.i) == 0)
+    if (hints.absent == 0 || hints.store != s->id || hints.i >= hints.n ||
+        (hints.absent >> hints.i) == 0)
         return false;
     for (unsigned i = hints.i; i < hints.n; i++) {
         if (hints.hv[i] == hv) {
@@ -1285,15 +1286,13 @@ void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
     uint64_t loc[SEG_INDEX_PREFETCH_MAX];
     if (n > SEG_INDEX_PREFETCH_MAX)
         n = SEG_INDEX_PREFETCH_MAX;
-    seg_index_prefetch(s->ix, hv, n, loc, hints.slot, hints.seq);
+    hints.absent = seg_index_prefetch(s->ix, hv, n, loc, hints.slot, hints.seq);
     memcpy(hints.hv, hv, n * sizeof(*hv));
     hints.store = s->id;
     hints.n = n;
     hints.i = 0;
-    hints.absent = 0;
     /* the header, key and a small value: the lines of 192 bytes from it */
     for (unsigned i = 0; i < n; i++) {
-        hints.absent |= (uint64_t)((hints.seq[i] & 1) == 0) << i;
         uint32_t id = (uint32_t)(loc[i] >> OFF_BITS);
         if (loc[i] <= SEG_LOC_MASK && id < s->nseg) {
             const char *it = seg_base(s, id) + (loc[i] & (SEG_SIZE_MAX - 1));

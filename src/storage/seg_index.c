@@ -289,13 +289,15 @@ uint64_t *seg_index_find_locked(struct seg_index *ix, uint64_t hv, seg_index_mat
  * relaxed atomics under their stripes; the SSE2 loads read each aligned
  * half whole too).
  *
- * seq[i] is the key's stripe sequence, read before the buckets (and before
- * the split position, so that a split it saw finished is in the addresses
- * used), when neither head bucket had the key's tag or a chain; else 1.
+ * Returns the keys that look absent, bit i for hv[i]: neither head bucket
+ * holds its tag or a chain, and seq[i], its stripe's sequence, read before
+ * the buckets (and before the split position, so that a split it saw
+ * finished is in the addresses used), was even.
  */
-void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
-                        uint64_t **slot, uint64_t *seq) {
+uint64_t seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
+                            uint64_t **slot, uint64_t *seq) {
     struct bucket *b[2][SEG_INDEX_PREFETCH_MAX];
+    uint64_t absent = 0;
     if (n > SEG_INDEX_PREFETCH_MAX)
         n = SEG_INDEX_PREFETCH_MAX;
     for (unsigned i = 0; i < n; i++)
@@ -317,20 +319,21 @@ void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, ui
         if (h != 0) {
             slot[i] = &in->slot[__builtin_ctz(h) >> HIT_SHIFT];
             loc[i] = peek(slot[i]) & SEG_LOC_MASK;
-            seq[i] = 1;
         } else {
             slot[i] = NULL;
             loc[i] = SEG_LOC_MASK + 1;
-            if (is_link(peek(&b[0][i]->slot[SLOTS - 1])) ||
-                is_link(peek(&b[1][i]->slot[SLOTS - 1])))
-                seq[i] = 1;         /* the chain is not read here */
+            /* (a chain is not read here) */
+            absent |= (uint64_t)(!is_link(peek(&b[0][i]->slot[SLOTS - 1])) &&
+                                 !is_link(peek(&b[1][i]->slot[SLOTS - 1])) &&
+                                 (seq[i] & 1) == 0) << i;
         }
     }
+    return absent;
 }
 
 bool seg_index_absent(struct seg_index *ix, uint64_t hv, uint64_t seq) {
     atomic_thread_fence(memory_order_acquire);  /* the buckets were read before */
-    return (seq & 1) == 0 && atomic_load_explicit(seq_of(ix, hv), memory_order_relaxed) == seq;
+    return atomic_load_explicit(seq_of(ix, hv), memory_order_relaxed) == seq;
 }
 
 uint64_t *seg_index_check_locked(uint64_t *hint, uint64_t hv, seg_index_match_fn match,

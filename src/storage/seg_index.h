@@ -117,17 +117,17 @@ void seg_index_stats(struct seg_index *ix, struct seg_index_stats *out);
 
 /*
  * Read-ahead for n keys (no lock; the first SEG_INDEX_PREFETCH_MAX):
- * buckets loaded, a likely location each, the slot it was read from
- * (NULL: none), and for a key that looked absent its stripe's sequence
- * (seg_index.c).
+ * buckets loaded, a likely location each and the slot it was read from
+ * (NULL: none).  Returns the keys that looked absent (bit i: hv[i]), with
+ * their stripes' sequences in seq (seg_index.c).
  */
 #define SEG_INDEX_PREFETCH_MAX 64
-void seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
-                        uint64_t **slot, uint64_t *seq);
+uint64_t seg_index_prefetch(struct seg_index *ix, const uint64_t *hv, unsigned n, uint64_t *loc,
+                            uint64_t **slot, uint64_t *seq);
 /*
- * No lock needed: true when the read-ahead that gave seq saw no entry for
- * hv and no entry has been put into or moved between its stripe's buckets
- * since, so hv is absent now (an insert or split makes it false).
+ * No lock needed: for a key the read-ahead that gave seq saw absent, true
+ * when no entry has been put into or moved between its stripe's buckets
+ * since, so it is absent now (an insert or split makes it false).
  */
 bool seg_index_absent(struct seg_index *ix, uint64_t hv, uint64_t seq);
 /*
