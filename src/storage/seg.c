@@ -1086,6 +1086,15 @@ static bool match_key_at(void *arg, uint64_t loc) {
     return true;
 }
 
+/* Where hv is among the read-ahead's keys not yet looked up (-1: not there). */
+static inline int hint_of(const struct seg_store *s, uint64_t hv) {
+    if (hints.store == s->id)
+        for (unsigned i = hints.i; i < hints.n; i++)
+            if (hints.hv[i] == hv)
+                return (int)i;
+    return -1;
+}
+
 /*
  * Flattened: the index's scan and match_key_at() inlined here, with no
  * call through the match pointer (63 of 253 instructions a lookup at
@@ -1094,33 +1103,24 @@ static bool match_key_at(void *arg, uint64_t loc) {
 __attribute__((flatten)) bool seg_find_locked(struct seg_store *s, uint64_t hv, const char *key,
                                               size_t nkey, struct seg_at *at) {
     struct key_find f = {s, key, nkey, at};
-    if (hints.store == s->id) {
-        for (unsigned i = hints.i; i < hints.n; i++) {
-            if (hints.hv[i] == hv) {
-                hints.i = i + 1;
-                if (hints.slot[i] != NULL &&
-                    seg_index_check_locked(hints.slot[i], hv, match_key_at, &f) != NULL)
-                    return true;
-                break;
-            }
-        }
+    int i = hint_of(s, hv);
+    if (i >= 0) {
+        hints.i = (unsigned)i + 1;
+        if (hints.slot[i] != NULL &&
+            seg_index_check_locked(hints.slot[i], hv, match_key_at, &f) != NULL)
+            return true;
     }
     return seg_index_find_locked(s->ix, hv, match_key_at, &f) != NULL;
 }
 
 bool seg_store_absent(struct seg_store *s, uint64_t hv) {
-    if (hints.absent == 0 || hints.store != s->id || hints.i >= hints.n ||
-        (hints.absent >> hints.i) == 0)
+    if (hints.absent == 0)
         return false;
-    for (unsigned i = hints.i; i < hints.n; i++) {
-        if (hints.hv[i] == hv) {
-            if (!((hints.absent >> i) & 1) || !seg_index_absent(s->ix, hv, hints.seq[i]))
-                return false;
-            hints.i = i + 1;
-            return true;
-        }
-    }
-    return false;
+    int i = hint_of(s, hv);
+    if (i < 0 || !((hints.absent >> i) & 1) || !seg_index_absent(s->ix, hv, hints.seq[i]))
+        return false;
+    hints.i = (unsigned)i + 1;
+    return true;
 }
 
 /*
