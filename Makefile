@@ -226,7 +226,7 @@ run: $(B)/cellard
 # Packages the build (libjansson-dev: libcellar's JSON configuration; liburing-dev: the
 # network core's io_uring back end) and the tests need, from Debian.
 TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev liburing-dev \
-             python3-pytest python3-pytest-timeout postgresql-15 libpq-dev
+             python3-pytest python3-pytest-timeout python3-pytest-xdist postgresql-15 libpq-dev
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -252,12 +252,17 @@ unit: $(UNIT_BINS) $(FUZZ_BINS)
 ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
              ASAN_OPTIONS=detect_leaks=0 CELLAR_SCRUB_ENV="LD_PRELOAD ASAN_OPTIONS")
 PYTEST_SAN := $(if $(SAN),--capture=sys)
+# The suites run on one pytest-xdist worker a core: most of a test's time is
+# waiting on servers, timeouts and PostgreSQL, and every test takes its own
+# ports, directories and namespaces (PYTEST_JOBS=1 for one process).
+PYTEST_JOBS ?= $(shell nproc)
+PYTEST_PAR := -n $(PYTEST_JOBS)
 integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
              $(B)/libcellar.so examples
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \
 	  CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	  CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
-	  /usr/bin/python3 -m pytest $(PYTEST_SAN) tests/integration
+	  /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) tests/integration
 
 # The whole integration suite on the epoll back end (make test runs it on the
 # default, io_uring where the kernel allows it): cellard with -o io=epoll and
@@ -277,12 +282,12 @@ integration-router: $(B)/cellard $(B)/cellar-router
 	@for be in $(abspath $(B)/cellard) /usr/bin/memcached; do \
 	  echo "== through cellar-router, 4 x $$be"; \
 	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_ROUTE_SUT=1 \
-	    /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
+	    /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
 	done
 	@echo "== through cellar-router, 1 x cellard: the text, meta and binary differential streams"
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	  CELLAR_ROUTE_SUT=1 CELLAR_ROUTER_BACKENDS=1 \
-	  /usr/bin/python3 -m pytest $(PYTEST_SAN) -m "not single_server" \
+	  /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) -m "not single_server" \
 	  tests/integration/test_differential.py tests/integration/test_differential_meta.py \
 	  tests/integration/test_differential_binary.py
 
