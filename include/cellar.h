@@ -48,8 +48,10 @@
  * per server, under a sliding window that bounds the requests in flight
  * over all servers (the paper's incast control): it grows by about one per
  * window's worth of answers and halves when a request times out, between
- * window_min and window_max.  Each key gets its own status: a failed
- * server fails only its own keys.
+ * window_min and window_max, and it lets out no more replies' worth of
+ * bytes than window_bytes (what a switch port's queue toward the client
+ * can hold: 32 of 1 KB, 250 of 100 bytes).  Each key gets its own status:
+ * a failed server fails only its own keys.
  */
 #ifndef CELLAR_H
 #define CELLAR_H
@@ -117,9 +119,9 @@ struct cellar_options {
     int tko_timeouts;           /* deadlines missed in a row that mark a server down: 3 */
     int probe_min_ms;           /* first probe of a down server after: 1000 */
     int probe_max_ms;           /* probes back off (doubling) up to: 60000 */
-    int window_init;            /* the window: requests in flight over all servers: 32 */
+    int window_init;            /* the window: requests in flight over all servers: 256 */
     int window_min;             /* it never shrinks below: 16 */
-    int window_max;             /* nor grows above: 32 (bench/incast chose these) */
+    int window_max;             /* nor grows above: 4096 */
     uint64_t host_id;           /* which replica LatestRoute reads first: a hash of the
                                    host name */
     int udp;                    /* 1: gets go over UDP (memcached's frames), everything
@@ -132,6 +134,11 @@ struct cellar_options {
                                    "uring" (an io_uring per handle: a receive always
                                    out per connection, a turn's sends in one system
                                    call; epoll where the kernel refuses io_uring) */
+    int window_bytes;           /* and the replies' bytes in flight, as the handle
+                                   expects them (a running mean of the replies so far,
+                                   1 KB before any), at most: 32768 (-1: no bound).
+                                   The window is then window_bytes / that mean when
+                                   smaller (at least 1): bench/incast */
 };
 
 struct cellar_config;
@@ -485,7 +492,7 @@ struct cellar_stats {
     uint64_t near_hits;         /* gets answered by the near-cache */
     uint64_t udp_gets;          /* gets sent over UDP */
     uint64_t udp_drops;         /* of which lost, late or out of order (CELLAR_DROPPED) */
-    uint32_t window;            /* the window now */
+    uint32_t window;            /* the window now (the smaller of the two bounds) */
     uint32_t window_peak;       /* the most requests ever in flight at once */
     uint64_t writes;            /* TCP sends (requests per write = requests / writes) */
 };

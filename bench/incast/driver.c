@@ -9,7 +9,7 @@
  *   incast-driver --servers ... --window N               warm-up, then timed mgets
  *
  * A measuring run makes one handle with window_init = window_min =
- * window_max = N (so the window cannot move), does --warmup untimed
+ * window_max = N and no bound on bytes (so the window cannot move), does --warmup untimed
  * multi-gets of all --keys keys (they open the connections and grow the
  * TCP windows), then times multi-gets one after another until --iters
  * are done or --seconds have passed, whichever comes first.  Each is
@@ -18,10 +18,11 @@
  * status over the timed multi-gets, and the handle's counters (cellar_stats)
  * taken around the timed part.
  *
- * --window 0 leaves the three window settings at zero, so the handle runs
+ * --window 0 leaves the four window settings at zero, so the handle runs
  * the library's default adaptive window (what an application gets without
- * setting them); --window-init, --window-min and --window-max then set
- * some of them, to try an adaptive window with other bounds.
+ * setting them); --window-init, --window-min, --window-max and
+ * --window-bytes (-1: no bound on bytes) then set some of them, to try an
+ * adaptive window with other bounds.
  *
  * tko_timeouts is set very high (unless --tko) so that a timeout never
  * marks a server down: a down server's keys fail at once, which would look
@@ -77,7 +78,7 @@ int main(int argc, char **argv) {
     const char *servers = NULL;
     int preload = 0, window = 0, nkeys = 1000, vsize = 1024, warmup = 5, iters = 300;
     int min_iters = 20, timeout_ms = 1000, tko = 1000000000, window_given = 0;
-    int winit = -1, wmin = -1, wmax = -1;
+    int winit = -1, wmin = -1, wmax = -1, wbytes = 0;
     double seconds = 15;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -102,6 +103,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--window-init") == 0) winit = atoi(v);
         else if (strcmp(a, "--window-min") == 0) wmin = atoi(v);
         else if (strcmp(a, "--window-max") == 0) wmax = atoi(v);
+        else if (strcmp(a, "--window-bytes") == 0) wbytes = atoi(v);
         else usage();
     }
     if (servers == NULL || (!preload && (!window_given || window < 0)) || nkeys <= 0 || vsize <= 0 || iters <= 0)
@@ -114,11 +116,13 @@ int main(int argc, char **argv) {
         .window_init = preload ? 0 : window,      /* 0: the library's default */
         .window_min = preload ? 0 : window,
         .window_max = preload ? 0 : window,
+        .window_bytes = preload ? 0 : -1,
     };
     if (!preload && window == 0) {
         opt.window_init = winit > 0 ? winit : 0;
         opt.window_min = wmin > 0 ? wmin : 0;
         opt.window_max = wmax > 0 ? wmax : 0;
+        opt.window_bytes = wbytes;
     }
     struct cellar_config *cfg;
     char err[512];

@@ -16,7 +16,11 @@
  * The window is the paper's incast control: it bounds the requests in
  * flight over all servers, grows by about one per window's worth of
  * answers (1/window per answer) and halves on a timeout, between the
- * configured bounds.
+ * configured bounds.  A timeout comes long after an incast's drops (the
+ * retransmits recover them first: bench/incast), so what guards the
+ * client's port is a second bound, on bytes: the window lets out at most
+ * window_bytes of replies, each reckoned at the running mean of the
+ * replies so far (1 KB before the first), whatever their count.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +29,9 @@
 #include "client/client_int.h"
 
 #define EVENTS_MAX 64
+/* What a reply is reckoned at before any came, and the running mean's weight (1/16). */
+#define REPLY_BYTES_FIRST 1024.0
+#define REPLY_BYTES_WEIGHT 16
 
 uint64_t cl_now_ns(void) {
     struct timespec ts;
@@ -117,6 +124,7 @@ int cellar_create(struct cellar **out, struct cellar_config *cfg) {
         c->probe_backoff_ms = c->pool->probe_min_ms;
     }
     h->window = cfg->window_init;
+    h->reply_bytes = REPLY_BYTES_FIRST;
     if (cfg->io_uring)
         cl_ring_create(h);          /* else epoll, as the option promises */
     *out = h;
@@ -145,7 +153,8 @@ void cellar_destroy(struct cellar **hp) {
     *hp = NULL;
 }
 
-void cl_window_answered(struct cellar *h) {
+void cl_window_answered(struct cellar *h, size_t reply_bytes) {
+    h->reply_bytes += ((double)reply_bytes - h->reply_bytes) / REPLY_BYTES_WEIGHT;
     h->window += 1.0 / h->window;
     if (h->window > h->cfg->window_max)
         h->window = h->cfg->window_max;
@@ -185,8 +194,19 @@ static struct cl_conn *pump_pop(struct cellar *h) {
  * connection in turn, so that one server's long queue does not keep the
  * others' requests from the wire.
  */
-static void pump(struct cellar *h, uint64_t now) {
+/* The requests the window lets be in flight: the count, or fewer by bytes. */
+static unsigned window_now(const struct cellar *h) {
     unsigned limit = (unsigned)h->window;
+    if (h->cfg->window_bytes > 0) {
+        double by_bytes = h->cfg->window_bytes / (h->reply_bytes > 1 ? h->reply_bytes : 1);
+        if (by_bytes < limit)
+            limit = by_bytes < 1 ? 1 : (unsigned)by_bytes;
+    }
+    return limit;
+}
+
+static void pump(struct cellar *h, uint64_t now) {
+    unsigned limit = window_now(h);
     while (h->pump_head && h->outstanding < limit) {
         struct cl_conn *c = pump_pop(h);
         unsigned room = limit - h->outstanding, share = room / 4 + 1;
@@ -330,7 +350,7 @@ int cellar_server_down(const struct cellar *h, unsigned i) {
 
 void cellar_stats(const struct cellar *h, struct cellar_stats *out) {
     *out = h->st;
-    out->window = (uint32_t)h->window;
+    out->window = window_now(h);
 }
 
 /* ---------------------------------------------------------------------- */

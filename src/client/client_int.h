@@ -73,6 +73,7 @@ struct cellar_config {
     int lease_retry_ms;         /* a waiting lease-get's first backoff */
     int lease_wait_ms;          /* and how long it waits in all */
     int window_init, window_min, window_max;
+    int window_bytes;           /* 0: no bound on the replies' bytes in flight */
     bool io_uring;              /* handles drive their sockets through io_uring */
 };
 
@@ -350,7 +351,8 @@ struct cellar {
     unsigned nconns;
     struct cl_conn *pump_head, *pump_tail; /* connections with waiting requests */
     unsigned outstanding;       /* requests sent and not answered, over all connections */
-    double window;
+    double window;              /* the count window (cl_window_*) */
+    double reply_bytes;         /* the replies' running mean: what one in flight is worth */
     struct cellar_near *near;   /* NULL, or the near-cache gets look in first */
     unsigned char *udp_buf;     /* where UDP datagrams are received (made on first use) */
     bool closing;               /* cellar_destroy() under way: submissions fail at once */
@@ -415,7 +417,7 @@ int cl_call_one(struct cellar *h, const struct msg *m, struct cellar_item *it,
 void cl_pause(struct cellar *h, int ms);
 
 /* Connection events the handle keeps count of or adjusts the window by. */
-void cl_window_answered(struct cellar *h);
+void cl_window_answered(struct cellar *h, size_t reply_bytes);
 void cl_window_timeout(struct cellar *h);
 void cl_pump_add(struct cellar *h, struct cl_conn *c);
 

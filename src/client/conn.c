@@ -514,7 +514,7 @@ static bool parse_replies(struct cl_conn *c, uint64_t now) {
         uint64_t sent_at = q->deadline_ns - ms_ns(c->pool->server_timeout_ms);
         cl_count(&c->ctr.replies, 1);
         cl_count(&c->ctr.latency_ns, now > sent_at ? now - sent_at : 0);
-        cl_window_answered(c->h);
+        cl_window_answered(c->h, used);
         cl_conn_complete(c, q, cl_status_of(&r), &r);
     }
     if (c->roff < c->rlen && c->sent.head == NULL) {

@@ -212,7 +212,7 @@ static void datagram(struct cl_conn *c, const unsigned char *d, size_t n) {
     }
     /* The reply's spans point into the slot's buffer: answer before clearing it. */
     c->h->outstanding--;
-    cl_window_answered(c->h);
+    cl_window_answered(c->h, used);
     cl_conn_complete(c, s->q, cl_status_of(&r), &r);
     slot_clear(u, s);
 }

@@ -58,7 +58,7 @@ static void usage(FILE *f) {
 
 int router_config_load(struct router *rt, const char *path, char *err, size_t errlen) {
     struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
-                                 .window_max = ROUTER_WINDOW};
+                                 .window_max = ROUTER_WINDOW, .window_bytes = -1};
     struct cellar_config *cfg = NULL;
     if (cellar_config_load(&cfg, path, &opt, err, errlen) != CELLAR_OK)
         return -1;

@@ -754,7 +754,7 @@ static int add_cluster(struct squeal *s, const char *arg) {
     /* deletes' answers are a few bytes: no incast to guard against, so a batch
        may be in flight whole */
     const struct cellar_options opt = {.window_init = 4096, .window_min = 4096,
-                                       .window_max = 4096};
+                                       .window_max = 4096, .window_bytes = -1};
     int rc = stat(conf, &st) == 0 ? cellar_config_load(&c->cfg, conf, &opt, err, sizeof(err))
                                    : cellar_config_parse(&c->cfg, conf, &opt, err, sizeof(err));
     if (name == NULL || rc != CELLAR_OK || cellar_create(&c->h, c->cfg) != CELLAR_OK) {

@@ -28,7 +28,8 @@ class Options(ctypes.Structure):
                 ("window_min", ctypes.c_int), ("window_max", ctypes.c_int),
                 ("host_id", ctypes.c_uint64), ("udp", ctypes.c_int),
                 ("lease_retry_ms", ctypes.c_int),
-                ("lease_wait_ms", ctypes.c_int), ("io", ctypes.c_char_p)]
+                ("lease_wait_ms", ctypes.c_int), ("io", ctypes.c_char_p),
+                ("window_bytes", ctypes.c_int)]
 
 
 class Lease(ctypes.Structure):

@@ -668,6 +668,85 @@ ETEST(window_bound) {
     ASSERT(st.window <= 8 && st.window >= 2);
 }
 
+/* One multi-get of n keys "b:<i>" on e's handle: how many came back OK. */
+static int mget_ok(struct env *e, int n) {
+    static char kb[200][16];
+    const char *keys[200];
+    size_t nk[200];
+    struct cellar_item items[200];
+    for (int i = 0; i < n; i++) {
+        nk[i] = (size_t)snprintf(kb[i], sizeof(kb[i]), "b:%d", i);
+        keys[i] = kb[i];
+    }
+    int ok = 0;
+    if (cellar_mget(e->h, keys, nk, (size_t)n, items) != CELLAR_OK)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        ok += items[i].status == CELLAR_OK;
+        cellar_item_clear(&items[i]);
+    }
+    return ok;
+}
+
+/*
+ * window_bytes bounds the replies' bytes in flight: 16 KB of 4 KB values
+ * is 4 gets at a time whatever the count window; 1 KB is reckoned before
+ * any reply came; small replies give the count window back; -1 is no bound.
+ */
+ETEST(window_bytes_bound) {
+    struct cellar_options opt = {.window_init = 64, .window_min = 64, .window_max = 64,
+                                 .window_bytes = 16384};
+    ASSERT_EQ(env_list(e, 3, &opt), CELLAR_OK);
+    static char big[4001];
+    memset(big, 'v', 4000);
+    struct cellar_stats st;
+    cellar_stats(e->h, &st);
+    ASSERT_EQ(st.window, 16);       /* 16 KB over the first guess, 1 KB */
+    for (int i = 0; i < 200; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "b:%d", i);
+        for (unsigned s = 0; s < 3; s++)
+            fake_put(e->f[s], k, big, 0, 0);
+    }
+    ASSERT_EQ(mget_ok(e, 200), 200);
+    cellar_stats(e->h, &st);
+    ASSERT(st.window_peak <= 16);
+    ASSERT(st.window >= 3 && st.window <= 4);   /* 16384 / (4000 + the header) */
+    for (int i = 0; i < 200; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "b:%d", i);
+        for (unsigned s = 0; s < 3; s++)
+            fake_put(e->f[s], k, "x", 0, 0);
+    }
+    ASSERT_EQ(mget_ok(e, 200), 200);
+    ASSERT_EQ(mget_ok(e, 200), 200);
+    cellar_stats(e->h, &st);
+    ASSERT_EQ(st.window, 64);       /* small replies: the count bounds */
+    ASSERT_EQ(st.window_peak, 64);
+    cellar_destroy(&e->h);
+    cellar_config_release(&e->cfg);
+    char list[3 * 32];
+    snprintf(list, sizeof(list), "%s,%s,%s", e->f[0]->addr, e->f[1]->addr, e->f[2]->addr);
+    opt.window_bytes = -1;
+    ASSERT_EQ(cellar_config_parse(&e->cfg, list, &opt, NULL, 0), CELLAR_OK);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
+    for (int i = 0; i < 200; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "b:%d", i);
+        for (unsigned s = 0; s < 3; s++)
+            fake_put(e->f[s], k, big, 0, 0);
+    }
+    ASSERT_EQ(mget_ok(e, 200), 200);
+    cellar_stats(e->h, &st);
+    ASSERT_EQ(st.window, 64);
+    ASSERT_EQ(st.window_peak, 64);
+    opt.window_bytes = -2;
+    struct cellar_config *bad = NULL;
+    char err[256] = "";
+    ASSERT_EQ(cellar_config_parse(&bad, list, &opt, err, sizeof(err)), CELLAR_ECONFIG);
+    ASSERT(strstr(err, "window_bytes") != NULL);
+}
+
 /* 1 MB values in both directions, alone and in a multi-get. */
 ETEST(large_values) {
     struct cellar_options opt = {.server_timeout_ms = 2000};
