@@ -279,9 +279,11 @@ static struct client *client_cellar(const char *list, const char *name, const ch
     c->get = cl_get;
     c->mget = cl_mget;
     c->set = cl_set;
-    /* --window N pins the window at N (init and ceiling); 0 keeps the library's. */
+    /* --window N pins the window at N (init and ceiling, no bound on bytes); 0 keeps the
+       library's. */
     struct cellar_options opt = {.protocol = protocol, .hash = hash, .window_init = window_init,
-                                 .window_max = window_init, .udp = udp, .io = io};
+                                 .window_max = window_init, .window_bytes = window_init ? -1 : 0,
+                                 .udp = udp, .io = io};
     struct cellar_config *cfg;
     char err[256];
     if (cellar_config_parse(&cfg, list, &opt, err, sizeof err) != CELLAR_OK)
@@ -553,14 +555,15 @@ static void usage(void) {
             "  --only ROW:CLIENT  run that one cell (e.g. mget100:cellar-meta) for -D seconds,\n"
             "           print it and exit: for profilers\n"
             "  --no-preload  the servers already hold the keys (an earlier run's)\n"
-            "  --window N    libcellar's window, init and ceiling (default: the library's, 32)\n");
+            "  --window N    libcellar's window, init and ceiling, no bound on bytes\n"
+            "                (default: the library's, 256..4096 and 32 KB)\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     const char *servers = NULL, *json_path = NULL, *pids = NULL, *only = NULL;
     bool no_preload = false;
-    int window_init = 0;        /* libcellar's default (32) */
+    int window_init = 0;        /* libcellar's default */
     struct bench b = {.nkeys = 20000, .seconds = 1.0, .max_calls = 1000000};
     int rounds = 3;
     for (int i = 1; i < argc; i++) {
