@@ -495,6 +495,8 @@ struct cellar_stats {
     uint32_t window;            /* the window now (the smaller of the two bounds) */
     uint32_t window_peak;       /* the most requests ever in flight at once */
     uint64_t writes;            /* TCP sends (requests per write = requests / writes) */
+    uint64_t udp_sends;         /* UDP request datagrams (gets per datagram =
+                                   udp_gets / udp_sends) */
 };
 
 CELLAR_API void cellar_stats(const struct cellar *h, struct cellar_stats *out);

@@ -206,7 +206,8 @@ enum cl_io { CL_IO_TCP = 0, CL_IO_UDP, CL_IO_RING };
 
 /* One UDP get in flight: its request and the reply's datagrams so far. */
 struct cl_udp_slot {
-    struct cl_req *q;           /* NULL: free */
+    struct cl_req *q;           /* the first request not yet answered (chained by next,
+                                   in the datagram's order); NULL: free */
     uint16_t id;                /* the frame's request id */
     uint16_t next_seq, total;   /* datagrams of the current message: next, of total */
     char *buf;                  /* the reply's bytes so far */

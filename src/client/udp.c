@@ -1,19 +1,23 @@
 /*
  * udp.c -- gets over UDP, as the paper's clients send them.
  *
- *   datagram out: [req id][seq 0][total 1][0] "mg <key> v f\r\n" (the pool's wire)
+ *   datagram out: [req id][seq 0][total 1][0] "mg <k1> v f\r\nmg <k2> v f\r\n..."
  *   datagrams in: [req id][seq i][total n][0] reply bytes, i = 0 .. n-1
  *
  * A pool with `udp` sends its get and gets requests this way, one socket
  * per server per handle (connected, so the kernel filters other senders);
- * everything that changes state stays on TCP.  Each get takes the next
- * request id; its slot (id mod CL_UDP_SLOTS) gathers the reply's
- * datagrams in order and, once a message is whole, the wire parses it (a
- * reply memcached sends as several messages, each numbered from 0, is
- * gathered message after message).  A datagram out of order, a reply
- * that does not parse, or no whole reply by the pool's server_timeout is
- * the paper's dropped get: the request answers CELLAR_DROPPED, a miss the
- * caller should not refill, and counts in udp_drops.  Drops never mark a
+ * everything that changes state stays on TCP.  The gets waiting for one
+ * server go out together, one request line each (the pool's wire), as
+ * many as fit in UDP_REQ_PAYLOAD bytes, in one datagram under the next
+ * request id: a multi-get costs each server a datagram or a few, not one
+ * per key.  The id's slot (id mod CL_UDP_SLOTS) gathers the reply's
+ * datagrams in order and, each time a message is whole, the wire parses
+ * as many of its gets' answers as it holds (memcached answers each
+ * request line as a message of its own, each numbered from 0; cellard all
+ * of them in one).  A datagram out of order, a reply that does not parse,
+ * or no whole reply by the pool's server_timeout is the paper's dropped
+ * get: every get of the datagram not yet answered answers CELLAR_DROPPED,
+ * a miss the caller should not refill, and counts in udp_drops.  Drops never mark a
  * server down (only TCP does), but a late reply shrinks the window as a
  * timeout does.
  *
@@ -35,6 +39,7 @@
 #define UDP_HDR MC_UDP_HDR
 #define UDP_DATAGRAM_MAX 65536
 #define SLOT_KEEP 4096          /* a slot keeps a reply buffer up to this size */
+#define UDP_REQ_PAYLOAD 1400    /* a request datagram's lines at most: one Ethernet frame */
 
 static struct cl_conn *conn_of(struct cl_udp *u) {
     return (struct cl_conn *)((char *)u - offsetof(struct cl_conn, udp));
@@ -72,15 +77,13 @@ static bool udp_open(struct cl_conn *c) {
 }
 
 /*
- * Frees slot s; its request (if any) is the caller's to answer.  A reply
- * buffer past SLOT_KEEP goes too, so 1,024 slots do not each keep the
- * largest reply they ever gathered.
+ * Frees slot s (in flight); its requests, if any are left, are the
+ * caller's to answer.  A reply buffer past SLOT_KEEP goes too, so 1,024
+ * slots do not each keep the largest reply they ever gathered.
  */
 static void slot_clear(struct cl_udp *u, struct cl_udp_slot *s) {
-    if (s->q) {
-        s->q = NULL;
-        u->inflight--;
-    }
+    s->q = NULL;
+    u->inflight--;
     if (s->cap > SLOT_KEEP) {
         free(s->buf);
         s->buf = NULL;
@@ -90,55 +93,95 @@ static void slot_clear(struct cl_udp *u, struct cl_udp_slot *s) {
     s->next_seq = s->total = 0;
 }
 
-/* Answers slot s's request as dropped. */
-static void drop(struct cl_conn *c, struct cl_udp_slot *s) {
+/* Frees slot s and answers the requests it still holds with status. */
+static void slot_fail(struct cl_conn *c, struct cl_udp_slot *s, int status) {
     struct cl_req *q = s->q;
     slot_clear(&c->udp, s);
-    c->h->outstanding--;
-    c->h->st.udp_drops++;
-    cl_conn_complete(c, q, CELLAR_DROPPED, NULL);
+    while (q != NULL) {
+        struct cl_req *next = q->next;
+        c->h->outstanding--;
+        if (status == CELLAR_DROPPED)
+            c->h->st.udp_drops++;
+        cl_conn_complete(c, q, status, NULL);
+        q = next;
+    }
+}
+
+static void drop(struct cl_conn *c, struct cl_udp_slot *s) { slot_fail(c, s, CELLAR_DROPPED); }
+
+/* Answers a chain of requests that never left with status. */
+static void fail_chain(struct cl_conn *c, struct cl_req *q, int status) {
+    while (q != NULL) {
+        struct cl_req *next = q->next;
+        if (status == CELLAR_DROPPED)
+            c->h->st.udp_drops++;
+        cl_conn_complete(c, q, status, NULL);
+        q = next;
+    }
 }
 
 /*
- * Sends one get.  Returns 1 when it is done with (sent, or answered), -1
- * when it cannot go over UDP (no free slot: more than CL_UDP_SLOTS in
- * flight) and belongs on TCP.  A datagram the kernel will not take (a
- * full socket buffer, no buffers: what a shaped or congested link gives)
- * is a dropped get at once, as a datagram lost on the way would be: a
- * get waiting for the socket to drain would have no deadline.
+ * Sends the gets waiting at the head of the queue, at most room of them,
+ * in one datagram under the next id.  Returns the gets it took (sent, or
+ * answered at once), 0 when the id's slot is busy (more than
+ * CL_UDP_SLOTS datagrams in flight: the caller sends the rest over TCP).
+ * A datagram the kernel will not take (a full socket buffer, no buffers:
+ * what a shaped or congested link gives) drops its gets at once, as a
+ * datagram lost on the way would: a get waiting for the socket to drain
+ * would have no deadline.
  */
-static int send_one(struct cl_conn *c, struct cl_req *q, uint64_t deadline) {
+static unsigned send_batch(struct cl_conn *c, unsigned room, uint64_t deadline) {
     struct cl_udp *u = &c->udp;
     struct cl_udp_slot *s = &u->slots[u->next_id % CL_UDP_SLOTS];
     if (s->q)
-        return -1;
-    unsigned char d[UDP_HDR + MSG_HEAD_MAX];
-    size_t n = c->pool->wire->fmt((char *)d + UDP_HDR, MSG_HEAD_MAX, &q->m, u->next_id);
-    if (n == 0) {
-        cl_conn_complete(c, q, msg_key_ok(q->m.key) ? CELLAR_ENOTSUP : CELLAR_EINVAL, NULL);
-        return 1;
-    }
-    mc_udp_frame_fmt(d, (struct mc_udp_frame){u->next_id, 0, 1});
-    if (send(u->fd, d, UDP_HDR + n, 0) < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
-            c->h->st.udp_drops++;
-            cl_conn_complete(c, q, CELLAR_DROPPED, NULL);
-        } else {
-            cl_conn_complete(c, q, CELLAR_ECONNECT, NULL);   /* e.g. an ICMP refusal noted */
+        return 0;
+    unsigned char d[UDP_HDR + UDP_REQ_PAYLOAD];
+    char line[MSG_HEAD_MAX];
+    struct cl_req *first = NULL, *last = NULL;
+    size_t len = 0;
+    unsigned taken = 0, n = 0;
+    while (taken < room && u->waiting.head) {
+        struct cl_req *q = u->waiting.head;
+        size_t k = c->pool->wire->fmt(line, sizeof(line), &q->m, u->next_id);
+        if (k != 0 && len + k > UDP_REQ_PAYLOAD && n > 0)
+            break;                          /* the next datagram's */
+        cl_queue_pop(&u->waiting);
+        taken++;
+        if (k == 0 || k > UDP_REQ_PAYLOAD) {
+            cl_conn_complete(c, q, msg_key_ok(q->m.key) ? CELLAR_ENOTSUP : CELLAR_EINVAL, NULL);
+            continue;
         }
-        return 1;
+        memcpy(d + UDP_HDR + len, line, k);
+        len += k;
+        q->next = NULL;
+        q->opaque = u->next_id;
+        if (last)
+            last->next = q;
+        else
+            first = q;
+        last = q;
+        n++;
     }
-    *s = (struct cl_udp_slot){.q = q, .id = u->next_id, .buf = s->buf, .cap = s->cap,
+    if (n == 0)
+        return taken;
+    mc_udp_frame_fmt(d, (struct mc_udp_frame){u->next_id, 0, 1});
+    if (send(u->fd, d, UDP_HDR + len, 0) < 0) {
+        bool full = errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS;
+        fail_chain(c, first, full ? CELLAR_DROPPED : CELLAR_ECONNECT); /* ECONNECT: e.g. an
+                                                                          ICMP refusal noted */
+        return taken;
+    }
+    *s = (struct cl_udp_slot){.q = first, .id = u->next_id, .buf = s->buf, .cap = s->cap,
                               .deadline_ns = deadline};
-    q->opaque = u->next_id;
     if (u->inflight++ == 0)
         u->oldest_id = u->next_id;
     u->next_id++;
-    c->h->outstanding++;
-    c->h->st.requests++;
-    cl_count(&c->ctr.requests, 1);
-    c->h->st.udp_gets++;
-    return 1;
+    c->h->outstanding += n;
+    c->h->st.requests += n;
+    cl_count(&c->ctr.requests, n);
+    c->h->st.udp_gets += n;
+    c->h->st.udp_sends++;
+    return taken;
 }
 
 unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now) {
@@ -154,12 +197,12 @@ unsigned cl_udp_send(struct cl_conn *c, unsigned room, uint64_t now) {
     uint64_t deadline = now + (uint64_t)c->pool->server_timeout_ms * 1000000u;
     unsigned sent = 0;
     while (sent < room && u->waiting.head) {
-        struct cl_req *q = cl_queue_pop(&u->waiting);
-        int rc = send_one(c, q, deadline);
-        if (rc < 0)
-            cl_conn_submit_tcp(c, q);
-        else
-            sent++;
+        unsigned k = send_batch(c, room - sent, deadline);
+        if (k == 0) {
+            cl_conn_submit_tcp(c, cl_queue_pop(&u->waiting));
+            continue;
+        }
+        sent += k;
     }
     return sent;
 }
@@ -199,22 +242,38 @@ static void datagram(struct cl_conn *c, const unsigned char *d, size_t n) {
     s->total = total;
     if (++s->next_seq < total)
         return;
-    struct msg_reply r;
-    size_t used = 0;
-    enum mc_parse rc = c->pool->wire->parse(&r, &s->q->m, id, s->buf, s->len, &used);
-    if (rc == MC_PARSE_NEED_MORE) {         /* another message of the same reply follows */
-        s->next_seq = s->total = 0;
+    /*
+     * A message is whole: answer the gets it holds, in order.  The
+     * replies' spans point into the slot's buffer, which stays put until
+     * the loop is done; the request answered stays the slot's head during
+     * its call, so the slot is not taken meanwhile.
+     */
+    size_t off = 0;
+    while (s->q != NULL) {
+        struct msg_reply r;
+        size_t used = 0;
+        enum mc_parse rc = c->pool->wire->parse(&r, &s->q->m, id, s->buf + off, s->len - off,
+                                                &used);
+        if (rc == MC_PARSE_NEED_MORE)
+            break;
+        if (rc != MC_PARSE_OK) {
+            drop(c, s);
+            return;
+        }
+        off += used;
+        struct cl_req *q = s->q, *next = q->next;
+        c->h->outstanding--;
+        cl_window_answered(c->h, used);
+        cl_conn_complete(c, q, cl_status_of(&r), &r);
+        s->q = next;
+    }
+    if (s->q == NULL) {
+        slot_clear(u, s);       /* (bytes past the last answer: nobody's; dropped) */
         return;
     }
-    if (rc != MC_PARSE_OK || used != s->len) {
-        drop(c, s);
-        return;
-    }
-    /* The reply's spans point into the slot's buffer: answer before clearing it. */
-    c->h->outstanding--;
-    cl_window_answered(c->h, used);
-    cl_conn_complete(c, s->q, cl_status_of(&r), &r);
-    slot_clear(u, s);
+    memmove(s->buf, s->buf + off, s->len - off);  /* the rest waits for the next message */
+    s->len -= off;
+    s->next_seq = s->total = 0;
 }
 
 void cl_udp_io(struct cl_udp *u, uint64_t now) {
@@ -254,15 +313,9 @@ uint64_t cl_udp_tick(struct cl_conn *c, uint64_t now) {
 
 void cl_udp_reset(struct cl_conn *c, int status) {
     struct cl_udp *u = &c->udp;
-    for (unsigned i = 0; u->slots && i < CL_UDP_SLOTS && u->inflight; i++) {
-        struct cl_udp_slot *s = &u->slots[i];
-        if (s->q) {
-            struct cl_req *q = s->q;
-            slot_clear(u, s);
-            c->h->outstanding--;
-            cl_conn_complete(c, q, status, NULL);
-        }
-    }
+    for (unsigned i = 0; u->slots && i < CL_UDP_SLOTS && u->inflight; i++)
+        if (u->slots[i].q)
+            slot_fail(c, &u->slots[i], status);
     struct cl_req *q;
     while ((q = cl_queue_pop(&u->waiting)) != NULL)
         cl_conn_complete(c, q, status, NULL);

@@ -56,7 +56,8 @@ class Stats(ctypes.Structure):
         "requests", "hits", "misses", "timeouts", "errors", "down_fast_fails",
         "tko_events", "revivals", "probes", "connects", "near_hits", "udp_gets",
         "udp_drops")] + [
-        ("window", ctypes.c_uint32), ("window_peak", ctypes.c_uint32), ("writes", ctypes.c_uint64)]
+        ("window", ctypes.c_uint32), ("window_peak", ctypes.c_uint32), ("writes", ctypes.c_uint64),
+        ("udp_sends", ctypes.c_uint64)]
 
 
 # void each(void *arg, const char *name, size_t nname, const char *value, size_t nvalue)
