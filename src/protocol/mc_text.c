@@ -554,6 +554,29 @@ static bool set_length(const char *p, const char *end, uint64_t *vlen) {
     return d != end && d > p && d[-1] == ' ';
 }
 
+/* Does a meta line's rest (its flags) hold b, the key in base64? */
+static bool meta_b64(struct mc_span rest) {
+    struct mc_span w;
+    while (mc_text_next_key(&rest, &w))
+        if (w.p[0] == 'b')
+            return true;
+    return false;
+}
+
+/* The decimal at the front of s (at most 9 digits), as a meta ms's datalen; false: none. */
+static bool scan_len(struct mc_span *s, uint64_t *v) {
+    struct mc_span w;
+    if (!mc_text_next_key(s, &w) || w.len > 9)
+        return false;
+    *v = 0;
+    for (size_t i = 0; i < w.len; i++) {
+        if (w.p[i] < '0' || w.p[i] > '9')
+            return false;
+        *v = *v * 10 + (uint64_t)(w.p[i] - '0');
+    }
+    return true;
+}
+
 unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, unsigned max,
                            uint64_t *stores, size_t *used) {
     const char *p = buf, *end = buf + len;
@@ -579,6 +602,19 @@ unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, uns
             *stores |= 1ULL << n;
             key[n++] = w;
             p = nl + 1 + vlen + 2;
+        } else if (p[0] == 'm' && (p[1] == 'g' || p[1] == 's') && p[2] == ' ') {
+            /* mg <key> <flags>*, ms <key> <datalen> <flags>* and its value;
+               a base64 key (b) is other bytes than these: no hint for it */
+            rest = (struct mc_span){p + 3, (size_t)(le - (p + 3))};
+            uint64_t vlen = 0;
+            if (!mc_text_next_key(&rest, &w) || w.len > MC_KEY_MAX ||
+                (p[1] == 's' && (!scan_len(&rest, &vlen) || vlen + 2 > (uint64_t)(end - nl - 1))))
+                break;
+            if (!meta_b64(rest)) {
+                *stores |= (uint64_t)(p[1] == 's') << n;
+                key[n++] = w;
+            }
+            p = nl + 1 + (p[1] == 's' ? vlen + 2 : 0);
         } else {
             break;
         }

@@ -123,10 +123,11 @@ enum mc_parse mc_text_parse(struct mc_req *req, const char *buf, size_t len, siz
 bool mc_text_next_key(struct mc_span *rest, struct mc_span *key);
 
 /*
- * For read-ahead: the keys of the complete get, gets and set lines at the
- * start of buf, up to max of them, stopping at the first other line (a
- * set's value block is stepped over by the length at the end of its line,
- * so a value is never read as a command).  Returns how many keys; *used
+ * For read-ahead: the keys of the complete get, gets and set lines, and
+ * meta mg and ms lines (not those with a base64 key), at the start of buf,
+ * up to max of them, stopping at the first other line (a set's or ms's
+ * value block is stepped over by the length on its line, so a value is
+ * never read as a command).  Returns how many keys; *used
  * gets the bytes of the lines taken, and bit i of *stores is set when key i
  * is a set's (max is at most 64).  Lines are read loosely (a malformed one
  * may give a wrong key): the result is a hint, never a request.

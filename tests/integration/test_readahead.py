@@ -19,6 +19,9 @@ import socket
 import threading
 import time
 
+import pytest
+
+import util
 from util import HOST, Server
 
 KEYS = 300
@@ -29,9 +32,11 @@ def _key(i, who=0):
     return b"rk%d%06d" % (who, i)
 
 
-def _stream(rng, who=0):
+def _stream(rng, who=0, meta=False):
     """The requests, and the replies the model expects, as bytes (the keys
-    of connection `who` are its own, all of one length)."""
+    of connection `who` are its own, all of one length).  With meta, half
+    the sets are ms and half the gets runs of mg (the read-ahead reads
+    those lines too, and steps over an ms's value by its length)."""
     value = {}
     for i in range(KEYS):
         value[_key(i, who)] = b"first-%d" % i
@@ -46,11 +51,22 @@ def _stream(rng, who=0):
             k = _key(rng.randrange(KEYS), who)
             v = b"v%d-%s" % (n, b"x" * rng.randrange(0, 40))
             value[k] = v
+            if meta and rng.random() < 0.5:     # a value that reads as a line: "mg ..."
+                v = value[k] = b"mg %s v" % _key(0, who) if rng.random() < 0.3 else v
+                req.append(b"ms %s %d T0\r\n%s\r\n" % (k, len(v), v))
+                want.append(b"HD\r\n")
+                continue
             req.append(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v))
             want.append(b"STORED\r\n")
             continue
         # keys beyond KEYS were never set: same length, a miss
         keys = [_key(rng.randrange(KEYS + KEYS // 3), who) for _ in range(rng.randrange(1, 9))]
+        if meta and rng.random() < 0.5:
+            for k in keys:
+                req.append(b"mg %s v\r\n" % k)
+                want.append(b"VA %d\r\n%s\r\n" % (len(value[k]), value[k]) if k in value
+                            else b"EN\r\n")
+            continue
         req.append(b"get " + b" ".join(keys) + b"\r\n")
         out = b""
         for k in keys:
@@ -60,11 +76,11 @@ def _stream(rng, who=0):
     return b"".join(req), b"".join(want)
 
 
-def _run_stream(port, seed, who, errors):
+def _run_stream(port, seed, who, errors, meta=False):
     """Sends connection `who`'s stream cut at random bytes while a thread
     reads the replies; appends what went wrong to errors."""
     rng = random.Random(seed)
-    data, want = _stream(rng, who)
+    data, want = _stream(rng, who, meta)
     s = socket.create_connection((HOST, port), timeout=30)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     got = bytearray()
@@ -106,6 +122,16 @@ def test_pipelined_requests_cut_anywhere():
     with Server() as srv:
         errors = []
         _run_stream(srv.port, 7, 0, errors)
+        assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("binary", ["cellard", "memcached"])
+def test_pipelined_meta_and_text_cut_anywhere(binary):
+    """Text and meta lines mixed (ms values that read as mg lines among
+    them), cut at random bytes; memcached gives the same replies."""
+    with Server(util.CELLARD if binary == "cellard" else util.MEMCACHED) as srv:
+        errors = []
+        _run_stream(srv.port, 11, 0, errors, meta=True)
         assert not errors, errors[0]
 
 

@@ -760,6 +760,29 @@ TEST(scan_keys_for_read_ahead) {
     ASSERT_EQ(used, 7);
 }
 
+/* Meta lines too: mg keys, ms keys with their values stepped over, no base64 key. */
+TEST(scan_keys_meta_for_read_ahead) {
+    static const char in[] = "mg a v f\r\nms b 4 T0\r\nmg x\r\nmg YmFzZQ== b v\r\n"
+                             "ms Yw== 2 b\r\nzz\r\nmg c\r\nget d\r\nmn\r\nmg e\r\n";
+    struct mc_span k[8];
+    size_t used = 0;
+    uint64_t stores = 0;
+    unsigned n = mc_text_scan_keys(in, sizeof(in) - 1, k, 8, &stores, &used);
+    ASSERT_EQ(n, 4);
+    ASSERT_MEM(k[0].p, "a", 1);
+    ASSERT_EQ(k[0].len, 1);
+    ASSERT_MEM(k[1].p, "b", 1);             /* its value "mg x" is not a line */
+    ASSERT_MEM(k[2].p, "c", 1);             /* the base64 keys left out */
+    ASSERT_MEM(k[3].p, "d", 1);
+    ASSERT_EQ(stores, 0x2);
+    ASSERT_EQ(used, strstr(in, "mn") - in);
+    /* an ms whose value has not all arrived, or whose length is not one, ends the scan */
+    ASSERT_EQ(mc_text_scan_keys("mg a\r\nms b 9\r\nxy", 17, k, 8, &stores, &used), 1);
+    ASSERT_EQ(used, 6);
+    ASSERT_EQ(mc_text_scan_keys("mg a\r\nms b S9\r\nxy", 18, k, 8, &stores, &used), 1);
+    ASSERT_EQ(used, 6);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Round trips                                                              */
 /* ---------------------------------------------------------------------- */
