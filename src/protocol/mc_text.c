@@ -477,6 +477,15 @@ enum mc_parse mc_text_parse(struct mc_req *req, const char *buf, size_t len, siz
         }
     }
 
+    /* A meta line goes whole to the meta codec, which splits it itself. */
+    if (end - buf >= 2 && buf[0] == 'm' && memchr("gsdnae", buf[1], 6) != NULL &&
+        (end - buf == 2 || buf[2] == ' ')) {
+        req->cmd = MC_CMD_META;
+        req->ntokens = 1;
+        req->tok[0] = (struct mc_span){buf, 2};
+        return MC_PARSE_OK;
+    }
+
     const char *rest;
     int n = tokenize(buf, end, req->tok, &rest);
     req->ntokens = n;
@@ -557,6 +566,8 @@ static bool set_length(const char *p, const char *end, uint64_t *vlen) {
 /* Does a meta line's rest (its flags) hold b, the key in base64? */
 static bool meta_b64(struct mc_span rest) {
     struct mc_span w;
+    if (rest.len == 0 || memchr(rest.p, 'b', rest.len) == NULL)
+        return false;               /* the common case: no b anywhere */
     while (mc_text_next_key(&rest, &w))
         if (w.p[0] == 'b')
             return true;
