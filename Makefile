@@ -254,9 +254,12 @@ ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
 PYTEST_SAN := $(if $(SAN),--capture=sys)
 # The suites run on one pytest-xdist worker a core: most of a test's time is
 # waiting on servers, timeouts and PostgreSQL, and every test takes its own
-# ports, directories and namespaces (PYTEST_JOBS=1 for one process).
+# ports, directories and namespaces (PYTEST_JOBS=1 for one process).  Not
+# under sanitizers: conftest.py drops the ASan preload from the environment
+# at start, so workers started after it could not load the instrumented
+# libcellar.so.
 PYTEST_JOBS ?= $(shell nproc)
-PYTEST_PAR := -n $(PYTEST_JOBS)
+PYTEST_PAR := $(if $(SAN),,-n $(PYTEST_JOBS))
 integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
              $(B)/libcellar.so examples
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_RING=$(abspath $(B)/cellar-ring) \

@@ -671,8 +671,8 @@ ETEST(window_bound) {
 /* One multi-get of n keys "b:<i>" on e's handle: how many came back OK. */
 static int mget_ok(struct env *e, int n) {
     static char kb[200][16];
-    const char *keys[200];
-    size_t nk[200];
+    const char *keys[200] = {NULL};
+    size_t nk[200] = {0};
     struct cellar_item items[200];
     for (int i = 0; i < n; i++) {
         nk[i] = (size_t)snprintf(kb[i], sizeof(kb[i]), "b:%d", i);
