@@ -452,39 +452,22 @@ static bool conn_process(struct conn *c) {
         }
         if (!c->is_udp)
             prefetch_requests(c);
+        /*
+         * A meta line goes straight to the meta codec; the text codec, for
+         * any other line, only names the verb of a meta one (one with
+         * leading spaces), which the meta codec then reads again.  Spans
+         * point into rbuf, which stays put until the next read, so the
+         * line is consumed before it runs (an ms then reads its value from
+         * rbuf[rstart..]).
+         */
         const char *line = c->net.rbuf + c->net.rstart;
-        size_t avail = c->net.rend - c->net.rstart;
-        if (avail >= 3 && line[0] == 'm' && memchr("gsdnae", line[1], 6) != NULL &&
-            (line[2] == ' ' || line[2] == '\r' || line[2] == '\n')) {
-            /*
-             * A meta line straight to the meta codec (the text codec would
-             * only name its verb, as it does for one with leading spaces,
-             * below).  Its spans point into rbuf, which stays put until the
-             * next read, so the line is consumed before it runs (an ms then
-             * reads its value from rbuf[rstart..]).
-             */
-            struct mc_meta_req mreq;
-            size_t mused = 0;
-            enum mc_parse mr = mc_meta_parse(&mreq, line, avail, &mused);
-            if (mr == MC_PARSE_NEED_MORE) {
-                mc_idle(c, &budget);
-                break;
-            }
-            if (mr == MC_PARSE_CLOSE) {
-                atomic_store_explicit(&c->net.state, CONN_CLOSING, memory_order_relaxed);
-                continue;
-            }
-            atomic_store_explicit(&c->net.last_active, engine_clock(s->engine),
-                                  memory_order_relaxed);
-            c->net.rstart += mused;
-            dispatch_meta(c, &mreq, mr == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
-            if (mc_done(c, &budget))
-                break;
-            continue;
-        }
+        size_t avail = c->net.rend - c->net.rstart, used = 0;
+        bool meta = avail >= 3 && line[0] == 'm' && memchr("gsdnae", line[1], 6) != NULL &&
+                    (line[2] == ' ' || line[2] == '\r' || line[2] == '\n');
         struct mc_req req;
-        size_t used = 0;
-        enum mc_parse r = mc_text_parse(&req, line, avail, &used);
+        struct mc_meta_req mreq;
+        enum mc_parse r = meta ? mc_meta_parse(&mreq, line, avail, &used)
+                               : mc_text_parse(&req, line, avail, &used);
         if (r == MC_PARSE_NEED_MORE) {
             mc_idle(c, &budget);
             break;
@@ -494,25 +477,18 @@ static bool conn_process(struct conn *c) {
             continue;
         }
         atomic_store_explicit(&c->net.last_active, engine_clock(s->engine), memory_order_relaxed);
-        if (r == MC_PARSE_OK && req.cmd == MC_CMD_META) {
-            /*
-             * The text codec only named the verb; the meta codec reads the
-             * same line.  Its spans point into rbuf, which stays put until
-             * the next read, so the line is consumed before it runs (an ms
-             * then reads its value from rbuf[rstart..]).
-             */
-            struct mc_meta_req mreq;
+        if (!meta && r == MC_PARSE_OK && req.cmd == MC_CMD_META) {
             size_t mused = 0;
-            enum mc_parse mr = mc_meta_parse(&mreq, c->net.rbuf + c->net.rstart, used, &mused);
-            c->net.rstart += used;
-            dispatch_meta(c, &mreq, mr == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
-        } else {
-            c->net.rstart += used;
-            if (r == MC_PARSE_ERROR)
-                dispatch_text_error(c, &req);
-            else
-                dispatch_text(c, &req);
+            r = mc_meta_parse(&mreq, line, used, &mused);
+            meta = true;
         }
+        c->net.rstart += used;
+        if (meta)
+            dispatch_meta(c, &mreq, r == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
+        else if (r == MC_PARSE_ERROR)
+            dispatch_text_error(c, &req);
+        else
+            dispatch_text(c, &req);
         if (mc_done(c, &budget))
             break;
     }

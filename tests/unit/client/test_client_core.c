@@ -688,6 +688,16 @@ static int mget_ok(struct env *e, int n) {
     return ok;
 }
 
+/* Keys "b:0".."b:199" with value v on each of e's three fakes. */
+static void put_b(struct env *e, const char *v) {
+    for (int i = 0; i < 200; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "b:%d", i);
+        for (unsigned s = 0; s < 3; s++)
+            fake_put(e->f[s], k, v, 0, 0);
+    }
+}
+
 /*
  * window_bytes bounds the replies' bytes in flight: 16 KB of 4 KB values
  * is 4 gets at a time whatever the count window; 1 KB is reckoned before
@@ -702,22 +712,12 @@ ETEST(window_bytes_bound) {
     struct cellar_stats st;
     cellar_stats(e->h, &st);
     ASSERT_EQ(st.window, 16);       /* 16 KB over the first guess, 1 KB */
-    for (int i = 0; i < 200; i++) {
-        char k[16];
-        snprintf(k, sizeof(k), "b:%d", i);
-        for (unsigned s = 0; s < 3; s++)
-            fake_put(e->f[s], k, big, 0, 0);
-    }
+    put_b(e, big);
     ASSERT_EQ(mget_ok(e, 200), 200);
     cellar_stats(e->h, &st);
     ASSERT(st.window_peak <= 16);
     ASSERT(st.window >= 3 && st.window <= 4);   /* 16384 / (4000 + the header) */
-    for (int i = 0; i < 200; i++) {
-        char k[16];
-        snprintf(k, sizeof(k), "b:%d", i);
-        for (unsigned s = 0; s < 3; s++)
-            fake_put(e->f[s], k, "x", 0, 0);
-    }
+    put_b(e, "x");
     ASSERT_EQ(mget_ok(e, 200), 200);
     ASSERT_EQ(mget_ok(e, 200), 200);
     cellar_stats(e->h, &st);
@@ -730,12 +730,7 @@ ETEST(window_bytes_bound) {
     opt.window_bytes = -1;
     ASSERT_EQ(cellar_config_parse(&e->cfg, list, &opt, NULL, 0), CELLAR_OK);
     ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
-    for (int i = 0; i < 200; i++) {
-        char k[16];
-        snprintf(k, sizeof(k), "b:%d", i);
-        for (unsigned s = 0; s < 3; s++)
-            fake_put(e->f[s], k, big, 0, 0);
-    }
+    put_b(e, big);
     ASSERT_EQ(mget_ok(e, 200), 200);
     cellar_stats(e->h, &st);
     ASSERT_EQ(st.window, 64);
