@@ -189,11 +189,6 @@ static struct cl_conn *pump_pop(struct cellar *h) {
     return c;
 }
 
-/*
- * Lets waiting requests out while the window has room, a share per
- * connection in turn, so that one server's long queue does not keep the
- * others' requests from the wire.
- */
 /* The requests the window lets be in flight: the count, or fewer by bytes. */
 static unsigned window_now(const struct cellar *h) {
     unsigned limit = (unsigned)h->window;
@@ -205,6 +200,11 @@ static unsigned window_now(const struct cellar *h) {
     return limit;
 }
 
+/*
+ * Lets waiting requests out while the window has room, a share per
+ * connection in turn, so that one server's long queue does not keep the
+ * others' requests from the wire.
+ */
 static void pump(struct cellar *h, uint64_t now) {
     unsigned limit = window_now(h);
     while (h->pump_head && h->outstanding < limit) {

@@ -17,9 +17,9 @@
  * of them in one).  A datagram out of order, a reply that does not parse,
  * or no whole reply by the pool's server_timeout is the paper's dropped
  * get: every get of the datagram not yet answered answers CELLAR_DROPPED,
- * a miss the caller should not refill, and counts in udp_drops.  Drops never mark a
- * server down (only TCP does), but a late reply shrinks the window as a
- * timeout does.
+ * a miss the caller should not refill, and counts in udp_drops.  Drops
+ * never mark a server down (only TCP does), but a late reply shrinks the
+ * window as a timeout does.
  *
  * Ids are handed out in order and every get has the same timeout, so
  * deadlines grow with ids: the oldest id in flight has the next deadline.
