@@ -254,11 +254,12 @@ ASAN_PY := $(if $(SAN),LD_PRELOAD=$(shell $(CC) -print-file-name=libasan.so) \
 PYTEST_SAN := $(if $(SAN),--capture=sys)
 # The suites run on one pytest-xdist worker a core: most of a test's time is
 # waiting on servers, timeouts and PostgreSQL, and every test takes its own
-# ports, directories and namespaces (PYTEST_JOBS=1 for one process).  Not
-# under sanitizers: conftest.py drops the ASan preload from the environment
-# at start, so workers started after it could not load the instrumented
-# libcellar.so.
-PYTEST_JOBS ?= $(shell nproc)
+# ports, directories and namespaces (PYTEST_JOBS=1 for one process; at most
+# 4 by default, past which the suite gains little and timing-bound tests
+# share the machine with more load).  Not under sanitizers: conftest.py
+# drops the ASan preload from the environment at start, so workers started
+# after it could not load the instrumented libcellar.so.
+PYTEST_JOBS ?= $(shell n=$$(nproc); echo $$(( n < 4 ? n : 4 )))
 PYTEST_PAR := $(if $(SAN),,-n $(PYTEST_JOBS))
 integration: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
              $(B)/libcellar.so examples
