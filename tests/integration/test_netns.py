@@ -149,13 +149,17 @@ def test_shape_limits_rate(netns):
     floor = (len(keys) * len(value) - burst) * 8 / rate_bps    # about 0.49 s
     assert shaped >= 0.9 * floor, (shaped, floor)
     assert shaped < 5.0, shaped
-    assert plain < shaped / 2, (plain, shaped)
+    # Faster than the shaped link could ever carry it: the shaping was not there.
+    # (Not "half the shaped time": with other tests running beside this one an
+    # unshaped fetch has taken 0.28 s against a shaped 0.52.)
+    assert plain < 0.9 * floor, (plain, floor)
     (tbf,) = [q for q in netns.qdisc_stats() if q.get("kind") == "tbf"]
     assert tbf["bytes"] >= len(keys) * len(value), tbf
 
     netns.unshape()
     assert not [q for q in netns.qdisc_stats() if q.get("kind") == "tbf"]
-    assert fetch() < shaped / 2
+    again = fetch()
+    assert again < 0.9 * floor, (again, floor)
     c.close()
 
 
