@@ -40,6 +40,7 @@
 #define UDP_DATAGRAM_MAX 65536
 #define SLOT_KEEP 4096          /* a slot keeps a reply buffer up to this size */
 #define UDP_REQ_PAYLOAD 1400    /* a request datagram's lines at most: one Ethernet frame */
+_Static_assert(MSG_HEAD_MAX <= UDP_REQ_PAYLOAD, "any one request line fits a datagram");
 
 static struct cl_conn *conn_of(struct cl_udp *u) {
     return (struct cl_conn *)((char *)u - offsetof(struct cl_conn, udp));
@@ -93,32 +94,27 @@ static void slot_clear(struct cl_udp *u, struct cl_udp_slot *s) {
     s->next_seq = s->total = 0;
 }
 
+/* Answers a chain of requests with status; sent: they were in flight. */
+static void fail_chain(struct cl_conn *c, struct cl_req *q, int status, bool sent) {
+    while (q != NULL) {
+        struct cl_req *next = q->next;
+        if (sent)
+            c->h->outstanding--;
+        if (status == CELLAR_DROPPED)
+            c->h->st.udp_drops++;
+        cl_conn_complete(c, q, status, NULL);
+        q = next;
+    }
+}
+
 /* Frees slot s and answers the requests it still holds with status. */
 static void slot_fail(struct cl_conn *c, struct cl_udp_slot *s, int status) {
     struct cl_req *q = s->q;
     slot_clear(&c->udp, s);
-    while (q != NULL) {
-        struct cl_req *next = q->next;
-        c->h->outstanding--;
-        if (status == CELLAR_DROPPED)
-            c->h->st.udp_drops++;
-        cl_conn_complete(c, q, status, NULL);
-        q = next;
-    }
+    fail_chain(c, q, status, true);
 }
 
 static void drop(struct cl_conn *c, struct cl_udp_slot *s) { slot_fail(c, s, CELLAR_DROPPED); }
-
-/* Answers a chain of requests that never left with status. */
-static void fail_chain(struct cl_conn *c, struct cl_req *q, int status) {
-    while (q != NULL) {
-        struct cl_req *next = q->next;
-        if (status == CELLAR_DROPPED)
-            c->h->st.udp_drops++;
-        cl_conn_complete(c, q, status, NULL);
-        q = next;
-    }
-}
 
 /*
  * Sends the gets waiting at the head of the queue, at most room of them,
@@ -147,7 +143,7 @@ static unsigned send_batch(struct cl_conn *c, unsigned room, uint64_t deadline) 
             break;                          /* the next datagram's */
         cl_queue_pop(&u->waiting);
         taken++;
-        if (k == 0 || k > UDP_REQ_PAYLOAD) {
+        if (k == 0) {
             cl_conn_complete(c, q, msg_key_ok(q->m.key) ? CELLAR_ENOTSUP : CELLAR_EINVAL, NULL);
             continue;
         }
@@ -167,8 +163,8 @@ static unsigned send_batch(struct cl_conn *c, unsigned room, uint64_t deadline) 
     mc_udp_frame_fmt(d, (struct mc_udp_frame){u->next_id, 0, 1});
     if (send(u->fd, d, UDP_HDR + len, 0) < 0) {
         bool full = errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS;
-        fail_chain(c, first, full ? CELLAR_DROPPED : CELLAR_ECONNECT); /* ECONNECT: e.g. an
-                                                                          ICMP refusal noted */
+        /* ECONNECT: e.g. an ICMP refusal noted */
+        fail_chain(c, first, full ? CELLAR_DROPPED : CELLAR_ECONNECT, false);
         return taken;
     }
     *s = (struct cl_udp_slot){.q = first, .id = u->next_id, .buf = s->buf, .cap = s->cap,

@@ -478,8 +478,7 @@ enum mc_parse mc_text_parse(struct mc_req *req, const char *buf, size_t len, siz
     }
 
     /* A meta line goes whole to the meta codec, which splits it itself. */
-    if (end - buf >= 2 && buf[0] == 'm' && memchr("gsdnae", buf[1], 6) != NULL &&
-        (end - buf == 2 || buf[2] == ' ')) {
+    if (mc_text_meta_line(buf, len)) {
         req->cmd = MC_CMD_META;
         req->ntokens = 1;
         req->tok[0] = (struct mc_span){buf, 2};
@@ -574,18 +573,10 @@ static bool meta_b64(struct mc_span rest) {
     return false;
 }
 
-/* The decimal at the front of s (at most 9 digits), as a meta ms's datalen; false: none. */
+/* The number at the front of s, as a meta ms's datalen; false: none. */
 static bool scan_len(struct mc_span *s, uint64_t *v) {
     struct mc_span w;
-    if (!mc_text_next_key(s, &w) || w.len > 9)
-        return false;
-    *v = 0;
-    for (size_t i = 0; i < w.len; i++) {
-        if (w.p[i] < '0' || w.p[i] > '9')
-            return false;
-        *v = *v * 10 + (uint64_t)(w.p[i] - '0');
-    }
-    return true;
+    return mc_text_next_key(s, &w) && parse_u64(w, v);
 }
 
 unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, unsigned max,
@@ -619,7 +610,8 @@ unsigned mc_text_scan_keys(const char *buf, size_t len, struct mc_span *key, uns
             rest = (struct mc_span){p + 3, (size_t)(le - (p + 3))};
             uint64_t vlen = 0;
             if (!mc_text_next_key(&rest, &w) || w.len > MC_KEY_MAX ||
-                (p[1] == 's' && (!scan_len(&rest, &vlen) || vlen + 2 > (uint64_t)(end - nl - 1))))
+                (p[1] == 's' && (!scan_len(&rest, &vlen) || end - nl - 1 < 2 ||
+                                 vlen > (uint64_t)(end - nl - 1) - 2)))
                 break;
             if (!meta_b64(rest)) {
                 *stores |= (uint64_t)(p[1] == 's') << n;

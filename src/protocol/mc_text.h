@@ -123,6 +123,16 @@ enum mc_parse mc_text_parse(struct mc_req *req, const char *buf, size_t len, siz
 bool mc_text_next_key(struct mc_span *rest, struct mc_span *key);
 
 /*
+ * Does buf start with a meta command word (mg ms md ma mn me) and a space
+ * or the line's end?  Such a line is the meta codec's to read (the text
+ * codec only names its verb: MC_CMD_META).
+ */
+static inline bool mc_text_meta_line(const char *buf, size_t len) {
+    return len >= 3 && buf[0] == 'm' && memchr("gsdnae", buf[1], 6) != NULL &&
+           (buf[2] == ' ' || buf[2] == '\r' || buf[2] == '\n');
+}
+
+/*
  * For read-ahead: the keys of the complete get, gets and set lines, and
  * meta mg and ms lines (not those with a base64 key), at the start of buf,
  * up to max of them, stopping at the first other line (a set's or ms's

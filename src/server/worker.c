@@ -462,8 +462,7 @@ static bool conn_process(struct conn *c) {
          */
         const char *line = c->net.rbuf + c->net.rstart;
         size_t avail = c->net.rend - c->net.rstart, used = 0;
-        bool meta = avail >= 3 && line[0] == 'm' && memchr("gsdnae", line[1], 6) != NULL &&
-                    (line[2] == ' ' || line[2] == '\r' || line[2] == '\n');
+        bool meta = mc_text_meta_line(line, avail);
         struct mc_req req;
         struct mc_meta_req mreq;
         enum mc_parse r = meta ? mc_meta_parse(&mreq, line, avail, &used)
