@@ -56,7 +56,7 @@ struct seg_ext {
 };
 
 struct ttl_bucket {
-    pthread_mutex_t lock;
+    struct mtx lock;                /* (inline: every set takes it) */
     uint32_t tail;                  /* the open segment, NONE */
 };
 
@@ -190,7 +190,7 @@ struct seg_store *seg_store_create(const struct seg_config *cfg, char *err, size
         goto nomem;
     pthread_mutex_init(&s->pool, NULL);
     for (int b = 0; b < TTL_BUCKETS; b++) {
-        pthread_mutex_init(&s->buckets[b].lock, NULL);
+        mtx_init(&s->buckets[b].lock, true);
         s->buckets[b].tail = NONE;
     }
     s->free_head = NONE;
@@ -246,7 +246,7 @@ void seg_store_destroy(struct seg_store **sp) {
         pthread_mutex_destroy(&s->ext_lock);
         pthread_mutex_destroy(&s->pool);
         for (int b = 0; b < TTL_BUCKETS; b++)
-            pthread_mutex_destroy(&s->buckets[b].lock);
+            mtx_destroy(&s->buckets[b].lock);
     }
     if (s->own_locks)
         lock_destroy(&s->locks);
@@ -623,7 +623,7 @@ static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
     unsigned n = 0;
     for (int b = 0; b < TTL_BUCKETS; b++) {
         struct ttl_bucket *tb = &s->buckets[b];
-        pthread_mutex_lock(&tb->lock);
+        mtx_lock(&tb->lock);
         uint32_t t = tb->tail;
         if (t != NONE && atomic_load(&s->segs[t].writers) == 0) {
             uint32_t mx = atomic_load(&s->segs[t].max_exptime);
@@ -632,7 +632,7 @@ static unsigned seal_idle_locked(struct seg_store *s, bool all, uint32_t now) {
                 n++;
             }
         }
-        pthread_mutex_unlock(&tb->lock);
+        mtx_unlock(&tb->lock);
     }
     return n;
 }
@@ -962,7 +962,7 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
                     uint32_t *id, uint32_t *off) {
     struct ttl_bucket *tb = &s->buckets[b];
     for (int tries = 0;;) {
-        pthread_mutex_lock(&tb->lock);
+        mtx_lock(&tb->lock);
         uint32_t t = tb->tail;
         if (t != NONE && s->segs[t].write_off + len <= s->cfg.seg_size &&
             !closed_by_flush(s, t)) {
@@ -970,16 +970,16 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
             *off = s->segs[t].write_off;
             s->segs[t].write_off += len;
             atomic_fetch_add(&s->segs[t].writers, 1);
-            pthread_mutex_unlock(&tb->lock);
+            mtx_unlock(&tb->lock);
             return true;
         }
-        pthread_mutex_unlock(&tb->lock);
+        mtx_unlock(&tb->lock);
         /* tails change only under the pool lock: look again there, so that a thread
            that lost the race to open one evicts nothing */
         pthread_mutex_lock(&s->pool);
-        pthread_mutex_lock(&tb->lock);
+        mtx_lock(&tb->lock);
         bool moved = tb->tail != t;
-        pthread_mutex_unlock(&tb->lock);
+        mtx_unlock(&tb->lock);
         if (moved) {
             pthread_mutex_unlock(&s->pool);
             continue;
@@ -993,7 +993,7 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
         uint32_t n = s->free_head;
         s->free_head = s->segs[n].next;
         s->nfree--;
-        pthread_mutex_lock(&tb->lock);
+        mtx_lock(&tb->lock);
         struct seg_meta *m = &s->segs[n];
         m->write_off = 0;
         m->cas_base = atomic_load(s->cas);
@@ -1006,7 +1006,7 @@ static bool reserve(struct seg_store *s, unsigned b, uint32_t len, struct mtx *h
         atomic_store(&m->state, ST_OPEN);
         seal_locked(s, tb);
         tb->tail = n;
-        pthread_mutex_unlock(&tb->lock);
+        mtx_unlock(&tb->lock);
         pthread_mutex_unlock(&s->pool);
     }
 }
@@ -1046,6 +1046,7 @@ static void at_fill(struct seg_store *s, uint64_t loc, struct seg_at *at) {
     at->loc = loc;
     at->seg = id;
     at->created = s->segs[id].created;
+    at->slot = NULL;
     at->key = it + n;
     at_value(at, it + n + at->h.klen);
 }
@@ -1107,10 +1108,10 @@ __attribute__((flatten)) bool seg_find_locked(struct seg_store *s, uint64_t hv, 
     if (i >= 0) {
         hints.i = (unsigned)i + 1;
         if (hints.slot[i] != NULL &&
-            seg_index_check_locked(hints.slot[i], hv, match_key_at, &f) != NULL)
+            (at->slot = seg_index_check_locked(hints.slot[i], hv, match_key_at, &f)) != NULL)
             return true;
     }
-    return seg_index_find_locked(s->ix, hv, match_key_at, &f) != NULL;
+    return (at->slot = seg_index_find_locked(s->ix, hv, match_key_at, &f)) != NULL;
 }
 
 bool seg_store_absent(struct seg_store *s, uint64_t hv) {
@@ -1150,7 +1151,9 @@ static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
 
 void seg_unlink_locked(struct seg_store *s, uint64_t hv, const struct seg_at *at) {
     uint64_t loc = at->loc;
-    uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
+    uint64_t *slot = seg_index_still_locked(at->slot, loc);
+    if (slot == NULL)
+        slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
     if (slot == NULL)
         return;
     kill(s, loc, &at->h);
@@ -1220,7 +1223,9 @@ enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct
         return SEG_AGAIN;
     if (old != NULL) {
         uint64_t oloc = old->loc;
-        uint64_t *slot = seg_index_find_locked(s->ix, hv, match_loc, &oloc);
+        uint64_t *slot = seg_index_still_locked(old->slot, oloc);
+        if (slot == NULL)
+            slot = seg_index_find_locked(s->ix, hv, match_loc, &oloc);
         struct seg_hdr oh = old->h;
         if (slot == NULL) {
             /* this write's own eviction took old's segment: evicted, or moved by a

@@ -169,6 +169,8 @@ struct seg_at {
     uint32_t nbytes;            /* the value's length */
     uint32_t seg;
     uint32_t created;           /* the clock when its segment opened */
+    uint64_t *slot;             /* the index slot it was found in, NULL if not known: a
+                                   hint, checked before use (seg_index_still_locked) */
 };
 struct seg_resv {
     uint64_t loc;

@@ -184,6 +184,12 @@ void seg_index_destroy(struct seg_index **ixp) {
 /* ---------------------------------------------------------------------- */
 
 /* A free overflow bucket (zeroed) and its index in *idx; NULL when memory is short. */
+/* Slots are stored whole, overflow buckets' too: a hint may read any of them (seg_index_still_locked). */
+static void bucket_clear(struct bucket *b) {
+    for (int i = 0; i < SLOTS; i++)
+        seg_index_slot_store(&b->slot[i], 0);
+}
+
 static struct bucket *ovf_alloc(struct seg_index *ix, uint64_t *idx) {
     pthread_mutex_lock(&ix->pool_lock);
     if (ix->ofree == 0 && ix->nochunks < ODIR_MAX) {
@@ -202,7 +208,7 @@ static struct bucket *ovf_alloc(struct seg_index *ix, uint64_t *idx) {
         *idx = ix->ofree - 1;
         b = ovf(ix, *idx);
         ix->ofree = b->slot[0];
-        b->slot[0] = 0;
+        seg_index_slot_store(&b->slot[0], 0);
         ix->oused++;
     }
     pthread_mutex_unlock(&ix->pool_lock);
@@ -212,8 +218,8 @@ static struct bucket *ovf_alloc(struct seg_index *ix, uint64_t *idx) {
 static void ovf_free(struct seg_index *ix, uint64_t idx) {
     pthread_mutex_lock(&ix->pool_lock);
     struct bucket *b = ovf(ix, idx);
-    memset(b, 0, sizeof(*b));
-    b->slot[0] = ix->ofree;
+    bucket_clear(b);
+    seg_index_slot_store(&b->slot[0], ix->ofree);
     ix->ofree = idx + 1;
     ix->oused--;
     pthread_mutex_unlock(&ix->pool_lock);
@@ -342,6 +348,19 @@ uint64_t *seg_index_check_locked(uint64_t *hint, uint64_t hv, seg_index_match_fn
     return (v & TAG_MASK) == tag_of(hv) && match(arg, v & SEG_LOC_MASK) ? hint : NULL;
 }
 
+/*
+ * Slots never move and stay mapped (home chunks and overflow chunks are
+ * kept until the index is destroyed), so a stale hint is safe to read; a
+ * slot holding loc with a tag is loc's entry, since an item's location is
+ * in the index once at most, and then under the stripe held.
+ */
+uint64_t *seg_index_still_locked(uint64_t *hint, uint64_t loc) {
+    if (hint == NULL)
+        return NULL;
+    uint64_t v = peek(hint);
+    return (v & TAG_MASK) != 0 && (v & SEG_LOC_MASK) == loc ? hint : NULL;
+}
+
 static int free_slots(const struct bucket *b) {
     int n = 0;
     for (int i = 0; i < SLOTS; i++)
@@ -390,8 +409,8 @@ static bool chain_place(struct seg_index *ix, struct bucket *b, uint64_t v, stru
         nb = ovf(ix, idx = r->b[--r->n]);
     else if ((nb = ovf_alloc(ix, &idx)) == NULL)
         return false;
-    nb->slot[0] = b->slot[SLOTS - 1];
-    nb->slot[1] = v;
+    seg_index_slot_store(&nb->slot[0], b->slot[SLOTS - 1]);
+    seg_index_slot_store(&nb->slot[1], v);
     seg_index_slot_store(&b->slot[SLOTS - 1], idx + 1);
     return true;
 }
@@ -515,9 +534,8 @@ static bool split_one(struct seg_index *ix) {
     r.b[r.n++] = spare;
     change_begin(q);
     for (int i = 0; i < r.n; i++)
-        memset(ovf(ix, r.b[i]), 0, sizeof(struct bucket));
-    for (int i = 0; i < SLOTS; i++)
-        seg_index_slot_store(&bs->slot[i], 0);
+        bucket_clear(ovf(ix, r.b[i]));
+    bucket_clear(bs);
     for (size_t i = 0; i < n; i++) {
         uint64_t hv = ix->rehash(ix->arg, ent[i] & SEG_LOC_MASK);
         /* where it was is where its home was, else its alternate */
