@@ -311,8 +311,8 @@ tsan:
 	@set -e; for t in $(TSAN_TESTS); do echo "== $$t"; \
 	  TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/$$t; done
 
-# The integration suite once per eviction policy (about 3 min each; not part
-# of `make test`): every policy must serve memcached's protocols the same.
+# The integration suite once per eviction policy (about 3 min each serially,
+# less on pytest-xdist; not part of `make test`): every policy must serve memcached's protocols the same.
 policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
           $(B)/libcellar.so examples
 	@for p in $$($(B)/cellar-sim -l); do \
@@ -320,11 +320,12 @@ policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/
 	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_LIB=$(abspath $(B)/libcellar.so) \
 	    CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
-	    /usr/bin/python3 -m pytest tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
+	    /usr/bin/python3 -m pytest $(PYTEST_PAR) tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
 	  echo "-o evict=$$p: $$(echo "$$out" | tail -1)"; done
 
 # The integration suite on the segment back end (-o storage=seg), once with
-# FIFO and once with merging (about 6 minutes each; not part of `make test`), less the tests of what only the slab
+# FIFO, merging and S3-FIFO (a few minutes each on pytest-xdist; not part of
+# `make test`), less the tests of what only the slab
 # layout has (README, "Storage back ends"): slab classes and their
 # commands, the hash table's growth, -M, a memory limit raised at run
 # time, the segmented LRU and `stats sizes`.
@@ -347,7 +348,7 @@ storage-seg: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim 
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_BENCH=$(abspath $(B)/cellar-bench) \
 	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) \
 	    CELLAR_LIB=$(abspath $(B)/libcellar.so) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
-	    /usr/bin/python3 -m pytest tests/integration \
+	    /usr/bin/python3 -m pytest $(PYTEST_PAR) tests/integration \
 	    $(foreach t,$(SEG_SLAB_ONLY),--deselect $(t)) || exit 1; \
 	done
 
