@@ -1151,7 +1151,7 @@ static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
 
 void seg_unlink_locked(struct seg_store *s, uint64_t hv, const struct seg_at *at) {
     uint64_t loc = at->loc;
-    uint64_t *slot = seg_index_still_locked(at->slot, loc);
+    uint64_t *slot = seg_index_still_locked(at->slot, hv, loc);
     if (slot == NULL)
         slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
     if (slot == NULL)
@@ -1223,7 +1223,7 @@ enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct
         return SEG_AGAIN;
     if (old != NULL) {
         uint64_t oloc = old->loc;
-        uint64_t *slot = seg_index_still_locked(old->slot, oloc);
+        uint64_t *slot = seg_index_still_locked(old->slot, hv, oloc);
         if (slot == NULL)
             slot = seg_index_find_locked(s->ix, hv, match_loc, &oloc);
         struct seg_hdr oh = old->h;

@@ -183,13 +183,13 @@ void seg_index_destroy(struct seg_index **ixp) {
 /* The overflow pool                                                        */
 /* ---------------------------------------------------------------------- */
 
-/* A free overflow bucket (zeroed) and its index in *idx; NULL when memory is short. */
-/* Slots are stored whole, overflow buckets' too: a hint may read any of them (seg_index_still_locked). */
+/* Slots are stored whole, overflow buckets' too: a stale hint may read any of them. */
 static void bucket_clear(struct bucket *b) {
     for (int i = 0; i < SLOTS; i++)
         seg_index_slot_store(&b->slot[i], 0);
 }
 
+/* A free overflow bucket (zeroed) and its index in *idx; NULL when memory is short. */
 static struct bucket *ovf_alloc(struct seg_index *ix, uint64_t *idx) {
     pthread_mutex_lock(&ix->pool_lock);
     if (ix->ofree == 0 && ix->nochunks < ODIR_MAX) {
@@ -350,15 +350,16 @@ uint64_t *seg_index_check_locked(uint64_t *hint, uint64_t hv, seg_index_match_fn
 
 /*
  * Slots never move and stay mapped (home chunks and overflow chunks are
- * kept until the index is destroyed), so a stale hint is safe to read; a
- * slot holding loc with a tag is loc's entry, since an item's location is
- * in the index once at most, and then under the stripe held.
+ * kept until the index is destroyed), so a stale hint is safe to read.  A
+ * location is in the index once at most, so a slot holding loc is loc's
+ * entry; the tag is checked too (a link has none), which also keeps an
+ * overflow bucket since handed to another stripe's chain from passing.
  */
-uint64_t *seg_index_still_locked(uint64_t *hint, uint64_t loc) {
+uint64_t *seg_index_still_locked(uint64_t *hint, uint64_t hv, uint64_t loc) {
     if (hint == NULL)
         return NULL;
     uint64_t v = peek(hint);
-    return (v & TAG_MASK) != 0 && (v & SEG_LOC_MASK) == loc ? hint : NULL;
+    return (v & TAG_MASK) == tag_of(hv) && (v & SEG_LOC_MASK) == loc ? hint : NULL;
 }
 
 static int free_slots(const struct bucket *b) {

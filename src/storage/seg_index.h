@@ -72,11 +72,11 @@ uint64_t *seg_index_find_locked(struct seg_index *ix, uint64_t hv, seg_index_mat
                                 void *arg);
 
 /*
- * hint, a slot seen holding loc's entry earlier (perhaps under an earlier
- * hold of the stripe), if it still does; else NULL.  The stripe of loc's
- * key held.  Saves a search where a lookup came just before.
+ * hint, a slot seen holding the entry of loc (key hash hv) before, if it
+ * still does; else NULL.  hv's stripe held.  Saves a search where a lookup
+ * came just before.
  */
-uint64_t *seg_index_still_locked(uint64_t *hint, uint64_t loc);
+uint64_t *seg_index_still_locked(uint64_t *hint, uint64_t hv, uint64_t loc);
 
 /* Adds an entry for loc under hv (freq 0).  false when no overflow bucket could be had. */
 bool seg_index_insert_locked(struct seg_index *ix, uint64_t hv, uint64_t loc);

@@ -146,15 +146,17 @@ TEST(a_stale_hint_is_refused) {
     struct lock_stripes *locks = lock_create(2, false);
     struct seg_index *ix = seg_index_create(2, locks, rehash_alike, NULL);
     ASSERT(ix != NULL);
-    ASSERT(seg_index_still_locked(NULL, 1) == NULL);
+    ASSERT(seg_index_still_locked(NULL, tag_a | 1ULL << 32 | 5, 1) == NULL);
     /* twenty keys of one tag and one home: two full heads, the rest down a chain */
     uint64_t *slot[21];
     for (uint64_t k = 1; k <= 20; k++)
         ASSERT(seg_index_insert_locked(ix, tag_a | k << 32 | 5, k));
     for (uint64_t k = 1; k <= 20; k++) {
         slot[k] = seg_index_find_locked(ix, tag_a | k << 32 | 5, match, &k);
-        ASSERT(slot[k] != NULL && seg_index_still_locked(slot[k], k) == slot[k]);
-        ASSERT(seg_index_still_locked(slot[k], k + 100) == NULL);
+        uint64_t hv = tag_a | k << 32 | 5;
+        ASSERT(slot[k] != NULL && seg_index_still_locked(slot[k], hv, k) == slot[k]);
+        ASSERT(seg_index_still_locked(slot[k], hv, k + 100) == NULL);
+        ASSERT(seg_index_still_locked(slot[k], tag_b | k << 32 | 5, k) == NULL);   /* tag */
     }
     /* a link's value is an overflow index + 1 with no tag: never a location's entry */
     uint64_t *link = NULL;
@@ -164,19 +166,19 @@ TEST(a_stale_hint_is_refused) {
             link = last;
     }
     ASSERT(link != NULL);
-    ASSERT(seg_index_still_locked(link, seg_index_loc(*link)) == NULL);
+    ASSERT(seg_index_still_locked(link, tag_a | 5, seg_index_loc(*link)) == NULL);
     /* moved: the new location is there, the old one is not */
     seg_index_move_locked(slot[3], 300);
-    ASSERT(seg_index_still_locked(slot[3], 3) == NULL);
-    ASSERT(seg_index_still_locked(slot[3], 300) == slot[3]);
+    ASSERT(seg_index_still_locked(slot[3], tag_a | 3ULL << 32 | 5, 3) == NULL);
+    ASSERT(seg_index_still_locked(slot[3], tag_a | 3ULL << 32 | 5, 300) == slot[3]);
     /* removed, then the slot taken by another entry */
     seg_index_remove_locked(ix, slot[4]);
-    ASSERT(seg_index_still_locked(slot[4], 4) == NULL);
+    ASSERT(seg_index_still_locked(slot[4], tag_a | 4ULL << 32 | 5, 4) == NULL);
     ASSERT(seg_index_insert_locked(ix, tag_a | 21ULL << 32 | 5, 21));
     uint64_t k21 = 21;
     uint64_t *s21 = seg_index_find_locked(ix, tag_a | 21ULL << 32 | 5, match, &k21);
-    ASSERT(s21 != NULL && seg_index_still_locked(s21, 21) == s21);
-    ASSERT(seg_index_still_locked(slot[4], 4) == NULL);
+    ASSERT(s21 != NULL && seg_index_still_locked(s21, tag_a | 21ULL << 32 | 5, 21) == s21);
+    ASSERT(seg_index_still_locked(slot[4], tag_a | 4ULL << 32 | 5, 4) == NULL);
     seg_index_destroy(&ix);
     lock_destroy(&locks);
 }
