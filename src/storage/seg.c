@@ -1149,11 +1149,16 @@ static void kill(struct seg_store *s, uint64_t loc, const struct seg_hdr *h) {
     pthread_mutex_unlock(&s->pool);
 }
 
+/* The slot of the entry at loc (key hash hv): the hint a lookup left, else a search. */
+static uint64_t *slot_of_locked(struct seg_store *s, uint64_t hv, uint64_t *hint,
+                                uint64_t *loc) {
+    uint64_t *slot = seg_index_still_locked(hint, hv, *loc);
+    return slot != NULL ? slot : seg_index_find_locked(s->ix, hv, match_loc, loc);
+}
+
 void seg_unlink_locked(struct seg_store *s, uint64_t hv, const struct seg_at *at) {
     uint64_t loc = at->loc;
-    uint64_t *slot = seg_index_still_locked(at->slot, hv, loc);
-    if (slot == NULL)
-        slot = seg_index_find_locked(s->ix, hv, match_loc, &loc);
+    uint64_t *slot = slot_of_locked(s, hv, at->slot, &loc);
     if (slot == NULL)
         return;
     kill(s, loc, &at->h);
@@ -1223,9 +1228,7 @@ enum seg_result seg_commit_locked(struct seg_store *s, uint64_t hv, const struct
         return SEG_AGAIN;
     if (old != NULL) {
         uint64_t oloc = old->loc;
-        uint64_t *slot = seg_index_still_locked(old->slot, hv, oloc);
-        if (slot == NULL)
-            slot = seg_index_find_locked(s->ix, hv, match_loc, &oloc);
+        uint64_t *slot = slot_of_locked(s, hv, old->slot, &oloc);
         struct seg_hdr oh = old->h;
         if (slot == NULL) {
             /* this write's own eviction took old's segment: evicted, or moved by a
