@@ -1290,7 +1290,7 @@ bool seg_pinned(struct seg_store *s, uint32_t seg) { return atomic_load(&s->segs
 void seg_unpin(struct seg_store *s, uint32_t seg) { atomic_fetch_sub(&s->segs[seg].pins, 1); }
 
 
-void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
+uint64_t seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
     uint64_t loc[SEG_INDEX_PREFETCH_MAX];
     if (n > SEG_INDEX_PREFETCH_MAX)
         n = SEG_INDEX_PREFETCH_MAX;
@@ -1300,7 +1300,9 @@ void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
     hints.n = n;
     hints.i = 0;
     /* the header, key and a small value: the lines of 192 bytes from it */
-    for (unsigned i = 0; i < n; i++) {
+    uint64_t all = n == 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1;
+    for (uint64_t m = all & ~hints.absent; m != 0; m &= m - 1) {
+        unsigned i = (unsigned)__builtin_ctzll(m);
         uint32_t id = (uint32_t)(loc[i] >> OFF_BITS);
         if (loc[i] <= SEG_LOC_MASK && id < s->nseg) {
             const char *it = seg_base(s, id) + (loc[i] & (SEG_SIZE_MAX - 1));
@@ -1310,6 +1312,7 @@ void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n) {
             __builtin_prefetch(it + 191);
         }
     }
+    return hints.absent;
 }
 
 void seg_store_seal_point(struct seg_store *s, uint32_t point) {

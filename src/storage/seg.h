@@ -212,8 +212,12 @@ void seg_ext_release(struct seg_store *s, struct seg_ext *x);
  * time says on which side of the flush it was stored.
  */
 void seg_store_seal_point(struct seg_store *s, uint32_t point);
-/* Read-ahead for up to 64 keys' buckets and likely items (no lock; only a hint). */
-void seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n);
+/*
+ * Read-ahead for up to 64 keys' buckets and likely items (no lock; only a
+ * hint).  Returns the keys it found absent (bit i: hv[i]), whose lookups
+ * will take no lock (seg_store_absent()).
+ */
+uint64_t seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n);
 /*
  * With no lock: true when this thread's last read-ahead found hv absent
  * and nothing has been inserted near it since, so it is absent now (a
