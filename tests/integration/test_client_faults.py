@@ -13,6 +13,7 @@ import cellar_ffi as cf
 import util
 
 TIMEOUT_MS = 300
+FAST = TIMEOUT_MS / 2000        # an answer that waited for no timeout (a loaded CI box's margin)
 
 
 def timed(fn, *a):
@@ -55,7 +56,7 @@ def test_link_down_times_out_then_tko_then_probe(netns_factory, proto):
 
         # Down: its keys fail at once, nothing is sent, the others are served.
         (status, *_), took = timed(c.get, mine[0])
-        assert status == cf.EDOWN and took < 0.1
+        assert status == cf.EDOWN and took < FAST
         got, took = timed(c.mget, keys)
         for g, k in zip(got, keys):
             assert g[0] == (cf.EDOWN if home[k] == victim else cf.OK), (k, g)
@@ -89,5 +90,5 @@ def test_tko_after_the_configured_count_of_single_timeouts(netns):
             assert TIMEOUT_MS / 1000 <= took < TIMEOUT_MS / 1000 + 1.0, (n, took)
         assert c.server_down(0)
         (status, *_), took = timed(c.get, "k")
-        assert status == cf.EDOWN and took < 0.1
+        assert status == cf.EDOWN and took < FAST
         assert c.stats()["timeouts"] == 3

@@ -272,6 +272,7 @@ def test_kill9_backend_under_load_gutter_takes_its_keys():
 
 
 TIMEOUT_MS, TKO = 300, 3
+FAST = TIMEOUT_MS / 2000        # an answer that waited for no timeout (a loaded CI box's margin)
 
 
 def test_cut_link_times_out_then_tko_then_gutter(netns):
@@ -319,7 +320,7 @@ def test_cut_link_times_out_then_tko_then_gutter(netns):
                     assert took < TIMEOUT_MS / 1000 + 1.0, (n, took)
                     slow.append(took)
                 else:
-                    assert took < 0.1, (n, took)
+                    assert took < FAST, (n, took)
                     if fast_at is None:
                         fast_at = time.monotonic() - cut_at
                 o = others[n % len(others)]
