@@ -511,14 +511,12 @@ static void put_c(struct meta_out *o, char c) {
 }
 
 static void put_u64(struct meta_out *o, uint64_t v) {
-    char d[20];
-    int n = 0;
-
-    do {
-        d[sizeof(d) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    put(o, d + sizeof(d) - n, (size_t)n);
+    if (!o->full && o->end - o->p >= MC_NUM_U64_DIGITS) {
+        o->p = mc_num_fmt_u64(o->p, v);
+        return;
+    }
+    char d[MC_NUM_U64_DIGITS];
+    put(o, d, (size_t)(mc_num_fmt_u64(d, v) - d));
 }
 
 /* " <c><v>": a return flag and its number. */

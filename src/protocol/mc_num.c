@@ -86,3 +86,54 @@ bool mc_num_i64(const char *p, size_t len, int64_t *out) {
     }
     return true;
 }
+
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline unsigned ndigits_u64(uint64_t v) {
+    unsigned n = 1;
+    for (;;) {
+        if (v < 10) return n;
+        if (v < 100) return n + 1;
+        if (v < 1000) return n + 2;
+        if (v < 10000) return n + 3;
+        v /= 10000;
+        n += 4;
+    }
+}
+
+/*
+ * The length is known first, then the digits are laid down from the right
+ * two at a time, in 32-bit arithmetic once the value fits.
+ */
+char *mc_num_fmt_u64(char *p, uint64_t v) {
+    if (v < 10) {               /* client flags are mostly 0 */
+        *p = (char)('0' + v);
+        return p + 1;
+    }
+    char *end = p + ndigits_u64(v);
+    char *q = end;
+
+    while (v > UINT32_MAX) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        q -= 2;
+        memcpy(q, digit_pairs + 2 * r, 2);
+    }
+    uint32_t w = (uint32_t)v;
+    while (w >= 100) {
+        unsigned r = w % 100;
+        w /= 100;
+        q -= 2;
+        memcpy(q, digit_pairs + 2 * r, 2);
+    }
+    if (w >= 10) {
+        q -= 2;
+        memcpy(q, digit_pairs + 2 * w, 2);
+    } else {
+        *--q = (char)('0' + w);
+    }
+    return end;
+}

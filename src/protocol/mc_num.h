@@ -15,7 +15,8 @@
  *   - the digits must end the span or be followed by a whitespace byte
  *     (whatever follows that whitespace is ignored: "5\tz" reads as 5).
  *
- * Pure functions: no allocation, no state, safe from any thread.
+ * mc_num_fmt_u64() writes them.  Pure functions: no allocation, no state,
+ * safe from any thread.
  */
 #ifndef CELLAR_PROTOCOL_MC_NUM_H
 #define CELLAR_PROTOCOL_MC_NUM_H
@@ -40,5 +41,12 @@ bool mc_num_u64(const char *p, size_t len, uint64_t *out);
  * such a number or it does not fit.
  */
 bool mc_num_i64(const char *p, size_t len, int64_t *out);
+
+/*
+ * Writes v in decimal at p (at most MC_NUM_U64_DIGITS bytes, no NUL) and
+ * returns the byte after it: every reply's numbers, two digits a step.
+ */
+#define MC_NUM_U64_DIGITS 20
+char *mc_num_fmt_u64(char *p, uint64_t v);
 
 #endif

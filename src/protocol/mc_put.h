@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "protocol/mc_num.h"
+
 struct mc_put {
     char *p, *end;
     bool full;
@@ -38,13 +40,12 @@ static inline void mc_put(struct mc_put *w, const void *s, size_t n) {
 #define MC_PUT_LIT(w, lit) mc_put((w), (lit), sizeof(lit) - 1)
 
 static inline void mc_put_u64(struct mc_put *w, uint64_t v) {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    mc_put(w, tmp + sizeof(tmp) - n, n);
+    if (!w->full && w->end - w->p >= MC_NUM_U64_DIGITS) {
+        w->p = mc_num_fmt_u64(w->p, v);
+        return;
+    }
+    char d[MC_NUM_U64_DIGITS];
+    mc_put(w, d, (size_t)(mc_num_fmt_u64(d, v) - d));
 }
 
 static inline void mc_put_i64(struct mc_put *w, int64_t v) {

@@ -659,58 +659,6 @@ size_t mc_text_err_len(enum mc_err err) {
     return err_lines[err].len;
 }
 
-static const char digit_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-static inline unsigned ndigits_u64(uint64_t v) {
-    unsigned n = 1;
-    for (;;) {
-        if (v < 10) return n;
-        if (v < 100) return n + 1;
-        if (v < 1000) return n + 2;
-        if (v < 10000) return n + 3;
-        v /= 10000;
-        n += 4;
-    }
-}
-
-/*
- * Writes v in decimal at p and returns the byte after it: the length is
- * known first, then the digits are laid down from the right two at a
- * time, in 32-bit arithmetic once the value fits.
- */
-static char *put_u64(char *p, uint64_t v) {
-    if (v < 10) {               /* client flags are mostly 0 */
-        *p = (char)('0' + v);
-        return p + 1;
-    }
-    char *end = p + ndigits_u64(v);
-    char *q = end;
-
-    while (v > UINT32_MAX) {
-        unsigned r = (unsigned)(v % 100);
-        v /= 100;
-        q -= 2;
-        memcpy(q, digit_pairs + 2 * r, 2);
-    }
-    uint32_t w = (uint32_t)v;
-    while (w >= 100) {
-        unsigned r = w % 100;
-        w /= 100;
-        q -= 2;
-        memcpy(q, digit_pairs + 2 * r, 2);
-    }
-    if (w >= 10) {
-        q -= 2;
-        memcpy(q, digit_pairs + 2 * w, 2);
-    } else {
-        *--q = (char)('0' + w);
-    }
-    return end;
-}
-
 size_t mc_text_fmt_value(char *out, const char *key, size_t nkey, uint32_t flags,
                          uint32_t nbytes, bool with_cas, uint64_t cas) {
     char *p = out;
@@ -720,12 +668,12 @@ size_t mc_text_fmt_value(char *out, const char *key, size_t nkey, uint32_t flags
     copy_short(p, key, nkey);
     p += nkey;
     *p++ = ' ';
-    p = put_u64(p, flags);
+    p = mc_num_fmt_u64(p, flags);
     *p++ = ' ';
-    p = put_u64(p, nbytes);
+    p = mc_num_fmt_u64(p, nbytes);
     if (with_cas) {
         *p++ = ' ';
-        p = put_u64(p, cas);
+        p = mc_num_fmt_u64(p, cas);
     }
     *p++ = '\r';
     *p++ = '\n';
@@ -733,7 +681,7 @@ size_t mc_text_fmt_value(char *out, const char *key, size_t nkey, uint32_t flags
 }
 
 size_t mc_text_fmt_u64_line(char *out, uint64_t v) {
-    char *p = put_u64(out, v);
+    char *p = mc_num_fmt_u64(out, v);
     *p++ = '\r';
     *p++ = '\n';
     return (size_t)(p - out);

@@ -673,6 +673,33 @@ TEST(numbers) {
     ASSERT(mc_num_u64("12345", 2, &u) && u == 12);
 }
 
+/* mc_num_fmt_u64 against printf at each digit count's edges and 32 bits' */
+TEST(num_fmt) {
+    uint64_t vals[64 + 8];
+    size_t n = 0;
+    uint64_t p = 1;
+    for (int d = 0; d < 20; d++, p *= 10) {
+        vals[n++] = p;
+        vals[n++] = p - 1;
+        vals[n++] = p + 1;
+    }
+    vals[n++] = UINT32_MAX;
+    vals[n++] = (uint64_t)UINT32_MAX + 1;
+    vals[n++] = UINT64_MAX;
+    vals[n++] = UINT64_MAX - 1;
+    vals[n++] = 4294967296000ull + 99;
+    for (size_t i = 0; i < n; i++) {
+        char want[32], got[MC_NUM_U64_DIGITS + 2];
+        int len = snprintf(want, sizeof(want), "%" PRIu64, vals[i]);
+        memset(got, '#', sizeof(got));
+        char *end = mc_num_fmt_u64(got, vals[i]);
+        if (end - got != len || memcmp(got, want, (size_t)len) != 0 || *end != '#')
+            TH_FAIL("fmt %s: \"%.*s\"", want, (int)(end - got), got);
+        uint64_t back;
+        ASSERT(mc_num_u64(got, (size_t)(end - got), &back) && back == vals[i]);
+    }
+}
+
 TEST(base64) {
     static const struct {
         const char *in;
