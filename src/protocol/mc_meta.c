@@ -177,7 +177,7 @@ static int meta_words(const char *p, const char *end, struct mc_span *w) {
 static enum mc_meta_err meta_flags(struct mc_meta_req *req, const struct mc_span *w, int n) {
     enum mc_meta_err pending = MC_META_ERR_NONE;
     bool bad = false;
-    bool seen[128] = {false};
+    uint64_t seen[2] = {0, 0};      /* first bytes 0-127, a bit each */
 
     for (int i = 0; i < n; i++) {
         unsigned char c = (unsigned char)w[i].p[0];
@@ -185,9 +185,10 @@ static enum mc_meta_err meta_flags(struct mc_meta_req *req, const struct mc_span
         size_t nlen = w[i].len - 1;
         uint64_t u;
 
-        if (c >= 127 || seen[c])
+        uint64_t bit = (uint64_t)1 << (c & 63);
+        if (c >= 127 || (seen[c >> 6] & bit))
             return MC_META_ERR_DUPLICATE_FLAG;
-        seen[c] = true;
+        seen[c >> 6] |= bit;
 
         switch (c) {
         case 'b': {
