@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "protocol/mc_num.h"
+#include "protocol/mc_put.h"
 
 /* Words looked at: one more than a line may have, to tell "too long". */
 #define META_WORDS (MC_META_MAX_WORDS + 1)
@@ -491,40 +492,16 @@ size_t mc_meta_err_len(enum mc_meta_err err) {
 /* Formatting                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* A bounded writer: once something does not fit, nothing more is written. */
-struct meta_out {
-    char *p;
-    char *end;
-    bool full;
-};
-
-static void put(struct meta_out *o, const char *s, size_t n) {
-    if (o->full || (size_t)(o->end - o->p) < n) {
-        o->full = true;
-        return;
-    }
-    memcpy(o->p, s, n);
-    o->p += n;
-}
-
-static void put_c(struct meta_out *o, char c) {
-    put(o, &c, 1);
-}
-
-static void put_u64(struct meta_out *o, uint64_t v) {
-    if (!o->full && o->end - o->p >= MC_NUM_U64_DIGITS) {
-        o->p = mc_num_fmt_u64(o->p, v);
-        return;
-    }
-    char d[MC_NUM_U64_DIGITS];
-    put(o, d, (size_t)(mc_num_fmt_u64(d, v) - d));
+/* Replies are written with mc_put.h's bounded writer. */
+static void put_c(struct mc_put *o, char c) {
+    mc_put(o, &c, 1);
 }
 
 /* " <c><v>": a return flag and its number. */
-static void put_flag_u64(struct meta_out *o, char c, uint64_t v) {
+static void put_flag_u64(struct mc_put *o, char c, uint64_t v) {
     char h[2] = {' ', c};
-    put(o, h, 2);
-    put_u64(o, v);
+    mc_put(o, h, 2);
+    mc_put_u64(o, v);
 }
 
 /*
@@ -532,37 +509,37 @@ static void put_flag_u64(struct meta_out *o, char c, uint64_t v) {
  * expires, otherwise the difference of two 32-bit clock values as an
  * unsigned 32-bit number (so one second in the past is 4294967295).
  */
-static void put_ttl(struct meta_out *o, int64_t ttl) {
-    put(o, " t", 2);
+static void put_ttl(struct mc_put *o, int64_t ttl) {
+    mc_put(o, " t", 2);
     if (ttl == MC_META_TTL_NEVER)
-        put(o, "-1", 2);
+        mc_put(o, "-1", 2);
     else
-        put_u64(o, (uint32_t)(uint64_t)ttl);
+        mc_put_u64(o, (uint32_t)(uint64_t)ttl);
 }
 
 /*
  * " k<key>", or " k<base64 of key> b" when the key is binary.  memcached
  * re-encodes the decoded bytes, so "az==" comes back as "aw==".
  */
-static void put_key(struct meta_out *o, const struct mc_meta_req *req, bool binary) {
-    put(o, " k", 2);
+static void put_key(struct mc_put *o, const struct mc_meta_req *req, bool binary) {
+    mc_put(o, " k", 2);
     if (!binary) {
-        put(o, req->key.p, req->key.len);
+        mc_put(o, req->key.p, req->key.len);
         return;
     }
     char enc[4 * ((MC_KEY_MAX + 2) / 3)];
-    put(o, enc, mc_meta_b64_encode(req->key.p, req->key.len, enc));
-    put(o, " b", 2);
+    mc_put(o, enc, mc_meta_b64_encode(req->key.p, req->key.len, enc));
+    mc_put(o, " b", 2);
 }
 
 /* " O<opaque>": the O token as sent. */
-static void put_opaque(struct meta_out *o, const struct mc_meta_flag *f) {
+static void put_opaque(struct mc_put *o, const struct mc_meta_flag *f) {
     put_c(o, ' ');
-    put(o, f->tok.p, f->tok.len);
+    mc_put(o, f->tok.p, f->tok.len);
 }
 
-static size_t finish(struct meta_out *o, char *start) {
-    put(o, "\r\n", 2);
+static size_t finish(struct mc_put *o, char *start) {
+    mc_put(o, "\r\n", 2);
     return o->full ? 0 : (size_t)(o->p - start);
 }
 
@@ -584,17 +561,17 @@ static size_t late_opaque(char *out, size_t cap) {
  */
 static size_t fmt_mg(char *out, size_t cap, const struct mc_meta_req *req,
                      const struct mc_meta_item_view *v, bool *send_value) {
-    struct meta_out o = {out, out + cap, false};
+    struct mc_put o = MC_PUT_INIT(out, cap);
     bool hit = v->rc == MC_META_RC_OK;
 
     if (!hit) {
-        put(&o, "EN", 2);
+        mc_put(&o, "EN", 2);
     } else if (mc_meta_has(req, 'v')) {
-        put(&o, "VA ", 3);
-        put_u64(&o, v->vlen);
+        mc_put(&o, "VA ", 3);
+        mc_put_u64(&o, v->vlen);
         *send_value = true;
     } else {
-        put(&o, "HD", 2);
+        mc_put(&o, "HD", 2);
     }
     for (int i = 0; i < req->nflags; i++) {
         const struct mc_meta_flag *f = &req->flags[i];
@@ -629,7 +606,7 @@ static size_t fmt_mg(char *out, size_t cap, const struct mc_meta_req *req,
             put_flag_u64(&o, 'l', v->la);
             break;
         case 'h':
-            put(&o, v->fetched ? " h1" : " h0", 3);
+            mc_put(&o, v->fetched ? " h1" : " h0", 3);
             break;
         default:
             break;
@@ -638,11 +615,11 @@ static size_t fmt_mg(char *out, size_t cap, const struct mc_meta_req *req,
     if (!hit)
         return mc_meta_has(req, 'q') ? 0 : finish(&o, out);
     if (v->token_sent)
-        put(&o, " Z", 2);
+        mc_put(&o, " Z", 2);
     if (v->stale)
-        put(&o, " X", 2);
+        mc_put(&o, " X", 2);
     if (v->won)
-        put(&o, " W", 2);
+        mc_put(&o, " W", 2);
     return finish(&o, out);
 }
 
@@ -665,9 +642,9 @@ static const char *rc_code(enum mc_meta_rc rc) {
  */
 static size_t fmt_ms_md(char *out, size_t cap, const struct mc_meta_req *req,
                         const struct mc_meta_item_view *v) {
-    struct meta_out o = {out, out + cap, false};
+    struct mc_put o = MC_PUT_INIT(out, cap);
 
-    put(&o, rc_code(v->rc), 2);
+    mc_put(&o, rc_code(v->rc), 2);
     for (int i = 0; i < req->nflags; i++) {
         const struct mc_meta_flag *f = &req->flags[i];
         if (f->c == 'O')
@@ -690,17 +667,17 @@ static size_t fmt_ms_md(char *out, size_t cap, const struct mc_meta_req *req,
  */
 static size_t fmt_ma(char *out, size_t cap, const struct mc_meta_req *req,
                      const struct mc_meta_item_view *v, bool *send_value) {
-    struct meta_out o = {out, out + cap, false};
+    struct mc_put o = MC_PUT_INIT(out, cap);
     bool ok = v->rc == MC_META_RC_OK;
 
     if (!ok) {
-        put(&o, rc_code(v->rc), 2);
+        mc_put(&o, rc_code(v->rc), 2);
     } else if (mc_meta_has(req, 'v')) {
-        put(&o, "VA ", 3);
-        put_u64(&o, v->vlen);
+        mc_put(&o, "VA ", 3);
+        mc_put_u64(&o, v->vlen);
         *send_value = true;
     } else {
-        put(&o, "HD", 2);
+        mc_put(&o, "HD", 2);
     }
     for (int i = 0; i < req->nflags; i++) {
         const struct mc_meta_flag *f = &req->flags[i];
@@ -764,39 +741,39 @@ size_t mc_meta_fmt(char *out, size_t cap, const struct mc_meta_req *req,
  */
 size_t mc_meta_fmt_me(char *out, size_t cap, const struct mc_meta_req *req,
                       const struct mc_meta_me_view *v) {
-    struct meta_out o = {out, out + cap, false};
+    struct mc_put o = MC_PUT_INIT(out, cap);
 
     if (!v->hit) {
-        put(&o, "EN", 2);
+        mc_put(&o, "EN", 2);
         return finish(&o, out);
     }
-    put(&o, "ME ", 3);
+    mc_put(&o, "ME ", 3);
     if (v->key_binary) {
         char enc[4 * ((MC_KEY_MAX + 2) / 3)];
-        put(&o, enc, mc_meta_b64_encode(req->key.p, req->key.len, enc));
+        mc_put(&o, enc, mc_meta_b64_encode(req->key.p, req->key.len, enc));
     } else {
-        put(&o, req->key.p, req->key.len);
+        mc_put(&o, req->key.p, req->key.len);
     }
-    put(&o, " exp=", 5);
+    mc_put(&o, " exp=", 5);
     if (v->ttl == MC_META_TTL_NEVER) {
-        put(&o, "-1", 2);
+        mc_put(&o, "-1", 2);
     } else {
         uint32_t e = (uint32_t)(0 - (uint64_t)v->ttl);
         if (e > INT32_MAX) {
             put_c(&o, '-');
-            put_u64(&o, (uint64_t)UINT32_MAX - e + 1);
+            mc_put_u64(&o, (uint64_t)UINT32_MAX - e + 1);
         } else {
-            put_u64(&o, e);
+            mc_put_u64(&o, e);
         }
     }
-    put(&o, " la=", 4);
-    put_u64(&o, v->la);
-    put(&o, " cas=", 5);
-    put_u64(&o, v->cas);
-    put(&o, v->fetched ? " fetch=yes" : " fetch=no", v->fetched ? 10 : 9);
-    put(&o, " cls=", 5);
-    put_u64(&o, v->cls);
-    put(&o, " size=", 6);
-    put_u64(&o, v->size);
+    mc_put(&o, " la=", 4);
+    mc_put_u64(&o, v->la);
+    mc_put(&o, " cas=", 5);
+    mc_put_u64(&o, v->cas);
+    mc_put(&o, v->fetched ? " fetch=yes" : " fetch=no", v->fetched ? 10 : 9);
+    mc_put(&o, " cls=", 5);
+    mc_put_u64(&o, v->cls);
+    mc_put(&o, " size=", 6);
+    mc_put_u64(&o, v->size);
     return finish(&o, out);
 }

@@ -1,5 +1,5 @@
 /*
- * mc_put.h -- a bounded writer for the request formatters.
+ * mc_put.h -- a bounded writer for the request and reply formatters.
  *
  * Formatters write a line piece by piece into a caller's buffer; every put
  * checks the room left, and once a piece does not fit the writer stays
