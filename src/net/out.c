@@ -114,14 +114,31 @@ bool out_printf(struct out *o, const char *fmt, ...) {
 bool out_hold(struct out *o, void *ref) {
     if (o->nholds == o->holds_cap && !grow((void **)&o->holds, &o->holds_cap, sizeof(*o->holds)))
         return false;
-    o->holds[o->nholds++] = ref;
+    o->holds[o->nholds++] = (struct out_held){ref, o->niov};
     return true;
 }
 
+bool out_add_held(struct out *o, const void *p, size_t len, void *ref) {
+    if (o->nholds == o->holds_cap && !grow((void **)&o->holds, &o->holds_cap, sizeof(*o->holds)))
+        return false;
+    if (!out_add(o, p, len))
+        return false;
+    o->holds[o->nholds++] = (struct out_held){ref, o->niov};
+    return true;
+}
+
+/* Releases the holds whose bytes have all been written. */
+static void release_written(struct out *o) {
+    while (o->hdone < o->nholds && o->holds[o->hdone].end <= o->sent) {
+        o->pool->release(o->pool->release_ctx, o->holds[o->hdone].ref);
+        o->hdone++;
+    }
+}
+
 void out_reset(struct out *o) {
-    for (int i = 0; i < o->nholds; i++)
-        o->pool->release(o->pool->release_ctx, o->holds[i]);
-    o->nholds = 0;
+    for (int i = o->hdone; i < o->nholds; i++)
+        o->pool->release(o->pool->release_ctx, o->holds[i].ref);
+    o->nholds = o->hdone = 0;
     o->niov = o->sent = 0;
     o->bytes = 0;
     /* Blocks of the usual size go back to the pool (the last used first
@@ -188,4 +205,6 @@ void out_consume(struct out *o, size_t n) {
     }
     if (o->bytes == 0)
         out_reset(o);
+    else if (o->hdone < o->nholds)
+        release_written(o);
 }

@@ -9,8 +9,10 @@
  *     constant replies are copied there too (out_copy());
  *   - values larger than OUT_COPY_MAX, pointed at where they lie (inside
  *     a cache item, a backend's reply buffer), with a hold on what owns
- *     them, released through the pool's release() only once the bytes
- *     have left (smaller ones are copied into scratch).
+ *     them, released through the pool's release() as soon as every iovec
+ *     added before the hold has been written, so a client that reads
+ *     slowly pins only what has not left yet (smaller ones are copied
+ *     into scratch).
  * Adjacent pieces that touch in memory are merged into one iovec.  Short
  * constant replies go through out_copy(), which copies them into scratch,
  * so that a run of them ("STORED\r\n" x 16) or the "\r\n" after a value
@@ -73,12 +75,18 @@ struct out_pool {
     _Atomic uint64_t oom;           /* blocks that could not be had */
 };
 
+/* A reference out keeps until iov[0 .. end) has been written. */
+struct out_held {
+    void *ref;
+    int end;
+};
+
 struct out {
     struct out_pool *pool;
     struct iovec *iov;
     int niov, iov_cap, sent;        /* iov[sent..niov) still to write */
-    void **holds;
-    int nholds, holds_cap;
+    struct out_held *holds;         /* in the order taken, so in the order of end */
+    int nholds, holds_cap, hdone;   /* holds[hdone..nholds) not yet released */
     struct out_block *head, *cur;   /* scratch blocks */
     size_t bytes;                   /* bytes not yet written */
 };
@@ -135,8 +143,16 @@ static inline bool out_copy(struct out *o, const void *p, size_t len) {
 }
 /* Formats into scratch (for stats). */
 bool out_printf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Keeps ref held until its bytes are written (or out_reset()), then releases it. */
+/*
+ * Keeps ref held until the bytes added before this call are written (or
+ * out_reset()), then releases it: call it after adding what ref owns.
+ */
 bool out_hold(struct out *o, void *ref);
+/*
+ * Adds len bytes at p that ref owns, held until written.  false (nothing
+ * added, ref not taken) when out has no room for the hold.
+ */
+bool out_add_held(struct out *o, const void *p, size_t len, void *ref);
 
 /*
  * Writes as much as the socket takes.  Returns 1 when everything has been
