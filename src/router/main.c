@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,12 @@ static void usage(FILE *f) {
             "                          per backend, and replay them once it answers (default:\n"
             "                          off: such deletes get their error)\n"
             "  --async-max-bytes=N     a backend's spool file at most (default 64 MiB)\n"
+            "  --client-max-bytes=N    a client's answers held and in flight, reckoned in\n"
+            "                          bytes, past which it is not read from (default 1 MiB)\n"
+            "  --client-hard-max-bytes=N  answers held for a client past which it is closed\n"
+            "                          (default 64 MiB)\n"
+            "  --client-output-timeout=S  close a client whose answers have waited S seconds\n"
+            "                          without a byte of them read (default 0: never)\n"
             "  -v, --verbose\n"
             "  -V, --version\n"
             "Reloads the config on SIGHUP and when the file changes.\n");
@@ -109,6 +116,9 @@ int main(int argc, char **argv) {
         {"metrics", required_argument, NULL, 'M'},
         {"async-dir", required_argument, NULL, 'D'},
         {"async-max-bytes", required_argument, NULL, 'X'},
+        {"client-max-bytes", required_argument, NULL, 'B'},
+        {"client-hard-max-bytes", required_argument, NULL, 'H'},
+        {"client-output-timeout", required_argument, NULL, 'T'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
@@ -116,7 +126,8 @@ int main(int argc, char **argv) {
     };
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto";
-    unsigned long long async_max = 0;
+    unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
+                       client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:o:P:vVh", longopts, NULL)) != -1) {
@@ -145,6 +156,16 @@ int main(int argc, char **argv) {
             async_max = strtoull(optarg, &end, 10);
             bad = end == optarg || *end != '\0' || async_max < 1024 || optarg[0] == '-';
             break;
+        case 'B':
+        case 'H':
+        case 'T': {
+            unsigned long long *to = ch == 'B' ? &client_max : ch == 'H' ? &client_hard
+                                                                         : &output_timeout;
+            *to = strtoull(optarg, &end, 10);
+            bad = end == optarg || *end != '\0' || optarg[0] == '-' ||
+                  (ch != 'T' && *to < 1024) || (ch == 'T' && *to > 86400);
+            break;
+        }
         case 'v': verbose++; break;
         case 'V': printf("cellar-router " ROUTER_VERSION "\n"); return 0;
         case 'h': usage(stdout); return 0;
@@ -154,6 +175,12 @@ int main(int argc, char **argv) {
             if (ch == 'X')
                 fprintf(stderr, "cellar-router: bad value for --async-max-bytes (1024 or "
                                 "more): %s\n", optarg);
+            else if (ch == 'B' || ch == 'H')
+                fprintf(stderr, "cellar-router: bad value for --%s (1024 or more): %s\n",
+                        ch == 'B' ? "client-max-bytes" : "client-hard-max-bytes", optarg);
+            else if (ch == 'T')
+                fprintf(stderr, "cellar-router: bad value for --client-output-timeout "
+                                "(seconds, 0 to 86400): %s\n", optarg);
             else if (ch == 'I')
                 fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
             else
@@ -174,6 +201,17 @@ int main(int argc, char **argv) {
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);
     rt.metrics.fd = -1;
+    rt.client_max_bytes = (size_t)client_max;
+    rt.client_hard_bytes = (size_t)(client_hard > client_max ? client_hard : client_max);
+    rt.client_output_timeout = (unsigned)output_timeout;
+    /*
+     * Answers of clients that do not read are copied out of the backends'
+     * connections and held; when they go, the memory should go back to the
+     * system, not stay in the heap.  A fixed threshold (glibc's own rises
+     * after the first large free, past the values' sizes) maps every large
+     * value on its own, and returns it on free.
+     */
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     pthread_mutex_init(&rt.cfg_lock, NULL);
     char err[512] = "";
     if (router_config_load(&rt, config, err, sizeof(err)) != 0) {

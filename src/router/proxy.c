@@ -21,12 +21,24 @@
  * copied out of the backend connection's buffer in the done callback; a
  * large one is then handed to out by reference and freed once written.
  *
- * Back-pressure: a connection is paused (net stops reading it, and no
- * request is taken from what was read) while it has QUEUE_MAX requests
- * waiting, or its client is not reading its answers (output blocked, or
- * more than OUT_MAX bytes of them held); it resumes once half the queue is
- * answered and the output has drained.  So a connection holds at most
- * QUEUE_MAX requests' answers, whatever it sends.
+ * Back-pressure, in requests and in bytes.  A client's load is what the
+ * router holds for it (answers copied from the backends and not yet
+ * written to it, its output not yet taken by the socket) plus what it has
+ * in flight, each key reckoned at the client's own estimate of an answer
+ * (the largest lately seen, decaying by a quarter an answer; a new
+ * client's starts at its worker's, at least EST_FIRST).  A connection is
+ * paused (net stops reading it, and no request is taken from what was
+ * read) while it has QUEUE_MAX requests waiting, its client is not
+ * reading (output blocked), or its load is at --client-max-bytes; it
+ * resumes once half the queue is answered, the output has drained and the
+ * load is at half the bound.  So one client's answers cost at most about
+ * the bound plus one request's answers, whatever it sends and whether or
+ * not it reads.  The backends' connections are shared and always read: an
+ * answer for a client that does not read is kept here, never left on the
+ * backend's connection in front of others' answers.  A client that holds
+ * more than --client-hard-max-bytes (estimates fell short), or whose
+ * output moved not at all for --client-output-timeout seconds, is closed
+ * and counted (clients_closed_slow).
  *
  * A connection that closes with requests in flight leaves them orphaned
  * (rreq->c NULL); each is freed when its last key is answered.
@@ -44,7 +56,8 @@
 #include "router/router.h"
 
 #define QUEUE_MAX 256               /* requests a connection may have waiting */
-#define OUT_MAX (1u << 20)          /* answers held for a client before it is not read */
+#define EST_FIRST 131072.0          /* a new client's estimate of an answer, at least */
+#define EST_HEAD 48                 /* an answer's bytes besides its value, reckoned */
 
 enum rproto { RP_TEXT, RP_META, RP_BIN };
 
@@ -64,7 +77,8 @@ struct rsub {
     bool answered, created;         /* created: a binary incr's add has been sent */
     uint8_t retries;                /* incrs sent again after their add found the key */
     struct msg_reply rep;           /* spans into val */
-    char *val;                      /* the reply's value and message, copied */
+    char *val;                      /* the reply's value and message, copied (val_new) */
+    size_t nval;                    /* their bytes, while counted in the rconn's vals */
     char digits[MSG_SERVE_DIGITS];  /* a binary incr's initial value as text */
 };
 
@@ -77,8 +91,14 @@ struct rconn {
     bool closing;                   /* close once everything before is answered */
     bool barrier;                   /* a two-step request is under way: read nothing
                                        after it until it is done (memcached's order) */
+    bool kill;                      /* over the hard bound inside conn_process: close after */
     struct rreq *head, *tail;
     unsigned nq;
+    unsigned inflight;              /* keys sent down and not yet answered */
+    size_t vals;                    /* bytes of answers copied for it, not yet in out */
+    double est;                     /* what one of its answers is reckoned at */
+    size_t stuck_bytes;             /* output pending at the last timeout check ... */
+    uint32_t stuck_since;           /* ... and since when it has not moved (0: moving) */
 };
 
 struct rreq {
@@ -103,6 +123,45 @@ struct rreq {
 };
 
 static void sub_done(struct cl_req *q, int status, const struct msg_reply *r);
+
+/* ---------------------------------------------------------------------- */
+/* Answers' copies                                                          */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * An answer's value and message are copied out of the backend's buffer
+ * into a block that knows its worker and size, so that bytes_held counts
+ * it until it is freed, whether by its rreq or, once handed to a client's
+ * out, by net's release() after the write (the connection may be gone by
+ * then).
+ */
+struct val_head {
+    struct rworker *w;
+    size_t n;
+};
+
+static char *val_new(struct rworker *w, size_t n) {
+    struct val_head *v = malloc(sizeof(*v) + n);
+    if (v == NULL)
+        return NULL;
+    v->w = w;
+    v->n = n;
+    RSTAT_ADD(w->st.bytes_held, n);
+    return (char *)(v + 1);
+}
+
+static void val_free(char *p) {
+    if (p == NULL)
+        return;
+    struct val_head *v = (struct val_head *)p - 1;
+    RSTAT_ADD(v->w->st.bytes_held, -(int64_t)v->n);
+    free(v);
+}
+
+void router_val_release(void *ctx, void *ref) {
+    (void)ctx;
+    val_free(ref);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Requests                                                                 */
@@ -130,8 +189,11 @@ static struct rreq *rreq_new(struct rconn *c, enum rproto proto, const char *p, 
 }
 
 static void rreq_free(struct rreq *r) {
-    for (unsigned i = 0; i < r->nsub; i++)
-        free(r->subs[i].val);
+    for (unsigned i = 0; i < r->nsub; i++) {
+        if (r->c != NULL)
+            r->c->vals -= r->subs[i].nval;
+        val_free(r->subs[i].val);
+    }
     free(r->meta_flags);
     free(r);
 }
@@ -164,7 +226,9 @@ static void submit(struct rreq *r, unsigned i, int server) {
     s->q.done = sub_done;
     s->q.arg = s;
     r->rh->inflight++;
+    r->c->inflight++;
     r->c->w->st.keys_sent++;
+    RSTAT_ADD(r->c->w->st.requests_inflight, 1);
     if (server >= 0)
         cl_async_submit_to(r->rh->h, (unsigned)server, &s->q);
     else
@@ -192,7 +256,10 @@ static void start(struct rconn *c, struct rreq *r, bool broadcast) {
 /* Answers                                                                  */
 /* ---------------------------------------------------------------------- */
 
-/* Adds a formatted head, then its value and tail; a large value goes by reference. */
+/*
+ * Adds a formatted head, then its value and tail; a large value goes by
+ * reference (its bytes then count in out's, no longer in c->vals).
+ */
 static void put_answer(struct rconn *c, struct rsub *s, const char *head, size_t n,
                        const struct msg_serve_out *o) {
     struct out *out = &c->net.out;
@@ -200,9 +267,10 @@ static void put_answer(struct rconn *c, struct rsub *s, const char *head, size_t
         out_copy(out, head, n);
     if (o->value.len) {
         if (o->value.len > OUT_COPY_MAX && s != NULL && s->val != NULL &&
-            o->value.p >= s->val && out_hold(out, s->val)) {
-            out_add(out, o->value.p, o->value.len);
+            o->value.p >= s->val && out_add_held(out, o->value.p, o->value.len, s->val)) {
             s->val = NULL;          /* out frees it once written */
+            c->vals -= s->nval;
+            s->nval = 0;
         } else {
             out_copy(out, o->value.p, o->value.len);
         }
@@ -277,9 +345,67 @@ static void write_answer(struct rconn *c, struct rreq *r) {
 
 static bool conn_process(struct net_conn *nc);
 
-/* May a paused connection take requests again: half its queue answered, its output drained? */
+/* What c costs now: answers held for it, and its keys in flight at its estimate. */
+static double load(const struct rconn *c) {
+    return (double)(c->vals + c->net.out.bytes) + c->inflight * c->est;
+}
+
+/* Must c stop taking requests for its bytes?  (With nothing held, one may always go.) */
+static bool over_bytes(const struct rconn *c) {
+    return load(c) >= (double)c->w->rt->client_max_bytes &&
+           (c->inflight || c->vals || c->net.out.bytes);
+}
+
+/* May a paused connection take requests again: half its queue and bytes answered, its output drained? */
 static bool may_take(const struct rconn *c) {
-    return c->nq <= QUEUE_MAX / 2 && !c->net.want_write && c->net.out.bytes <= OUT_MAX;
+    return c->nq <= QUEUE_MAX / 2 && !c->net.want_write &&
+           (load(c) <= (double)c->w->rt->client_max_bytes / 2 || !over_bytes(c));
+}
+
+/*
+ * Cuts c from its requests: those answered are freed, with the answers
+ * held for the others; those still in flight become orphans (r->c NULL),
+ * freed when their last key is answered.  After it no callback reaches c,
+ * whenever net frees it (an io_uring close waits for the kernel).
+ */
+static void orphan_all(struct rconn *c) {
+    struct rreq *r = c->head, *next;
+    for (; r != NULL; r = next) {
+        next = r->next;
+        if (r->left == 0) {
+            rreq_free(r);
+            continue;
+        }
+        for (unsigned i = 0; i < r->nsub; i++) {
+            val_free(r->subs[i].val);
+            r->subs[i].val = NULL;
+            r->subs[i].nval = 0;
+        }
+        r->c = NULL;
+    }
+    c->head = c->tail = NULL;
+    c->nq = 0;
+    c->vals = 0;
+}
+
+/*
+ * c is closed for not reading what it was sent: the rreqs it has in
+ * flight become orphans, and their answers are dropped as they come.
+ * Inside conn_process() it is marked and closed on the way out.  Returns
+ * false if c is gone.
+ */
+static bool close_slow(struct rconn *c) {
+    if (c->in_process) {
+        c->kill = true;
+        return true;
+    }
+    RSTAT_ADD(c->w->st.clients_closed_slow, 1);
+    if (c->w->rt->verbose)
+        fprintf(stderr, "cellar-router: closing a client that does not read its answers "
+                        "(%zu bytes held)\n", c->vals + c->net.out.bytes);
+    orphan_all(c);
+    net_conn_close(&c->net);
+    return false;
 }
 
 /*
@@ -349,10 +475,25 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
         return;
     }
     r->rh->inflight--;
+    struct rconn *c = r->c;
+    struct rworker *w = r->rh->w;
+    RSTAT_ADD(w->st.requests_inflight, -1);
     s->rep = *rep;
     s->answered = true;
-    if (rep->value.len + rep->msg.len > 0) {
-        s->val = malloc(rep->value.len + rep->msg.len);
+    size_t nval = rep->value.len + rep->msg.len;
+    if (c != NULL) {
+        /* the estimates: up at once to a larger answer, down a quarter of the way */
+        double n = (double)(nval + EST_HEAD);
+        c->inflight--;
+        c->est = n > c->est ? n : c->est + (n - c->est) / 4;
+        w->reply_est = n > w->reply_est ? n : w->reply_est + (n - w->reply_est) / 4;
+    } else {
+        /* the client is gone: the answer goes nowhere */
+        s->rep.value = s->rep.msg = (struct mc_span){NULL, 0};
+        nval = 0;
+    }
+    if (nval > 0) {
+        s->val = val_new(w, nval);
         if (s->val == NULL) {
             msg_serve_fail(&s->rep, CELLAR_ENOMEM);
         } else {
@@ -362,10 +503,14 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
                 memcpy(s->val + rep->value.len, rep->msg.p, rep->msg.len);
             s->rep.value = (struct mc_span){s->val, rep->value.len};
             s->rep.msg = (struct mc_span){s->val + rep->value.len, rep->msg.len};
+            s->nval = nval;
+            c->vals += nval;
         }
     }
-    if (msg_serve_is_error(&s->rep) && r->c != NULL)
-        r->c->w->st.errors++;
+    if (msg_serve_is_error(&s->rep) && c != NULL)
+        w->st.errors++;
+    if (c != NULL && c->vals + c->net.out.bytes > w->rt->client_hard_bytes)
+        (void)close_slow(c);        /* r is an orphan now, or c is marked */
     rreq_answered(r);
 }
 
@@ -698,8 +843,11 @@ again:
     c->resume = false;
     net_conn_pause(&c->net, false);
     c->in_process = true;
-    while (c->net.rstart < c->net.rend && !c->closing && !c->barrier) {
-        if (c->nq >= QUEUE_MAX || c->net.want_write || c->net.out.bytes > OUT_MAX) {
+    while (c->net.rstart < c->net.rend && !c->closing && !c->barrier && !c->kill) {
+        bool unread = c->net.want_write || over_bytes(c);
+        if (c->nq >= QUEUE_MAX || unread) {
+            if (unread)
+                RSTAT_ADD(c->w->st.clients_throttled, 1);
             net_conn_pause(&c->net, true);
             break;
         }
@@ -720,6 +868,8 @@ again:
     if (c->closing)
         c->net.rstart = c->net.rend;        /* what follows a quit is not read */
     c->in_process = false;
+    if (c->kill)
+        return close_slow(c);
     if (!drain_out(c))
         return false;
     /* the answers held went out: take the rest of what was read */
@@ -731,21 +881,35 @@ again:
 static void conn_opened(struct net_conn *nc) {
     struct rconn *c = (struct rconn *)nc;
     c->w = (struct rworker *)nc->w;
+    c->est = c->w->reply_est > EST_FIRST ? c->w->reply_est : EST_FIRST;
     atomic_store(&c->net.last_active, (uint32_t)time(NULL));
 }
 
-/* The client is gone: its requests still in flight are freed when answered. */
+/* The client is gone (or going): it is cut from its requests, as orphan_all() says. */
 static void conn_release(struct net_conn *nc) {
-    struct rconn *c = (struct rconn *)nc;
-    struct rreq *r = c->head, *next;
-    for (; r != NULL; r = next) {
-        next = r->next;
-        if (r->left == 0)
-            rreq_free(r);
-        else
-            r->c = NULL;
+    orphan_all((struct rconn *)nc);
+}
+
+/*
+ * Once a second: a client whose output has waited on the socket, without
+ * a byte of it taken, for the output timeout is closed.
+ */
+void router_close_stuck(struct rworker *w, uint32_t now) {
+    unsigned limit = w->rt->client_output_timeout;
+    struct net_conn *nc = w->net.conns, *next;
+    for (; nc != NULL; nc = next) {
+        next = nc->next;
+        struct rconn *c = (struct rconn *)nc;
+        if (!nc->want_write || nc->out.bytes != c->stuck_bytes) {
+            c->stuck_bytes = nc->out.bytes;
+            c->stuck_since = nc->want_write ? now : 0;
+            continue;
+        }
+        if (c->stuck_since == 0)
+            c->stuck_since = now;
+        if (limit && now - c->stuck_since >= limit)
+            (void)close_slow(c);
     }
-    c->head = c->tail = NULL;
 }
 
 const struct net_conn_ops router_conn_ops = {

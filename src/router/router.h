@@ -60,7 +60,17 @@
     X(keys_sent, "keys_sent", NULL, "Keys (and flush_all's parts) sent down the route tree", 0) \
     X(errors, "errors", NULL, "Keys answered with an error (backend failed, SERVER_ERROR)", 0) \
     X(local_errors, "local_errors", NULL, "Requests the router refused itself (bad syntax)", 0) \
-    X(requests_inflight, "requests_inflight", NULL, "Not kept yet: always 0", 1)
+    X(clients_throttled, "clients_throttled", NULL,                                         \
+      "Times a client was not read from: its answers unread, or over --client-max-bytes", 0) \
+    X(clients_closed_slow, "clients_closed_slow", NULL,                                     \
+      "Clients closed for not reading their answers (hard bound or output timeout)", 0)    \
+    X(bytes_held, "bytes_held", NULL,                                                        \
+      "Bytes of backends' answers held for clients, not yet written to them", 1)           \
+    X(requests_inflight, "requests_inflight", NULL,                                          \
+      "Keys sent down the route tree and not yet answered", 1)
+
+/* Adds n (or, wrapping, takes away) to a counter or gauge only its worker writes. */
+#define RSTAT_ADD(var, n) cl_count(&(var), (uint64_t)(n))
 
 struct router_counters {
     struct net_counters net;
@@ -94,6 +104,9 @@ struct rworker {
     pthread_mutex_t lock;
     struct rhandle *cur;            /* the current configuration's handle */
     uint64_t failovers_gone;        /* under lock: the failovers of handles freed */
+    double reply_est;               /* what an answer is worth in bytes, as its clients'
+                                       estimates reckon it (proxy.c); a new client's first */
+    uint32_t slow_check;            /* unix time of the last output-timeout check */
     struct router_counters st;
 };
 
@@ -118,11 +131,25 @@ struct router {
     int verbose;
     struct router_metrics metrics;
     struct cellar_spool *spool;     /* --async-dir: failed deletes kept and replayed; NULL: off */
+    /* What one client may hold (proxy.c): past max_bytes it is not read from;
+       past hard_bytes, or output stuck for output_timeout s (0: never), closed */
+    size_t client_max_bytes, client_hard_bytes;
+    unsigned client_output_timeout;
 };
+
+#define ROUTER_CLIENT_MAX_BYTES (1u << 20)
+#define ROUTER_CLIENT_HARD_BYTES (64u << 20)
 
 /* proxy.c: the client connection's table of calls for net/. */
 extern const struct net_conn_ops router_conn_ops;
-/* proxy.c: sets up and tears down a worker's handles. */
+/*
+ * proxy.c: closes the worker's clients whose output has made no progress
+ * for rt->client_output_timeout seconds (worker's thread, once a second).
+ */
+void router_close_stuck(struct rworker *w, uint32_t now);
+/* proxy.c: lets go of an answer's copy that a client's out held (net's release()). */
+void router_val_release(void *ctx, void *ref);
+/* worker.c: sets up and tears down a worker's handles. */
 int router_worker_init(struct router *rt, struct rworker *w, int id);
 void router_worker_deinit(struct rworker *w);
 

@@ -25,6 +25,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "router/router.h"
 
@@ -87,6 +88,11 @@ static void worker_tick(struct net_worker *nw) {
     }
     for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older)
         rh->deadline = cl_async_run(rh->h, false);
+    uint32_t now = (uint32_t)time(NULL);
+    if (now != w->slow_check) {
+        w->slow_check = now;
+        router_close_stuck(w, now);
+    }
     struct rhandle **pp = &w->cur->older;
     while (*pp != NULL) {
         struct rhandle *rh = *pp;
@@ -119,15 +125,10 @@ static int worker_wait_ms(struct net_worker *nw) {
     return ms > 1000 ? 1000 : (int)ms;
 }
 
-static void release_buffer(void *ctx, void *ref) {
-    (void)ctx;
-    free(ref);
-}
-
 int router_worker_init(struct router *rt, struct rworker *w, int id) {
     w->rt = rt;
     pthread_mutex_init(&w->lock, NULL);
-    if (net_worker_init(&w->net, &rt->net, id, &w->st.net, release_buffer, NULL) < 0)
+    if (net_worker_init(&w->net, &rt->net, id, &w->st.net, router_val_release, NULL) < 0)
         return -1;
     w->net.tick = worker_tick;
     w->net.wait_ms = worker_wait_ms;
