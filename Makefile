@@ -62,7 +62,7 @@ $(B)/cellar-router: $(ROUTER_OBJ) $(CLIENT_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A
 
 # cellar-squeal: libpq in, libcellar out.  Only its objects see libpq's headers.
 SQUEAL_A   := $(B)/libsqueal.a
-$(SQUEAL_A): $(B)/obj/squeal/pgout.o
+$(SQUEAL_A): $(B)/obj/squeal/pgout.o $(B)/obj/squeal/cluster.o $(B)/obj/squeal/metrics.o
 $(B)/obj/squeal/main.o: CFLAGS += -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 $(B)/cellar-squeal: $(B)/obj/squeal/main.o $(SQUEAL_A) $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) \
                     $(CORE_A)

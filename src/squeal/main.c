@@ -5,7 +5,8 @@
  *   writer txn: UPDATE ...; pg_logical_emit_message(true, 'squeal', 'user:1 user:2')
  *        | COMMIT (a rollback never reaches the stream)
  *        v
- *   walsender (slot, pgoutput, messages 'true') --CopyData--> this loop:
+ *   walsender (slot, pgoutput, messages 'true') --CopyData--> the reader
+ *   (this file, the main thread):
  *     B: a transaction starts   M: its keys (prefix matched, each checked)
  *     C: committed at end_lsn -> its keys join the batch
  *        |  once no more data is waiting (or the batch is full)
@@ -13,82 +14,107 @@
  *   the batch's transactions visible to new snapshots? (pg_current_snapshot)
  *        |  yes (else ask again in a moment)
  *        v
- *   every cluster: cellar_mdelete(batch) -- pipelined, one write per server;
- *   a cluster that cannot take a delete: its spool (--async-dir) keeps it
- *   and replays it when the cluster is back, else the batch is retried
- *        |  every cluster answered (or spooled and fsync'd)
+ *   the batch goes to every cluster's queue (cluster.c): one thread per
+ *   cluster, its own libcellar handle and spool, so a cluster that stops
+ *   answering holds up no other; its deletes go to its spool
+ *   (--async-dir) or are retried
+ *        |  each cluster's taken position (answered, or spooled and fsync'd)
  *        v
- *   standby status update: flush = the batch's last end_lsn
+ *   standby status update: flush = the least taken position of all
  *
- * Delivery is at least once and in commit order: the slot's confirmed
- * position moves only past transactions every cluster has taken, so a
- * daemon killed at any point starts again from the first transaction not
- * confirmed, and may send some deletes twice.
+ * Delivery is at least once and in commit order per cluster: the slot's
+ * confirmed position moves only past transactions every cluster has
+ * taken, so a daemon killed at any point starts again from the first
+ * transaction not confirmed, and may send some deletes twice.
+ *
+ * The slot.  A slot that is missing is made only with --create-slot (a
+ * first start); otherwise it is lost (a failover to a standby loses
+ * logical slots, PostgreSQL 15 does not copy them), as is one PostgreSQL
+ * invalidated (max_slot_wal_keep_size).  A lost slot means the
+ * invalidations since its position are gone: --on-lost-slot fail (the
+ * default) exits with status 3 saying so; flush makes the slot again and
+ * has every cluster flush_all before any later delete, and counts it in
+ * /metrics.  If the stream breaks after it ran, the reader reconnects
+ * with a backoff, and a slot missing then is lost whatever --create-slot
+ * says.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
-#include <getopt.h>
+#include <unistd.h>
 
 #include "cellar.h"
+#include "squeal/cluster.h"
+#include "squeal/metrics.h"
 #include "squeal/pgout.h"
 
-#define SQUEAL_VERSION "0.1.0"
+#define SQUEAL_VERSION "0.2.0"
 #define BATCH_MAX 4096                  /* keys delivered at once at most */
 #define STATUS_EVERY_MS 10000           /* a status update at least this often */
 #define CLUSTERS_MAX 64
+#define RECONNECT_MAX_MS 10000          /* the reconnect backoff's ceiling */
+#define EXIT_SLOT_LOST 3
 
-struct cluster {
-    const char *name;
-    struct cellar_config *cfg;
-    struct cellar *h;
-};
+enum lost_slot { LOST_FAIL, LOST_FLUSH };
+
+/* What connect_stream() found. */
+enum stream_rc { STREAM_OK, STREAM_ERROR, STREAM_LOST, STREAM_STOPPED };
 
 struct squeal {
     PGconn *conn;
-    PGconn *sql;                        /* an ordinary connection: snapshots */
-    const char *prefix;
-    struct cluster clusters[CLUSTERS_MAX];
+    PGconn *sql;                        /* an ordinary connection: snapshots, the slot's state */
+    const char *dsn, *slot, *pub, *prefix;
+    struct cluster *clusters[CLUSTERS_MAX];
     int nclusters;
-    struct cellar_spool *spool;
+    int wake_fd;                        /* the clusters' "taken more": an eventfd */
     int verbose;
-    /* keys of committed transactions not yet delivered [0, ncommitted), then the
+    /* keys of committed transactions not yet dispatched [0, ncommitted), then the
        open transaction's [ncommitted, nkeys) */
     char **keys;
     size_t *lens;
     size_t nkeys, cap, ncommitted;
+    int64_t *txn_ts;                    /* commit times of the batch's transactions with keys */
+    size_t ntxn, captxn;
     bool in_txn;                        /* between a B and its C */
     uint32_t xid;                       /* the open transaction's */
     uint32_t *xids;                     /* the batch's transactions that carried keys */
     size_t nxids, capxids;
     uint64_t visibility_waits;          /* batches held until their commits were visible */
-    uint64_t visibility_timeouts;       /* batches delivered after VISIBLE_WAIT_MS anyway */
+    _Atomic uint64_t visibility_timeouts; /* batches delivered after VISIBLE_WAIT_MS anyway */
     uint64_t last_visible_warn_ms;
     uint32_t xmin;                      /* the last snapshot's: every xid before it ended */
     bool have_xmin;
     uint64_t xmin_ms;                   /* when it was read: used for 10 s at most, so
                                            that the ids compared stay within 2^31 */
     uint64_t batch_end;                 /* end_lsn of the last committed transaction read */
-    uint64_t acked;                     /* the position confirmed to the server */
+    uint64_t dispatched;                /* end_lsn of the last batch queued to the clusters */
+    _Atomic uint64_t received;          /* the furthest end_lsn read (for /metrics) */
+    _Atomic uint64_t acked;             /* the position confirmed to the server */
     uint64_t last_status_ms;
-    uint64_t txns, delivered, bad_keys;
+    _Atomic uint64_t txns, keys_read, bad_keys, batches, stream_reconnects, lost_slots;
     size_t batch_max;                   /* --batch: deliver once this many keys are committed */
-    /* --report: commit times of the transactions in the batch; every delivered one's latency */
-    int64_t *txn_ts;
-    size_t ntxn, captxn;
+    enum lost_slot on_lost;             /* --on-lost-slot */
+    bool create_slot;                   /* --create-slot: a missing slot is made (first start) */
+    bool streamed;                      /* a stream has run: a missing slot is lost */
+    bool markers;                       /* --markers: each key's remote marker goes too */
+    bool queue_full_said;
+    /* --report: every transaction's latency until the last cluster took it */
+    bool report;
+    pthread_mutex_t lat_lock;
     uint32_t *lat_us;
     size_t nlat, caplat;
-    uint64_t batches;
-    bool on_lost_flush;                 /* --on-lost-slot flush (else exit) */
-    bool markers;                       /* --markers: each key's remote marker goes too */
 };
 
 static volatile sig_atomic_t stopping;
@@ -98,26 +124,25 @@ static void on_signal(int sig) {
     stopping = 1;
 }
 
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits ms, running the cluster's background work (probes, replays) meanwhile; false on a stop. */
-static bool wait_running(struct cellar *h, int ms) {
-    for (int waited = 0; waited < ms; waited += 10) {
-        if (stopping)
-            return false;
-        cellar_poll(h, 0);          /* returns at once when nothing is due */
-        sleep_ms(10);
-    }
-    return !stopping;
-}
-
 static uint64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int64_t now_pg_us(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return pg_time_from_unix_us((int64_t)tv.tv_sec * 1000000 + tv.tv_usec);
+}
+
+/* Sleeps up to ms, in steps, unless told to stop; false on a stop. */
+static bool nap(int ms) {
+    for (int waited = 0; waited < ms && !stopping; waited += 10) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return !stopping;
 }
 
 static void usage(FILE *f) {
@@ -126,25 +151,46 @@ static void usage(FILE *f) {
             "cluster\n"
             "  --dsn CONNINFO        the database (libpq conninfo: \"host=/run/pg dbname=app\")\n"
             "  --cluster NAME=CONFIG a cluster: a libcellar configuration file (mcrouter JSON or\n"
-            "                        a server list) or a server list; once per cluster\n"
-            "  --slot NAME           the logical replication slot (default cellar_squeal; made\n"
-            "                        when missing)\n"
+            "                        a server list) or a server list; once per cluster (NAME:\n"
+            "                        1-64 of A-Z a-z 0-9 . _ -).  Each cluster is delivered to\n"
+            "                        by its own thread: one that stops answering holds up no\n"
+            "                        other\n"
+            "  --slot NAME           the logical replication slot (default cellar_squeal)\n"
+            "  --create-slot         make the slot when it is missing: for a first start only.\n"
+            "                        Without it a missing slot is lost (see --on-lost-slot);\n"
+            "                        once the stream has run, a missing slot is always lost\n"
+            "  --on-lost-slot fail|flush  a slot that is missing (a failover) or that PostgreSQL\n"
+            "                        invalidated (max_slot_wal_keep_size) has lost the\n"
+            "                        invalidations since its position: fail says so and exits\n"
+            "                        with status 3 (default; \"exit\" is the same); flush says so,\n"
+            "                        makes the slot again and has every cluster flush_all\n"
+            "                        before any later delete (cellar_squeal_slot_lost_total)\n"
             "  --publication NAME    pgoutput's publication (default cellar_squeal; an empty one\n"
             "                        is made when missing)\n"
             "  --prefix STR          the messages' prefix (default squeal)\n"
-            "  --async-dir DIR       keep the deletes a cluster cannot take in DIR and replay\n"
-            "                        them when it is back (default: hold the stream and retry)\n"
+            "  --async-dir DIR       keep the deletes a cluster cannot take in DIR/<cluster> and\n"
+            "                        replay them when it is back (default: hold that cluster's\n"
+            "                        deletes and retry them; the slot's position waits)\n"
+            "  --async-max-bytes N   bound each cluster's spool to N bytes (shared evenly by its\n"
+            "                        servers; default 64 MiB a server).  A full spool is said\n"
+            "                        in the log (SPOOL FULL); its deletes are retried and the\n"
+            "                        slot is not confirmed past them (PostgreSQL keeps the\n"
+            "                        WAL), nothing is dropped\n"
+            "  --metrics HOST:PORT   serve Prometheus metrics at http://HOST:PORT/metrics: lag\n"
+            "                        from commit to delete per cluster (a histogram), spool\n"
+            "                        depth and bytes, received and confirmed LSN, deletes,\n"
+            "                        errors, reconnects\n"
             "  --batch N             deliver once N keys are committed and waiting (default\n"
             "                        4096; and whenever nothing more is waiting)\n"
             "  --report FILE         at exit, write delivery figures as JSON there: latency\n"
-            "                        from commit to every cluster's answer, deletes per write\n"
-            "  --on-lost-slot flush|exit  a slot PostgreSQL invalidated (max_slot_wal_keep_size):\n"
-            "                        make it again and flush_all every cluster (default), or\n"
-            "                        refuse to start\n"
+            "                        from commit to every cluster's answer, per cluster too,\n"
+            "                        deletes per write\n"
             "  --markers             delete each key's remote marker (\"r:<key>\", libcellar's\n"
             "                        cellar_remote_mark) with it\n"
             "  -v, --verbose         a line per transaction delivered\n"
-            "  -V, --version, -h, --help\n");
+            "  -V, --version, -h, --help\n"
+            "Exit status: 0 stopped by SIGTERM/SIGINT, 1 an error, 3 the slot is lost\n"
+            "(--on-lost-slot fail), 64 a bad argument.\n");
 }
 
 /* An identifier PostgreSQL takes unquoted in the replication commands. */
@@ -195,16 +241,6 @@ static bool add_marker(struct squeal *s, const char *k, size_t n) {
     return add_key(s, mk, n + np);
 }
 
-/* Drops keys [0, n): delivered. */
-static void drop_keys(struct squeal *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        free(s->keys[i]);
-    memmove(s->keys, s->keys + n, (s->nkeys - n) * sizeof(*s->keys));
-    memmove(s->lens, s->lens + n, (s->nkeys - n) * sizeof(*s->lens));
-    s->nkeys -= n;
-    s->ncommitted -= n;
-}
-
 static void log_bad_key(const struct pgo_msg *m, const char *k, size_t pos) {
     char lsn[20], shown[64];
     size_t j = 0;
@@ -219,17 +255,25 @@ static void log_bad_key(const struct pgo_msg *m, const char *k, size_t pos) {
             lsn, shown, k + 60 < m->content + pos ? "..." : "");
 }
 
+/* A cluster's name: it names a directory and a Prometheus label value. */
+static bool cluster_name_ok(const char *s, size_t n) {
+    if (n == 0 || n > 64 || s[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+            return false;
+    return true;
+}
+
 /* ---------------------------------------------------------------------- */
 /* The server                                                               */
 /* ---------------------------------------------------------------------- */
 
 static int send_status(struct squeal *s, bool reply) {
     char msg[34];
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    int64_t unix_us = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-    size_t n = pg_status_update(msg, s->acked, s->acked, s->acked, pg_time_from_unix_us(unix_us),
-                                reply);
+    uint64_t acked = s->acked;
+    size_t n = pg_status_update(msg, acked, acked, acked, now_pg_us(), reply);
     s->last_status_ms = now_ms();
     if (PQputCopyData(s->conn, msg, (int)n) != 1 || PQflush(s->conn) != 0) {
         fprintf(stderr, "cellar-squeal: sending a status update: %s", PQerrorMessage(s->conn));
@@ -264,176 +308,141 @@ static int ensure_publication(const char *dsn, const char *pub) {
     return rc;
 }
 
+/* Does the slot exist?  1, 0, or -1 when that could not be asked. */
+static int slot_exists(struct squeal *s) {
+    if (PQstatus(s->sql) != CONNECTION_OK)
+        PQreset(s->sql);
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM pg_replication_slots WHERE slot_name = '%s'",
+             s->slot);
+    PGresult *r = PQexec(s->sql, sql);
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) > 0 : -1;
+    if (rc < 0)
+        fprintf(stderr, "cellar-squeal: reading pg_replication_slots: %s",
+                PQresultErrorMessage(r));
+    PQclear(r);
+    return rc;
+}
+
 /*
- * The slot was invalidated (max_slot_wal_keep_size): the changes since its
- * position are gone, so every cluster may hold values it will never hear
- * about.  A new slot is made first, then every cluster flushed, so any
- * commit from here on is delivered.  false when a flush did not get
- * through before a stop.
+ * Queues a flush_all to every cluster, behind whatever is queued and
+ * before any delete read from here on (a lost slot's recovery).  false on
+ * a stop.
  */
-static bool recover_lost_slot(struct squeal *s, PGconn *c, const char *slot) {
-    fprintf(stderr, "cellar-squeal: SLOT %s WAS INVALIDATED (max_slot_wal_keep_size): the "
-                    "invalidations since its last position are lost; making it again and "
-                    "flushing every cluster (--on-lost-slot flush)\n", slot);
-    char sql[256];
-    snprintf(sql, sizeof(sql), "DROP_REPLICATION_SLOT %s", slot);
-    if (exec_ok(c, sql, PGRES_COMMAND_OK, NULL) < 0)
+static bool queue_flush(struct squeal *s) {
+    struct batch *b = calloc(1, sizeof(*b));
+    if (b == NULL)
         return false;
-    snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'nothing')",
-             slot);
-    if (exec_ok(c, sql, PGRES_TUPLES_OK, NULL) < 0)
-        return false;
-    for (int i = 0; i < s->nclusters; i++) {
-        int rc;
-        while ((rc = cellar_flush_all(s->clusters[i].h, 0)) != CELLAR_OK) {
-            fprintf(stderr, "cellar-squeal: flushing cluster %s: %s; retrying\n",
-                    s->clusters[i].name, cellar_strerror(rc));
-            if (!wait_running(s->clusters[i].h, 1000))
+    b->flush = true;
+    b->end_lsn = s->dispatched;         /* confirms nothing new */
+    atomic_init(&b->refs, s->nclusters);
+    for (int i = 0; i < s->nclusters; i++)
+        while (cluster_push(s->clusters[i], b, 100) == 0)
+            if (stopping) {
+                if (atomic_fetch_sub(&b->refs, s->nclusters - i) == s->nclusters - i)
+                    batch_free(b);
                 return false;
-        }
-        fprintf(stderr, "cellar-squeal: flushed cluster %s\n", s->clusters[i].name);
-    }
+            }
     return true;
 }
 
-static PGconn *start_stream(struct squeal *s, const char *dsn, const char *slot,
-                            const char *pub) {
+/*
+ * The slot is lost: missing (why "missing") or invalidated.  The
+ * invalidations since its last position are gone, so every cluster may
+ * hold values it will never hear about.  fail: say so, STREAM_LOST.
+ * flush: say so, make a new slot, queue a flush_all to every cluster
+ * ahead of any later delete, STREAM_OK (the caller starts the stream).
+ */
+static enum stream_rc slot_lost(struct squeal *s, PGconn *c, const char *why) {
+    bool flush = s->on_lost == LOST_FLUSH;
+    fprintf(stderr, "cellar-squeal: SLOT %s IS LOST (%s): the invalidations since its last "
+                    "confirmed position cannot be delivered; %s\n",
+            s->slot, why,
+            flush ? "making it again and flushing every cluster (--on-lost-slot flush)"
+                  : "exiting with status 3 (--on-lost-slot fail); to go on, start with "
+                    "--on-lost-slot flush (every cluster is flushed), or drop the slot and "
+                    "start with --create-slot if losing those invalidations is acceptable");
+    if (!flush)
+        return STREAM_LOST;
+    char sql[256];
+    if (strcmp(why, "missing") != 0) {
+        snprintf(sql, sizeof(sql), "DROP_REPLICATION_SLOT %s", s->slot);
+        if (exec_ok(c, sql, PGRES_COMMAND_OK, NULL) < 0)
+            return STREAM_ERROR;
+    }
+    snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'nothing')",
+             s->slot);
+    if (exec_ok(c, sql, PGRES_TUPLES_OK, NULL) < 0)
+        return STREAM_ERROR;
+    s->lost_slots++;
+    return queue_flush(s) ? STREAM_OK : STREAM_STOPPED;
+}
+
+/* Connects for replication and starts streaming from the slot into s->conn. */
+static enum stream_rc connect_stream(struct squeal *s) {
     /* the DSN as given (key=value or a postgresql:// URI), replication added */
     const char *const keys[] = {"dbname", "replication", "application_name", NULL};
-    const char *const values[] = {dsn, "database", "cellar_squeal", NULL};
+    const char *const values[] = {s->dsn, "database", "cellar_squeal", NULL};
     PGconn *c = PQconnectdbParams(keys, values, 1);
     if (PQstatus(c) != CONNECTION_OK) {
         fprintf(stderr, "cellar-squeal: connecting for replication: %s", PQerrorMessage(c));
         PQfinish(c);
-        return NULL;
+        return STREAM_ERROR;
     }
     char sql[256];
-    snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'nothing')",
-             slot);
-    if (exec_ok(c, sql, PGRES_TUPLES_OK, "42710") < 0) {
+    int exists = slot_exists(s);
+    if (exists < 0) {
         PQfinish(c);
-        return NULL;
+        return STREAM_ERROR;
+    }
+    if (exists == 0 && s->create_slot && !s->streamed) {
+        snprintf(sql, sizeof(sql),
+                 "CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'nothing')", s->slot);
+        if (exec_ok(c, sql, PGRES_TUPLES_OK, "42710") < 0) {
+            PQfinish(c);
+            return STREAM_ERROR;
+        }
+        fprintf(stderr, "cellar-squeal: made slot %s (--create-slot)\n", s->slot);
+    } else if (exists == 0) {
+        enum stream_rc rc = slot_lost(s, c, "missing");
+        if (rc != STREAM_OK) {
+            PQfinish(c);
+            return rc;
+        }
     }
     for (int attempt = 0;; attempt++) {
         snprintf(sql, sizeof(sql),
                  "START_REPLICATION SLOT %s LOGICAL 0/0 (proto_version '1', "
                  "publication_names '%s', messages 'true')",
-                 slot, pub);
+                 s->slot, s->pub);
         PGresult *r = PQexec(c, sql);
         if (PQresultStatus(r) == PGRES_COPY_BOTH) {
             PQclear(r);
-            return c;
+            s->conn = c;
+            return STREAM_OK;
         }
         const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
         const char *msg = PQresultErrorMessage(r);
         bool lost = state && strcmp(state, "55000") == 0 && strstr(msg, "invalidated") != NULL;
-        if (lost && attempt == 0 && s->on_lost_flush) {
+        enum stream_rc rc = STREAM_ERROR;
+        if (lost && attempt == 0) {
+            fprintf(stderr, "cellar-squeal: %s", msg);
             PQclear(r);
-            if (recover_lost_slot(s, c, slot))
+            rc = slot_lost(s, c, "invalidated by PostgreSQL: max_slot_wal_keep_size");
+            if (rc == STREAM_OK)
                 continue;
             PQfinish(c);
-            return NULL;
+            return rc;
         }
         if (state && strcmp(state, "55006") == 0)   /* object_in_use */
             fprintf(stderr, "cellar-squeal: slot %s is already followed by another process "
-                            "(one daemon per slot): %s", slot, msg);
-        else if (lost)
-            fprintf(stderr, "cellar-squeal: slot %s was invalidated (max_slot_wal_keep_size) "
-                            "and --on-lost-slot is exit: drop it to start again: %s", slot, msg);
+                            "(one daemon per slot): %s", s->slot, msg);
         else
             fprintf(stderr, "cellar-squeal: %s: %s", sql, msg);
         PQclear(r);
         PQfinish(c);
-        return NULL;
+        return rc;
     }
-}
-
-/* ---------------------------------------------------------------------- */
-/* Delivery                                                                 */
-/* ---------------------------------------------------------------------- */
-
-/* A status that says the cluster did not take the delete (another try may). */
-static bool not_taken(int status) {
-    return status == CELLAR_ETIMEDOUT || status == CELLAR_ECONNECT || status == CELLAR_ECLOSED ||
-           status == CELLAR_EDOWN || status == CELLAR_EPROTO || status == CELLAR_ESERVER ||
-           status == CELLAR_ENOMEM;
-}
-
-/*
- * Sends keys [0, n) to cluster c until each is taken (deleted, not found,
- * or spooled); keeps the server's connection alive while it waits.
- * false when told to stop first.
- */
-static bool deliver_to(struct squeal *s, struct cluster *c, size_t n) {
-    const char **keys = malloc(n * sizeof(*keys));
-    size_t *lens = malloc(n * sizeof(*lens));
-    int *st = malloc(n * sizeof(*st));
-    bool done = false;
-    if (keys == NULL || lens == NULL || st == NULL)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        keys[i] = s->keys[i];
-        lens[i] = s->lens[i];
-    }
-    int backoff = 50;
-    for (size_t left = n; left > 0;) {
-        if (cellar_mdelete(c->h, keys, lens, left, st) != CELLAR_OK) {
-            st[0] = CELLAR_ENOMEM;
-            for (size_t i = 1; i < left; i++)
-                st[i] = CELLAR_ENOMEM;
-        }
-        size_t keep = 0;
-        int why = CELLAR_OK;
-        for (size_t i = 0; i < left; i++) {
-            if (not_taken(st[i])) {
-                why = st[i];
-                keys[keep] = keys[i];
-                lens[keep++] = lens[i];
-            }
-        }
-        if (keep == 0)
-            break;
-        if (keep == left || backoff == 50)
-            fprintf(stderr, "cellar-squeal: cluster %s did not take %zu deletes (%s); retrying\n",
-                    c->name, keep, cellar_strerror(why));
-        left = keep;
-        if (!wait_running(c->h, backoff))
-            goto out;
-        if (backoff < 1000)
-            backoff *= 2;
-        if (now_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)
-            goto out;
-    }
-    done = true;
-out:
-    free(keys);
-    free(lens);
-    free(st);
-    return done;
-}
-
-static int64_t now_pg_us(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return pg_time_from_unix_us((int64_t)tv.tv_sec * 1000000 + tv.tv_usec);
-}
-
-/* The batch's transactions are delivered: their latencies from commit (--report). */
-static void record_latencies(struct squeal *s) {
-    int64_t now = now_pg_us();
-    for (size_t i = 0; i < s->ntxn; i++) {
-        if (s->nlat == s->caplat) {
-            size_t cap = s->caplat ? s->caplat * 2 : 4096;
-            uint32_t *l = cap <= (size_t)1 << 26 ? realloc(s->lat_us, cap * sizeof(*l)) : NULL;
-            if (l == NULL)
-                break;
-            s->lat_us = l;
-            s->caplat = cap;
-        }
-        int64_t d = now - s->txn_ts[i];
-        s->lat_us[s->nlat++] = d < 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
-    }
-    s->ntxn = 0;
 }
 
 /*
@@ -512,34 +521,112 @@ static bool wait_visible(struct squeal *s) {
     return true;
 }
 
-/* Delivers the committed keys to every cluster and confirms their position; -1 to stop. */
-static int deliver(struct squeal *s) {
+/* ---------------------------------------------------------------------- */
+/* Dispatch and confirmation                                                */
+/* ---------------------------------------------------------------------- */
+
+/* The last cluster took b: its transactions' latency (--report). */
+static void on_batch_taken(void *arg, const struct batch *b) {
+    struct squeal *s = arg;
+    int64_t now = now_pg_us();
+    pthread_mutex_lock(&s->lat_lock);
+    for (size_t i = 0; i < b->ntxn; i++) {
+        if (s->nlat == s->caplat) {
+            size_t cap = s->caplat ? s->caplat * 2 : 4096;
+            uint32_t *l = cap <= (size_t)1 << 26 ? realloc(s->lat_us, cap * sizeof(*l)) : NULL;
+            if (l == NULL)
+                break;
+            s->lat_us = l;
+            s->caplat = cap;
+        }
+        int64_t d = now - b->commit_us[i];
+        s->lat_us[s->nlat++] = d < 0 ? 0 : d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+    }
+    pthread_mutex_unlock(&s->lat_lock);
+}
+
+/*
+ * Confirms what every cluster has taken: the least taken position; once
+ * every cluster has taken all that was dispatched and nothing committed
+ * waits, the end of the last transaction read (those after the last batch
+ * carried no keys).  -1 when the status update could not be sent.
+ */
+static int confirm(struct squeal *s) {
+    uint64_t least = UINT64_MAX;
+    for (int i = 0; i < s->nclusters; i++) {
+        uint64_t t = cluster_taken(s->clusters[i]);
+        if (t < least)
+            least = t;
+    }
+    uint64_t to = least;
+    if (least >= s->dispatched)
+        to = s->ncommitted == 0 ? s->batch_end : s->dispatched;
+    if (to <= s->acked)
+        return 0;
+    s->acked = to;
+    if (s->verbose) {
+        char lsn[20];
+        pg_lsn_str(to, lsn);
+        fprintf(stderr, "cellar-squeal: confirmed %s\n", lsn);
+    }
+    return send_status(s, false);
+}
+
+/*
+ * Hands the committed keys to every cluster's queue as one batch; a full
+ * queue (a cluster far behind with no room in its spool) holds the
+ * stream here, with the connection kept alive.  -1 on a stop or an error.
+ */
+static int dispatch(struct squeal *s) {
     size_t n = s->ncommitted;
-    if (n > 0) {
-        if (!wait_visible(s))
-            return -1;
-        for (int i = 0; i < s->nclusters; i++)
-            if (!deliver_to(s, &s->clusters[i], n))
+    if (n == 0)
+        return 0;
+    if (!wait_visible(s))
+        return -1;
+    struct batch *b = calloc(1, sizeof(*b));
+    if (b == NULL || (b->keys = malloc(n * sizeof(*b->keys))) == NULL ||
+        (b->lens = malloc(n * sizeof(*b->lens))) == NULL ||
+        (b->commit_us = malloc((s->ntxn ? s->ntxn : 1) * sizeof(*b->commit_us))) == NULL) {
+        fprintf(stderr, "cellar-squeal: out of memory\n");
+        batch_free(b);
+        return -1;
+    }
+    memcpy(b->keys, s->keys, n * sizeof(*b->keys));
+    memcpy(b->lens, s->lens, n * sizeof(*b->lens));
+    b->nkeys = n;
+    memcpy(b->commit_us, s->txn_ts, s->ntxn * sizeof(*b->commit_us));
+    b->ntxn = s->ntxn;
+    b->end_lsn = s->batch_end;
+    if (s->report) {
+        b->on_last = on_batch_taken;
+        b->arg = s;
+    }
+    atomic_init(&b->refs, s->nclusters);
+    /* the open transaction's keys move to the front */
+    memmove(s->keys, s->keys + n, (s->nkeys - n) * sizeof(*s->keys));
+    memmove(s->lens, s->lens + n, (s->nkeys - n) * sizeof(*s->lens));
+    s->nkeys -= n;
+    s->ncommitted = 0;
+    s->ntxn = 0;
+    for (int i = 0; i < s->nclusters; i++) {
+        while (cluster_push(s->clusters[i], b, 100) == 0) {
+            if (!s->queue_full_said) {
+                s->queue_full_said = true;
+                fprintf(stderr, "cellar-squeal: cluster %s has %u keys queued: reading the "
+                                "stream waits for it (every cluster waits)\n",
+                        cluster_name(s->clusters[i]), QUEUE_MAX_KEYS);
+            }
+            if (stopping || (now_ms() - s->last_status_ms >= STATUS_EVERY_MS &&
+                             (confirm(s) < 0 || send_status(s, false) < 0))) {
+                if (atomic_fetch_sub(&b->refs, s->nclusters - i) == s->nclusters - i)
+                    batch_free(b);
                 return -1;
-        if (s->spool && cellar_spool_sync(s->spool) != 0) {
-            fprintf(stderr, "cellar-squeal: could not fsync the spool; not confirming\n");
-            return -1;
+            }
         }
-        s->delivered += n;
-        s->batches++;
-        drop_keys(s, n);
     }
-    if (s->txn_ts)
-        record_latencies(s);
-    if (s->batch_end > s->acked) {
-        s->acked = s->batch_end;
-        if (s->verbose) {
-            char lsn[20];
-            pg_lsn_str(s->acked, lsn);
-            fprintf(stderr, "cellar-squeal: confirmed %s (%zu keys)\n", lsn, n);
-        }
-        return send_status(s, false);
-    }
+    s->queue_full_said = false;
+    s->dispatched = b->end_lsn;
+    s->batches++;
     return 0;
 }
 
@@ -582,6 +669,14 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
         break;
     }
     case 'C':
+        s->in_txn = false;
+        if (m.end_lsn <= s->dispatched) {
+            /* sent again after a reconnect, and already in the clusters' queues */
+            for (size_t i = s->ncommitted; i < s->nkeys; i++)
+                free(s->keys[i]);
+            s->nkeys = s->ncommitted;
+            break;
+        }
         if (s->verbose) {
             char lsn[20];
             pg_lsn_str(m.end_lsn, lsn);
@@ -600,21 +695,23 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
                 s->capxids = cap;
             }
             s->xids[s->nxids++] = s->xid;
-        }
-        s->ncommitted = s->nkeys;
-        s->batch_end = m.end_lsn;
-        s->in_txn = false;
-        s->txns++;
-        if (s->txn_ts) {
             if (s->ntxn == s->captxn) {
-                int64_t *t = realloc(s->txn_ts, s->captxn * 2 * sizeof(*t));
+                size_t cap = s->captxn ? s->captxn * 2 : 1024;
+                int64_t *t = realloc(s->txn_ts, cap * sizeof(*t));
                 if (t == NULL)
                     return -1;
                 s->txn_ts = t;
-                s->captxn *= 2;
+                s->captxn = cap;
             }
             s->txn_ts[s->ntxn++] = m.ts;
         }
+        s->keys_read += s->nkeys - s->ncommitted;
+        s->ncommitted = s->nkeys;
+        if (m.end_lsn > s->batch_end)
+            s->batch_end = m.end_lsn;
+        if (m.end_lsn > s->received)
+            s->received = m.end_lsn;
+        s->txns++;
         break;
     default:
         break;                          /* table changes: not published, not read */
@@ -644,6 +741,8 @@ static int read_stream(struct squeal *s) {
             bool idle = !s->in_txn && s->nkeys == 0 && s->batch_end <= s->acked;
             if (idle && cp.wal_end > s->acked) {
                 s->acked = s->batch_end = cp.wal_end;
+                if (cp.wal_end > s->received)
+                    s->received = cp.wal_end;
                 rc = send_status(s, false);
             } else if (cp.reply_requested) {
                 rc = send_status(s, false);
@@ -657,32 +756,30 @@ static int read_stream(struct squeal *s) {
     }
 }
 
+/* Follows the stream until a stop (0) or until it breaks (-1). */
 static int run(struct squeal *s) {
     while (!stopping) {
         int rc = read_stream(s);
         if (rc < 0)
             return -1;
-        if (s->ncommitted > 0 || s->batch_end > s->acked) {
-            if (deliver(s) < 0)
+        if (s->ncommitted > 0) {
+            if (dispatch(s) < 0)
                 return stopping ? 0 : -1;
             if (rc == 1)
                 continue;
         }
+        if (confirm(s) < 0)
+            return -1;
         if (now_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)
             return -1;
-        /* the handles' background work: probes of down servers, spool replays */
-        int wait_ms = 1000;
-        for (int i = 0; i < s->nclusters; i++)
-            cellar_poll(s->clusters[i].h, 0);
-        if (s->spool) {
-            struct cellar_spool_stats st;
-            cellar_spool_stats(s->spool, NULL, &st);
-            if (st.depth > 0)
-                wait_ms = 20;
-        }
-        struct pollfd p = {.fd = PQsocket(s->conn), .events = POLLIN};
-        if (poll(&p, 1, wait_ms) < 0 && errno != EINTR)
+        struct pollfd p[2] = {{.fd = PQsocket(s->conn), .events = POLLIN},
+                              {.fd = s->wake_fd, .events = POLLIN}};
+        if (poll(p, 2, 1000) < 0 && errno != EINTR)
             return -1;
+        if (p[1].revents & POLLIN) {
+            uint64_t v;
+            if (read(s->wake_fd, &v, sizeof(v)) < 0) { /* nothing to read: woken anyway */ }
+        }
         if (PQconsumeInput(s->conn) != 1) {
             fprintf(stderr, "cellar-squeal: reading from the server: %s", PQerrorMessage(s->conn));
             return -1;
@@ -691,82 +788,298 @@ static int run(struct squeal *s) {
     return 0;
 }
 
+/*
+ * After the stream broke: what was read and not dispatched is dropped
+ * (the server sends it again from the confirmed position); what is in
+ * the clusters' queues stays, and its transactions, sent again, are
+ * skipped by their end_lsn.
+ */
+static void forget_undispatched(struct squeal *s) {
+    for (size_t i = 0; i < s->nkeys; i++)
+        free(s->keys[i]);
+    s->nkeys = s->ncommitted = s->ntxn = s->nxids = 0;
+    s->in_txn = false;
+    s->batch_end = s->dispatched > s->acked ? s->dispatched : s->acked;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Figures: /metrics and --report                                           */
+/* ---------------------------------------------------------------------- */
+
+/* One sample a cluster of a per-cluster family. */
+#define PER_CLUSTER(t, f, n, fam, type, help, fmt, expr)                                    \
+    do {                                                                                    \
+        text_family(t, fam, type, help);                                                    \
+        for (int i_ = 0; i_ < (n); i_++)                                                    \
+            text_printf(t, fam "{cluster=\"%s\"} " fmt "\n", (f)[i_].name, (expr));         \
+    } while (0)
+
+/*
+ * The Prometheus exposition (text format 0.0.4), on the metrics thread:
+ * the reader's figures are atomics, each cluster's are copied under its
+ * lock.  LSNs are given as numbers (exact below 2^53).
+ */
+static void render_metrics(void *arg, struct text *t) {
+    struct squeal *s = arg;
+    struct cluster_figures f[CLUSTERS_MAX];
+    int n = s->nclusters;
+    for (int i = 0; i < n; i++)
+        cluster_figures(s->clusters[i], &f[i]);
+    text_family(t, "cellar_squeal_received_lsn", "gauge",
+                "The furthest WAL position read from the slot (a commit's end, or the "
+                "server's end when idle).");
+    text_printf(t, "cellar_squeal_received_lsn %llu\n", (unsigned long long)s->received);
+    text_family(t, "cellar_squeal_confirmed_lsn", "gauge",
+                "The position confirmed to PostgreSQL: every cluster has taken the deletes "
+                "before it.");
+    text_printf(t, "cellar_squeal_confirmed_lsn %llu\n", (unsigned long long)s->acked);
+    text_family(t, "cellar_squeal_transactions_total", "counter",
+                "Committed transactions read from the stream.");
+    text_printf(t, "cellar_squeal_transactions_total %llu\n", (unsigned long long)s->txns);
+    text_family(t, "cellar_squeal_keys_total", "counter", "Keys read from committed messages.");
+    text_printf(t, "cellar_squeal_keys_total %llu\n", (unsigned long long)s->keys_read);
+    text_family(t, "cellar_squeal_bad_keys_total", "counter",
+                "Words skipped: not a memcache key.");
+    text_printf(t, "cellar_squeal_bad_keys_total %llu\n", (unsigned long long)s->bad_keys);
+    text_family(t, "cellar_squeal_stream_reconnects_total", "counter",
+                "Times the replication stream broke and was connected again.");
+    text_printf(t, "cellar_squeal_stream_reconnects_total %llu\n",
+                (unsigned long long)s->stream_reconnects);
+    text_family(t, "cellar_squeal_slot_lost_total", "counter",
+                "Lost slots (missing or invalidated) made again with every cluster flushed "
+                "(--on-lost-slot flush).");
+    text_printf(t, "cellar_squeal_slot_lost_total %llu\n", (unsigned long long)s->lost_slots);
+    text_family(t, "cellar_squeal_visibility_timeouts_total", "counter",
+                "Batches delivered before their commits were seen visible (500 ms wait).");
+    text_printf(t, "cellar_squeal_visibility_timeouts_total %llu\n",
+                (unsigned long long)s->visibility_timeouts);
+
+    text_family(t, "cellar_squeal_delete_lag_seconds", "histogram",
+                "From a transaction's commit to its cluster answering its deletes (deliveries "
+                "that spooled nothing).");
+    for (int i = 0; i < n; i++) {
+        uint64_t cum = 0;
+        for (int k = 0; k < LAG_BUCKETS; k++) {
+            cum += f[i].lag_count[k];
+            text_printf(t, "cellar_squeal_delete_lag_seconds_bucket{cluster=\"%s\",le=\"%g\"} "
+                           "%llu\n", f[i].name, cluster_lag_le[k], (unsigned long long)cum);
+        }
+        cum += f[i].lag_count[LAG_BUCKETS];
+        text_printf(t, "cellar_squeal_delete_lag_seconds_bucket{cluster=\"%s\",le=\"+Inf\"} "
+                       "%llu\n", f[i].name, (unsigned long long)cum);
+        text_printf(t, "cellar_squeal_delete_lag_seconds_sum{cluster=\"%s\"} %.6f\n", f[i].name,
+                    f[i].lag_sum);
+        text_printf(t, "cellar_squeal_delete_lag_seconds_count{cluster=\"%s\"} %llu\n",
+                    f[i].name, (unsigned long long)cum);
+    }
+    PER_CLUSTER(t, f, n, "cellar_squeal_deletes_total", "counter",
+                "Deletes the cluster answered.", "%llu", (unsigned long long)f[i_].deletes);
+    PER_CLUSTER(t, f, n, "cellar_squeal_spooled_total", "counter",
+                "Deletes its spool took while it did not answer.", "%llu",
+                (unsigned long long)f[i_].spooled);
+    PER_CLUSTER(t, f, n, "cellar_squeal_replayed_total", "counter",
+                "Spooled deletes replayed to it.", "%llu", (unsigned long long)f[i_].replayed);
+    PER_CLUSTER(t, f, n, "cellar_squeal_spool_depth", "gauge",
+                "Spooled deletes waiting for replay.", "%llu",
+                (unsigned long long)f[i_].spool_depth);
+    PER_CLUSTER(t, f, n, "cellar_squeal_spool_bytes", "gauge", "Their bytes.", "%llu",
+                (unsigned long long)f[i_].spool_bytes);
+    PER_CLUSTER(t, f, n, "cellar_squeal_spool_max_bytes", "gauge",
+                "The spool's bound (0: no spool).", "%llu",
+                (unsigned long long)f[i_].spool_max_bytes);
+    PER_CLUSTER(t, f, n, "cellar_squeal_spool_full", "gauge",
+                "1 while the spool is full: the slot is not confirmed past the cluster.", "%d",
+                f[i_].spool_full ? 1 : 0);
+    PER_CLUSTER(t, f, n, "cellar_squeal_spool_full_total", "counter",
+                "Times the spool filled.", "%llu", (unsigned long long)f[i_].spool_full_events);
+    PER_CLUSTER(t, f, n, "cellar_squeal_cluster_up", "gauge",
+                "1 while the cluster answers (no server marked down, no failure for 1 s).",
+                "%d", f[i_].answering ? 1 : 0);
+    PER_CLUSTER(t, f, n, "cellar_squeal_outages_total", "counter",
+                "Times the cluster stopped answering.", "%llu",
+                (unsigned long long)f[i_].outages);
+    PER_CLUSTER(t, f, n, "cellar_squeal_replays_total", "counter",
+                "Replays of its spool started.", "%llu", (unsigned long long)f[i_].replays);
+    PER_CLUSTER(t, f, n, "cellar_squeal_errors_total", "counter",
+                "Requests that failed: timeouts, connection errors, fast fails of a server "
+                "marked down.", "%llu", (unsigned long long)f[i_].errors);
+    PER_CLUSTER(t, f, n, "cellar_squeal_reconnects_total", "counter",
+                "Connections opened to the cluster's servers.", "%llu",
+                (unsigned long long)f[i_].connects);
+    PER_CLUSTER(t, f, n, "cellar_squeal_servers_marked_down_total", "counter",
+                "Servers marked down (TKO).", "%llu", (unsigned long long)f[i_].tko_events);
+    PER_CLUSTER(t, f, n, "cellar_squeal_flushes_total", "counter",
+                "flush_all sent for a lost slot.", "%llu", (unsigned long long)f[i_].flushes);
+    PER_CLUSTER(t, f, n, "cellar_squeal_queued_keys", "gauge",
+                "Keys queued for the cluster, not yet taken.", "%llu",
+                (unsigned long long)f[i_].queued_keys);
+    PER_CLUSTER(t, f, n, "cellar_squeal_taken_lsn", "gauge",
+                "The position up to which the cluster has taken every delete.", "%llu",
+                (unsigned long long)f[i_].taken_lsn);
+}
+
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
 }
 
-/* --report: the delivery figures as one JSON object. */
+/* Latencies (sorted here) as JSON fields: measured, within_*, p50/p90/p99/max. */
+static void lat_json(FILE *f, uint32_t *lat, size_t n) {
+    uint64_t within[3] = {0, 0, 0};
+    for (size_t i = 0; i < n; i++) {
+        within[0] += lat[i] <= 1000;
+        within[1] += lat[i] <= 10000;
+        within[2] += lat[i] <= 1000000;
+    }
+    if (n)
+        qsort(lat, n, sizeof(*lat), cmp_u32);
+    double d = n ? (double)n : 1;
+#define PCT(p) (n ? lat[(size_t)((double)(n - 1) * (p))] : 0)
+    fprintf(f, "\"measured\": %zu, \"within_1ms\": %.4f, \"within_10ms\": %.4f, "
+               "\"within_1s\": %.4f, \"p50_us\": %u, \"p90_us\": %u, \"p99_us\": %u, "
+               "\"max_us\": %u",
+            n, (double)within[0] / d, (double)within[1] / d, (double)within[2] / d, PCT(0.5),
+            PCT(0.9), PCT(0.99), n ? lat[n - 1] : 0);
+#undef PCT
+}
+
+/*
+ * --report: the delivery figures as one JSON object, after the clusters'
+ * threads have stopped.  The top-level latency is until every cluster took
+ * a transaction (answered or spooled); "clusters" has each cluster's own,
+ * from commit to its answer (deliveries that spooled nothing).
+ */
 static void write_report(struct squeal *s, const char *path) {
     FILE *f = fopen(path, "w");
     if (f == NULL) {
         fprintf(stderr, "cellar-squeal: --report %s: %s\n", path, strerror(errno));
         return;
     }
-    uint64_t within[3] = {0, 0, 0};
-    for (size_t i = 0; i < s->nlat; i++) {
-        within[0] += s->lat_us[i] <= 1000;
-        within[1] += s->lat_us[i] <= 10000;
-        within[2] += s->lat_us[i] <= 1000000;
-    }
-    if (s->nlat)
-        qsort(s->lat_us, s->nlat, sizeof(*s->lat_us), cmp_u32);
     uint64_t requests = 0, writes = 0;
+    struct cluster_figures cf[CLUSTERS_MAX];
     for (int i = 0; i < s->nclusters; i++) {
-        struct cellar_stats st;
-        cellar_stats(s->clusters[i].h, &st);
-        requests += st.requests;
-        writes += st.writes;
+        cluster_figures(s->clusters[i], &cf[i]);
+        requests += cf[i].requests;
+        writes += cf[i].writes;
     }
-    double n = s->nlat ? (double)s->nlat : 1;
-#define PCT(p) (s->nlat ? s->lat_us[(size_t)((double)(s->nlat - 1) * (p))] : 0)
     fprintf(f, "{\"transactions\": %llu, \"keys\": %llu, \"batches\": %llu, "
                "\"bad_keys\": %llu, \"clusters\": %d, \"requests\": %llu, \"writes\": %llu, "
                "\"deletes_per_write\": %.2f, \"visibility_waits\": %llu, "
-               "\"visibility_timeouts\": %llu, \"measured\": %zu, "
-               "\"within_1ms\": %.4f, "
-               "\"within_10ms\": %.4f, \"within_1s\": %.4f, \"p50_us\": %u, \"p99_us\": %u, "
-               "\"max_us\": %u}\n",
-            (unsigned long long)s->txns, (unsigned long long)s->delivered,
+               "\"visibility_timeouts\": %llu, ",
+            (unsigned long long)s->txns, (unsigned long long)s->keys_read,
             (unsigned long long)s->batches, (unsigned long long)s->bad_keys, s->nclusters,
             (unsigned long long)requests, (unsigned long long)writes,
             writes ? (double)requests / (double)writes : 0.0,
             (unsigned long long)s->visibility_waits,
-            (unsigned long long)s->visibility_timeouts, s->nlat, (double)within[0] / n,
-            (double)within[1] / n, (double)within[2] / n, PCT(0.5), PCT(0.99),
-            s->nlat ? s->lat_us[s->nlat - 1] : 0);
-#undef PCT
+            (unsigned long long)s->visibility_timeouts);
+    lat_json(f, s->lat_us, s->nlat);
+    fprintf(f, ", \"per_cluster\": {");
+    for (int i = 0; i < s->nclusters; i++) {
+        size_t n;
+        uint32_t *lat = (uint32_t *)cluster_lags(s->clusters[i], &n);
+        fprintf(f, "%s\"%s\": {\"deletes\": %llu, \"spooled\": %llu, \"replayed\": %llu, ",
+                i ? ", " : "", cf[i].name, (unsigned long long)cf[i].deletes,
+                (unsigned long long)cf[i].spooled, (unsigned long long)cf[i].replayed);
+        lat_json(f, lat, n);
+        fprintf(f, "}");
+    }
+    fprintf(f, "}}\n");
     fclose(f);
 }
 
+/* ---------------------------------------------------------------------- */
+/* main                                                                     */
+/* ---------------------------------------------------------------------- */
+
 /* NAME=CONFIG: a file libcellar loads, else a server list. */
-static int add_cluster(struct squeal *s, const char *arg) {
+static int add_cluster(struct squeal *s, const char *arg, const char *async_dir,
+                       uint64_t async_max) {
     const char *eq = strchr(arg, '=');
-    if (eq == NULL || eq == arg || eq[1] == '\0' || s->nclusters == CLUSTERS_MAX) {
-        fprintf(stderr, "cellar-squeal: --cluster wants NAME=CONFIG, not \"%s\"\n", arg);
+    if (eq == NULL || !cluster_name_ok(arg, (size_t)(eq - arg)) || eq[1] == '\0' ||
+        s->nclusters == CLUSTERS_MAX) {
+        fprintf(stderr, "cellar-squeal: --cluster wants NAME=CONFIG (NAME: 1-64 of A-Z a-z "
+                        "0-9 . _ -), not \"%s\"\n", arg);
         return -1;
     }
-    struct cluster *c = &s->clusters[s->nclusters];
-    char *name = strndup(arg, (size_t)(eq - arg));
-    const char *conf = eq + 1;
+    char name[65];
+    snprintf(name, sizeof(name), "%.*s", (int)(eq - arg), arg);
+    for (int i = 0; i < s->nclusters; i++)
+        if (strcmp(cluster_name(s->clusters[i]), name) == 0) {
+            fprintf(stderr, "cellar-squeal: cluster %s is given twice\n", name);
+            return -1;
+        }
     char err[512] = "";
-    struct stat st;
-    /* deletes' answers are a few bytes: no incast to guard against, so a batch
-       may be in flight whole */
-    const struct cellar_options opt = {.window_init = 4096, .window_min = 4096,
-                                       .window_max = 4096, .window_bytes = -1};
-    int rc = stat(conf, &st) == 0 ? cellar_config_load(&c->cfg, conf, &opt, err, sizeof(err))
-                                   : cellar_config_parse(&c->cfg, conf, &opt, err, sizeof(err));
-    if (name == NULL || rc != CELLAR_OK || cellar_create(&c->h, c->cfg) != CELLAR_OK) {
-        fprintf(stderr, "cellar-squeal: cluster %s: %s\n", name ? name : arg,
-                err[0] ? err : "out of memory");
-        free(name);
-        cellar_config_release(&c->cfg);
+    if (cluster_create(&s->clusters[s->nclusters], name, eq + 1, async_dir, async_max,
+                       s->report, s->wake_fd, err, sizeof(err)) < 0) {
+        fprintf(stderr, "cellar-squeal: cluster %s: %s\n", name, err);
+        cluster_destroy(&s->clusters[s->nclusters]);
         return -1;
     }
-    c->name = name;
     s->nclusters++;
     return 0;
+}
+
+/* A byte count: digits with an optional k, m or g (powers of 1024); 0 when bad. */
+static uint64_t parse_bytes(const char *arg) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (end == arg || errno != 0 || arg[0] == '-')
+        return 0;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0': break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: return 0;
+    }
+    if (*end != '\0' || v > (UINT64_MAX >> shift))
+        return 0;
+    return (uint64_t)v << shift;
+}
+
+/*
+ * Follows the slot until a stop: connects, runs, and when the stream
+ * breaks after having run, reconnects with a backoff (1 s doubling to
+ * RECONNECT_MAX_MS).  A first connection that fails ends the program.
+ * Returns the exit status.
+ */
+static int follow(struct squeal *s) {
+    int backoff = 1000;
+    for (;;) {
+        enum stream_rc rc = connect_stream(s);
+        if (rc == STREAM_LOST)
+            return EXIT_SLOT_LOST;
+        if (rc == STREAM_STOPPED || (rc == STREAM_OK && stopping))
+            return 0;
+        if (rc == STREAM_ERROR && !s->streamed)
+            return 1;
+        if (rc == STREAM_OK) {
+            if (!s->streamed)
+                fprintf(stderr, "cellar-squeal: following slot %s (publication %s, prefix "
+                                "\"%s\") to %d cluster%s\n",
+                        s->slot, s->pub, s->prefix, s->nclusters, s->nclusters == 1 ? "" : "s");
+            else
+                fprintf(stderr, "cellar-squeal: following slot %s again\n", s->slot);
+            s->streamed = true;
+            backoff = 1000;
+            s->last_status_ms = now_ms();
+            int r = run(s);
+            if (r == 0 || stopping) {
+                confirm(s);
+                return 0;
+            }
+            PQfinish(s->conn);
+            s->conn = NULL;
+            forget_undispatched(s);
+        }
+        fprintf(stderr, "cellar-squeal: connecting again in %.1f s\n", backoff / 1000.0);
+        if (!nap(backoff))
+            return 0;
+        backoff = backoff * 2 > RECONNECT_MAX_MS ? RECONNECT_MAX_MS : backoff * 2;
+        s->stream_reconnects++;
+    }
 }
 
 int main(int argc, char **argv) {
@@ -774,9 +1087,12 @@ int main(int argc, char **argv) {
         {"dsn", required_argument, NULL, 'd'},
         {"cluster", required_argument, NULL, 'c'},
         {"slot", required_argument, NULL, 's'},
+        {"create-slot", no_argument, NULL, 'C'},
         {"publication", required_argument, NULL, 'P'},
         {"prefix", required_argument, NULL, 'x'},
         {"async-dir", required_argument, NULL, 'A'},
+        {"async-max-bytes", required_argument, NULL, 'B'},
+        {"metrics", required_argument, NULL, 'M'},
         {"batch", required_argument, NULL, 'b'},
         {"report", required_argument, NULL, 'r'},
         {"on-lost-slot", required_argument, NULL, 'L'},
@@ -786,21 +1102,40 @@ int main(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX, .on_lost_flush = true};
-    const char *dsn = NULL, *slot = "cellar_squeal", *pub = "cellar_squeal", *async_dir = NULL,
-               *report = NULL;
+    static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX, .on_lost = LOST_FAIL,
+                              .slot = "cellar_squeal", .pub = "cellar_squeal", .wake_fd = -1};
+    static struct metrics metrics = {.fd = -1};
+    const char *async_dir = NULL, *report = NULL, *metrics_at = NULL;
+    const char *cluster_args[CLUSTERS_MAX];
+    int ncluster_args = 0;
+    uint64_t async_max = 0;
     int ch, status = 1;
+    pthread_mutex_init(&s.lat_lock, NULL);
     while ((ch = getopt_long(argc, argv, "vVh", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'd': dsn = optarg; break;
+        case 'd': s.dsn = optarg; break;
         case 'c':
-            if (add_cluster(&s, optarg) < 0)
+            if (ncluster_args == CLUSTERS_MAX) {
+                fprintf(stderr, "cellar-squeal: at most %d clusters\n", CLUSTERS_MAX);
+                status = 64;
                 goto out;
+            }
+            cluster_args[ncluster_args++] = optarg;
             break;
-        case 's': slot = optarg; break;
-        case 'P': pub = optarg; break;
+        case 's': s.slot = optarg; break;
+        case 'C': s.create_slot = true; break;
+        case 'P': s.pub = optarg; break;
         case 'x': s.prefix = optarg; break;
         case 'A': async_dir = optarg; break;
+        case 'B':
+            if ((async_max = parse_bytes(optarg)) == 0) {
+                fprintf(stderr, "cellar-squeal: --async-max-bytes takes a byte count above 0 "
+                                "(k, m, g for KiB, MiB, GiB)\n");
+                status = 64;
+                goto out;
+            }
+            break;
+        case 'M': metrics_at = optarg; break;
         case 'b': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -812,15 +1147,18 @@ int main(int argc, char **argv) {
             s.batch_max = (size_t)v;
             break;
         }
-        case 'r': report = optarg; break;
+        case 'r': report = optarg; s.report = true; break;
         case 'm': s.markers = true; break;
         case 'L':
-            if (strcmp(optarg, "flush") != 0 && strcmp(optarg, "exit") != 0) {
-                fprintf(stderr, "cellar-squeal: --on-lost-slot takes flush or exit\n");
+            if (strcmp(optarg, "flush") == 0)
+                s.on_lost = LOST_FLUSH;
+            else if (strcmp(optarg, "fail") == 0 || strcmp(optarg, "exit") == 0)
+                s.on_lost = LOST_FAIL;
+            else {
+                fprintf(stderr, "cellar-squeal: --on-lost-slot takes fail or flush\n");
                 status = 64;
                 goto out;
             }
-            s.on_lost_flush = strcmp(optarg, "flush") == 0;
             break;
         case 'v': s.verbose++; break;
         case 'V': printf("cellar-squeal " SQUEAL_VERSION "\n"); status = 0; goto out;
@@ -828,70 +1166,88 @@ int main(int argc, char **argv) {
         default: usage(stderr); status = 64; goto out;
         }
     }
-    if (dsn == NULL || s.nclusters == 0 || optind < argc) {
-        fprintf(stderr, "cellar-squeal: %s\n", dsn == NULL ? "--dsn is required"
+    if (s.dsn == NULL || ncluster_args == 0 || optind < argc) {
+        fprintf(stderr, "cellar-squeal: %s\n", s.dsn == NULL ? "--dsn is required"
                                                : optind < argc ? "unexpected arguments"
                                                                : "give at least one --cluster");
         usage(stderr);
         status = 64;
         goto out;
     }
-    if (!ident_ok(slot) || !ident_ok(pub)) {
+    if (!ident_ok(s.slot) || !ident_ok(s.pub)) {
         fprintf(stderr, "cellar-squeal: --slot and --publication take 1-63 of a-z, 0-9, _\n");
         status = 64;
         goto out;
     }
-    if (async_dir != NULL) {
-        if (cellar_spool_open(&s.spool, async_dir, 0) != CELLAR_OK) {
-            fprintf(stderr, "cellar-squeal: --async-dir %s: not a directory it can write\n",
-                    async_dir);
+    if (async_max > 0 && async_dir == NULL) {
+        fprintf(stderr, "cellar-squeal: --async-max-bytes bounds --async-dir's spools: give "
+                        "--async-dir\n");
+        status = 64;
+        goto out;
+    }
+    struct stat dst;
+    if (async_dir != NULL && (stat(async_dir, &dst) != 0 || !S_ISDIR(dst.st_mode) ||
+                              access(async_dir, W_OK | X_OK) != 0)) {
+        fprintf(stderr, "cellar-squeal: --async-dir %s: not a directory it can write\n",
+                async_dir);
+        goto out;
+    }
+    if ((s.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        fprintf(stderr, "cellar-squeal: eventfd: %s\n", strerror(errno));
+        goto out;
+    }
+    for (int i = 0; i < ncluster_args; i++)
+        if (add_cluster(&s, cluster_args[i], async_dir, async_max) < 0) {
+            status = 64;
             goto out;
         }
-        for (int i = 0; i < s.nclusters; i++)
-            cellar_use_spool(s.clusters[i].h, s.spool);
-    }
     struct sigaction sa = {.sa_handler = on_signal};     /* no SA_RESTART: poll returns */
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (ensure_publication(dsn, pub) < 0)
-        goto out;
-    s.sql = PQconnectdb(dsn);
-    if (PQstatus(s.sql) != CONNECTION_OK) {
-        fprintf(stderr, "cellar-squeal: connecting to %s: %s", dsn, PQerrorMessage(s.sql));
-        goto out;
-    }
-    s.conn = start_stream(&s, dsn, slot, pub);
-    if (s.conn == NULL)
-        goto out;
-    fprintf(stderr, "cellar-squeal: following slot %s (publication %s, prefix \"%s\") to %d "
-                    "cluster%s\n",
-            slot, pub, s.prefix, s.nclusters, s.nclusters == 1 ? "" : "s");
-    if (report != NULL) {
-        s.captxn = 1024;
-        s.txn_ts = malloc(s.captxn * sizeof(*s.txn_ts));
-        if (s.txn_ts == NULL)
+    if (metrics_at != NULL) {
+        char err[256];
+        if (metrics_start(&metrics, metrics_at, render_metrics, &s, err, sizeof(err)) < 0) {
+            fprintf(stderr, "cellar-squeal: --metrics %s\n", err);
             goto out;
+        }
     }
-    s.last_status_ms = now_ms();
-    status = run(&s) == 0 ? 0 : 1;
+    if (ensure_publication(s.dsn, s.pub) < 0)
+        goto out;
+    s.sql = PQconnectdb(s.dsn);
+    if (PQstatus(s.sql) != CONNECTION_OK) {
+        fprintf(stderr, "cellar-squeal: connecting to %s: %s", s.dsn, PQerrorMessage(s.sql));
+        goto out;
+    }
+    for (int i = 0; i < s.nclusters; i++)
+        if (cluster_start(s.clusters[i]) < 0) {
+            fprintf(stderr, "cellar-squeal: cannot start cluster %s's thread\n",
+                    cluster_name(s.clusters[i]));
+            goto out;
+        }
+    status = follow(&s);
+    /* what the clusters took while they stopped is confirmed too */
+    for (int i = 0; i < s.nclusters; i++)
+        cluster_stop(s.clusters[i]);
+    if (s.conn && status == 0 && confirm(&s) < 0)
+        fprintf(stderr, "cellar-squeal: could not confirm the last position\n");
     if (report != NULL)
         write_report(&s, report);
-    fprintf(stderr, "cellar-squeal: %s after %llu transactions, %llu keys delivered, %llu bad "
-                    "keys skipped\n",
-            status == 0 ? "stopped" : "stopping on an error", (unsigned long long)s.txns,
-            (unsigned long long)s.delivered, (unsigned long long)s.bad_keys);
+    if (status != EXIT_SLOT_LOST)
+        fprintf(stderr, "cellar-squeal: %s after %llu transactions, %llu keys read, %llu bad "
+                        "keys skipped\n",
+                status == 0 ? "stopped" : "stopping on an error", (unsigned long long)s.txns,
+                (unsigned long long)s.keys_read, (unsigned long long)s.bad_keys);
 out:
+    metrics_stop(&metrics);
+    for (int i = 0; i < s.nclusters; i++)
+        cluster_destroy(&s.clusters[i]);
     if (s.conn)
         PQfinish(s.conn);
     if (s.sql)
         PQfinish(s.sql);
-    for (int i = 0; i < s.nclusters; i++) {
-        cellar_destroy(&s.clusters[i].h);
-        cellar_config_release(&s.clusters[i].cfg);
-        free((char *)s.clusters[i].name);
-    }
-    cellar_spool_close(&s.spool);
+    if (s.wake_fd >= 0)
+        close(s.wake_fd);
     for (size_t i = 0; i < s.nkeys; i++)
         free(s.keys[i]);
     free(s.keys);

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -95,17 +96,59 @@ class Postgres:
                         "pg_replication_slots WHERE slot_name = '%s'" % slot) == "t"
 
 
-class Squeal:
-    """cellar-squeal over pg to clusters {name: server}; stopped by pid with
-    SIGTERM on exit (a crash, a bad exit or a needed SIGKILL fails the test)."""
+def server_list(servers):
+    """A cluster's server list: one server, or a list of them."""
+    if not isinstance(servers, (list, tuple)):
+        servers = [servers]
+    return ",".join("127.0.0.1:%d" % s.port for s in servers)
 
-    def __init__(self, pg, clusters, extra=()):
+
+class Squeal:
+    """cellar-squeal over pg to clusters {name: server or [servers]};
+    stopped by pid with SIGTERM on exit (a crash, a bad exit or a needed
+    SIGKILL fails the test).  create: --create-slot (a first start);
+    metrics: --metrics on a free port, read with metrics()."""
+
+    def __init__(self, pg, clusters, extra=(), create=True, metrics=False):
         self.argv = [need_squeal(), "--dsn", pg.dsn, "-v"] + [
-            a for name, s in clusters.items() for a in ("--cluster", "%s=127.0.0.1:%d" %
-                                                       (name, s.port))] + list(extra)
+            a for name, s in clusters.items() for a in ("--cluster", "%s=%s" %
+                                                       (name, server_list(s)))] + list(extra)
+        if create:
+            self.argv.append("--create-slot")
+        self.metrics_port = None
+        if metrics:
+            self.metrics_port = util.free_port()
+            self.argv += ["--metrics", "127.0.0.1:%d" % self.metrics_port]
         self.errf = tempfile.NamedTemporaryFile(prefix="cellar-squeal-", suffix=".log",
                                                 delete=False)
         self.proc = None
+
+    def metrics(self):
+        """/metrics as {name{labels}: value}, checked line by line against the
+        text format (a HELP and a TYPE before each family's samples)."""
+        with socket.create_connection(("127.0.0.1", self.metrics_port), timeout=10) as c:
+            c.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            data = b""
+            while True:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        head, _, body = data.decode().partition("\r\n\r\n")
+        assert head.startswith("HTTP/1.0 200"), head
+        assert "text/plain; version=0.0.4" in head, head
+        out, typed = {}, set()
+        for ln in body.splitlines():
+            if ln.startswith("# TYPE "):
+                typed.add(ln.split()[2])
+                continue
+            if ln.startswith("#") or not ln:
+                continue
+            name, value = ln.rsplit(" ", 1)
+            family = re.sub(r"_(bucket|sum|count)$", "", name.split("{")[0])
+            assert family in typed or name.split("{")[0] in typed, ln
+            out[name] = float(value)
+        return out
 
     def start(self):
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.errf,
