@@ -263,6 +263,10 @@ struct cl_conn {
     enum cl_conn_state state;
     struct cl_queue waiting;    /* submitted, not yet written (held by the window) */
     struct cl_queue sent;       /* written, waiting for their replies, oldest first */
+    unsigned windowed;          /* the newest of them that count in the handle's window */
+    bool stalled;               /* the oldest has waited past the stall time: its requests
+                                   left the window, and new ones do not join it until a
+                                   reply comes (conn.c) */
     char *wbuf;                 /* bytes not yet written: wbuf[woff .. wlen) */
     size_t wlen, woff, wcap;
     struct cl_req *batch;       /* the last key of the batched get line that ends wbuf

@@ -115,7 +115,9 @@ static void close_socket(struct cl_conn *c) {
  */
 static void drop(struct cl_conn *c, int status, int wait_status) {
     close_socket(c);
-    c->h->outstanding -= c->sent.n;
+    c->h->outstanding -= c->windowed;
+    c->windowed = 0;
+    c->stalled = false;
     fail_queue(c, &c->sent, status);
     if (wait_status)
         fail_queue(c, &c->waiting, wait_status);
@@ -441,7 +443,10 @@ unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
             continue;
         q->deadline_ns = deadline;
         cl_queue_push(&c->sent, q);
-        c->h->outstanding++;
+        if (!c->stalled) {
+            c->h->outstanding++;
+            c->windowed++;
+        }
         c->h->st.requests++;
         cl_count(&c->ctr.requests, 1);
         tcp++;
@@ -507,8 +512,12 @@ static bool parse_replies(struct cl_conn *c, uint64_t now) {
             return false;
         }
         c->roff += used;
+        if (c->sent.n <= c->windowed) {     /* the windowed ones are the newest */
+            c->windowed--;
+            c->h->outstanding--;
+        }
         cl_queue_pop(&c->sent);
-        c->h->outstanding--;
+        c->stalled = false;
         c->fails = 0;
         /* sent at its deadline less the timeout: the latency costs no clock read */
         uint64_t sent_at = q->deadline_ns - ms_ns(c->pool->server_timeout_ms);
@@ -630,7 +639,38 @@ uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now) {
     return sooner(udp, tcp_tick(c, now));
 }
 
+/*
+ * When a connection's oldest request has waited the stall time for its
+ * reply.  The window bounds the replies a handle may have coming at once
+ * (the paper's incast control); a server that has answered nothing for
+ * that long sends none, and counting its requests would hold every other
+ * server's behind them until its timeout.  So its requests then leave the
+ * window (stall()), and the ones sent to it after do not join until it
+ * answers again: a server that accepts and never answers costs the
+ * requests sent to it, and no one else's.  A tenth of the timeout, at
+ * most STALL_MAX_MS: far beyond a reply's time on a LAN, and short
+ * beside the timeout.
+ */
+#define STALL_MAX_MS 20
+
+static uint64_t stall_at(const struct cl_conn *c) {
+    int t = c->pool->server_timeout_ms;
+    int stall = t / 10 < STALL_MAX_MS ? t / 10 : STALL_MAX_MS;
+    return c->sent.head->deadline_ns - ms_ns(t) + ms_ns(stall > 0 ? stall : 1);
+}
+
+static void stall(struct cl_conn *c) {
+    c->h->outstanding -= c->windowed;
+    c->windowed = 0;
+    c->stalled = true;
+}
+
 static uint64_t tcp_tick(struct cl_conn *c, uint64_t now) {
+    bool watch_stall = c->state == CL_CONN_UP && c->windowed && c->sent.head;
+    if (watch_stall && now >= stall_at(c)) {
+        stall(c);
+        watch_stall = false;
+    }
     if (c->state == CL_CONN_CONNECTING && now >= c->connect_deadline_ns)
         conn_failed(c, CELLAR_ETIMEDOUT, 1, now);
     else if (c->state == CL_CONN_UP && c->sent.head && now >= c->sent.head->deadline_ns)
@@ -641,6 +681,8 @@ static uint64_t tcp_tick(struct cl_conn *c, uint64_t now) {
     case CL_CONN_CONNECTING:
         return c->connect_deadline_ns;
     case CL_CONN_UP:
+        if (watch_stall && c->state == CL_CONN_UP && c->windowed && c->sent.head)
+            return stall_at(c);
         return c->sent.head ? c->sent.head->deadline_ns : 0;
     case CL_CONN_DOWN:
         return c->probe_at_ns;

@@ -668,6 +668,69 @@ ETEST(window_bound) {
     ASSERT(st.window <= 8 && st.window >= 2);
 }
 
+/* What a healthy fake had answered a while into a multi-get (sampled from a thread). */
+struct sample {
+    struct fake *f;
+    int after_ms;
+    unsigned answered;
+};
+
+static void *sample_later(void *arg) {
+    struct sample *s = arg;
+    sleep_ms(s->after_ms);
+    s->answered = atomic_load(&s->f->answered);
+    return NULL;
+}
+
+/*
+ * A server that accepts and never answers holds no one else's requests
+ * behind the window: with a window of 8 and a timeout of 1 s, the healthy
+ * server's keys of a multi-get are all answered a quarter of the way to
+ * the timeout (its requests leave the window once it has answered nothing
+ * for the stall time), and the hung server's keys time out together, once.
+ */
+ETEST(hung_server_leaves_the_window) {
+    struct cellar_options opt = {.server_timeout_ms = 1000, .window_init = 8, .window_min = 8,
+                                 .window_max = 8, .tko_timeouts = 100000};
+    ASSERT_EQ(env_list(e, 2, &opt), CELLAR_OK);
+    enum { N = 200 };
+    static char kb[N][16];
+    const char *keys[N];
+    size_t nk[N];
+    unsigned healthy = 0;
+    for (int i = 0; i < N; i++) {
+        nk[i] = (size_t)snprintf(kb[i], sizeof(kb[i]), "hw:%d", i);
+        keys[i] = kb[i];
+        fake_put(e->f[0], kb[i], "x", 0, 0);
+        healthy += cellar_server_of(e->h, keys[i], nk[i]) == 0;
+    }
+    ASSERT(healthy > 50 && healthy < 150);
+    atomic_store(&e->f[1]->mode, FK_HANG);
+    struct sample smp = {.f = e->f[0], .after_ms = 250};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(&th, NULL, sample_later, &smp), 0);
+    struct cellar_item *items = calloc(N, sizeof(*items));
+    ASSERT(items != NULL);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(cellar_mget(e->h, keys, nk, N, items), CELLAR_OK);
+    int64_t took = now_ms() - t0;
+    pthread_join(th, NULL);
+    unsigned ok = 0, timeouts = 0;
+    for (int i = 0; i < N; i++) {
+        ok += items[i].status == CELLAR_OK;
+        timeouts += items[i].status == CELLAR_ETIMEDOUT;
+        cellar_item_clear(&items[i]);
+    }
+    free(items);
+    ASSERT_EQ(ok, healthy);
+    ASSERT_EQ(timeouts, N - healthy);
+    ASSERT_EQ(smp.answered, healthy);           /* long before the timeout */
+    ASSERT(took >= 1000 && took < 1900);        /* one timeout, not two */
+    struct cellar_stats st;
+    cellar_stats(e->h, &st);
+    ASSERT(st.window_peak <= 8);
+}
+
 /* One multi-get of n keys "b:<i>" on e's handle: how many came back OK. */
 static int mget_ok(struct env *e, int n) {
     static char kb[200][16];
