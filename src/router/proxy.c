@@ -26,7 +26,9 @@
  * written to it, its output not yet taken by the socket) plus what it has
  * in flight, each key reckoned at the client's own estimate of an answer
  * (the largest lately seen, decaying by a quarter an answer; a new
- * client's starts at its worker's, at least EST_FIRST).  A connection is
+ * client's starts at its worker's, which decays by a 64th, and at least
+ * at EST_FIRST, so a new client has at most 8 keys out before its first
+ * answer by the default bound, and fewer once large answers were seen).  A connection is
  * paused (net stops reading it, and no request is taken from what was
  * read) while it has QUEUE_MAX requests waiting, its client is not
  * reading (output blocked), or its load is at --client-max-bytes; it
@@ -482,11 +484,12 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
     s->answered = true;
     size_t nval = rep->value.len + rep->msg.len;
     if (c != NULL) {
-        /* the estimates: up at once to a larger answer, down a quarter of the way */
+        /* the estimates: up at once to a larger answer; a client's down a
+           quarter of the way, the worker's (a new client's first) a 64th */
         double n = (double)(nval + EST_HEAD);
         c->inflight--;
         c->est = n > c->est ? n : c->est + (n - c->est) / 4;
-        w->reply_est = n > w->reply_est ? n : w->reply_est + (n - w->reply_est) / 4;
+        w->reply_est = n > w->reply_est ? n : w->reply_est + (n - w->reply_est) / 64;
     } else {
         /* the client is gone: the answer goes nowhere */
         s->rep.value = s->rep.msg = (struct mc_span){NULL, 0};
