@@ -35,7 +35,6 @@
 #include "cellar.h"
 #include "squeal/pgout.h"
 
-#define QUIET_MS 1000                   /* no failure for this long: answering again */
 #define SPOOL_LOG_EVERY_MS 5000         /* a line on the spool's growth at most this often */
 /* a server marked down is probed at least this often (libcellar's default backs off to
    60 s): its spool replays, and its deletes flow again, soon after it is back */
@@ -69,7 +68,8 @@ struct cluster {
     /* the thread's own */
     bool down;                          /* logged as not answering */
     bool spooling, replaying, full;
-    uint64_t seen_fails, last_fail_ms;
+    uint64_t seen_fails, seen_revivals;
+    bool answered;                      /* something answered since the last failure */
     uint64_t marked_down;               /* servers the handle has marked down */
     uint64_t seen_appended, synced_appended, seen_dropped, seen_replayed;
     uint64_t last_spool_log_ms, replay_from_ms, replay_from_count;
@@ -114,13 +114,16 @@ static void batch_unref(struct batch *b) {
 /* ---------------------------------------------------------------------- */
 
 /*
- * Reads the handle's and the spool's counters after a delivery or an idle
- * pass, and logs what changed: the cluster stopped answering, its deletes
- * are being spooled, the spool is full, it answers again, a replay
- * started or ended.  "Answering" means no server marked down and no
- * failure for QUIET_MS.  The thread's only; fig under the lock.
+ * Reads the handle's and the spool's counters after a delivery round
+ * (clean: every key of it taken) or an idle pass, and logs what changed:
+ * the cluster stopped answering, its deletes are being spooled, the spool
+ * is full, it answers again, a replay started or ended.  A failure makes
+ * it not answering; it answers again once no server is marked down and
+ * something answered since the last failure: a probe brought a server
+ * back, a replayed record was answered, or a round went through without
+ * a failure or a spooled key.  The thread's only; fig under the lock.
  */
-static void watch(struct cluster *c) {
+static void watch(struct cluster *c, bool clean) {
     struct cellar_stats st;
     cellar_stats(c->h, &st);
     struct cellar_spool_stats sp = {0};
@@ -130,21 +133,26 @@ static void watch(struct cluster *c) {
     uint64_t fails = st.timeouts + st.errors + st.down_fast_fails;
     uint64_t marked_down = st.tko_events > st.revivals ? st.tko_events - st.revivals : 0;
     uint64_t new_fails = fails - c->seen_fails;
-    if (new_fails > 0)
-        c->last_fail_ms = now;
     c->seen_fails = fails;
     c->marked_down = marked_down;
+    if (new_fails > 0 || sp.appended > c->seen_appended)
+        clean = false;
+    if (new_fails > 0)
+        c->answered = false;
+    if (clean || st.revivals > c->seen_revivals || sp.replayed > c->seen_replayed)
+        c->answered = true;
+    c->seen_revivals = st.revivals;
     bool outage = false, replay = false, full_event = false;
     if (!c->down && (new_fails > 0 || marked_down > 0)) {
         c->down = outage = true;
-        fprintf(stderr, "cellar-squeal: cluster %s stopped answering (%llu timeouts, %llu "
-                        "errors so far; %llu of %u servers marked down): %s\n",
+        fprintf(stderr, "cellar-squeal: cluster %s stopped answering (so far: timeouts %llu, "
+                        "errors %llu; servers marked down: %llu of %u): %s\n",
                 c->name, (unsigned long long)st.timeouts,
                 (unsigned long long)(st.errors + st.down_fast_fails),
                 (unsigned long long)marked_down, cellar_config_servers(c->cfg),
                 c->spool ? "its deletes go to its spool"
                          : "its deletes are retried and the slot's position waits for them");
-    } else if (c->down && marked_down == 0 && now - c->last_fail_ms >= QUIET_MS) {
+    } else if (c->down && marked_down == 0 && c->answered) {
         c->down = false;
         fprintf(stderr, "cellar-squeal: cluster %s answers again%s\n", c->name,
                 sp.depth ? "" : " (nothing spooled)");
@@ -219,7 +227,7 @@ static bool run_for(struct cluster *c, int ms) {
         cellar_poll(c->h, 10);
         struct timespec ts = {0, 5 * 1000000};
         nanosleep(&ts, NULL);           /* cellar_poll returns at once when nothing is due */
-        watch(c);
+        watch(c, false);
     } while (now_ms() < until);
     return !atomic_load(&c->stop);
 }
@@ -337,7 +345,7 @@ static bool deliver(struct cluster *c, struct batch *const *take, size_t n) {
                 keys[keep] = keys[i];
                 lens[keep++] = lens[i];
             }
-        watch(c);
+        watch(c, keep == 0);
         if (keep == 0)
             break;
         left = keep;
@@ -399,7 +407,7 @@ static void *cluster_main(void *arg) {
                spool replays) */
             pthread_mutex_unlock(&c->lock);
             cellar_poll(c->h, 0);
-            watch(c);
+            watch(c, false);
             pthread_mutex_lock(&c->lock);
             if (c->qlen > 0 || atomic_load(&c->stop))
                 continue;

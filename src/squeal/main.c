@@ -893,7 +893,8 @@ static void render_metrics(void *arg, struct text *t) {
     PER_CLUSTER(t, f, n, "cellar_squeal_spool_full_total", "counter",
                 "Times the spool filled.", "%llu", (unsigned long long)f[i_].spool_full_events);
     PER_CLUSTER(t, f, n, "cellar_squeal_cluster_up", "gauge",
-                "1 while the cluster answers (no server marked down, no failure for 1 s).",
+                "1 while the cluster answers: no server marked down, and something answered "
+                "since the last failure.",
                 "%d", f[i_].answering ? 1 : 0);
     PER_CLUSTER(t, f, n, "cellar_squeal_outages_total", "counter",
                 "Times the cluster stopped answering.", "%llu",

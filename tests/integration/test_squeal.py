@@ -388,7 +388,11 @@ def test_cluster_stopped_20s_others_unaffected_and_it_gets_every_delete(pg):
                 util.wait_for(lambda: "cluster b: replay done" in sq.log(), 20,
                               what="the replay's end in the log")
                 log = sq.log()
+                print("".join(ln + "\n" for ln in log.splitlines() if "cluster b" in ln))
                 assert "cluster b: replay started" in log and "cluster b answers again" in log, log
+                # the outage, then its end, each said once
+                assert log.count("cluster b stopped answering") == 1, log
+                assert log.count("cluster b answers again") == 1, log
                 for s in (a1, a2, b1, b2):      # nothing but deletes happened
                     assert len(present(s, keys)) < COMMITS
             with open(report) as f:
@@ -399,6 +403,74 @@ def test_cluster_stopped_20s_others_unaffected_and_it_gets_every_delete(pg):
                    rep["a"]["max_us"], 100 * rep["a"]["within_1ms"],
                    100 * rep["a"]["within_10ms"], rep["a"]["measured"]))
             assert rep["a"]["measured"] >= COMMITS and rep["a"]["p99_us"] <= 10000, rep
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+def slot_confirmed(pg, slot="cellar_squeal"):
+    return pg.sql("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '%s'"
+                  % slot)
+
+
+def lsn_ge(pg, a, b):
+    return pg.sql("SELECT '%s'::pg_lsn >= '%s'::pg_lsn" % (a, b)) == "t"
+
+
+def test_full_spool_stops_confirmation_and_loses_nothing(pg):
+    """b stops answering and its spool (--async-max-bytes 200: three
+    records) fills: the log says SPOOL FULL, /metrics shows it, a still
+    gets every delete, and the slot is not confirmed past what b could
+    not take, however far the stream has been read.  Once b answers
+    again its spool is replayed, the deletes held are sent, the slot is
+    confirmed to the end, and every key is gone from b."""
+    spool = tempfile.mkdtemp(prefix="cellar-squeal-spool-")
+    keys = ["full:%d" % i for i in range(30)]
+    try:
+        with util.Server(name="cluster-a") as a, util.Server(name="cluster-b") as b:
+            for s in (a, b):
+                set_keys(s, keys + ["kept"])
+            sq = Squeal(pg, {"a": a, "b": b},
+                        ["--async-dir", spool, "--async-max-bytes", "200"], metrics=True)
+            with sq:
+                b.proc.send_signal(signal.SIGSTOP)
+                try:
+                    for k in keys[:20]:
+                        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', '%s')" % k)
+                    util.wait_for(lambda: present(a, keys[:20]) == [], 20,
+                                  what="a's first 20 deletes")
+                    util.wait_for(lambda: "SPOOL FULL" in sq.log(), 30, what="SPOOL FULL")
+                    m = util.wait_for(lambda: (lambda m: m if m['cellar_squeal_spool_full'
+                                                                 '{cluster="b"}'] == 1
+                                               else None)(sq.metrics()), 10,
+                                      what="spool_full in /metrics")
+                    assert 0 < m['cellar_squeal_spool_bytes{cluster="b"}'] <= 200, m
+                    held = slot_confirmed(pg)
+                    for k in keys[20:]:
+                        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', '%s')" % k)
+                    end = pg.sql("SELECT pg_current_wal_lsn()")
+                    util.wait_for(lambda: present(a, keys) == [], 20, what="all of a's deletes")
+                    m = util.wait_for(lambda: (lambda m: m if m["cellar_squeal_received_lsn"] >=
+                                               m["cellar_squeal_confirmed_lsn"] > 0 and
+                                               m['cellar_squeal_taken_lsn{cluster="a"}'] >
+                                               m["cellar_squeal_confirmed_lsn"] else None)(
+                                                   sq.metrics()), 10,
+                                      what="a ahead of the confirmed position")
+                    # read and delivered to a, yet not confirmed: b holds it
+                    assert not lsn_ge(pg, slot_confirmed(pg), end), (held, end)
+                finally:
+                    b.proc.send_signal(signal.SIGCONT)
+                util.wait_for(lambda: present(b, keys) == [], 30, what="every delete at b")
+                util.wait_for(lambda: lsn_ge(pg, slot_confirmed(pg), end), 30,
+                              what="the slot confirmed past the held deletes")
+                util.wait_for(lambda: "cluster b: replay done" in sq.log(), 20,
+                              what="the replay's end")
+                log = sq.log()
+                assert "its spool takes deletes again" in log, log
+                m = sq.metrics()
+                assert m['cellar_squeal_spool_full{cluster="b"}'] == 0, m
+                assert m['cellar_squeal_spool_full_total{cluster="b"}'] >= 1, m
+                for s in (a, b):
+                    assert present(s, keys + ["kept"]) == ["kept"]
     finally:
         shutil.rmtree(spool, ignore_errors=True)
 
