@@ -524,6 +524,25 @@ def test_synchronous_standby_does_not_deadlock(pg):
             pg.sql("ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf();")
 
 
+def test_stream_reconnects_after_a_server_restart(pg):
+    """PostgreSQL restarts under the daemon: the stream ends, the daemon
+    connects again (with a backoff), says so, counts it in /metrics, and
+    delivers what commits afterwards."""
+    with util.Server(name="cluster") as c, Squeal(pg, {"c": c}, metrics=True) as sq:
+        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'before')")
+        util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
+        subprocess.run(pg._as_pg([PGBIN + "/pg_ctl", "-D", pg.data, "-l",
+                                  os.path.join(pg.dir, "server.log"), "-m", "fast", "-w",
+                                  "restart"]), check=True, capture_output=True, timeout=60)
+        util.wait_for(lambda: "following slot cellar_squeal again" in sq.log(), 30,
+                      what="the daemon to follow the slot again")
+        set_keys(c, ["after"])
+        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'after')")
+        util.wait_for(lambda: present(c, ["after"]) == [], 20, what="a commit after it")
+        m = sq.metrics()
+        assert m["cellar_squeal_stream_reconnects_total"] >= 1, m
+
+
 def test_second_daemon_on_the_slot_is_refused(pg):
     with util.Server(name="cluster") as c, Squeal(pg, {"c": c}):
         r = subprocess.run(Squeal(pg, {"c": c}).argv, capture_output=True, text=True, timeout=30)
@@ -535,18 +554,65 @@ def test_bad_arguments():
     for argv, what in (([], "--dsn is required"), (["--dsn", "x"], "give at least one --cluster"),
                        (["--dsn", "x", "--cluster", "nameless"], "NAME=CONFIG"),
                        (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--slot", "Bad-Slot"],
-                        "--slot and --publication")):
+                        "--slot and --publication"),
+                       (["--dsn", "x", "--cluster", "a/b=127.0.0.1:1"], "NAME=CONFIG"),
+                       (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--cluster",
+                         "a=127.0.0.1:2"], "given twice"),
+                       (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--async-max-bytes",
+                         "1k"], "give --async-dir"),
+                       (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--async-max-bytes",
+                         "0"], "--async-max-bytes takes"),
+                       (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--on-lost-slot",
+                         "ignore"], "--on-lost-slot takes fail or flush"),
+                       (["--dsn", "x", "--cluster", "a=127.0.0.1:1", "--metrics", "nope"],
+                        "--metrics expected HOST:PORT")):
         r = subprocess.run([need_squeal()] + argv, capture_output=True, text=True, timeout=10)
         assert r.returncode in (1, 64) and what in r.stderr, (argv, r)
+
+
+def test_missing_slot_is_lost(pg):
+    """The slot the daemon followed is gone at its next start (a failover
+    to a standby, which has no copy of logical slots; here dropped): the
+    invalidations since its position are lost.  Without --create-slot the
+    daemon says so (SLOT ... IS LOST) and exits with status 3, making
+    nothing; with --on-lost-slot flush it makes the slot again, flushes every
+    cluster before any later delete, counts it in /metrics, and delivers
+    what commits afterwards."""
+    with util.Server(name="cluster") as c:
+        with Squeal(pg, {"c": c}):
+            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
+            util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
+        pg.sql("SELECT pg_drop_replication_slot('cellar_squeal')")
+        set_keys(c, ["stale"])
+        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'stale')")   # lost with it
+
+        r = subprocess.run(Squeal(pg, {"c": c}, create=False).argv, capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 3, r
+        assert "SLOT cellar_squeal IS LOST (missing)" in r.stderr, r.stderr
+        assert pg.sql("SELECT count(*) FROM pg_replication_slots") == "0"
+        assert present(c, ["stale"]) == ["stale"]
+
+        with Squeal(pg, {"c": c}, ["--on-lost-slot", "flush"], create=False,
+                    metrics=True) as sq:
+            assert "SLOT cellar_squeal IS LOST (missing)" in sq.log(), sq.log()
+            util.wait_for(lambda: "flushed cluster c" in sq.log(), 20, what="the flush")
+            assert present(c, ["stale"]) == []
+            m = sq.metrics()
+            assert m["cellar_squeal_slot_lost_total"] == 1, m
+            assert m['cellar_squeal_flushes_total{cluster="c"}'] == 1, m
+            set_keys(c, ["after"])
+            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'after')")
+            util.wait_for(lambda: present(c, ["after"]) == [], 20, what="a commit after it")
 
 
 def test_lost_slot_made_again_and_clusters_flushed(pg):
     """The slot is invalidated while the daemon is stopped (WAL past
     max_slot_wal_keep_size, then a checkpoint): an invalidation inside the
-    lost WAL can never arrive.  With --on-lost-slot exit the daemon refuses
-    to start, saying why; by default it makes the slot again, flushes every
-    cluster (the stale key is gone), says so loudly, and delivers what
-    commits afterwards."""
+    lost WAL can never arrive.  By default (--on-lost-slot fail) the daemon
+    refuses to start, saying why, with status 3; with --on-lost-slot flush
+    it makes the slot again, flushes every cluster (the stale key is gone),
+    says so loudly, and delivers what commits afterwards."""
     with util.Server(name="cluster") as c:
         with Squeal(pg, {"c": c}):
             pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
@@ -563,13 +629,15 @@ def test_lost_slot_made_again_and_clusters_flushed(pg):
                           "WHERE slot_name = 'cellar_squeal'") == "lost"
         util.wait_for(lost, 60, interval=0, what="the slot to be invalidated")
 
-        r = subprocess.run(Squeal(pg, {"c": c}, ["--on-lost-slot", "exit"]).argv,
-                           capture_output=True, text=True, timeout=30)
-        assert r.returncode == 1 and "was invalidated" in r.stderr, r
+        r = subprocess.run(Squeal(pg, {"c": c}).argv, capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 3, r
+        assert "SLOT cellar_squeal IS LOST (invalidated" in r.stderr, r.stderr
         assert present(c, ["stale", "after"]) == ["after", "stale"]
 
-        with Squeal(pg, {"c": c}) as sq:
-            assert "WAS INVALIDATED" in sq.log() and "flushed cluster c" in sq.log(), sq.log()
+        with Squeal(pg, {"c": c}, ["--on-lost-slot", "flush"]) as sq:
+            assert "IS LOST" in sq.log(), sq.log()
+            util.wait_for(lambda: "flushed cluster c" in sq.log(), 20, what="the flush")
             assert present(c, ["stale", "after"]) == []
             set_keys(c, ["after"])
             pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'after')")
