@@ -50,8 +50,10 @@
  * window's worth of answers and halves when a request times out, between
  * window_min and window_max, and it lets out no more replies' worth of
  * bytes than window_bytes (what a switch port's queue toward the client
- * can hold: 32 of 1 KB, 250 of 100 bytes).  Each key gets its own status:
- * a failed server fails only its own keys.
+ * can hold: 32 of 1 KB, 250 of 100 bytes).  A server that has answered
+ * nothing for a tenth of its timeout (at most 20 ms) leaves the window
+ * until it answers, so a hung server delays no other server's keys.  Each
+ * key gets its own status: a failed server fails only its own keys.
  */
 #ifndef CELLAR_H
 #define CELLAR_H
