@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,14 +203,6 @@ int main(int argc, char **argv) {
     rt.client_max_bytes = (size_t)client_max;
     rt.client_hard_bytes = (size_t)(client_hard > client_max ? client_hard : client_max);
     rt.client_output_timeout = (unsigned)output_timeout;
-    /*
-     * Answers of clients that do not read are copied out of the backends'
-     * connections and held; when they go, the memory should go back to the
-     * system, not stay in the heap.  A fixed threshold (glibc's own rises
-     * after the first large free, past the values' sizes) maps every large
-     * value on its own, and returns it on free.
-     */
-    mallopt(M_MMAP_THRESHOLD, 64 * 1024);
     pthread_mutex_init(&rt.cfg_lock, NULL);
     char err[512] = "";
     if (router_config_load(&rt, config, err, sizeof(err)) != 0) {

@@ -24,23 +24,24 @@
  * Back-pressure, in requests and in bytes.  A client's load is what the
  * router holds for it (answers copied from the backends and not yet
  * written to it, its output not yet taken by the socket) plus what it has
- * in flight, each key reckoned at the client's own estimate of an answer
- * (the largest lately seen, decaying by a quarter an answer; a new
- * client's starts at its worker's, which decays by a 64th, and at least
- * at EST_FIRST, so a new client has at most 8 keys out before its first
- * answer by the default bound, and fewer once large answers were seen).  A connection is
- * paused (net stops reading it, and no request is taken from what was
- * read) while it has QUEUE_MAX requests waiting, its client is not
- * reading (output blocked), or its load is at --client-max-bytes; it
- * resumes once half the queue is answered, the output has drained and the
- * load is at half the bound.  So one client's answers cost at most about
- * the bound plus one request's answers, whatever it sends and whether or
- * not it reads.  The backends' connections are shared and always read: an
- * answer for a client that does not read is kept here, never left on the
- * backend's connection in front of others' answers.  A client that holds
- * more than --client-hard-max-bytes (estimates fell short), or whose
- * output moved not at all for --client-output-timeout seconds, is closed
- * and counted (clients_closed_slow).
+ * in flight, each key reckoned at the client's own estimate of an answer:
+ * the largest lately seen, decaying by a quarter an answer.  A new
+ * client's starts at its worker's (which decays by a 64th), and at least
+ * at EST_FIRST, so by the default bound a new client has at most 8 keys
+ * out before its first answer, fewer once large answers were seen.  A
+ * connection is paused (net stops reading it, and no request is taken
+ * from what was read) while it has QUEUE_MAX requests waiting, its client
+ * is not reading (output blocked), or its load is at --client-max-bytes;
+ * it resumes once half the queue is answered, the output has drained and
+ * the load is down to half the bound (or nothing is held).  So a client
+ * costs about the bound plus the answers of what it had out when it
+ * stopped, whatever it sends and whether or not it reads.  The backends'
+ * connections are shared and always read: an answer for a client that
+ * does not read is kept here, never left on the backend's connection in
+ * front of others' answers.  A client that holds more than
+ * --client-hard-max-bytes (estimates fell short, or one huge multi-get),
+ * or whose output moved not at all for --client-output-timeout seconds,
+ * is closed and counted (clients_closed_slow).
  *
  * A connection that closes with requests in flight leaves them orphaned
  * (rreq->c NULL); each is freed when its last key is answered.
@@ -49,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,17 +137,28 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *r);
  * into a block that knows its worker and size, so that bytes_held counts
  * it until it is freed, whether by its rreq or, once handed to a client's
  * out, by net's release() after the write (the connection may be gone by
- * then).
+ * then).  A block of VAL_MAP_MIN or more is mapped on its own and unmapped
+ * when freed: answers held for clients that do not read go back to the
+ * system when they go, rather than stay in the heap (whose own threshold
+ * for mapping rises past such sizes after the first is freed).
  */
+#define VAL_MAP_MIN (64u << 10)
+
 struct val_head {
     struct rworker *w;
-    size_t n;
+    size_t n;                       /* the value's bytes (the block has the head too) */
 };
 
 static char *val_new(struct rworker *w, size_t n) {
-    struct val_head *v = malloc(sizeof(*v) + n);
-    if (v == NULL)
+    size_t size = sizeof(struct val_head) + n;
+    struct val_head *v;
+    if (size >= VAL_MAP_MIN) {
+        v = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (v == MAP_FAILED)
+            return NULL;
+    } else if ((v = malloc(size)) == NULL) {
         return NULL;
+    }
     v->w = w;
     v->n = n;
     RSTAT_ADD(w->st.bytes_held, n);
@@ -156,8 +169,12 @@ static void val_free(char *p) {
     if (p == NULL)
         return;
     struct val_head *v = (struct val_head *)p - 1;
+    size_t size = sizeof(*v) + v->n;
     RSTAT_ADD(v->w->st.bytes_held, -(int64_t)v->n);
-    free(v);
+    if (size >= VAL_MAP_MIN)
+        munmap(v, size);
+    else
+        free(v);
 }
 
 void router_val_release(void *ctx, void *ref) {
@@ -358,10 +375,14 @@ static bool over_bytes(const struct rconn *c) {
            (c->inflight || c->vals || c->net.out.bytes);
 }
 
-/* May a paused connection take requests again: half its queue and bytes answered, its output drained? */
+/*
+ * May a paused connection take requests again: half its queue answered,
+ * its output drained, its load down to half the bound (or nothing held)?
+ */
 static bool may_take(const struct rconn *c) {
     return c->nq <= QUEUE_MAX / 2 && !c->net.want_write &&
-           (load(c) <= (double)c->w->rt->client_max_bytes / 2 || !over_bytes(c));
+           (load(c) <= (double)c->w->rt->client_max_bytes / 2 ||
+            (!c->inflight && !c->vals && !c->net.out.bytes));
 }
 
 /*
