@@ -602,6 +602,7 @@ static int dispatch(struct squeal *s) {
         b->arg = s;
     }
     atomic_init(&b->refs, s->nclusters);
+    uint64_t end = b->end_lsn;          /* b is the clusters' once queued: the last may free it */
     /* the open transaction's keys move to the front */
     memmove(s->keys, s->keys + n, (s->nkeys - n) * sizeof(*s->keys));
     memmove(s->lens, s->lens + n, (s->nkeys - n) * sizeof(*s->lens));
@@ -625,7 +626,7 @@ static int dispatch(struct squeal *s) {
         }
     }
     s->queue_full_said = false;
-    s->dispatched = b->end_lsn;
+    s->dispatched = end;
     s->batches++;
     return 0;
 }
@@ -672,6 +673,11 @@ static int on_xlog(struct squeal *s, const struct pg_copy *cp) {
         s->in_txn = false;
         if (m.end_lsn <= s->dispatched) {
             /* sent again after a reconnect, and already in the clusters' queues */
+            if (s->verbose) {
+                char lsn[20];
+                pg_lsn_str(m.end_lsn, lsn);
+                fprintf(stderr, "cellar-squeal: commit %s: already queued, skipped\n", lsn);
+            }
             for (size_t i = s->ncommitted; i < s->nkeys; i++)
                 free(s->keys[i]);
             s->nkeys = s->ncommitted;
@@ -741,6 +747,11 @@ static int read_stream(struct squeal *s) {
             bool idle = !s->in_txn && s->nkeys == 0 && s->batch_end <= s->acked;
             if (idle && cp.wal_end > s->acked) {
                 s->acked = s->batch_end = cp.wal_end;
+                if (s->verbose > 1) {
+                    char lsn[20];
+                    pg_lsn_str(cp.wal_end, lsn);
+                    fprintf(stderr, "cellar-squeal: idle, confirmed the server's %s\n", lsn);
+                }
                 if (cp.wal_end > s->received)
                     s->received = cp.wal_end;
                 rc = send_status(s, false);
