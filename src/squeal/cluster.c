@@ -3,7 +3,7 @@
  *
  *   cluster_main:  wait for batches (meanwhile: the handle's probes and
  *   spool replay, and watch() for the state changes worth a log line)
- *        | take the queued batches, up to BATCH_KEYS keys
+ *        | take the queued batches, up to batch_keys keys (--batch)
  *        v
  *   in_order(): while the spool replays to servers that answer, wait
  *        v
@@ -73,6 +73,7 @@ struct cluster {
     uint64_t marked_down;               /* servers the handle has marked down */
     uint64_t seen_appended, synced_appended, seen_dropped, seen_replayed;
     uint64_t last_spool_log_ms, replay_from_ms, replay_from_count;
+    size_t batch_keys;                  /* keys sent at once at most */
     bool keep_lags;
     uint32_t *lags;
     size_t nlags, caplags;
@@ -422,11 +423,11 @@ static void *cluster_main(void *arg) {
             pthread_cond_timedwait(&c->more, &c->lock, &until);
             continue;
         }
-        /* what is queued, up to BATCH_KEYS keys; a flush alone */
+        /* what is queued, up to batch_keys keys; a flush alone */
         size_t n = 0, keys = 0;
         while (n < c->qlen) {
             struct batch *b = c->q[(c->qhead + n) % c->qcap];
-            if (n > 0 && (b->flush || take[0]->flush || keys + b->nkeys > BATCH_KEYS))
+            if (n > 0 && (b->flush || take[0]->flush || keys + b->nkeys > c->batch_keys))
                 break;
             if (n == captake) {
                 size_t cap = captake ? captake * 2 : 64;
@@ -477,8 +478,8 @@ static void *cluster_main(void *arg) {
 /* ---------------------------------------------------------------------- */
 
 int cluster_create(struct cluster **out, const char *name, const char *conf,
-                   const char *spool_dir, uint64_t spool_max, bool keep_lags, int wake_fd,
-                   char *err, size_t errlen) {
+                   const char *spool_dir, uint64_t spool_max, size_t batch_keys, bool keep_lags,
+                   int wake_fd, char *err, size_t errlen) {
     *out = NULL;
     struct cluster *c = calloc(1, sizeof(*c));
     if (c == NULL || (c->name = strdup(name)) == NULL) {
@@ -488,6 +489,7 @@ int cluster_create(struct cluster **out, const char *name, const char *conf,
     }
     c->wake_fd = wake_fd;
     c->keep_lags = keep_lags;
+    c->batch_keys = batch_keys < 1 ? 1 : batch_keys > BATCH_KEYS ? BATCH_KEYS : batch_keys;
     c->spool_max = spool_max;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->more, NULL);

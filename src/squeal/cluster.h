@@ -5,7 +5,7 @@
  *
  *   reader thread --cluster_push(batch)--> queue (at most QUEUE_MAX_KEYS
  *   keys waiting; the push waits for room) --> this cluster's thread:
- *   takes what is queued (up to BATCH_KEYS keys at once), cellar_mdelete,
+ *   takes what is queued (up to batch_keys keys at once), cellar_mdelete,
  *   retries what was not taken, fsyncs what was spooled, then marks the
  *   batches taken: cluster_taken() moves to their last end_lsn
  *
@@ -86,12 +86,14 @@ struct cluster;
  * configuration file, else a server list.  spool_dir: its spool's
  * directory (made when missing), NULL for none; spool_max: the spool's
  * bound in bytes, over all its servers (0: libcellar's default per
- * server).  keep_lags: record every transaction's lag for the report.
+ * server).  batch_keys: queued batches are sent together up to this many
+ * keys (1..BATCH_KEYS; a batch larger alone).  keep_lags: record every
+ * transaction's lag for the report.
  * 0, or -1 with the reason in err.
  */
 int cluster_create(struct cluster **out, const char *name, const char *conf,
-                   const char *spool_dir, uint64_t spool_max, bool keep_lags, int wake_fd,
-                   char *err, size_t errlen);
+                   const char *spool_dir, uint64_t spool_max, size_t batch_keys, bool keep_lags,
+                   int wake_fd, char *err, size_t errlen);
 
 /* Starts its thread: 0, or -1. */
 int cluster_start(struct cluster *c);

@@ -181,7 +181,8 @@ static void usage(FILE *f) {
             "                        depth and bytes, received and confirmed LSN, deletes,\n"
             "                        errors, reconnects\n"
             "  --batch N             deliver once N keys are committed and waiting (default\n"
-            "                        4096; and whenever nothing more is waiting)\n"
+            "                        4096; and whenever nothing more is waiting); a cluster\n"
+            "                        sends what waits for it in deletes of up to N keys\n"
             "  --report FILE         at exit, write delivery figures as JSON there: latency\n"
             "                        from commit to every cluster's answer, per cluster too,\n"
             "                        deletes per write\n"
@@ -1022,7 +1023,7 @@ static int add_cluster(struct squeal *s, const char *arg, const char *async_dir,
         }
     char err[512] = "";
     if (cluster_create(&s->clusters[s->nclusters], name, eq + 1, async_dir, async_max,
-                       s->report, s->wake_fd, err, sizeof(err)) < 0) {
+                       s->batch_max, s->report, s->wake_fd, err, sizeof(err)) < 0) {
         fprintf(stderr, "cellar-squeal: cluster %s: %s\n", name, err);
         cluster_destroy(&s->clusters[s->nclusters]);
         return -1;
