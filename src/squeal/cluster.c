@@ -318,12 +318,23 @@ static bool deliver(struct cluster *c, struct batch *const *take, size_t n) {
     size_t total = 0;
     for (size_t b = 0; b < n; b++)
         total += take[b]->nkeys;
-    const char **keys = malloc((total ? total : 1) * sizeof(*keys));
-    size_t *lens = malloc((total ? total : 1) * sizeof(*lens));
-    int *st = malloc((total ? total : 1) * sizeof(*st));
+    const char **keys;
+    size_t *lens;
+    int *st;
     bool done = false;
-    if (keys == NULL || lens == NULL || st == NULL)
-        goto out;                       /* FIXME: retried as a stop would be, at restart */
+    for (;;) {                          /* out of memory: try again in a moment */
+        keys = malloc((total ? total : 1) * sizeof(*keys));
+        lens = malloc((total ? total : 1) * sizeof(*lens));
+        st = malloc((total ? total : 1) * sizeof(*st));
+        if (keys != NULL && lens != NULL && st != NULL)
+            break;
+        free(keys);
+        free(lens);
+        free(st);
+        fprintf(stderr, "cellar-squeal: cluster %s: out of memory; retrying\n", c->name);
+        if (!run_for(c, 1000))
+            return false;
+    }
     size_t k = 0;
     for (size_t b = 0; b < n; b++)
         for (size_t i = 0; i < take[b]->nkeys; i++) {

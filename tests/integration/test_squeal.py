@@ -4,7 +4,10 @@ unix socket in that dir; wal_level=logical) and stops, also on failure.
 
 The clusters are cellard processes; what reached them is read back from
 them directly.  The daemon logs a line per commit with -v ("commit
-<end_lsn>: key ..."), which the ordering test reads.
+<end_lsn>: key ..."), which the ordering test reads.  It is started with
+--create-slot (a first start) unless a test says otherwise, and with
+--metrics where a test reads /metrics.  A failing test prints the
+daemon's log (less the per-commit lines).
 
 CELLAR_SQUEAL (cellar-squeal) is required: the tests fail, not skip,
 without it.
