@@ -262,6 +262,7 @@ static bool not_taken(int status) {
            status == CELLAR_ENOMEM;
 }
 
+/* Every transaction of take[0, n) answered now: its lag into the histogram (and the report's list). */
 static void record_lags(struct cluster *c, struct batch *const *take, size_t n) {
     int64_t now = now_pg_us();
     pthread_mutex_lock(&c->lock);
@@ -408,6 +409,12 @@ static void wake(int fd) {
     if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) { /* full counter: already woken */ }
 }
 
+/*
+ * The cluster's thread (the diagram atop this file): waits for batches,
+ * running the handle meanwhile; takes what is queued, delivers it, marks
+ * it taken and wakes the reader.  Ends on cluster_stop(); what it holds
+ * then stays untaken, so the slot is not confirmed past it.
+ */
 static void *cluster_main(void *arg) {
     struct cluster *c = arg;
     struct batch **take = NULL;

@@ -188,7 +188,8 @@ static void usage(FILE *f) {
             "                        deletes per write\n"
             "  --markers             delete each key's remote marker (\"r:<key>\", libcellar's\n"
             "                        cellar_remote_mark) with it\n"
-            "  -v, --verbose         a line per transaction delivered\n"
+            "  -v, --verbose         a line per commit read and per position confirmed;\n"
+            "                        twice: also when an idle stream's position is confirmed\n"
             "  -V, --version, -h, --help\n"
             "Exit status: 0 stopped by SIGTERM/SIGINT, 1 an error, 3 the slot is lost\n"
             "(--on-lost-slot fail), 64 a bad argument.\n");
