@@ -247,7 +247,6 @@ static void submit(struct rreq *r, unsigned i, int server) {
     r->rh->inflight++;
     r->c->inflight++;
     r->c->w->st.keys_sent++;
-    RSTAT_ADD(r->c->w->st.requests_inflight, 1);
     if (server >= 0)
         cl_async_submit_to(r->rh->h, (unsigned)server, &s->q);
     else
@@ -500,7 +499,6 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
     r->rh->inflight--;
     struct rconn *c = r->c;
     struct rworker *w = r->rh->w;
-    RSTAT_ADD(w->st.requests_inflight, -1);
     s->rep = *rep;
     s->answered = true;
     size_t nval = rep->value.len + rep->msg.len;

@@ -86,8 +86,13 @@ static void worker_tick(struct net_worker *nw) {
             pthread_mutex_unlock(&w->lock);
         }
     }
-    for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older)
+    unsigned inflight = 0;
+    for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older) {
         rh->deadline = cl_async_run(rh->h, false);
+        inflight += rh->inflight;
+    }
+    /* the gauge, once a round rather than twice a key */
+    atomic_store_explicit(&w->st.requests_inflight, inflight, memory_order_relaxed);
     uint32_t now = (uint32_t)time(NULL);
     if (now != w->slow_check) {
         w->slow_check = now;
