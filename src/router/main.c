@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,6 +204,14 @@ int main(int argc, char **argv) {
     rt.client_max_bytes = (size_t)client_max;
     rt.client_hard_bytes = (size_t)(client_hard > client_max ? client_hard : client_max);
     rt.client_output_timeout = (unsigned)output_timeout;
+    /*
+     * glibc raises its mmap and trim thresholds after a large block is
+     * freed (a backend's read buffer grown for large answers), and then
+     * keeps up to twice that at the top of a thread's heap: the memory a
+     * burst of large answers took would stay.  Fixed thresholds keep the
+     * heap's top given back.
+     */
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024);
     pthread_mutex_init(&rt.cfg_lock, NULL);
     char err[512] = "";
     if (router_config_load(&rt, config, err, sizeof(err)) != 0) {

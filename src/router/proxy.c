@@ -46,6 +46,7 @@
  * A connection that closes with requests in flight leaves them orphaned
  * (rreq->c NULL); each is freed when its last key is answered.
  */
+#include <malloc.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,9 @@ static char *val_new(struct rworker *w, size_t n) {
     v->w = w;
     v->n = n;
     RSTAT_ADD(w->st.bytes_held, n);
+    uint64_t held = atomic_load_explicit(&w->st.bytes_held, memory_order_relaxed);
+    if (held > w->held_peak)
+        w->held_peak = held;
     return (char *)(v + 1);
 }
 
@@ -914,9 +918,21 @@ static void conn_release(struct net_conn *nc) {
 
 /*
  * Once a second: a client whose output has waited on the socket, without
- * a byte of it taken, for the output timeout is closed.
+ * a byte of it taken, for the output timeout is closed; and the heap is
+ * trimmed after a burst of held answers has gone.
  */
 void router_close_stuck(struct rworker *w, uint32_t now) {
+    /*
+     * Once what was held for clients (a megabyte or more) has all gone,
+     * the heap gives its free pages back: the answers' own blocks are
+     * mapped apart, but the backends' read buffers grew and shrank with
+     * them in the heap.
+     */
+    if (w->held_peak >= (1u << 20) &&
+        atomic_load_explicit(&w->st.bytes_held, memory_order_relaxed) == 0) {
+        w->held_peak = 0;
+        malloc_trim(0);
+    }
     unsigned limit = w->rt->client_output_timeout;
     struct net_conn *nc = w->net.conns, *next;
     for (; nc != NULL; nc = next) {

@@ -107,6 +107,7 @@ struct rworker {
     double reply_est;               /* what an answer is worth in bytes, as its clients'
                                        estimates reckon it (proxy.c); a new client's first */
     uint32_t slow_check;            /* unix time of the last output-timeout check */
+    uint64_t held_peak;             /* the most bytes_held since the heap was last trimmed */
     struct router_counters st;
 };
 
