@@ -226,7 +226,8 @@ run: $(B)/cellard
 # Packages the build (libjansson-dev: libcellar's JSON configuration; liburing-dev: the
 # network core's io_uring back end) and the tests need, from Debian.
 TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev liburing-dev \
-             python3-pytest python3-pytest-timeout python3-pytest-xdist postgresql-15 libpq-dev
+             python3-pytest python3-pytest-timeout python3-pytest-xdist postgresql-15 libpq-dev \
+             groff-base systemd python3-prometheus-client
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
