@@ -36,6 +36,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "cellar-router " ROUTER_VERSION " -- a memcache router on libcellar's routes\n"
             "  --config FILE   mcrouter-format JSON (or a server list); \"file:PATH\" works too\n"
+            "  --config-file FILE  the same (mcrouter's name)\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
             "  -l, --listen=A  addresses to listen on, comma separated (default 127.0.0.1)\n"
             "  -s, --unix-socket=PATH  listen on a unix socket instead\n"
@@ -60,6 +61,7 @@ static void usage(FILE *f) {
             "                          without a byte of them read (default 0: never)\n"
             "  -v, --verbose\n"
             "  -V, --version\n"
+            "  -h, --help\n"
             "Reloads the config on SIGHUP and when the file changes.\n");
 }
 
