@@ -81,7 +81,8 @@ static void usage(FILE *f) {
             "      --dump FILE       write the trace (libCacheSim txt if FILE ends in .txt,\n"
             "                        else oracleGeneral) and stop\n"
             "  -q, --quiet           no progress line\n"
-            "  -l, --list            list the policies\n");
+            "  -l, --list            list the policies\n"
+            "  -h, --help            print this help and exit\n");
 }
 
 static int bad(const char *what, const char *v) {
