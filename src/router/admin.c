@@ -222,51 +222,7 @@ static void view_release(struct view *v) {
 /* Output                                                                   */
 /* ---------------------------------------------------------------------- */
 
-/* A growing answer; oom once an allocation failed (then nothing more is added). */
-struct text {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-
-static bool text_room(struct text *t, size_t need) {
-    if (t->oom)
-        return false;
-    if (t->cap - t->len >= need)
-        return true;
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap - t->len < need)
-        cap *= 2;
-    char *p = realloc(t->p, cap);
-    if (p == NULL) {
-        t->oom = true;
-        return false;
-    }
-    t->p = p;
-    t->cap = cap;
-    return true;
-}
-
-static void text_add(struct text *t, const char *p, size_t n) {
-    if (text_room(t, n)) {
-        memcpy(t->p + t->len, p, n);
-        t->len += n;
-    }
-}
-
-__attribute__((format(printf, 2, 3))) static void text_printf(struct text *t, const char *fmt,
-                                                               ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || !text_room(t, (size_t)n + 1))
-        return;
-    va_start(ap, fmt);
-    vsnprintf(t->p + t->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
-}
+/* Answers grow in a struct text (core/text.h). */
 
 /* One statistic, as `STAT name value` or a binary STAT packet. */
 struct stat_out {
@@ -387,18 +343,6 @@ int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary
 /* Prometheus                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* A label value: backslash, double quote and newline escaped. */
-static void prom_label_value(struct text *t, const char *s) {
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            text_printf(t, "\\%c", *s);
-        else if (*s == '\n')
-            text_add(t, "\\n", 2);
-        else
-            text_add(t, s, 1);
-    }
-}
-
 static void prom_family(struct text *t, const char *name, const char *type, const char *help) {
     text_printf(t, "# HELP cellar_router_%s %s\n# TYPE cellar_router_%s %s\n", name, help, name,
                 type);
@@ -407,35 +351,37 @@ static void prom_family(struct text *t, const char *name, const char *type, cons
 /* The opening of a per-server sample: cellar_router_<name>{server="<s>"} (the value follows). */
 static void prom_server(struct text *t, const char *name, const struct server_view *s) {
     text_printf(t, "cellar_router_%s{server=\"", name);
-    prom_label_value(t, s->name);
+    text_label_value(t, s->name);
     text_add(t, "\"} ", 3);
 }
 
-char *admin_metrics(struct router *rt, size_t *n) {
+void admin_metrics(void *arg, struct text *t) {
+    struct router *rt = arg;
     struct view v;
-    if (!view_take(rt, &v))
-        return NULL;
-    struct text t = {0};
+    if (!view_take(rt, &v)) {
+        t->oom = true;
+        return;
+    }
     for (int i = 0; i < ST_COUNT; i++) {
         const struct stat_def *d = &stat_defs[i];
         const char *suffix = d->gauge ? "" : "_total";
         if (d->help != NULL) {
             char fam[96];
             snprintf(fam, sizeof(fam), "%s%s", d->family, suffix);
-            prom_family(&t, fam, d->gauge ? "gauge" : "counter", d->help);
+            prom_family(t, fam, d->gauge ? "gauge" : "counter", d->help);
         }
-        text_printf(&t, "cellar_router_%s%s%s%s%s %llu\n", d->family, suffix,
+        text_printf(t, "cellar_router_%s%s%s%s%s %llu\n", d->family, suffix,
                     d->label ? "{" : "", d->label ? d->label : "", d->label ? "}" : "",
                     (unsigned long long)v.v[i]);
     }
     /* one family per server figure: its HELP/TYPE, then a sample per server */
 #define SERVERS(name, type, help, fmt, expr)                                    \
     do {                                                                        \
-        prom_family(&t, name, type, help);                                      \
+        prom_family(t, name, type, help);                                      \
         for (unsigned i = 0; i < v.nservers; i++) {                             \
             const struct server_view *s = &v.servers[i];                        \
-            prom_server(&t, name, s);                                           \
-            text_printf(&t, fmt "\n", expr);                                    \
+            prom_server(t, name, s);                                           \
+            text_printf(t, fmt "\n", expr);                                    \
         }                                                                       \
     } while (0)
     SERVERS("server_up", "gauge",
@@ -458,31 +404,25 @@ char *admin_metrics(struct router *rt, size_t *n) {
     SERVERS("server_spool_depth", "gauge", "Deletes waiting in the spool for the server", "%llu",
             (unsigned long long)s->spool_depth);
     /* a summary without quantiles: the time from send to reply, summed, and the replies */
-    prom_family(&t, "server_latency_seconds", "summary",
+    prom_family(t, "server_latency_seconds", "summary",
                 "Time from sending a request to the server to its reply");
     for (unsigned i = 0; i < v.nservers; i++) {
         const struct server_view *s = &v.servers[i];
-        prom_server(&t, "server_latency_seconds_sum", s);
-        text_printf(&t, "%.9f\n", (double)s->latency_ns / 1e9);
-        prom_server(&t, "server_latency_seconds_count", s);
-        text_printf(&t, "%llu\n", (unsigned long long)s->replies);
+        prom_server(t, "server_latency_seconds_sum", s);
+        text_printf(t, "%.9f\n", (double)s->latency_ns / 1e9);
+        prom_server(t, "server_latency_seconds_count", s);
+        text_printf(t, "%llu\n", (unsigned long long)s->replies);
     }
 #undef SERVERS
-    prom_family(&t, "route_requests_total", "counter",
+    prom_family(t, "route_requests_total", "counter",
                 "Requests each route of the current configuration was given (id: its place in "
                 "the configuration)");
     for (unsigned i = 0; i < v.nroutes; i++) {
         char label[200];
         route_name(&v, i, label, sizeof(label));
-        text_printf(&t, "cellar_router_route_requests_total{id=\"%u\",route=\"", i);
-        prom_label_value(&t, label);
-        text_printf(&t, "\"} %llu\n", (unsigned long long)v.routes[i]);
+        text_printf(t, "cellar_router_route_requests_total{id=\"%u\",route=\"", i);
+        text_label_value(t, label);
+        text_printf(t, "\"} %llu\n", (unsigned long long)v.routes[i]);
     }
     view_release(&v);
-    if (t.oom) {
-        free(t.p);
-        return NULL;
-    }
-    *n = t.len;
-    return t.p;
 }

@@ -7,7 +7,7 @@
  *   loop: accept -> hand to a worker,
  *         SIGHUP or a changed file -> load, swap (router_config_load),
  *         TERM/INT -> stop
- *   --metrics: its own thread (metrics.c) answering GET /metrics
+ *   --metrics: its own thread (core/httpd.c) answering GET /metrics
  */
 #include <errno.h>
 #include <getopt.h>
@@ -202,7 +202,6 @@ int main(int argc, char **argv) {
     rt.verbose = verbose;
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);
-    rt.metrics.fd = -1;
     rt.client_max_bytes = (size_t)client_max;
     rt.client_hard_bytes = (size_t)(client_hard > client_max ? client_hard : client_max);
     rt.client_output_timeout = (unsigned)output_timeout;
@@ -276,7 +275,9 @@ int main(int argc, char **argv) {
         return 71;
     }
     /* the workers are made (not yet running): what the scraper reads exists */
-    if (metrics != NULL && metrics_start(&rt, metrics, err, sizeof(err)) != 0) {
+    if (metrics != NULL &&
+        (rt.metrics = httpd_create(metrics, "/metrics", admin_metrics, &rt, err,
+                                   sizeof(err))) == NULL) {
         fprintf(stderr, "cellar-router: --metrics %s\n", err);
         return 71;
     }
@@ -325,7 +326,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    metrics_stop(&rt);
+    httpd_destroy(&rt.metrics);
     net_listeners_close(&rt.listeners);
     net_workers_stop(&rt.net);
     for (int i = 0; i < threads; i++)

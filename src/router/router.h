@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "client/client_int.h"
+#include "core/httpd.h"
 #include "net/listener.h"
 #include "net/worker.h"
 
@@ -111,13 +112,6 @@ struct rworker {
     struct router_counters st;
 };
 
-/* metrics.c: the --metrics listener (HTTP/1.0, GET /metrics). */
-struct router_metrics {
-    int fd;                         /* listening; -1: off */
-    pthread_t thread;
-    _Atomic bool stop;
-};
-
 struct router {
     struct net_server net;
     struct rworker *workers;
@@ -130,7 +124,7 @@ struct router {
     _Atomic uint64_t reloads, reload_errors;
     uint32_t started;               /* unix time */
     int verbose;
-    struct router_metrics metrics;
+    struct httpd *metrics;          /* --metrics (core/httpd.h); NULL: off */
     struct cellar_spool *spool;     /* --async-dir: failed deletes kept and replayed; NULL: off */
     /* What one client may hold (proxy.c): past max_bytes it is not read from;
        past hard_bytes, or output stuck for output_timeout s (0: never), closed */
@@ -170,15 +164,10 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
 int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,
                 uint32_t opaque, char **out, size_t *nout);
 
-/* The Prometheus text exposition (format 0.0.4), malloc'd (*n bytes), or NULL. */
-char *admin_metrics(struct router *rt, size_t *n);
-
 /*
- * metrics.c: listens on hostport ("HOST:PORT", "[v6]:PORT" or ":PORT" for
- * every address) and answers GET /metrics on its own thread.  0, or -1
- * with err.  metrics_stop() (also when never started) joins it.
+ * The Prometheus text exposition (format 0.0.4) into t: the render
+ * callback of the --metrics listener (core/httpd.h), arg the router.
  */
-int metrics_start(struct router *rt, const char *hostport, char *err, size_t errlen);
-void metrics_stop(struct router *rt);
+void admin_metrics(void *arg, struct text *t);
 
 #endif

@@ -1118,7 +1118,7 @@ int main(int argc, char **argv) {
     };
     static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX, .on_lost = LOST_FAIL,
                               .slot = "cellar_squeal", .pub = "cellar_squeal", .wake_fd = -1};
-    static struct metrics metrics = {.fd = -1};
+    static struct metrics metrics = {NULL};
     const char *async_dir = NULL, *report = NULL, *metrics_at = NULL;
     const char *cluster_args[CLUSTERS_MAX];
     int ncluster_args = 0;
