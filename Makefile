@@ -116,18 +116,56 @@ $(B)/examples/lookaside: $(LOOKASIDE_SRC) examples/lookaside/service.h $(B)/libc
 	  -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) \
 	  -o $@ $(LOOKASIDE_SRC) $(B)/libcellar.a $(LDFLAGS) -lpq $(libs_client) $(LDLIBS)
 
-PREFIX  ?= /usr/local
-LIBDIR  ?= $(PREFIX)/lib
-INCDIR  ?= $(PREFIX)/include
-install: lib
-	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig
-	install -m 644 include/cellar.h $(DESTDIR)$(INCDIR)/cellar.h
+# make install: every program, libcellar (archive, shared object with its
+# SONAME links, header, pkg-config file), the manual pages that man/ holds,
+# cellar_squeal.sql, the systemd units and the default configuration in
+# SYSCONFDIR/cellar/ (doc/install.md).  GNU's names; DESTDIR is prepended to
+# every path, which the installed files themselves do not contain.
+# Configuration files already there are kept (a package manager replaces
+# them its own way).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR    ?= $(PREFIX)/share
+MANDIR     ?= $(DATADIR)/man
+SYSCONFDIR ?= $(PREFIX)/etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+PROGRAMS   := cellard cellar-router cellar-squeal cellar-sim cellar-bench cellar-ring
+UNITS      := $(patsubst packaging/systemd/%.in,%,$(wildcard packaging/systemd/*.service.in))
+CONFIGS    := $(notdir $(wildcard packaging/etc/*))
+MAN1       := $(wildcard man/*.1)
+MAN3       := $(wildcard man/*.3)
+# A file's paths are those of this installation (sed on @BINDIR@ and @SYSCONFDIR@).
+install_subst = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+                    -e 's|@DATADIR@|$(DATADIR)|g'
+.PHONY: programs
+programs: $(addprefix $(B)/,$(PROGRAMS))
+install: programs lib
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+	  $(DESTDIR)$(DATADIR)/cellar $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/cellar
+	install -m 755 $(addprefix $(B)/,$(PROGRAMS)) $(DESTDIR)$(BINDIR)/
+	install -m 644 include/cellar.h $(DESTDIR)$(INCLUDEDIR)/cellar.h
 	install -m 644 $(B)/libcellar.a $(DESTDIR)$(LIBDIR)/libcellar.a
-	install -m 755 $(B)/libcellar.so $(DESTDIR)$(LIBDIR)/libcellar.so.$(LIB_VERSION)
+	install -m 644 $(B)/libcellar.so $(DESTDIR)$(LIBDIR)/libcellar.so.$(LIB_VERSION)
 	ln -sf libcellar.so.$(LIB_VERSION) $(DESTDIR)$(LIBDIR)/libcellar.so.$(LIB_SOVER)
 	ln -sf libcellar.so.$(LIB_SOVER) $(DESTDIR)$(LIBDIR)/libcellar.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(LIB_VERSION)|' cellar.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/cellar.pc
+	chmod 644 $(DESTDIR)$(LIBDIR)/pkgconfig/cellar.pc
+	install -m 644 src/squeal/cellar_squeal.sql $(DESTDIR)$(DATADIR)/cellar/cellar_squeal.sql
+	$(if $(MAN1),install -d $(DESTDIR)$(MANDIR)/man1 && install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/)
+	$(if $(MAN3),install -d $(DESTDIR)$(MANDIR)/man3 && install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
+	@set -e; for u in $(UNITS); do \
+	  echo "install $$u -> $(DESTDIR)$(UNITDIR)/$$u"; \
+	  $(install_subst) packaging/systemd/$$u.in > $(DESTDIR)$(UNITDIR)/$$u; \
+	  chmod 644 $(DESTDIR)$(UNITDIR)/$$u; done
+	@set -e; umask 022; for f in $(CONFIGS); do \
+	  t=$(DESTDIR)$(SYSCONFDIR)/cellar/$$f; \
+	  if [ -e $$t ]; then echo "keep $$t (already there)"; continue; fi; \
+	  echo "install $$f -> $$t"; \
+	  $(install_subst) packaging/etc/$$f > $$t; \
+	  case $$f in cellar-squeal.conf) chmod 640 $$t;; *) chmod 644 $$t;; esac; done
 
 # bench/router: cellar-router against Debian's nutcracker and direct to cellard, over 4 cellard
 # (bench/router/run, about 8 minutes; builds in build-router/; installs nutcracker when it is
