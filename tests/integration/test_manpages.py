@@ -190,7 +190,7 @@ def test_libcellar_names_every_function():
         header = f.read()
     funcs = set(re.findall(r"CELLAR_API\s+[^;(]*?\b(cellar_[a-z_]+)\s*\(", header))
     structs = set(re.findall(r"^struct (cellar_[a-z_]+)\s*[{;]", header, re.M))
-    assert len(funcs) >= 50, sorted(funcs)
+    assert len(funcs) >= 45, sorted(funcs)
     text = render("libcellar.3")
     missing = sorted(n for n in funcs | structs | {"cellar"} if not mentions(text, n))
     assert not missing, "libcellar(3) does not name: %s" % missing
