@@ -20,7 +20,7 @@ OPT     ?= -O2 -flto=auto -ffat-lto-objects
 SAN     ?=
 CFLAGS  := -std=c11 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
            -Isrc -Iinclude -MMD -MP $(SAN) $(EXTRA_CFLAGS)
-LDFLAGS := -pthread $(OPT) $(SAN)
+LDFLAGS := -pthread $(OPT) $(SAN) $(EXTRA_LDFLAGS)
 LDLIBS  := -lm
 
 LAYERS  := core storage protocol net client server
@@ -94,7 +94,7 @@ $(B)/pic/%.o: src/%.c
 	@mkdir -p $(@D)
 	$(CC) $(filter-out -flto=auto -ffat-lto-objects,$(CFLAGS)) -fPIC -fvisibility=hidden -c -o $@ $<
 $(B)/libcellar.so: $(LIB_PIC)
-	$(CC) -shared -Wl,-soname,libcellar.so.$(LIB_SOVER) -Wl,--no-undefined $(SAN) -o $@ $^ \
+	$(CC) -shared -Wl,-soname,libcellar.so.$(LIB_SOVER) -Wl,--no-undefined $(SAN) $(EXTRA_LDFLAGS) -o $@ $^ \
 	  -pthread $(libs_client)
 
 # examples/: small programs a user copies from, built against the library as
@@ -166,6 +166,30 @@ install: programs lib
 	  echo "install $$f -> $$t"; \
 	  $(install_subst) packaging/etc/$$f > $$t; \
 	  case $$f in cellar-squeal.conf) chmod 640 $$t;; *) chmod 644 $$t;; esac; done
+
+# make deb: the Debian packages cellard, cellar-router, cellar-squeal, libcellar0 and
+# libcellar-dev (debian/; doc/install.md), built by dpkg-buildpackage in a copy of this
+# tree (its tracked and unignored files) in $(B)/deb/cellar, so the .debs, .changes
+# and .buildinfo land in $(B)/deb; then lintian, which fails it on an error.  Installs
+# the tools it needs when missing; never part of make test.
+DEB_PKGS := debhelper dpkg-dev fakeroot lintian libjansson-dev liburing-dev libpq-dev
+DEBDIR   := $(B)/deb
+.PHONY: deb
+deb:
+	@missing=$$(for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	rm -rf $(DEBDIR) && mkdir -p $(DEBDIR)/cellar
+	if git rev-parse --git-dir >/dev/null 2>&1; then \
+	  git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C $(DEBDIR)/cellar; \
+	else \
+	  tar --exclude-vcs --exclude='./build*' --exclude=./$(B) -cf - . | tar -xf - -C $(DEBDIR)/cellar; \
+	fi
+	cd $(DEBDIR)/cellar && dpkg-buildpackage -us -uc -b
+	lintian $(DEBDIR)/*.changes
+	@ls -1 $(DEBDIR)/*.deb
 
 # bench/router: cellar-router against Debian's nutcracker and direct to cellard, over 4 cellard
 # (bench/router/run, about 8 minutes; builds in build-router/; installs nutcracker when it is
