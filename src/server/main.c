@@ -8,6 +8,7 @@
  *   loop: accept -> hand fd to a    crawl), sleep longer when idle
  *         worker, round robin
  *         signalfd: TERM/INT -> stop
+ *   --metrics: core/httpd.c's thread answers GET /metrics (metrics.c)
  *
  * The only mutable globals of the program live here (none at the moment:
  * the server struct is on main's stack and passed to everyone).
@@ -32,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/httpd.h"
 #include "server/server.h"
 
 static uint32_t unix_now(void) {
@@ -287,6 +289,23 @@ int main(int argc, char **argv) {
     atomic_store(&srv.net.total_conns, srv.fixed_conns);
     pthread_t maint;
     pthread_create(&maint, NULL, maint_main, &srv);
+    /*
+     * --metrics: its own thread (core/httpd.c) answers GET /metrics with
+     * metrics.c's rendering of `stats`, now that everything it reads exists.
+     * FIXME: it binds after -d and -u, so with -d a refusal goes where the
+     * daemon's stderr goes, and a port below 1024 needs root kept.
+     */
+    struct httpd *metrics = NULL;
+    if (cfg.metrics != NULL) {
+        char err[300];
+        metrics = httpd_create(cfg.metrics, "/metrics", metrics_render, &srv, err, sizeof(err));
+        if (metrics == NULL) {
+            fprintf(stderr, "cellard: --metrics %s\n", err);
+            atomic_store(&srv.net.stop, true);
+            pthread_join(maint, NULL);
+            return 71;
+        }
+    }
 
     struct evloop *loop = evloop_create();
     evloop_add(loop, sfd, EV_READ, &sfd);
@@ -310,6 +329,7 @@ int main(int argc, char **argv) {
         }
     }
 
+    httpd_destroy(&metrics);
     net_listeners_close(&srv.listeners);
     watch_stop(&srv);
     worker_stop_all(&srv);

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "core/evloop.h"
+#include "core/text.h"
 #include "net/listener.h"
 #include "net/out.h"
 #include "net/worker.h"
@@ -302,7 +303,8 @@ void dispatch_bin_nread_done(struct conn *c);
 /* stats.c */
 struct stat_sink {
     void (*emit)(struct stat_sink *k, const char *name, const char *val);
-    struct conn *c;
+    struct conn *c;                 /* the asking connection; NULL for stats_collect() */
+    void *ctx;                      /* the emitter's own (metrics.c) */
     bool binary;
     uint32_t opaque;
 };
@@ -313,5 +315,17 @@ bool stats_sizes_start(struct server *s);
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len);
 void stats_text(struct conn *c, struct mc_req *req);
 void stats_sum(struct server *s, struct worker_counters *out);
+/*
+ * stats.c: the general (group ""), "items" or "slabs" lines into k, for
+ * any thread (the sums and the engine's figures are read as `stats` reads
+ * them).  false for another group.
+ */
+bool stats_collect(struct server *s, struct stat_sink *k, const char *group);
+/*
+ * metrics.c: cellard's Prometheus exposition (--metrics), made from the
+ * lines of stats_collect() and the per-worker counters: the render
+ * callback of core/httpd.h, arg the server.
+ */
+void metrics_render(void *arg, struct text *t);
 
 #endif

@@ -27,6 +27,8 @@
  */
 #include "server/settings_int.h"
 
+#include "core/httpd.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -729,6 +731,22 @@ static int sub_io_bufs(struct parse *p, const char *v) {
     return 0;
 }
 
+/*
+ * --metrics=HOST:PORT and -o metrics=HOST:PORT (cellar): where to serve
+ * the Prometheus /metrics page.  The form is checked here; main() binds it
+ * and refuses to start when it cannot.
+ */
+static int opt_metrics(struct parse *p, const char *v) {
+    char buf[256], *host, *port;
+    if (v == NULL || strlen(v) >= sizeof(buf) ||
+        !httpd_split_hostport(strcpy(buf, v), &host, &port)) {
+        fprintf(p->err, "cellard: --metrics wants HOST:PORT, [IPv6]:PORT or :PORT "
+                        "(port 1-65535), not \"%s\"\n", v ? v : "");
+        return 1;
+    }
+    return str_set(p, &p->s->metrics, v);
+}
+
 static int sub_evict_policy(struct parse *p, const char *v) {
     if (need(p, v, "Missing evict_policy argument"))
         return 1;
@@ -783,7 +801,9 @@ struct opt {
     unsigned flags;
 };
 
-enum { OPT_HELP = 'h', OPT_LICENSE = 'i', OPT_VERSION = 'V' };
+/* keys from OPT_LONG_ONLY up have no short form (cellar's own long options) */
+enum { OPT_HELP = 'h', OPT_LICENSE = 'i', OPT_VERSION = 'V', OPT_LONG_ONLY = 256,
+       OPT_METRICS = OPT_LONG_ONLY };
 
 static const struct opt opt_table[] = {
     {'p', "port", required_argument, "<num>",
@@ -885,6 +905,10 @@ static const struct opt opt_table[] = {
     {'N', "napi-ids", required_argument, "<num>",
      "number of napi ids. see memcached's doc/napi_ids.txt", F_NONE, 0, opt_napi_ids,
      OPT_TODO},
+    {OPT_METRICS, "metrics", required_argument, "<host:port>",
+     "(cellar) serve stats as Prometheus text at\n"
+     "http://<host:port>/metrics (\":port\" every address,\n"
+     "\"[v6]:port\"); off by default. Also -o metrics=", F_NONE, 0, opt_metrics, 0},
 };
 
 #define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
@@ -992,6 +1016,7 @@ static const struct subopt sub_table[] = {
      F_STR, FIELD(evict_policy), sub_evict_policy, 0},
     {"evict", "(cellar) the same as evict_policy", F_STR, FIELD(evict_policy),
      sub_evict_policy, 0},
+    {"metrics", "(cellar) the same as --metrics=<host:port>", F_NONE, 0, opt_metrics, 0},
     {"delete_hold", "(cellar) \"delete <key> <seconds>\" deletes and refuses add\n"
      "of the key for <seconds> (cold cluster warm-up)",
      F_NONE, FIELD(delete_hold), NULL, OPT_TRUE},
@@ -1061,6 +1086,8 @@ void settings_usage(FILE *out) {
             continue;
         if (o->key == 0)
             snprintf(label, sizeof(label), "%s", o->name);
+        else if (o->key >= OPT_LONG_ONLY)
+            snprintf(label, sizeof(label), "    --%s=%s", o->name, o->arg ? o->arg : "");
         else if (o->name == NULL)
             snprintf(label, sizeof(label), "-%c %s", o->key, o->arg ? o->arg : "");
         else
@@ -1151,7 +1178,7 @@ void settings_init(struct settings *s) {
 
 void settings_deinit(struct settings *s) {
     const char **owned[] = {&s->inter, &s->socketpath, &s->memory_file, &s->evict_policy,
-                            &s->auth_file, &s->pid_file, &s->username};
+                            &s->auth_file, &s->pid_file, &s->username, &s->metrics};
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
         str_free(*owned[i]);
         *owned[i] = NULL;
@@ -1417,9 +1444,11 @@ int settings_parse(struct settings *s, int argc, char **argv, FILE *err) {
         const struct opt *o = &opt_table[i];
         if (o->key == 0)
             continue;
-        shortopts[ns++] = (char)o->key;
-        if (o->has_arg == required_argument)
-            shortopts[ns++] = ':';
+        if (o->key < OPT_LONG_ONLY) {
+            shortopts[ns++] = (char)o->key;
+            if (o->has_arg == required_argument)
+                shortopts[ns++] = ':';
+        }
         if (o->name != NULL)
             lo[nlo++] = (struct option){o->name,
                                         (o->flags & OPT_LONGOPTARG) ? optional_argument

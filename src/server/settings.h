@@ -115,6 +115,8 @@ struct settings {
                                    main() puts the one in use here */
     unsigned io_bufs;           /* -o io_bufs (cellar): io_uring receive buffers a worker
                                    (0: the network core's default) */
+    const char *metrics;        /* --metrics / -o metrics (cellar): HOST:PORT of the
+                                   Prometheus /metrics page; NULL: off */
     bool delete_hold;           /* -o delete_hold (cellar): "delete <key> <seconds>"
                                    refuses add of the key for that long */
 

@@ -114,8 +114,7 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
 
 #define STAT_U(name, v) sink_printf(o, name, "%llu", (unsigned long long)(v))
 
-static void stats_general(struct conn *c, struct stat_sink *o) {
-    struct server *s = c->w->srv;
+static void stats_general(struct server *s, struct stat_sink *o) {
     struct worker_counters t;
     struct engine_stats es;
     stats_sum(s, &t);
@@ -275,10 +274,10 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
         k->emit(k, name, value);
 }
 
-static void stats_items(struct conn *c, struct stat_sink *o) {
-    struct engine *e = c->w->srv->engine;
+static void stats_items(struct server *s, struct stat_sink *o) {
+    struct engine *e = s->engine;
     struct worker_counters t;
-    stats_sum(c->w->srv, &t);
+    stats_sum(s, &t);
     unsigned n = engine_nclasses(e);
     for (unsigned id = 1; id <= n; id++) {
         struct engine_class_stats cs;
@@ -319,8 +318,7 @@ static void stats_items(struct conn *c, struct stat_sink *o) {
     }
 }
 
-static void stats_slabs(struct conn *c, struct stat_sink *o) {
-    struct server *s = c->w->srv;
+static void stats_slabs(struct server *s, struct stat_sink *o) {
     struct engine *e = s->engine;
     struct worker_counters t;
     stats_sum(s, &t);
@@ -451,11 +449,27 @@ bool stats_sizes_start(struct server *s) {
     return engine_sizes_enable(s->engine, (unsigned)mc_item_size(s->cfg, 0, 0, 0));
 }
 
+/*
+ * The read-only groups for a reader that is not a connection (metrics.c's
+ * thread): the same functions, so the same names and values as `stats`.
+ */
+bool stats_collect(struct server *s, struct stat_sink *k, const char *group) {
+    if (group[0] == '\0')
+        stats_general(s, k);
+    else if (strcmp(group, "items") == 0)
+        stats_items(s, k);
+    else if (strcmp(group, "slabs") == 0)
+        stats_slabs(s, k);
+    else
+        return false;
+    return true;
+}
+
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len) {
     struct server *s = c->w->srv;
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(sub, lit, len) == 0)
     if (len == 0) {
-        stats_general(c, k);
+        stats_general(s, k);
     } else if (IS("reset")) {
         stats_reset(s);
         return STATS_RESET;
@@ -464,9 +478,9 @@ enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub,
         settings_each_stat(s->cfg, emit_setting, k);
         pthread_mutex_unlock(&s->tune_lock);
     } else if (IS("items")) {
-        stats_items(c, k);
+        stats_items(s, k);
     } else if (IS("slabs")) {
-        stats_slabs(c, k);
+        stats_slabs(s, k);
     } else if (IS("conns") && !k->binary) {
         stats_conns(c, k);
     } else if (IS("extstore")) {
