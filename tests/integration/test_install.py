@@ -18,6 +18,7 @@ $CELLARD, else build/; make rebuilds nothing that is up to date):
 Each install lives in a temporary directory removed whatever happens.
 """
 
+import fcntl
 import json
 import os
 import re
@@ -39,8 +40,16 @@ CONFIGS = ["cellard.conf", "cellar-router.conf", "cellar-squeal.conf", "router.j
 
 def make_install(*args):
     """Runs make install with these variables; fails the test with make's output."""
-    r = subprocess.run(["make", "-s", "-C", REPO, "B=" + BUILD, "install"] + list(args),
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    # Not the variables of a make that runs this test (make check LIBDIR=...).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    # One make at a time in the build directory (pytest-xdist runs the
+    # fixtures once a worker), in case it has something to rebuild.
+    os.makedirs(BUILD, exist_ok=True)
+    with open(os.path.join(BUILD, ".test_install.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        r = subprocess.run(["make", "-s", "-C", REPO, "B=" + BUILD, "install"] + list(args),
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=300)
     assert r.returncode == 0, "make install %s failed:\n%s" % (" ".join(args), r.stdout)
     return r.stdout
 
@@ -115,7 +124,11 @@ def test_an_application_builds_on_the_installed_library(staged):
                 '    printf("%u %s\\n", cellar_config_servers(cfg), cellar_config_server_name(cfg, 0));\n'
                 '    cellar_config_release(&cfg); return 0; }\n')
     app = os.path.join(staged, "app")
-    subprocess.run(["cc", "-std=c11", "-o", app, src] + flags, check=True, timeout=60)
+    # A library built under make asan needs its runtime first in the program.
+    needed = subprocess.run(["readelf", "-d", os.path.join(staged, "usr/lib/libcellar.so.0")],
+                            stdout=subprocess.PIPE, text=True, check=True).stdout
+    san = ["-fsanitize=address,undefined"] if "libasan" in needed else []
+    subprocess.run(["cc", "-std=c11"] + san + ["-o", app, src] + flags, check=True, timeout=60)
     assert "libcellar.so.0 =>" in subprocess.run(
         ["ldd", app], env=dict(os.environ, LD_LIBRARY_PATH=os.path.join(staged, "usr/lib")),
         stdout=subprocess.PIPE, text=True, check=True).stdout
