@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 struct httpd {
     int fd;                         /* listening */
     atomic_bool stop;
@@ -32,12 +34,6 @@ struct httpd {
     httpd_render_fn render;
     void *arg;
 };
-
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void send_all(int fd, const char *p, size_t n) {
     while (n > 0) {
@@ -73,7 +69,7 @@ static void answer_text(int fd, const char *status, const char *body) {
  */
 static ssize_t read_head(int fd, char *buf, size_t cap) {
     size_t len = 0;
-    int64_t until = mono_ms() + HTTPD_READ_MS;
+    int64_t until = (int64_t)clock_mono_ms() + HTTPD_READ_MS;
     while (len < cap - 1) {
         ssize_t k = recv(fd, buf + len, cap - 1 - len, 0);
         if (k < 0 && errno == EINTR)
@@ -84,7 +80,7 @@ static ssize_t read_head(int fd, char *buf, size_t cap) {
         buf[len] = '\0';
         if (strstr(buf, "\r\n\r\n") != NULL || strstr(buf, "\n\n") != NULL)
             return (ssize_t)len;
-        if (mono_ms() > until)
+        if ((int64_t)clock_mono_ms() > until)
             return -1;
     }
     return -1;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cellar.h"
+#include "core/clock.h"
 #include "squeal/pgout.h"
 
 #define SPOOL_LOG_EVERY_MS 5000         /* a line on the spool's growth at most this often */
@@ -79,18 +80,6 @@ struct cluster {
     size_t nlags, caplags;
 };
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int64_t now_pg_us(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return pg_time_from_unix_us((int64_t)tv.tv_sec * 1000000 + tv.tv_usec);
-}
-
 void batch_free(struct batch *b) {
     if (b == NULL)
         return;
@@ -130,7 +119,7 @@ static void watch(struct cluster *c, bool clean) {
     struct cellar_spool_stats sp = {0};
     if (c->spool)
         cellar_spool_stats(c->spool, NULL, &sp);
-    uint64_t now = now_ms();
+    uint64_t now = clock_mono_ms();
     uint64_t fails = st.timeouts + st.errors + st.down_fast_fails;
     uint64_t marked_down = st.tko_events > st.revivals ? st.tko_events - st.revivals : 0;
     uint64_t new_fails = fails - c->seen_fails;
@@ -221,7 +210,7 @@ static void watch(struct cluster *c, bool clean) {
 
 /* Runs the handle (probes, replay) for about ms; false on a stop. */
 static bool run_for(struct cluster *c, int ms) {
-    uint64_t until = now_ms() + (uint64_t)ms;
+    uint64_t until = clock_mono_ms() + (uint64_t)ms;
     do {
         if (atomic_load(&c->stop))
             return false;
@@ -229,7 +218,7 @@ static bool run_for(struct cluster *c, int ms) {
         struct timespec ts = {0, 5 * 1000000};
         nanosleep(&ts, NULL);           /* cellar_poll returns at once when nothing is due */
         watch(c, false);
-    } while (now_ms() < until);
+    } while (clock_mono_ms() < until);
     return !atomic_load(&c->stop);
 }
 
@@ -264,7 +253,7 @@ static bool not_taken(int status) {
 
 /* Every transaction of take[0, n) answered now: its lag into the histogram (and the report's list). */
 static void record_lags(struct cluster *c, struct batch *const *take, size_t n) {
-    int64_t now = now_pg_us();
+    int64_t now = pg_time_from_unix_us(clock_unix_us());
     pthread_mutex_lock(&c->lock);
     for (size_t b = 0; b < n; b++) {
         for (size_t i = 0; i < take[b]->ntxn; i++) {

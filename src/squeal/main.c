@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "cellar.h"
+#include "core/clock.h"
 #include "squeal/cluster.h"
 #include "squeal/metrics.h"
 #include "squeal/pgout.h"
@@ -122,18 +123,6 @@ static volatile sig_atomic_t stopping;
 static void on_signal(int sig) {
     (void)sig;
     stopping = 1;
-}
-
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static int64_t now_pg_us(void) {
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return pg_time_from_unix_us((int64_t)tv.tv_sec * 1000000 + tv.tv_usec);
 }
 
 /* Sleeps up to ms, in steps, unless told to stop; false on a stop. */
@@ -275,8 +264,8 @@ static bool cluster_name_ok(const char *s, size_t n) {
 static int send_status(struct squeal *s, bool reply) {
     char msg[34];
     uint64_t acked = s->acked;
-    size_t n = pg_status_update(msg, acked, acked, acked, now_pg_us(), reply);
-    s->last_status_ms = now_ms();
+    size_t n = pg_status_update(msg, acked, acked, acked, pg_time_from_unix_us(clock_unix_us()), reply);
+    s->last_status_ms = clock_mono_ms();
     if (PQputCopyData(s->conn, msg, (int)n) != 1 || PQflush(s->conn) != 0) {
         fprintf(stderr, "cellar-squeal: sending a status update: %s", PQerrorMessage(s->conn));
         return -1;
@@ -469,16 +458,16 @@ static enum stream_rc connect_stream(struct squeal *s) {
 static bool wait_visible(struct squeal *s) {
     bool waited = false;
     size_t done = 0;
-    uint64_t start = now_ms();
+    uint64_t start = clock_mono_ms();
     /* catching up on older WAL, a whole batch may precede the last snapshot seen */
-    bool recent = s->have_xmin && now_ms() - s->xmin_ms < 10000;
+    bool recent = s->have_xmin && clock_mono_ms() - s->xmin_ms < 10000;
     while (recent && done < s->nxids && (int32_t)(s->xids[done] - s->xmin) < 0)
         done++;
     const char *why = NULL;
     while (done < s->nxids) {
         if (stopping)
             return false;
-        if (now_ms() - start >= VISIBLE_WAIT_MS) {
+        if (clock_mono_ms() - start >= VISIBLE_WAIT_MS) {
             why = "still not visible after 500 ms:";
             break;
         }
@@ -492,7 +481,7 @@ static bool wait_visible(struct squeal *s) {
         }
         const char *snap = PQgetvalue(r, 0, 0);
         s->have_xmin = pg_snapshot_xmin(snap, &s->xmin) == 0;
-        s->xmin_ms = now_ms();
+        s->xmin_ms = clock_mono_ms();
         int running = 0;
         while (done < s->nxids && (running = pg_snapshot_running(snap, s->xids[done])) == 0)
             done++;
@@ -509,8 +498,8 @@ static bool wait_visible(struct squeal *s) {
     }
     if (why != NULL) {
         s->visibility_timeouts++;
-        if (s->last_visible_warn_ms == 0 || now_ms() - s->last_visible_warn_ms >= 60000) {
-            s->last_visible_warn_ms = now_ms();
+        if (s->last_visible_warn_ms == 0 || clock_mono_ms() - s->last_visible_warn_ms >= 60000) {
+            s->last_visible_warn_ms = clock_mono_ms();
             fprintf(stderr, "cellar-squeal: %s transaction %u; delivering without waiting "
                             "(is this slot's walsender a synchronous standby? leave "
                             "application_name cellar_squeal out of synchronous_standby_names)%s%s",
@@ -530,7 +519,7 @@ static bool wait_visible(struct squeal *s) {
 /* The last cluster took b: its transactions' latency (--report). */
 static void on_batch_taken(void *arg, const struct batch *b) {
     struct squeal *s = arg;
-    int64_t now = now_pg_us();
+    int64_t now = pg_time_from_unix_us(clock_unix_us());
     pthread_mutex_lock(&s->lat_lock);
     for (size_t i = 0; i < b->ntxn; i++) {
         if (s->nlat == s->caplat) {
@@ -619,7 +608,7 @@ static int dispatch(struct squeal *s) {
                                 "stream waits for it (every cluster waits)\n",
                         cluster_name(s->clusters[i]), QUEUE_MAX_KEYS);
             }
-            if (stopping || (now_ms() - s->last_status_ms >= STATUS_EVERY_MS &&
+            if (stopping || (clock_mono_ms() - s->last_status_ms >= STATUS_EVERY_MS &&
                              (confirm(s) < 0 || send_status(s, false) < 0))) {
                 if (atomic_fetch_sub(&b->refs, s->nclusters - i) == s->nclusters - i)
                     batch_free(b);
@@ -783,7 +772,7 @@ static int run(struct squeal *s) {
         }
         if (confirm(s) < 0)
             return -1;
-        if (now_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)
+        if (clock_mono_ms() - s->last_status_ms >= STATUS_EVERY_MS && send_status(s, false) < 0)
             return -1;
         struct pollfd p[2] = {{.fd = PQsocket(s->conn), .events = POLLIN},
                               {.fd = s->wake_fd, .events = POLLIN}};
@@ -1078,7 +1067,7 @@ static int follow(struct squeal *s) {
                 fprintf(stderr, "cellar-squeal: following slot %s again\n", s->slot);
             s->streamed = true;
             backoff = 1000;
-            s->last_status_ms = now_ms();
+            s->last_status_ms = clock_mono_ms();
             int r = run(s);
             if (r == 0 || stopping) {
                 confirm(s);
