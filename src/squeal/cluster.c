@@ -40,6 +40,8 @@
 /* a server marked down is probed at least this often (libcellar's default backs off to
    60 s): its spool replays, and its deletes flow again, soon after it is back */
 #define PROBE_MAX_MS 2000
+#define REPLAY_STUCK_MS 5000            /* new deletes wait at most this for a replay that
+                                           does not move */
 
 const double cluster_lag_le[LAG_BUCKETS] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
                                             0.05,   0.1,   0.2,   0.5,   1,    2,
@@ -69,6 +71,8 @@ struct cluster {
     /* the thread's own */
     bool down;                          /* logged as not answering */
     bool spooling, replaying, full;
+    bool stuck_said;                    /* logged that a replay does not move ... */
+    uint64_t stuck_replayed;            /* ... at this replayed count */
     uint64_t seen_fails, seen_revivals;
     bool answered;                      /* something answered since the last failure */
     uint64_t marked_down;               /* servers the handle has marked down */
@@ -164,12 +168,12 @@ static void watch(struct cluster *c, bool clean) {
             c->seen_dropped = sp.dropped;
             if (!c->full) {
                 c->full = full_event = true;
-                fprintf(stderr, "cellar-squeal: cluster %s: SPOOL FULL (%llu bytes waiting, "
-                                "--async-max-bytes %llu): NOT CONFIRMING THE SLOT past what "
-                                "it has taken; PostgreSQL keeps the WAL and its deletes are "
-                                "retried until there is room\n",
+                fprintf(stderr, "cellar-squeal: cluster %s: SPOOL FULL or not writable (%llu "
+                                "bytes waiting, at most %llu in all): NOT CONFIRMING THE "
+                                "SLOT past what it has taken; PostgreSQL keeps the WAL and its "
+                                "deletes are retried until the spool takes them\n",
                         c->name, (unsigned long long)sp.bytes,
-                        (unsigned long long)c->spool_max);
+                        (unsigned long long)c->fig.spool_max_bytes);
             }
         }
         /* a replay answered (the server is back), or nothing fails and some wait */
@@ -233,12 +237,32 @@ static bool run_for(struct cluster *c, int ms) {
 static bool in_order(struct cluster *c) {
     if (c->spool == NULL)
         return true;
-    uint64_t fails = c->seen_fails;
+    uint64_t fails = c->seen_fails, replayed = UINT64_MAX, since = clock_mono_ms();
     for (;;) {
         struct cellar_spool_stats sp;
         cellar_spool_stats(c->spool, NULL, &sp);
         if (sp.depth == 0 || c->marked_down > 0 || c->seen_fails > fails)
             return true;
+        if (c->stuck_said && sp.replayed == c->stuck_replayed)
+            return true;                /* still stuck: not another wait per round */
+        c->stuck_said = false;
+        if (sp.replayed != replayed) {
+            replayed = sp.replayed;
+            since = clock_mono_ms();
+        } else if (clock_mono_ms() - since >= REPLAY_STUCK_MS) {
+            /* records no configured server replays (a server since taken out of
+               the cluster, or moved), or a spool that cannot be read: order is
+               given up for what remains rather than every delete after it */
+            c->stuck_replayed = sp.replayed;
+            if (!c->stuck_said) {
+                c->stuck_said = true;
+                fprintf(stderr, "cellar-squeal: cluster %s: its spool's replay has not moved "
+                                "in %d s with %llu deletes waiting (for servers no longer in "
+                                "the cluster?): new deletes go on without waiting for it\n",
+                        c->name, REPLAY_STUCK_MS / 1000, (unsigned long long)sp.depth);
+            }
+            return true;
+        }
         if (!run_for(c, 20))
             return false;
     }
@@ -360,16 +384,21 @@ static bool deliver(struct cluster *c, struct batch *const *take, size_t n) {
     if (c->spool) {
         cellar_spool_stats(c->spool, NULL, &sp1);
         spooled = sp1.appended - sp0.appended;
-        /* what was spooled counts once it is on disk */
-        while (sp1.appended > c->synced_appended) {
-            if (cellar_spool_sync(c->spool) == 0) {
-                c->synced_appended = sp1.appended;
-                break;
+        /*
+         * What was spooled counts once it is on disk.  A failed fdatasync
+         * cannot be retried (the kernel may have dropped the dirty pages and
+         * libcellar's spool stays failed), so the daemon stops: started
+         * again, it resumes from the slot's confirmed position, which is
+         * before these deletes.
+         */
+        if (sp1.appended > c->synced_appended) {
+            if (cellar_spool_sync(c->spool) != 0) {
+                fprintf(stderr, "cellar-squeal: cluster %s: COULD NOT FSYNC ITS SPOOL in %s: "
+                                "stopping (started again, the daemon resumes from the last "
+                                "confirmed position)\n", c->name, c->spool_dir);
+                exit(EXIT_FAILURE);
             }
-            fprintf(stderr, "cellar-squeal: cluster %s: could not fsync its spool; "
-                            "retrying\n", c->name);
-            if (!run_for(c, 1000))
-                goto out;
+            c->synced_appended = sp1.appended;
         }
         if (c->full) {
             c->full = false;

@@ -101,6 +101,8 @@ struct squeal {
                                            that the ids compared stay within 2^31 */
     uint64_t batch_end;                 /* end_lsn of the last committed transaction read */
     uint64_t dispatched;                /* end_lsn of the last batch queued to the clusters */
+    bool dispatching;                   /* a batch is being queued (or was left half queued
+                                           by a stop): confirm no further than the clusters' */
     _Atomic uint64_t received;          /* the furthest end_lsn read (for /metrics) */
     _Atomic uint64_t acked;             /* the position confirmed to the server */
     uint64_t last_status_ms;
@@ -550,7 +552,9 @@ static int confirm(struct squeal *s) {
             least = t;
     }
     uint64_t to = least;
-    if (least >= s->dispatched)
+    /* (while a batch is being queued, ncommitted is already 0 and batch_end is
+       that batch's end, which some cluster has not been given) */
+    if (least >= s->dispatched && !s->dispatching)
         to = s->ncommitted == 0 ? s->batch_end : s->dispatched;
     if (to <= s->acked)
         return 0;
@@ -600,6 +604,7 @@ static int dispatch(struct squeal *s) {
     s->nkeys -= n;
     s->ncommitted = 0;
     s->ntxn = 0;
+    s->dispatching = true;              /* left set when a stop cuts the loop short */
     for (int i = 0; i < s->nclusters; i++) {
         while (cluster_push(s->clusters[i], b, 100) == 0) {
             if (!s->queue_full_said) {
@@ -618,6 +623,7 @@ static int dispatch(struct squeal *s) {
     }
     s->queue_full_said = false;
     s->dispatched = end;
+    s->dispatching = false;
     s->batches++;
     return 0;
 }

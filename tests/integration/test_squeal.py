@@ -699,3 +699,33 @@ def test_lookaside_example_serves_nothing_stale(pg, invalidate):
         assert res["invalidations"] == (res["writes"] if invalidate == "app" else 0), res
         util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot to be confirmed")
         cache_agrees_with_table(pg, srv, rows)
+
+
+def test_a_spool_left_for_a_server_taken_out_holds_up_nothing(pg):
+    """Deletes spooled for s2 while it was stopped, then the cluster is
+    configured without s2: no server of it replays that file, so its depth
+    never falls.  New deletes wait for the replay (commit order) only while
+    it moves: within seconds they go on to s1, and the log says why."""
+    spool = tempfile.mkdtemp(prefix="cellar-squeal-spool-")
+    keys = ["gone:%d" % i for i in range(40)]
+    try:
+        with util.Server(name="s1") as s1, util.Server(name="s2") as s2:
+            with Squeal(pg, {"c": [s1, s2]}, ["--async-dir", spool]) as sq:
+                s2.proc.send_signal(signal.SIGSTOP)
+                try:
+                    for k in keys:
+                        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', '%s')" % k)
+                    util.wait_for(lambda: "spooling its deletes" in sq.log(), 30,
+                                  what="s2's deletes spooled")
+                    util.wait_for(lambda: pg.slot_caught_up(), 30,
+                                  what="the slot confirmed past them")
+                finally:
+                    s2.proc.send_signal(signal.SIGCONT)
+            set_keys(s1, ["later"])
+            with Squeal(pg, {"c": [s1]}, ["--async-dir", spool], create=False) as sq2:
+                pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'later')")
+                util.wait_for(lambda: present(s1, ["later"]) == [], 20,
+                              what="the new delete to reach s1")
+                assert "replay has not moved" in sq2.log(), sq2.log()
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
