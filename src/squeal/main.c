@@ -343,8 +343,9 @@ static bool queue_flush(struct squeal *s) {
  * The slot is lost: missing (why "missing") or invalidated.  The
  * invalidations since its last position are gone, so every cluster may
  * hold values it will never hear about.  fail: say so, STREAM_LOST.
- * flush: say so, make a new slot, queue a flush_all to every cluster
- * ahead of any later delete, STREAM_OK (the caller starts the stream).
+ * flush: say so, make a new slot, flush every cluster and wait until each
+ * has, STREAM_OK (the caller then starts the stream, so every delete read
+ * comes after the flush); STREAM_STOPPED when stopped first.
  */
 static enum stream_rc slot_lost(struct squeal *s, PGconn *c, const char *why) {
     bool flush = s->on_lost == LOST_FLUSH;
@@ -368,7 +369,39 @@ static enum stream_rc slot_lost(struct squeal *s, PGconn *c, const char *why) {
     if (exec_ok(c, sql, PGRES_TUPLES_OK, NULL) < 0)
         return STREAM_ERROR;
     s->lost_slots++;
-    return queue_flush(s) ? STREAM_OK : STREAM_STOPPED;
+    /*
+     * The new slot is followed only once every cluster has flushed: a
+     * daemon stopped before that drops the slot it made, so that the next
+     * start finds it missing and flushes again, rather than follow a slot
+     * whose start no cluster was flushed behind.  FIXME: a daemon killed
+     * (SIGKILL, a crash) in that window leaves the new slot, and the
+     * flush is not done again; a marker that outlives the process (in the
+     * database, or the spool's directory) would close it.
+     */
+    uint64_t before[CLUSTERS_MAX];
+    for (int i = 0; i < s->nclusters; i++) {
+        struct cluster_figures f;
+        cluster_figures(s->clusters[i], &f);
+        before[i] = f.flushes;
+    }
+    bool queued = queue_flush(s);
+    for (int i = 0; queued && i < s->nclusters;) {
+        struct cluster_figures f;
+        cluster_figures(s->clusters[i], &f);
+        if (f.flushes > before[i])
+            i++;
+        else if (!nap(50))
+            queued = false;
+    }
+    if (!queued) {
+        fprintf(stderr, "cellar-squeal: stopped before every cluster was flushed: dropping "
+                        "the new slot %s, so that the next start finds it lost again\n",
+                s->slot);
+        snprintf(sql, sizeof(sql), "DROP_REPLICATION_SLOT %s", s->slot);
+        exec_ok(c, sql, PGRES_COMMAND_OK, NULL);
+        return STREAM_STOPPED;
+    }
+    return STREAM_OK;
 }
 
 /* Connects for replication and starts streaming from the slot into s->conn. */

@@ -20,6 +20,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -729,3 +730,42 @@ def test_a_spool_left_for_a_server_taken_out_holds_up_nothing(pg):
                 assert "replay has not moved" in sq2.log(), sq2.log()
     finally:
         shutil.rmtree(spool, ignore_errors=True)
+
+
+def test_a_lost_slot_is_followed_only_after_every_cluster_flushed(pg):
+    """--on-lost-slot flush with a cluster that cannot be flushed (nothing
+    listens): the daemon stopped meanwhile drops the slot it made, so the
+    next start finds the slot lost again and flushes; the stale value goes."""
+    with util.Server(name="cluster") as c:
+        with Squeal(pg, {"c": c}):
+            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
+            util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
+        pg.sql("SELECT pg_drop_replication_slot('cellar_squeal')")
+        set_keys(c, ["stale"])
+
+        class Nobody:
+            port = util.free_port()
+        sq = Squeal(pg, {"c": Nobody}, ["--on-lost-slot", "flush"], create=False)
+        # (started by hand, not with start(): it never says "following slot"
+        # while it cannot flush; Squeal.__exit__ stops it, whatever happens)
+        sq.proc = subprocess.Popen(sq.argv, stdin=subprocess.DEVNULL, stdout=sq.errf,
+                                   stderr=sq.errf)
+        try:
+            util.wait_for(lambda: "flushing cluster c" in sq.log(), 20,
+                          what="the flush failing and retried")
+            assert pg.sql("SELECT count(*) FROM pg_replication_slots "
+                          "WHERE slot_name = 'cellar_squeal'") == "1"
+            log = sq.log()
+            assert "following slot" not in log, log
+            sq.proc.send_signal(signal.SIGTERM)
+            util.wait_for(lambda: sq.proc.poll() is not None, 15, what="the daemon to stop")
+            assert sq.proc.returncode == 0, sq.log()
+            assert "dropping the new slot" in sq.log(), sq.log()
+        finally:
+            sq.__exit__(*sys.exc_info())
+        assert pg.sql("SELECT count(*) FROM pg_replication_slots "
+                      "WHERE slot_name = 'cellar_squeal'") == "0"
+        with Squeal(pg, {"c": c}, ["--on-lost-slot", "flush"], create=False) as sq2:
+            util.wait_for(lambda: present(c, ["stale"]) == [], 20,
+                          what="the stale key flushed on the next start")
+            assert "IS LOST (missing)" in sq2.log()
