@@ -3,8 +3,8 @@
  *
  *   httpd thread: accept (blocking) -> read the request head (at most
  *   HTTPD_REQ_MAX bytes, HTTPD_READ_MS in all, 1 s per read) -> GET path:
- *   render() into a text, answer in HTTP/1.0 -> close;  one client at a
- *   time.  Another path: 404; another method: 405; no request line: 400.
+ *   render() into a text, answer in HTTP/1.0 (1 s per write, the whole
+ *   connection HTTPD_CONN_MS) -> close;  one client at a time.  Another path: 404; another method: 405; no request line: 400.
  *
  * httpd_destroy() sets stop and shuts the listening socket down, which
  * makes the blocking accept() return at once.
@@ -33,10 +33,14 @@ struct httpd {
     char path[128];
     httpd_render_fn render;
     void *arg;
+    int64_t until;                  /* the connection being served ends by then */
 };
 
-static void send_all(int fd, const char *p, size_t n) {
+/* Sends until done, the peer goes, or the connection's time or the listener is up. */
+static void send_all(struct httpd *h, int fd, const char *p, size_t n) {
     while (n > 0) {
+        if (atomic_load(&h->stop) || (int64_t)clock_mono_ms() > h->until)
+            return;
         ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
         if (k < 0 && errno == EINTR)
             continue;
@@ -47,20 +51,20 @@ static void send_all(int fd, const char *p, size_t n) {
     }
 }
 
-static void answer(int fd, const char *status, const char *type, const char *body, size_t n,
-                   bool head_only) {
+static void answer(struct httpd *h, int fd, const char *status, const char *type,
+                   const char *body, size_t n, bool head_only) {
     char head[256];
     int hn = snprintf(head, sizeof(head),
                       "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
                       "Connection: close\r\n\r\n",
                       status, type, n);
-    send_all(fd, head, (size_t)hn);
+    send_all(h, fd, head, (size_t)hn);
     if (!head_only)
-        send_all(fd, body, n);
+        send_all(h, fd, body, n);
 }
 
-static void answer_text(int fd, const char *status, const char *body) {
-    answer(fd, status, "text/plain; charset=utf-8", body, strlen(body), false);
+static void answer_text(struct httpd *h, int fd, const char *status, const char *body) {
+    answer(h, fd, status, "text/plain; charset=utf-8", body, strlen(body), false);
 }
 
 /*
@@ -88,6 +92,7 @@ static ssize_t read_head(int fd, char *buf, size_t cap) {
 
 /* One request: the request line's method and path decide. */
 static void serve(struct httpd *h, int fd) {
+    h->until = (int64_t)clock_mono_ms() + HTTPD_CONN_MS;
     struct timeval tv = {1, 0};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
@@ -96,27 +101,27 @@ static void serve(struct httpd *h, int fd) {
         return;
     char method[16], target[1024];
     if (sscanf(req, "%15s %1023s HTTP/%*d.%*d", method, target) != 2) {
-        answer_text(fd, "400 Bad Request", "bad request\n");
+        answer_text(h, fd, "400 Bad Request", "bad request\n");
         return;
     }
     bool head = strcmp(method, "HEAD") == 0;
     if (strcmp(method, "GET") != 0 && !head) {
-        answer_text(fd, "405 Method Not Allowed", "only GET\n");
+        answer_text(h, fd, "405 Method Not Allowed", "only GET\n");
         return;
     }
     target[strcspn(target, "?#")] = '\0';       /* a query string is ignored */
     if (strcmp(target, h->path) != 0) {
         char msg[200];
         snprintf(msg, sizeof(msg), "not found; try %s\n", h->path);
-        answer_text(fd, "404 Not Found", msg);
+        answer_text(h, fd, "404 Not Found", msg);
         return;
     }
     struct text t = {0};
     h->render(h->arg, &t);
     if (t.oom)
-        answer_text(fd, "500 Internal Server Error", "out of memory\n");
+        answer_text(h, fd, "500 Internal Server Error", "out of memory\n");
     else
-        answer(fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", t.p ? t.p : "",
+        answer(h, fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", t.p ? t.p : "",
                t.len, head);
     free(t.p);
 }

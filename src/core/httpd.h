@@ -8,8 +8,11 @@
  * that thread and sends what it wrote (200, text/plain; version=0.0.4);
  * another path gets 404, another method 405, a request line it cannot
  * read 400.  A request head is at most HTTPD_REQ_MAX bytes and must
- * arrive within HTTPD_READ_MS; each read and write waits at most a second;
- * then the connection is closed.  Scrapes are rare, so one at a time is
+ * arrive within HTTPD_READ_MS; each read and write waits at most a second,
+ * and the whole exchange at most HTTPD_CONN_MS (a client that reads the
+ * answer a trickle at a time is cut off then); then the connection is
+ * closed.  Bind the port to a private address: a few clients that never
+ * finish delay every scrape.  Scrapes are rare, so one at a time is
  * enough, and a slow or stuck client holds only this thread: the caller's
  * other threads never wait on it.  render must therefore read only what
  * other threads publish safely (atomics, or state under their locks).
@@ -28,6 +31,7 @@
 
 #define HTTPD_REQ_MAX 8192          /* the request line and headers */
 #define HTTPD_READ_MS 3000          /* to read them, in all */
+#define HTTPD_CONN_MS 10000         /* one connection, the answer's writing included */
 
 /* Writes the document into t (empty on entry); runs on the listener's thread. */
 typedef void (*httpd_render_fn)(void *arg, struct text *t);

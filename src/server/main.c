@@ -303,6 +303,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "cellard: --metrics %s\n", err);
             atomic_store(&srv.net.stop, true);
             pthread_join(maint, NULL);
+            if (cfg.pid_file != NULL)
+                unlink(cfg.pid_file);       /* written above: it would name a dead process */
             return 71;
         }
     }

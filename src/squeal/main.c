@@ -1238,6 +1238,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cellar-squeal: eventfd: %s\n", strerror(errno));
         goto out;
     }
+    /* The threads made from here on (spool syncers, metrics, clusters) take
+       no SIGTERM or SIGINT: they come to this thread, whose poll() they end. */
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    sigaddset(&term, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &term, NULL);
     for (int i = 0; i < ncluster_args; i++)
         if (add_cluster(&s, cluster_args[i], async_dir, async_max) < 0) {
             status = 64;
@@ -1267,6 +1274,7 @@ int main(int argc, char **argv) {
                     cluster_name(s.clusters[i]));
             goto out;
         }
+    pthread_sigmask(SIG_UNBLOCK, &term, NULL);
     status = follow(&s);
     /* what the clusters took while they stopped is confirmed too */
     for (int i = 0; i < s.nclusters; i++)
