@@ -630,7 +630,7 @@ def test_differential_random_stream():
                         counters.resync()
                     else:
                         counters.check("batch %d (DIFF_SEED=%d)" % (bno, seed),
-                                       len(payloads[1]))
+                                       len(payloads[1]), cmds=len(cmds) + 2)
                 except AssertionError as e:
                     raise AssertionError("%s\n  commands of the batch:\n%s" % (e, "\n".join(
                         "    %2d: %s" % (j, c.describe()) for j, c in enumerate(cmds))))

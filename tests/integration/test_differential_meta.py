@@ -701,7 +701,8 @@ def test_differential_meta_stream():
                 for i, raw in enumerate(raws):
                     counters.io(i, len(payloads[i]), len(raw) + len(tail))
                 try:
-                    counters.check("batch %d (DIFF_SEED=%d)" % (bno, seed), len(payloads[1]))
+                    counters.check("batch %d (DIFF_SEED=%d)" % (bno, seed), len(payloads[1]),
+                                   cmds=len(cmds) + 2)
                 except AssertionError as e:
                     raise AssertionError("%s\n  commands of the batch:\n%s" % (e, "\n".join(
                         "    %2d: %s" % (j, c.describe()) for j, c in enumerate(cmds))))
