@@ -1,14 +1,15 @@
 /*
  * settings.c -- memcached 1.6.18's command line, for cellard.
  *
- *   argv --getopt_long--> opt_table[i].set()      -o a=1,b --> sub_table[j].set()
+ *   argv --getopt_long--> settings_opts[i].set()      -o a=1,b --> settings_subs[j].set()
  *                              |                                   |
  *                              +------------> struct settings <----+
  *                                                   |
  *                       finish(): memcached's cross-checks (-I vs -m,
  *                       slab_chunk_max, slab_sizes, LRU pcts, ports)
  *
- *   opt_table + sub_table --> settings_usage()  (-h, defaults from settings_init)
+ *   settings_usage.c: settings_opts + settings_subs --> -h (defaults from
+ *   settings_init) and -i
  *   settings_show.c: stat_table --> settings_each_stat()  (`stats settings`)
  *
  * Every message a refusal prints is memcached 1.6.18's own wording, checked
@@ -38,7 +39,6 @@
 #include <unistd.h>
 
 #define CHUNK_ALIGN_BYTES 8             /* memcached's slab size alignment */
-#define HELP_COL 26                     /* where -h descriptions start */
 
 /* Static defaults; any other string in the struct is an owned copy. */
 static const char default_inter[] = SETTINGS_DEFAULT_INTER;
@@ -60,7 +60,7 @@ struct parse {
     bool chunk_changed;         /* slab_chunk_max given: -I > 1m keeps it */
     char *slab_sizes;           /* -o slab_sizes, checked once -n is known */
     int todo[MAX_OPTS + MAX_SUBS]; /* options given that we do not act on */
-    int ntodo;                  /* (rows of opt_table, then MAX_OPTS + sub_table) */
+    int ntodo;                  /* (rows of settings_opts, then MAX_OPTS + settings_subs) */
 };
 
 /* Frees a string field unless it holds one of the static defaults. */
@@ -775,37 +775,7 @@ static int sub_ext_path(struct parse *p, const char *v) {
 /* ------------------------------------------------------------------ */
 /* The tables.                                                         */
 
-#define OPT_TODO   1u       /* accepted, not acted on yet: warn once */
-#define OPT_HIDDEN 2u       /* not listed by -h */
-#define OPT_LONGOPTARG 4u   /* the long form takes an optional =value */
-#define OPT_EXT    8u       /* -o row that needs a value (ext_*) */
-#define OPT_TRUE   16u      /* no set(): sets the bool at off to true */
-#define OPT_FALSE  32u      /* no set(): sets the bool at off to false */
-
-/*
- * One row per option, in the order -h lists them (memcached's order).
- * key is the short option and getopt's value; 0 makes a row that only
- * adds text to -h.  off is the field the option is about: help may hold
- * one "%s", where -h puts that field's default printed as dfmt, and a row
- * flagged OPT_TRUE or OPT_FALSE has no set() and stores that bool there.
- */
-struct opt {
-    int key;
-    const char *name;           /* long option, or NULL */
-    int has_arg;                /* no_argument or required_argument */
-    const char *arg;            /* -h's "<num>", or NULL */
-    const char *help;
-    enum fmt dfmt;
-    size_t off;
-    int (*set)(struct parse *p, const char *arg);
-    unsigned flags;
-};
-
-/* keys from OPT_LONG_ONLY up have no short form (cellar's own long options) */
-enum { OPT_HELP = 'h', OPT_LICENSE = 'i', OPT_VERSION = 'V', OPT_LONG_ONLY = 256,
-       OPT_METRICS = OPT_LONG_ONLY };
-
-static const struct opt opt_table[] = {
+const struct opt settings_opts[] = {
     {'p', "port", required_argument, "<num>",
      "TCP port to listen on (default: %s)", F_INT, FIELD(port), opt_port, 0},
     {'U', "udp-port", required_argument, "<num>",
@@ -911,20 +881,11 @@ static const struct opt opt_table[] = {
      "\"[v6]:port\"); off by default. Also -o metrics=", F_NONE, 0, opt_metrics, 0},
 };
 
-#define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
+#define NOPTS (sizeof(settings_opts) / sizeof(settings_opts[0]))
+const size_t settings_nopts = NOPTS;
 _Static_assert(NOPTS <= MAX_OPTS, "raise MAX_OPTS");
 
-/* One row per -o suboption, as struct opt; -h lists those with help. */
-struct subopt {
-    const char *name;
-    const char *help;
-    enum fmt dfmt;
-    size_t off;
-    int (*set)(struct parse *p, const char *v);
-    unsigned flags;
-};
-
-static const struct subopt sub_table[] = {
+const struct subopt settings_subs[] = {
     {"maxconns_fast", "immediately close new connections after limit (default: %s)",
      F_ENABLED, FIELD(maxconns_fast), NULL, OPT_TRUE},
     {"no_maxconns_fast", NULL, F_NONE, FIELD(maxconns_fast), NULL, OPT_FALSE},
@@ -1037,95 +998,9 @@ static const struct subopt sub_table[] = {
     {"ext_drop_unread", NULL, F_NONE, 0, sub_ext_value, OPT_TODO},
 };
 
-#define NSUBS (sizeof(sub_table) / sizeof(sub_table[0]))
+#define NSUBS (sizeof(settings_subs) / sizeof(settings_subs[0]))
+const size_t settings_nsubs = NSUBS;
 _Static_assert(NSUBS <= MAX_SUBS, "raise MAX_SUBS");
-
-/* ------------------------------------------------------------------ */
-/* -h and -i.                                                          */
-
-/*
- * Writes help with its "%s" (if any) replaced by def, and every line after
- * the first indented to the description column, as memcached lays it out.
- */
-static void help_print(FILE *out, const char *help, const char *def, unsigned flags) {
-    const char *mark = def ? strstr(help, "%s") : NULL;
-    for (const char *q = help; *q != '\0'; q++) {
-        if (q == mark) {
-            fputs(def, out);
-            q++;
-        } else if (*q == '\n') {
-            fprintf(out, "\n%*s", HELP_COL, "");
-        } else {
-            fputc(*q, out);
-        }
-    }
-    if (flags & OPT_TODO)
-        fprintf(out, "\n%*s(accepted; not implemented yet)", HELP_COL, "");
-    fputc('\n', out);
-}
-
-/* The left column, padded to HELP_COL (or one space past it). */
-static void label_print(FILE *out, const char *label) {
-    int n = (int)strlen(label);
-    fprintf(out, "%s%*s", label, n < HELP_COL ? HELP_COL - n : 1, "");
-}
-
-/*
- * The -h text.  Defaults come from a freshly initialised struct through
- * the same formatting `stats settings` uses, so they cannot drift from
- * settings_init().
- */
-void settings_usage(FILE *out) {
-    struct settings d;
-    settings_init(&d);
-    char buf[64], label[80];
-    fprintf(out, "cellard %s (cellar %s)\n", CELLAR_MC_VERSION, CELLAR_VERSION);
-    for (size_t i = 0; i < NOPTS; i++) {
-        const struct opt *o = &opt_table[i];
-        if (o->flags & OPT_HIDDEN)
-            continue;
-        if (o->key == 0)
-            snprintf(label, sizeof(label), "%s", o->name);
-        else if (o->key >= OPT_LONG_ONLY)
-            snprintf(label, sizeof(label), "    --%s=%s", o->name, o->arg ? o->arg : "");
-        else if (o->name == NULL)
-            snprintf(label, sizeof(label), "-%c %s", o->key, o->arg ? o->arg : "");
-        else
-            snprintf(label, sizeof(label), "-%c, --%s%s%s", o->key, o->name,
-                     o->arg ? "=" : "", o->arg ? o->arg : "");
-        label_print(out, label);
-        help_print(out, o->help,
-                   settings_field_format(&d, o->dfmt, o->off, buf, sizeof(buf)),
-                   o->flags);
-        if (o->set != opt_extended)
-            continue;
-        for (size_t j = 0; j < NSUBS; j++) {
-            const struct subopt *so = &sub_table[j];
-            if (so->help == NULL || (so->flags & OPT_HIDDEN))
-                continue;
-            snprintf(label, sizeof(label), "   - %s:", so->name);
-            label_print(out, label);
-            help_print(out, so->help,
-                       settings_field_format(&d, so->dfmt, so->off, buf, sizeof(buf)), so->flags);
-        }
-        fprintf(out, "   - ext_* (extstore) options are accepted and ignored;\n"
-                     "     ssl_* options are refused (no TLS).\n");
-    }
-}
-
-static void license_print(FILE *out) {
-    fprintf(out,
-            "cellard %s (cellar %s)\n"
-            "\n"
-            "cellard is part of cellar, a memcache server written from scratch to\n"
-            "be used in place of memcached 1.6: it reads memcached's options and\n"
-            "speaks its protocols, but contains none of memcached's code.\n"
-            "memcached is Copyright (c) 2003, Danga Interactive, Inc., and is\n"
-            "distributed under the BSD license.\n"
-            "\n"
-            "See the files shipped with cellar's source for its own license terms.\n",
-            CELLAR_MC_VERSION, CELLAR_VERSION);
-}
 
 /* ------------------------------------------------------------------ */
 /* Parsing.                                                            */
@@ -1211,10 +1086,10 @@ static void todo_print(const struct parse *p) {
         int row = p->todo[i];
         if (row < MAX_OPTS)
             fprintf(p->err, "cellard: option -%c accepted but not implemented yet\n",
-                    opt_table[row].key);
+                    settings_opts[row].key);
         else
             fprintf(p->err, "cellard: option -o %s accepted but not implemented yet\n",
-                    sub_table[row - MAX_OPTS].name);
+                    settings_subs[row - MAX_OPTS].name);
     }
 }
 
@@ -1239,8 +1114,8 @@ static int opt_extended(struct parse *p, const char *a) {
         char *eq = strchr(tok, '=');
         size_t j;
         for (j = 0; j < NSUBS; j++) {
-            size_t n = strlen(sub_table[j].name);
-            if (strncmp(tok, sub_table[j].name, n) == 0 && (tok[n] == '\0' || tok[n] == '='))
+            size_t n = strlen(settings_subs[j].name);
+            if (strncmp(tok, settings_subs[j].name, n) == 0 && (tok[n] == '\0' || tok[n] == '='))
                 break;
         }
         if (j == NSUBS) {
@@ -1248,7 +1123,7 @@ static int opt_extended(struct parse *p, const char *a) {
             rc = 1;
             break;
         }
-        const struct subopt *so = &sub_table[j];
+        const struct subopt *so = &settings_subs[j];
         const char *v = eq ? eq + 1 : NULL;
         if ((so->flags & OPT_EXT) && v == NULL) {
             fprintf(p->err, "Missing %s argument\n", so->name);
@@ -1277,8 +1152,8 @@ static int getopt_complaint(struct parse *p, int c, char **argv, const struct op
     bool is_long = arg != NULL && strncmp(arg, "--", 2) == 0;
     const struct opt *row = NULL;
     for (size_t i = 0; i < NOPTS; i++)
-        if (opt_table[i].key != 0 && opt_table[i].key == optopt)
-            row = &opt_table[i];
+        if (settings_opts[i].key != 0 && settings_opts[i].key == optopt)
+            row = &settings_opts[i];
 
     if (c == ':' && is_long && row && row->name) {
         fprintf(p->err, "%s: option '--%s' requires an argument\n", prog, row->name);
@@ -1441,7 +1316,7 @@ int settings_parse(struct settings *s, int argc, char **argv, FILE *err) {
     size_t ns = 0, nlo = 0;
     shortopts[ns++] = ':';
     for (size_t i = 0; i < NOPTS; i++) {
-        const struct opt *o = &opt_table[i];
+        const struct opt *o = &settings_opts[i];
         if (o->key == 0)
             continue;
         if (o->key < OPT_LONG_ONLY) {
@@ -1477,12 +1352,12 @@ int settings_parse(struct settings *s, int argc, char **argv, FILE *err) {
             break;
         }
         if (c == OPT_LICENSE) {
-            license_print(stdout);
+            settings_license(stdout);
             rc = SETTINGS_EXIT_OK;
             break;
         }
         for (size_t i = 0; i < NOPTS; i++) {
-            const struct opt *o = &opt_table[i];
+            const struct opt *o = &settings_opts[i];
             if (o->key != c)
                 continue;
             rc = row_apply(&p, o->set, o->off, o->flags, optarg);

@@ -1,11 +1,13 @@
 /*
- * settings_int.h -- what settings.c (parsing, -h) and settings_show.c
- * (`stats settings`, printing a field) share: how a field is printed.
+ * settings_int.h -- what settings.c (parsing), settings_usage.c (-h, -i)
+ * and settings_show.c (`stats settings`, printing a field) share: the
+ * option tables and how a field is printed.
  */
 #ifndef CELLAR_SERVER_SETTINGS_INT_H
 #define CELLAR_SERVER_SETTINGS_INT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "server/settings.h"
 
@@ -38,6 +40,57 @@ enum fmt {
 };
 
 #define FIELD(f) offsetof(struct settings, f)
+
+struct parse;                   /* settings.c's state while it reads argv */
+
+#define OPT_TODO   1u       /* accepted, not acted on yet: warn once */
+#define OPT_HIDDEN 2u       /* not listed by -h */
+#define OPT_LONGOPTARG 4u   /* the long form takes an optional =value */
+#define OPT_EXT    8u       /* -o row that needs a value (ext_*) */
+#define OPT_TRUE   16u      /* no set(): sets the bool at off to true */
+#define OPT_FALSE  32u      /* no set(): sets the bool at off to false */
+
+/*
+ * One row per option, in the order -h lists them (memcached's order).
+ * key is the short option and getopt's value; 0 makes a row that only
+ * adds text to -h.  off is the field the option is about: help may hold
+ * one "%s", where -h puts that field's default printed as dfmt, and a row
+ * flagged OPT_TRUE or OPT_FALSE has no set() and stores that bool there.
+ */
+struct opt {
+    int key;
+    const char *name;           /* long option, or NULL */
+    int has_arg;                /* no_argument or required_argument */
+    const char *arg;            /* -h's "<num>", or NULL */
+    const char *help;
+    enum fmt dfmt;
+    size_t off;
+    int (*set)(struct parse *p, const char *arg);
+    unsigned flags;
+};
+
+/* keys from OPT_LONG_ONLY up have no short form (cellar's own long options) */
+enum { OPT_HELP = 'h', OPT_LICENSE = 'i', OPT_VERSION = 'V', OPT_LONG_ONLY = 256,
+       OPT_METRICS = OPT_LONG_ONLY };
+
+/* One row per -o suboption, as struct opt; -h lists those with help. */
+struct subopt {
+    const char *name;
+    const char *help;
+    enum fmt dfmt;
+    size_t off;
+    int (*set)(struct parse *p, const char *v);
+    unsigned flags;
+};
+
+/* The tables (settings.c), in the order -h lists them. */
+extern const struct opt settings_opts[];
+extern const size_t settings_nopts;
+extern const struct subopt settings_subs[];
+extern const size_t settings_nsubs;
+
+/* -i's text (settings_usage.c). */
+void settings_license(FILE *out);
 
 /*
  * Formats the field at offset off of s as fmt says.  Short values are
