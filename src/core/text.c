@@ -60,3 +60,9 @@ void text_label_value(struct text *t, const char *s) {
             text_add(t, s, 1);
     }
 }
+
+void text_metric(struct text *t, const char *name, const char *type, const char *help,
+                 uint64_t value) {
+    text_family(t, name, type, help);
+    text_printf(t, "%s %llu\n", name, (unsigned long long)value);
+}

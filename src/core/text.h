@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct text {
     char *p;                        /* malloc'd; NULL while empty */
@@ -30,6 +31,10 @@ void text_printf(struct text *t, const char *fmt, ...) __attribute__((format(pri
 
 /* Prometheus: "# HELP name help\n# TYPE name type\n", the opening of a family. */
 void text_family(struct text *t, const char *name, const char *type, const char *help);
+
+/* Prometheus: a family of one unlabelled sample, its opening and its value. */
+void text_metric(struct text *t, const char *name, const char *type, const char *help,
+                 uint64_t value);
 
 /* Prometheus: a label value with backslash, double quote and newline escaped. */
 void text_label_value(struct text *t, const char *s);

@@ -866,34 +866,33 @@ static void render_metrics(void *arg, struct text *t) {
     int n = s->nclusters;
     for (int i = 0; i < n; i++)
         cluster_figures(s->clusters[i], &f[i]);
-    text_family(t, "cellar_squeal_received_lsn", "gauge",
+    text_metric(t, "cellar_squeal_received_lsn", "gauge",
                 "The furthest WAL position read from the slot (a commit's end, or the "
-                "server's end when idle).");
-    text_printf(t, "cellar_squeal_received_lsn %llu\n", (unsigned long long)s->received);
-    text_family(t, "cellar_squeal_confirmed_lsn", "gauge",
+                "server's end when idle).",
+                s->received);
+    text_metric(t, "cellar_squeal_confirmed_lsn", "gauge",
                 "The position confirmed to PostgreSQL: every cluster has taken the deletes "
-                "before it.");
-    text_printf(t, "cellar_squeal_confirmed_lsn %llu\n", (unsigned long long)s->acked);
-    text_family(t, "cellar_squeal_transactions_total", "counter",
-                "Committed transactions read from the stream.");
-    text_printf(t, "cellar_squeal_transactions_total %llu\n", (unsigned long long)s->txns);
-    text_family(t, "cellar_squeal_keys_total", "counter", "Keys read from committed messages.");
-    text_printf(t, "cellar_squeal_keys_total %llu\n", (unsigned long long)s->keys_read);
-    text_family(t, "cellar_squeal_bad_keys_total", "counter",
-                "Words skipped: not a memcache key.");
-    text_printf(t, "cellar_squeal_bad_keys_total %llu\n", (unsigned long long)s->bad_keys);
-    text_family(t, "cellar_squeal_stream_reconnects_total", "counter",
-                "Times the replication stream broke and was connected again.");
-    text_printf(t, "cellar_squeal_stream_reconnects_total %llu\n",
-                (unsigned long long)s->stream_reconnects);
-    text_family(t, "cellar_squeal_slot_lost_total", "counter",
+                "before it.",
+                s->acked);
+    text_metric(t, "cellar_squeal_transactions_total", "counter",
+                "Committed transactions read from the stream.",
+                s->txns);
+    text_metric(t, "cellar_squeal_keys_total", "counter",
+                "Keys read from committed messages.",
+                s->keys_read);
+    text_metric(t, "cellar_squeal_bad_keys_total", "counter",
+                "Words skipped: not a memcache key.",
+                s->bad_keys);
+    text_metric(t, "cellar_squeal_stream_reconnects_total", "counter",
+                "Times the replication stream broke and was connected again.",
+                s->stream_reconnects);
+    text_metric(t, "cellar_squeal_slot_lost_total", "counter",
                 "Lost slots (missing or invalidated) made again with every cluster flushed "
-                "(--on-lost-slot flush).");
-    text_printf(t, "cellar_squeal_slot_lost_total %llu\n", (unsigned long long)s->lost_slots);
-    text_family(t, "cellar_squeal_visibility_timeouts_total", "counter",
-                "Batches delivered before their commits were seen visible (500 ms wait).");
-    text_printf(t, "cellar_squeal_visibility_timeouts_total %llu\n",
-                (unsigned long long)s->visibility_timeouts);
+                "(--on-lost-slot flush).",
+                s->lost_slots);
+    text_metric(t, "cellar_squeal_visibility_timeouts_total", "counter",
+                "Batches delivered before their commits were seen visible (500 ms wait).",
+                s->visibility_timeouts);
 
     text_family(t, "cellar_squeal_delete_lag_seconds", "histogram",
                 "From a transaction's commit to its cluster answering its deletes (deliveries "
