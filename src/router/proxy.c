@@ -917,22 +917,24 @@ static void conn_release(struct net_conn *nc) {
 }
 
 /*
- * Once a second: a client whose output has waited on the socket, without
- * a byte of it taken, for the output timeout is closed; and the heap is
- * trimmed after a burst of held answers has gone.
+ * Once what was held for clients (a megabyte or more) has all gone, the
+ * heap gives its free pages back: the answers' own blocks are mapped
+ * apart, but the backends' read buffers grew and shrank with them in the
+ * heap.  (Worker's thread, once a second.)
  */
-void router_close_stuck(struct rworker *w, uint32_t now) {
-    /*
-     * Once what was held for clients (a megabyte or more) has all gone,
-     * the heap gives its free pages back: the answers' own blocks are
-     * mapped apart, but the backends' read buffers grew and shrank with
-     * them in the heap.
-     */
+void router_trim_heap(struct rworker *w) {
     if (w->held_peak >= (1u << 20) &&
         atomic_load_explicit(&w->st.bytes_held, memory_order_relaxed) == 0) {
         w->held_peak = 0;
         malloc_trim(0);
     }
+}
+
+/*
+ * Once a second: a client whose output has waited on the socket, without
+ * a byte of it taken, for the output timeout is closed.
+ */
+void router_close_stuck(struct rworker *w, uint32_t now) {
     unsigned limit = w->rt->client_output_timeout;
     struct net_conn *nc = w->net.conns, *next;
     for (; nc != NULL; nc = next) {

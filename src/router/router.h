@@ -142,6 +142,8 @@ extern const struct net_conn_ops router_conn_ops;
  * for rt->client_output_timeout seconds (worker's thread, once a second).
  */
 void router_close_stuck(struct rworker *w, uint32_t now);
+/* proxy.c: gives the heap's free pages back once a burst of held answers has gone. */
+void router_trim_heap(struct rworker *w);
 /* proxy.c: lets go of an answer's copy that a client's out held (net's release()). */
 void router_val_release(void *ctx, void *ref);
 /* worker.c: sets up and tears down a worker's handles. */

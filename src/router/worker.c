@@ -97,6 +97,7 @@ static void worker_tick(struct net_worker *nw) {
     if (now != w->slow_check) {
         w->slow_check = now;
         router_close_stuck(w, now);
+        router_trim_heap(w);
     }
     struct rhandle **pp = &w->cur->older;
     while (*pp != NULL) {
