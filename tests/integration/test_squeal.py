@@ -416,6 +416,16 @@ def test_cluster_stopped_20s_others_unaffected_and_it_gets_every_delete(pg):
         shutil.rmtree(spool, ignore_errors=True)
 
 
+def lose_the_slot(pg, c):
+    """A slot that was followed (one commit confirmed to cluster c), then
+    dropped as a failover loses it; c holds a key "stale" meanwhile."""
+    with Squeal(pg, {"c": c}):
+        pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
+        util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
+    pg.sql("SELECT pg_drop_replication_slot('cellar_squeal')")
+    set_keys(c, ["stale"])
+
+
 def slot_confirmed(pg, slot="cellar_squeal"):
     return pg.sql("SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '%s'"
                   % slot)
@@ -588,11 +598,7 @@ def test_missing_slot_is_lost(pg):
     cluster before any later delete, counts it in /metrics, and delivers
     what commits afterwards."""
     with util.Server(name="cluster") as c:
-        with Squeal(pg, {"c": c}):
-            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
-            util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
-        pg.sql("SELECT pg_drop_replication_slot('cellar_squeal')")
-        set_keys(c, ["stale"])
+        lose_the_slot(pg, c)
         pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'stale')")   # lost with it
 
         r = subprocess.run(Squeal(pg, {"c": c}, create=False).argv, capture_output=True,
@@ -737,11 +743,7 @@ def test_a_lost_slot_is_followed_only_after_every_cluster_flushed(pg):
     listens): the daemon stopped meanwhile drops the slot it made, so the
     next start finds the slot lost again and flushes; the stale value goes."""
     with util.Server(name="cluster") as c:
-        with Squeal(pg, {"c": c}):
-            pg.sql("SELECT pg_logical_emit_message(true, 'squeal', 'first')")
-            util.wait_for(lambda: pg.slot_caught_up(), 20, what="the slot confirmed")
-        pg.sql("SELECT pg_drop_replication_slot('cellar_squeal')")
-        set_keys(c, ["stale"])
+        lose_the_slot(pg, c)
 
         class Nobody:
             port = util.free_port()
