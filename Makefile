@@ -360,6 +360,12 @@ integration-router: $(B)/cellard $(B)/cellar-router
 
 check: unit integration integration-router
 
+# The file graphs of storage/ and server/ (tools/check_graph.py): no circle of
+# includes or of calls between their files, no file over 1,000 lines.
+.PHONY: check-graph
+check-graph: $(STORAGE_A) $(SERVER_A)
+	/usr/bin/python3 tools/check_graph.py --build $(B) --max-lines 1000 src/storage src/server
+
 # The segment engine's threaded unit tests under ThreadSanitizer (build-tsan/;
 # not part of make test).  -Wno-tsan: the index's unlocked read-ahead orders
 # its loads with fences, which ThreadSanitizer does not model; the slots and
@@ -376,9 +382,11 @@ tsan:
 
 # The integration suite once per eviction policy (about 3 min each serially,
 # less on pytest-xdist; not part of `make test`): every policy must serve memcached's protocols the same.
+# POLICIES="lru s3fifo" runs a sample.
+POLICIES ?=
 policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
           $(B)/libcellar.so examples
-	@for p in $$($(B)/cellar-sim -l); do \
+	@for p in $(or $(POLICIES),$$($(B)/cellar-sim -l)); do \
 	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
 	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_LIB=$(abspath $(B)/libcellar.so) \
