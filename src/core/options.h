@@ -120,7 +120,9 @@ void options_getopt_complain(const struct options_getopt *g, FILE *err, int c, c
  * getsubopt() reads it: *tok is the whole token ("name" or "name=value",
  * the value running to the next comma and itself free to hold '='),
  * *value what follows its first '=' or NULL.  Returns false at the end of
- * the list, which an empty token also ends ("a,,b" is just a).
+ * the list; a comma at its end adds no token ("a," is one), while one
+ * between two ("a,,b") or at its start makes an empty token, which no name
+ * matches.
  */
 bool options_sub_next(char **cursor, char **tok, char **value);
 
