@@ -111,7 +111,8 @@ int settings_finish(struct parse *p) {
     if (s->evict_policy == settings_default_policy && !s->lru_segmented)
         s->evict_policy = settings_flat_policy;
     /* Segments are evicted whole, oldest first, unless a policy is named. */
-    if (s->storage_seg && (s->evict_policy == settings_default_policy || s->evict_policy == settings_flat_policy))
+    if (s->storage_seg && (s->evict_policy == settings_default_policy ||
+                           s->evict_policy == settings_flat_policy))
         s->evict_policy = settings_seg_policy;
     /* With only -U given, TCP listens on the same port, as in memcached. */
     if (p->udp_specified && !p->tcp_specified)
