@@ -451,6 +451,7 @@ const struct opt settings_opts[] = {
 #define NOPTS (sizeof(settings_opts) / sizeof(settings_opts[0]))
 const size_t settings_nopts = NOPTS;
 _Static_assert(NOPTS <= MAX_OPTS, "raise MAX_OPTS");
+_Static_assert(MAX_OPTS <= OPTIONS_MAX, "options_getopt_add() would refuse rows");
 
 /* ------------------------------------------------------------------ */
 /* Parsing.                                                            */
@@ -542,7 +543,6 @@ static void todo_print(const struct parse *p) {
                     settings_subs[row - MAX_OPTS].name);
     }
 }
-
 
 /*
  * Reads argv into s.  Options take effect in order, as in memcached: -h,

@@ -7,9 +7,10 @@
  * exit codes when a value is refused), every value memcached prints under
  * `stats settings` (same names, same order, same formatting), and the
  * options cellar adds, `-o evict_policy=NAME` and `-o delete_hold` (the
- * latter not in `stats settings`).  Each option is declared once,
- * in a table in settings.c that drives parsing, `-h` and the defaults `-h`
- * shows; a second table drives `stats settings`.
+ * latter not in `stats settings`).  Each option is declared once, in a
+ * table that drives parsing, `-h` and the defaults `-h` shows (settings.c
+ * for the letters, settings_ext.c for -o's suboptions); a third table, in
+ * settings_show.c, drives `stats settings`.
  *
  * Deliberate differences from memcached, each for a reason:
  *   - cellard listens on 127.0.0.1 unless -l says otherwise (memcached: all

@@ -1,8 +1,8 @@
 /*
  * settings_usage.c -- cellard's -h and -i, as memcached 1.6.18 lays them
  * out: one line (or more) per row of settings.c's option table, -o's
- * suboptions after it, each default printed from a freshly initialised
- * struct settings by settings_show.c's formatter, laid out by
+ * suboptions (settings_ext.c) after it, each default printed from a freshly
+ * initialised struct settings by settings_show.c's formatter, laid out by
  * core/options.c's -h helpers.
  */
 #include <stdio.h>
