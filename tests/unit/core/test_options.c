@@ -353,7 +353,7 @@ TEST(getopt_from_table) {
 TEST(getopt_table_full) {
     struct options_getopt g;
     options_getopt_init(&g, NULL);
-    static char names[OPTIONS_MAX + 1][8];
+    static char names[OPTIONS_MAX + 1][16];
     size_t added = 0;
     for (int i = 0; i <= OPTIONS_MAX; i++) {
         snprintf(names[i], sizeof(names[i]), "o%d", i);
