@@ -7,9 +7,10 @@
  * exit codes when a value is refused), every value memcached prints under
  * `stats settings` (same names, same order, same formatting), and the
  * options cellar adds, `-o evict_policy=NAME` and `-o delete_hold` (the
- * latter not in `stats settings`).  Each option is declared once,
- * in a table in settings.c that drives parsing, `-h` and the defaults `-h`
- * shows; a second table drives `stats settings`.
+ * latter not in `stats settings`).  Each option is declared once, in a
+ * table that drives parsing, `-h` and the defaults `-h` shows (settings.c
+ * for the letters, settings_ext.c for -o's suboptions); a third table, in
+ * settings_show.c, drives `stats settings`.
  *
  * Deliberate differences from memcached, each for a reason:
  *   - cellard listens on 127.0.0.1 unless -l says otherwise (memcached: all
@@ -31,11 +32,26 @@
  *     memcached.  `-h` names cellar's own version on its first line.
  *
  * Threading: settings_parse() uses getopt_long(), whose state is global to
- * libc, so call it from one thread at a time (main() does, once).  After
- * parsing, the struct is read-only; the server shares it between threads.
- * Values memcached lets clients change at run time (verbosity, oldest,
- * detail_enabled, LRU crawler knobs) are the server's to track; its emit
- * callback may substitute them when `stats settings` asks.
+ * libc, so call it from one thread at a time (main() does, once).  main()
+ * then sets io to the network core it started, before any other thread
+ * runs, and from there the server shares one struct between its threads.
+ * Every field is read-only from then on except these, which clients change
+ * at run time, each write made under the server's tune_lock (struct server,
+ * server.h); `stats settings` takes the same lock to read them, and so must
+ * any other reader after start:
+ *   - maxbytes: `cache_memlimit` (server/dispatch.c), which also sets the
+ *     engine's limit inside the lock;
+ *   - slab_automove, slab_automove_ratio: `slabs automove` (server/tune.c);
+ *   - hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor:
+ *     `lru tune`; lru_segmented: `lru mode`; temp_lru, temporary_ttl:
+ *     `lru temp_ttl` (all server/tune.c).
+ * The other values memcached lets clients change are never written here:
+ * verbose (`verbosity`), detail_enabled (`stats detail on|off`),
+ * lru_crawler, lru_crawler_sleep and lru_crawler_tocrawl (`lru_crawler`)
+ * only seed atomics of struct server at start, which those commands
+ * change, and `stats settings` prints the atomics in their place (its emit
+ * callback substitutes them).  oldest_live is not written either: the
+ * flush_all point lives in the engine, so `stats settings` oldest stays 0.
  *
  * Memory: strings in the struct are either static defaults or owned heap
  * copies; settings_deinit() frees the owned ones.  Nothing else allocates.
@@ -95,7 +111,7 @@ struct settings {
     unsigned sock_cookie_id;    /* -o sock_cookie_id (0) */
 
     /* Memory and items (-m -M -f -n -I -C -k -L -e). */
-    size_t maxbytes;            /* -m, bytes (64 MiB) */
+    size_t maxbytes;            /* -m, bytes (64 MiB); run time: tune_lock */
     bool evict_to_free;         /* false with -M: "evictions off" */
     double factor;              /* -f growth_factor (1.25) */
     int chunk_size;             /* -n (48) */
@@ -127,20 +143,20 @@ struct settings {
 
     /* Slab mover, LRU maintainer and crawler (-o ...). */
     bool slab_reassign;         /* (yes) */
-    int slab_automove;          /* 0, 1 or 2 (1) */
-    double slab_automove_ratio; /* (0.80) */
+    int slab_automove;          /* 0, 1 or 2 (1); run time: tune_lock */
+    double slab_automove_ratio; /* (0.80); run time: tune_lock */
     unsigned slab_automove_window; /* (30) */
     bool lru_crawler;           /* (yes) */
     int lru_crawler_sleep;      /* microseconds (100) */
     uint32_t lru_crawler_tocrawl; /* 0 = unlimited (0) */
     bool lru_maintainer_thread; /* (yes) */
-    bool lru_segmented;         /* hot/warm/cold (yes) */
-    int hot_lru_pct;            /* (20) */
-    int warm_lru_pct;           /* (40) */
-    double hot_max_factor;      /* (0.20) */
-    double warm_max_factor;     /* (2.00) */
-    bool temp_lru;              /* set by -o temporary_ttl (no) */
-    int temporary_ttl;          /* (61) */
+    bool lru_segmented;         /* hot/warm/cold (yes); run time: tune_lock */
+    int hot_lru_pct;            /* (20); run time: tune_lock */
+    int warm_lru_pct;           /* (40); run time: tune_lock */
+    double hot_max_factor;      /* (0.20); run time: tune_lock */
+    double warm_max_factor;     /* (2.00); run time: tune_lock */
+    bool temp_lru;              /* set by -o temporary_ttl (no); run time: tune_lock */
+    int temporary_ttl;          /* (61); run time: tune_lock */
     int tail_repair_time;       /* seconds, 0 off (0) */
     bool track_sizes;           /* -o track_sizes (no) */
     bool inline_ascii_response; /* (no) */
@@ -153,7 +169,7 @@ struct settings {
     bool detail_enabled;        /* set by -D */
     bool dump_enabled;          /* false with -X */
     bool watch_enabled;         /* false with -W */
-    unsigned long oldest_live;  /* `stats settings` oldest; flush_all's, at run time */
+    unsigned long oldest_live;  /* `stats settings` oldest; always 0 (see Threading) */
 
     /* Commands and access (-A -F -S -Y). */
     bool shutdown_command;      /* -A */

@@ -1,7 +1,9 @@
 /*
- * settings_int.h -- what settings.c (parsing), settings_usage.c (-h, -i)
- * and settings_show.c (`stats settings`, printing a field) share: the
- * option tables and how a field is printed.
+ * settings_int.h -- what the files of the settings module share: settings.c
+ * (the option letters and reading argv), settings_ext.c (-o's suboptions),
+ * settings_finish.c (the checks once all are read), settings_usage.c (-h,
+ * -i) and settings_show.c (`stats settings`, printing a field): the option
+ * tables, the state while argv is read, and how a field is printed.
  */
 #ifndef CELLAR_SERVER_SETTINGS_INT_H
 #define CELLAR_SERVER_SETTINGS_INT_H
@@ -9,6 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/options.h"
 #include "server/settings.h"
 
 #define MB (1024 * 1024)
@@ -41,7 +44,21 @@ enum fmt {
 
 #define FIELD(f) offsetof(struct settings, f)
 
-struct parse;                   /* settings.c's state while it reads argv */
+
+#define MAX_OPTS 64             /* rows settings_opts may hold */
+#define MAX_SUBS 96             /* rows settings_subs may hold */
+
+/* The state while settings_parse() reads argv. */
+struct parse {
+    struct settings *s;
+    FILE *err;
+    bool tcp_specified;         /* -p given: -U alone also sets the TCP port */
+    bool udp_specified;
+    bool chunk_changed;         /* slab_chunk_max given: -I > 1m keeps it */
+    char *slab_sizes;           /* -o slab_sizes, checked once -n is known */
+    int todo[MAX_OPTS + MAX_SUBS]; /* options given that we do not act on */
+    int ntodo;                  /* (rows of settings_opts, then MAX_OPTS + settings_subs) */
+};
 
 #define OPT_TODO   1u       /* accepted, not acted on yet: warn once */
 #define OPT_HIDDEN 2u       /* not listed by -h */
@@ -70,7 +87,7 @@ struct opt {
 };
 
 /* keys from OPT_LONG_ONLY up have no short form (cellar's own long options) */
-enum { OPT_HELP = 'h', OPT_LICENSE = 'i', OPT_VERSION = 'V', OPT_LONG_ONLY = 256,
+enum { OPT_HELP = 'h', OPT_LICENSE = 'i', OPT_VERSION = 'V', OPT_LONG_ONLY = OPTIONS_LONG_ONLY,
        OPT_METRICS = OPT_LONG_ONLY };
 
 /* One row per -o suboption, as struct opt; -h lists those with help. */
@@ -83,11 +100,51 @@ struct subopt {
     unsigned flags;
 };
 
-/* The tables (settings.c), in the order -h lists them. */
+/* The tables, in the order -h lists them: settings.c's, settings_ext.c's. */
 extern const struct opt settings_opts[];
 extern const size_t settings_nopts;
 extern const struct subopt settings_subs[];
 extern const size_t settings_nsubs;
+
+/* The string defaults settings_init() puts in; every other string is an owned copy. */
+extern const char settings_default_inter[], settings_default_policy[],
+                  settings_flat_policy[], settings_seg_policy[];
+
+/* Frees a string field unless it holds one of the static defaults (settings.c). */
+void settings_str_free(const char *p);
+
+/* Replaces a string field with a copy of v.  0, or 1 after printing why. */
+int settings_str_set(struct parse *p, const char **field, const char *v);
+
+/*
+ * Numbers read as memcached reads them (atoi(), atof(): core/options.h),
+ * refusing one that does not fit with "cellard: <what> <arg>: number out of
+ * range" where memcached would wrap it.  0, or 1 after printing that.
+ */
+int settings_num_read(struct parse *p, const char *what, const char *arg, long long lo,
+                      long long hi, long long *out);
+int settings_int_read(struct parse *p, const char *what, const char *arg, int *out);
+int settings_double_read(struct parse *p, const char *what, const char *arg, double *out);
+
+/* Runs one option's row: its set(), or the bool it stores (settings.c). */
+int settings_row_apply(struct parse *p, int (*set)(struct parse *, const char *), size_t off,
+                       unsigned flags, const char *arg);
+
+/* Notes an accepted option we do not act on yet (row: as struct parse's todo). */
+void settings_todo_note(struct parse *p, int row);
+
+/* --metrics=HOST:PORT, which -o metrics= also reaches (settings.c). */
+int settings_opt_metrics(struct parse *p, const char *v);
+
+/* -o's list (settings_ext.c). */
+int settings_opt_extended(struct parse *p, const char *a);
+
+/*
+ * memcached's checks once every option is read, in its order, and the
+ * values several options decide together (settings_finish.c).  0, or
+ * SETTINGS_EX_USAGE after printing memcached's words.
+ */
+int settings_finish(struct parse *p);
 
 /* -i's text (settings_usage.c). */
 void settings_license(FILE *out);

@@ -1,41 +1,20 @@
 /*
  * settings_usage.c -- cellard's -h and -i, as memcached 1.6.18 lays them
  * out: one line (or more) per row of settings.c's option table, -o's
- * suboptions after it, each default printed from a freshly initialised
- * struct settings by settings_show.c's formatter.
+ * suboptions (settings_ext.c) after it, each default printed from a freshly
+ * initialised struct settings by settings_show.c's formatter, laid out by
+ * core/options.c's -h helpers.
  */
 #include <stdio.h>
-#include <string.h>
 
+#include "core/options.h"
 #include "server/settings_int.h"
 
 #define HELP_COL 26                     /* where -h descriptions start */
 
-/*
- * Writes help with its "%s" (if any) replaced by def, and every line after
- * the first indented to the description column, as memcached lays it out.
- */
-static void help_print(FILE *out, const char *help, const char *def, unsigned flags) {
-    const char *mark = def ? strstr(help, "%s") : NULL;
-    for (const char *q = help; *q != '\0'; q++) {
-        if (q == mark) {
-            fputs(def, out);
-            q++;
-        } else if (*q == '\n') {
-            fprintf(out, "\n%*s", HELP_COL, "");
-        } else {
-            fputc(*q, out);
-        }
-    }
-    if (flags & OPT_TODO)
-        fprintf(out, "\n%*s(accepted; not implemented yet)", HELP_COL, "");
-    fputc('\n', out);
-}
-
-/* The left column, padded to HELP_COL (or one space past it). */
-static void label_print(FILE *out, const char *label) {
-    int n = (int)strlen(label);
-    fprintf(out, "%s%*s", label, n < HELP_COL ? HELP_COL - n : 1, "");
+/* The line -h adds under an option accepted but not acted on yet. */
+static const char *todo_note(unsigned flags) {
+    return (flags & OPT_TODO) ? "(accepted; not implemented yet)" : NULL;
 }
 
 /*
@@ -52,19 +31,11 @@ void settings_usage(FILE *out) {
         const struct opt *o = &settings_opts[i];
         if (o->flags & OPT_HIDDEN)
             continue;
-        if (o->key == 0)
-            snprintf(label, sizeof(label), "%s", o->name);
-        else if (o->key >= OPT_LONG_ONLY)
-            snprintf(label, sizeof(label), "    --%s=%s", o->name, o->arg ? o->arg : "");
-        else if (o->name == NULL)
-            snprintf(label, sizeof(label), "-%c %s", o->key, o->arg ? o->arg : "");
-        else
-            snprintf(label, sizeof(label), "-%c, --%s%s%s", o->key, o->name,
-                     o->arg ? "=" : "", o->arg ? o->arg : "");
-        label_print(out, label);
-        help_print(out, o->help,
-                   settings_field_format(&d, o->dfmt, o->off, buf, sizeof(buf)),
-                   o->flags);
+        options_label_format(label, sizeof(label), o->key, o->name, o->arg);
+        options_label_print(out, HELP_COL, label);
+        options_help_print(out, HELP_COL, o->help,
+                           settings_field_format(&d, o->dfmt, o->off, buf, sizeof(buf)),
+                           todo_note(o->flags));
         if (o->key != 'o')             /* -o's suboptions follow it */
             continue;
         for (size_t j = 0; j < settings_nsubs; j++) {
@@ -72,9 +43,10 @@ void settings_usage(FILE *out) {
             if (so->help == NULL || (so->flags & OPT_HIDDEN))
                 continue;
             snprintf(label, sizeof(label), "   - %s:", so->name);
-            label_print(out, label);
-            help_print(out, so->help,
-                       settings_field_format(&d, so->dfmt, so->off, buf, sizeof(buf)), so->flags);
+            options_label_print(out, HELP_COL, label);
+            options_help_print(out, HELP_COL, so->help,
+                               settings_field_format(&d, so->dfmt, so->off, buf, sizeof(buf)),
+                               todo_note(so->flags));
         }
         fprintf(out, "   - ext_* (extstore) options are accepted and ignored;\n"
                      "     ssl_* options are refused (no TLS).\n");
