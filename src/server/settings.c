@@ -1,6 +1,7 @@
 /*
  * settings.c -- memcached 1.6.18's command line, for cellard: its option
- * letters, their table, and the reading of argv.
+ * letters and their table (settings_opts), which settings_parse.c reads
+ * argv with.
  *
  *   argv --options_getopt--> settings_opts[i].set()    -o a=1,b --> settings_ext.c
  *                              |                                   |
@@ -9,6 +10,10 @@
  *                       settings_finish.c: memcached's cross-checks (-I
  *                       vs -m, slab_chunk_max, slab_sizes, LRU pcts, ports)
  *
+ *   settings_parse.c: settings_parse(), the top: getopt, -h/-V/-i, each
+ *   row, then settings_finish()
+ *   settings_base.c: below them all: defaults, settings_init(), the value
+ *   readers, a row's application, --metrics's form, the user checks
  *   settings_ext.c: -o's suboptions, their table and the -o list reader
  *   settings_usage.c: settings_opts + settings_subs --> -h (defaults from
  *   settings_init) and -i
@@ -29,61 +34,11 @@
  */
 #include "server/settings_int.h"
 
-#include "core/httpd.h"
 #include "core/options.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-/* Static defaults; any other string in the struct is an owned copy. */
-const char settings_default_inter[] = SETTINGS_DEFAULT_INTER;
-const char settings_default_policy[] = SETTINGS_DEFAULT_POLICY;
-const char settings_flat_policy[] = SETTINGS_FLAT_POLICY;
-const char settings_seg_policy[] = "fifo";
-
-/* ------------------------------------------------------------------ */
-/* The small helpers every option shares.                              */
-
-void settings_str_free(const char *p) {
-    if (p != NULL && p != settings_default_inter && p != settings_default_policy &&
-        p != settings_flat_policy && p != settings_seg_policy)
-        free((void *)p);
-}
-
-int settings_str_set(struct parse *p, const char **field, const char *v) {
-    char *copy = strdup(v);
-    if (copy == NULL) {
-        fprintf(p->err, "Failed to allocate memory\n");
-        return 1;
-    }
-    settings_str_free(*field);
-    *field = copy;
-    return 0;
-}
-
-/* The one complaint every number out of range gets: ours, since memcached wraps. */
-static int out_of_range(struct parse *p, const char *what, const char *arg) {
-    fprintf(p->err, "cellard: %s %s: number out of range\n", what, arg);
-    return 1;
-}
-
-int settings_num_read(struct parse *p, const char *what, const char *arg, long long lo,
-                      long long hi, long long *out) {
-    return options_atoll(arg, 10, lo, hi, out) ? 0 : out_of_range(p, what, arg);
-}
-
-int settings_int_read(struct parse *p, const char *what, const char *arg, int *out) {
-    return options_atoi(arg, out) ? 0 : out_of_range(p, what, arg);
-}
-
-int settings_double_read(struct parse *p, const char *what, const char *arg, double *out) {
-    return options_atof(arg, out) ? 0 : out_of_range(p, what, arg);
-}
-
-/* ------------------------------------------------------------------ */
-/* Options.  Each returns 0, or an exit code after printing why.       */
 
 static int opt_port(struct parse *p, const char *a) {
     p->tcp_specified = true;
@@ -103,7 +58,7 @@ static int opt_unix_socket(struct parse *p, const char *a) {
 static int opt_unix_mask(struct parse *p, const char *a) {
     long long v;
     if (!options_atoll(a, 8, 0, 07777, &v))
-        return out_of_range(p, "-a", a);
+        return settings_out_of_range(p, "-a", a);
     p->s->access = (int)v;
     return 0;
 }
@@ -277,7 +232,7 @@ static int opt_protocol(struct parse *p, const char *a) {
 static int opt_item_size(struct parse *p, const char *a) {
     long long v;
     if (!options_atosize(a, INT_MIN, INT_MAX, &v))
-        return out_of_range(p, "-I", a);
+        return settings_out_of_range(p, "-I", a);
     p->s->item_size_max = (int)v;
     return 0;
 }
@@ -323,21 +278,6 @@ static int opt_napi_ids(struct parse *p, const char *a) {
 }
 
 
-/*
- * --metrics=HOST:PORT and -o metrics=HOST:PORT (cellar): where to serve
- * the Prometheus /metrics page.  The form is checked here; main() binds it
- * and refuses to start when it cannot.
- */
-int settings_opt_metrics(struct parse *p, const char *v) {
-    char buf[256], *host, *port;
-    if (v == NULL || strlen(v) >= sizeof(buf) ||
-        !httpd_split_hostport(strcpy(buf, v), &host, &port)) {
-        fprintf(p->err, "cellard: --metrics wants HOST:PORT, [IPv6]:PORT or :PORT "
-                        "(port 1-65535), not \"%s\"\n", v ? v : "");
-        return 1;
-    }
-    return settings_str_set(p, &p->s->metrics, v);
-}
 
 /* ------------------------------------------------------------------ */
 /* The table.                                                          */
@@ -452,167 +392,3 @@ const struct opt settings_opts[] = {
 const size_t settings_nopts = NOPTS;
 _Static_assert(NOPTS <= MAX_OPTS, "raise MAX_OPTS");
 _Static_assert(MAX_OPTS <= OPTIONS_MAX, "options_getopt_add() would refuse rows");
-
-/* ------------------------------------------------------------------ */
-/* Parsing.                                                            */
-
-void settings_init(struct settings *s) {
-    memset(s, 0, sizeof(*s));
-    s->port = 11211;
-    s->udpport = 0;
-    s->inter = settings_default_inter;
-    s->access = 0700;
-    s->backlog = 1024;
-    s->binding_protocol = SETTINGS_PROTO_AUTO;
-    s->maxconns = 1024;
-    s->maxconns_fast = true;
-    s->num_threads = 4;
-    s->num_threads_per_udp = 4;
-    s->reqs_per_event = 20;
-    s->maxbytes = (size_t)64 * MB;
-    s->evict_to_free = true;
-    s->factor = 1.25;
-    s->chunk_size = 48;
-    s->item_size_max = 1 * MB;
-    s->slab_page_size = SETTINGS_SLAB_PAGE_SIZE;
-    s->slab_chunk_size_max = SETTINGS_SLAB_PAGE_SIZE / 2;
-    s->use_cas = true;
-    s->evict_policy = settings_default_policy;
-    s->io = "auto";
-    s->hash_expand = true;
-    s->hash_algorithm = SETTINGS_HASH_MURMUR3;
-    s->slab_reassign = true;
-    s->slab_automove = 1;
-    s->slab_automove_ratio = 0.8;
-    s->slab_automove_window = 30;
-    s->lru_crawler = true;
-    s->lru_crawler_sleep = 100;
-    s->lru_maintainer_thread = true;
-    s->lru_segmented = true;
-    s->hot_lru_pct = 20;
-    s->warm_lru_pct = 40;
-    s->hot_max_factor = 0.2;
-    s->warm_max_factor = 2.0;
-    s->temporary_ttl = 61;
-    s->watcher_logbuf_size = 256 * KB;
-    s->worker_logbuf_size = 64 * KB;
-    s->prefix_delimiter = ':';
-    s->dump_enabled = true;
-    s->watch_enabled = true;
-    s->flush_enabled = true;
-}
-
-void settings_deinit(struct settings *s) {
-    const char **owned[] = {&s->inter, &s->socketpath, &s->memory_file, &s->evict_policy,
-                            &s->auth_file, &s->pid_file, &s->username, &s->metrics};
-    for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
-        settings_str_free(*owned[i]);
-        *owned[i] = NULL;
-    }
-}
-
-/* Runs one option's row: its set(), or the bool it stores. */
-int settings_row_apply(struct parse *p, int (*set)(struct parse *, const char *), size_t off,
-                       unsigned flags, const char *arg) {
-    if (set != NULL)
-        return set(p, arg);
-    *(bool *)((char *)p->s + off) = (flags & OPT_TRUE) != 0;
-    return 0;
-}
-
-/* Notes an accepted option we do not act on yet, once however often given. */
-void settings_todo_note(struct parse *p, int row) {
-    for (int i = 0; i < p->ntodo; i++)
-        if (p->todo[i] == row)
-            return;
-    p->todo[p->ntodo++] = row;
-}
-
-/*
- * One warning line per such option, printed only once the command line
- * has been accepted, so a refused one shows memcached's message alone.
- */
-static void todo_print(const struct parse *p) {
-    for (int i = 0; i < p->ntodo; i++) {
-        int row = p->todo[i];
-        if (row < MAX_OPTS)
-            fprintf(p->err, "cellard: option -%c accepted but not implemented yet\n",
-                    settings_opts[row].key);
-        else
-            fprintf(p->err, "cellard: option -o %s accepted but not implemented yet\n",
-                    settings_subs[row - MAX_OPTS].name);
-    }
-}
-
-/*
- * Reads argv into s.  Options take effect in order, as in memcached: -h,
- * -V and -i answer at once (so "-h -x" prints help and "-x -h" refuses),
- * and the first refusal stops the reading.
- */
-int settings_parse(struct settings *s, int argc, char **argv, FILE *err) {
-    settings_init(s);
-    struct parse p = {.s = s, .err = err};
-
-    struct options_getopt g;
-    options_getopt_init(&g, "cellard");
-    for (size_t i = 0; i < NOPTS; i++) {
-        const struct opt *o = &settings_opts[i];
-        if (o->key != 0)
-            options_getopt_add(&g, o->key, o->name, o->has_arg,
-                               (o->flags & OPT_LONGOPTARG) ? optional_argument : o->has_arg);
-    }
-
-    int rc = 0, c;
-    char *arg;
-    while (rc == 0 && (c = options_getopt_next(&g, argc, argv, &arg)) != -1) {
-        if (c == '?' || c == ':') {
-            /* glibc's words for a bad option, then memcached's own line. */
-            options_getopt_complain(&g, err, c, argv);
-            fprintf(err, "Illegal argument \"?\"\n");
-            rc = 1;
-            break;
-        }
-        if (c == OPT_HELP) {
-            settings_usage(stdout);
-            rc = SETTINGS_EXIT_OK;
-            break;
-        }
-        if (c == OPT_VERSION) {
-            printf("cellard %s\n", CELLAR_MC_VERSION);
-            rc = SETTINGS_EXIT_OK;
-            break;
-        }
-        if (c == OPT_LICENSE) {
-            settings_license(stdout);
-            rc = SETTINGS_EXIT_OK;
-            break;
-        }
-        for (size_t i = 0; i < NOPTS; i++) {
-            const struct opt *o = &settings_opts[i];
-            if (o->key != c)
-                continue;
-            rc = settings_row_apply(&p, o->set, o->off, o->flags, arg);
-            if (rc == 0 && (o->flags & OPT_TODO))
-                settings_todo_note(&p, (int)i);
-            break;
-        }
-    }
-    if (rc == 0)
-        rc = settings_finish(&p);
-    if (rc == 0)
-        todo_print(&p);
-    free(p.slab_sizes);
-    return rc;
-}
-
-int settings_check_user_ids(const struct settings *s, uid_t uid, uid_t euid, FILE *err) {
-    if ((uid == 0 || euid == 0) && (s->username == NULL || s->username[0] == '\0')) {
-        fprintf(err, "can't run as root without the -u switch\n");
-        return SETTINGS_EX_USAGE;
-    }
-    return 0;
-}
-
-int settings_check_user(const struct settings *s, FILE *err) {
-    return settings_check_user_ids(s, getuid(), geteuid(), err);
-}

@@ -1,9 +1,13 @@
 /*
- * settings_int.h -- what the files of the settings module share: settings.c
- * (the option letters and reading argv), settings_ext.c (-o's suboptions),
- * settings_finish.c (the checks once all are read), settings_usage.c (-h,
- * -i) and settings_show.c (`stats settings`, printing a field): the option
- * tables, the state while argv is read, and how a field is printed.
+ * settings_int.h -- what the files of the settings module share:
+ * settings_parse.c (reading argv), settings.c (the option letters),
+ * settings_ext.c (-o's suboptions), settings_finish.c (the checks once all
+ * are read), settings_usage.c (-h, -i), settings_show.c (`stats settings`,
+ * printing a field) and settings_base.c (defaults and the value readers,
+ * below all the others): the option tables, the state while argv is read,
+ * and how a field is printed.  Calls go one way: settings_parse.c calls
+ * the others, settings.c calls settings_ext.c (-o), and every file calls
+ * settings_base.c, which calls none of them.
  */
 #ifndef CELLAR_SERVER_SETTINGS_INT_H
 #define CELLAR_SERVER_SETTINGS_INT_H
@@ -121,6 +125,8 @@ int settings_str_set(struct parse *p, const char **field, const char *v);
  * refusing one that does not fit with "cellard: <what> <arg>: number out of
  * range" where memcached would wrap it.  0, or 1 after printing that.
  */
+/* "cellard: <what> <arg>: number out of range"; returns 1. */
+int settings_out_of_range(struct parse *p, const char *what, const char *arg);
 int settings_num_read(struct parse *p, const char *what, const char *arg, long long lo,
                       long long hi, long long *out);
 int settings_int_read(struct parse *p, const char *what, const char *arg, int *out);
