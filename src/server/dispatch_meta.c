@@ -36,6 +36,7 @@
 
 #include "protocol/mc_meta.h"
 #include "server/server.h"
+#include "storage/item_size.h"
 
 
 /*
@@ -447,24 +448,14 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
 /* me                                                                       */
 /* ---------------------------------------------------------------------- */
 
-#define MC_ITEM_HDR 48          /* memcached 1.6.18's sizeof(item), 64-bit */
-#define MC_CHUNK_HDR 48         /* its sizeof(item_chunk) */
-#define MC_CHUNK_ALIGN 8
-
 /*
- * me prints memcached's own numbers for an item: ITEM_ntotal() (header,
- * key and its NUL, 4 bytes of client flags unless they are 0, the value
- * with its "\r\n", 8 bytes of CAS unless -C) and the slab class memcached
- * would keep it in, from memcached's class table for the same -n, -f,
- * -o slab_chunk_max and -o slab_sizes (a chunked item lives under a
- * header of its own size).  cellard's items and classes are laid out
- * differently; a client comparing me's answers with memcached's sees the
- * same numbers.
+ * me prints memcached's own numbers for an item: ITEM_ntotal()
+ * (storage/item_size.h) and the slab class memcached would keep it in,
+ * from memcached's class table for the same -n, -f, -o slab_chunk_max and
+ * -o slab_sizes (a chunked item lives under a header of its own size).
+ * cellard's items and classes are laid out differently; a client
+ * comparing me's answers with memcached's sees the same numbers.
  */
-uint64_t mc_item_size(const struct settings *cfg, size_t nkey, uint32_t flags, uint64_t nbytes) {
-    return MC_ITEM_HDR + nkey + 1 + (flags != 0 ? 4 : 0) + nbytes + 2 + (cfg->use_cas ? 8 : 0);
-}
-
 static unsigned mc_item_class(const struct settings *cfg, uint64_t size) {
     uint64_t sizes[64];
     unsigned n = 0;
@@ -499,7 +490,7 @@ static void meta_me(struct conn *c, const struct mc_meta_req *req) {
     struct item *it = engine_mget(e, req->key.p, req->key.len, &o, &m, NULL);
     struct mc_meta_me_view v = {.hit = it != NULL};
     if (it != NULL) {
-        uint64_t size = mc_item_size(cfg, item_nkey(it), item_flags(it), item_nbytes(it));
+        uint64_t size = mc_item_size(item_nkey(it), item_flags(it), item_nbytes(it), cfg->use_cas);
         uint64_t head = size;
         if (size > (uint64_t)cfg->slab_chunk_size_max)
             head = MC_ITEM_HDR + item_nkey(it) + 1 + (item_flags(it) != 0 ? 4 : 0) + MC_CHUNK_HDR +

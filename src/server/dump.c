@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "protocol/mc_num.h"
+#include "protocol/mc_uri.h"
 #include "server/server.h"
 
 #define DUMP_STEP 64                /* buckets and items per engine_dump_step() */
@@ -95,23 +96,6 @@ void dump_free(struct conn *c) {
     atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
 }
 
-/* memcached's uriencode: letters, digits and "-._~" stay, every other byte is %XX. */
-char *uri_encode(char *q, const char *s, unsigned n) {
-    static const char hex[] = "0123456789ABCDEF";
-    for (unsigned i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-            *q++ = (char)ch;
-        } else {
-            *q++ = '%';
-            *q++ = hex[ch >> 4];
-            *q++ = hex[ch & 15];
-        }
-    }
-    return q;
-}
-
 static void dump_line(const struct engine_dump_item *it, void *arg) {
     struct conn *c = arg;
     if (((c->dump->classes >> it->clsid) & 1) == 0)
@@ -119,7 +103,7 @@ static void dump_line(const struct engine_dump_item *it, void *arg) {
     char *p = out_reserve(&c->net.out, DUMP_LINE_MAX);
     if (p == NULL)
         return;                     /* no memory: the line is lost, as in memcached */
-    char *q = uri_encode(memcpy(p, "key=", 4) + 4, it->key, it->nkey);
+    char *q = mc_uri_encode(memcpy(p, "key=", 4) + 4, it->key, it->nkey);
     q += snprintf(q, DUMP_LINE_MAX - (size_t)(q - p),
                   " exp=%" PRId64 " la=%" PRId64 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu64
                   "\n",

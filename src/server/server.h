@@ -262,8 +262,6 @@ __attribute__((cold)) void watch_conn_event(struct conn *c, bool open, const cha
 __attribute__((cold)) void watch_refused_store(struct server *s, const char *key, size_t nkey,
                                                enum engine_store_op op, bool too_large);
 void watch_stats(struct server *s, struct watch_counts *out);
-/* dump.c: memcached's uriencode of n bytes at s into q (room for 3n); returns the end. */
-char *uri_encode(char *q, const char *s, unsigned n);
 
 /* tune.c: `slabs reassign|automove` and `lru tune|mode|temp_ttl`. */
 void tune_slabs(struct conn *c, const struct mc_req *req);
@@ -285,8 +283,6 @@ void dispatch_text_error(struct conn *c, struct mc_req *req);
 /* dispatch.c: a value has been read completely (CONN_NREAD done). */
 void dispatch_nread_done(struct conn *c);
 
-/* dispatch_meta.c: the size memcached 1.6.18 gives an item (header, key, value, flags, CAS). */
-uint64_t mc_item_size(const struct settings *cfg, size_t nkey, uint32_t flags, uint64_t nbytes);
 /* dispatch_meta.c: runs one meta request (r: what mc_meta_parse answered for it,
    OK or ERROR); may change c->state. */
 struct mc_meta_req;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server/server.h"
+#include "storage/item_size.h"
 
 
 static uint64_t slab_get_hits(const struct slab_counters *sc) {
@@ -446,7 +447,7 @@ static void size_line(void *arg, uint64_t bytes, uint64_t count) {
 
 /* Item sizes as memcached counts them: its header and terminators are the base. */
 bool stats_sizes_start(struct server *s) {
-    return engine_sizes_enable(s->engine, (unsigned)mc_item_size(s->cfg, 0, 0, 0));
+    return engine_sizes_enable(s->engine, (unsigned)mc_item_size(0, 0, 0, s->cfg->use_cas));
 }
 
 /*

@@ -38,6 +38,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "protocol/mc_uri.h"
 #include "server/server.h"
 
 #define WATCHER_MAX 20          /* memcached's WATCHER_LIMIT */
@@ -164,7 +165,7 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
     case ENGINE_WATCH_FETCH:
         if (!wants(h, WATCH_FETCHERS))
             return;
-        *uri_encode(key, ev->key, (unsigned)ev->nkey) = '\0';
+        *mc_uri_encode(key, ev->key, (unsigned)ev->nkey) = '\0';
         emit(h, WATCH_FETCHERS,
              "type=item_get key=%s status=%s clsid=%u cfd=%d size=%" PRIu32 "\n", key,
              it != NULL                            ? "found"
@@ -177,7 +178,7 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
     case ENGINE_WATCH_STORE:
         if (!wants(h, WATCH_MUTATIONS))
             return;
-        *uri_encode(key, item_key(it), item_nkey(it)) = '\0';
+        *mc_uri_encode(key, item_key(it), item_nkey(it)) = '\0';
         /* memcached prints the seconds left as unsigned, 0 for never */
         emit(h, WATCH_MUTATIONS,
              "type=item_store key=%s status=%s cmd=%s ttl=%" PRIu32 " clsid=%u cfd=%d size=%" PRIu32
@@ -188,7 +189,7 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
     case ENGINE_WATCH_EVICT:
         if (!wants(h, WATCH_EVICTIONS))
             return;
-        *uri_encode(key, item_key(it), item_nkey(it)) = '\0';
+        *mc_uri_encode(key, item_key(it), item_nkey(it)) = '\0';
         emit(h, WATCH_EVICTIONS,
              "type=eviction key=%s fetch=%s ttl=%lld la=%" PRIu32 " clsid=%u size=%" PRIu32 "\n",
              key, item_fetched(it) ? "yes" : "no", (long long)ev->ttl, ev->idle, item_clsid(it),
@@ -203,7 +204,7 @@ void watch_refused_store(struct server *s, const char *k, size_t nk, enum engine
     if (!wants(h, WATCH_MUTATIONS))
         return;
     char key[ENGINE_KEY_MAX * 3 + 1];
-    *uri_encode(key, k, (unsigned)(nk > ENGINE_KEY_MAX ? ENGINE_KEY_MAX : nk)) = '\0';
+    *mc_uri_encode(key, k, (unsigned)(nk > ENGINE_KEY_MAX ? ENGINE_KEY_MAX : nk)) = '\0';
     emit(h, WATCH_MUTATIONS, "type=item_store key=%s status=%s cmd=%s ttl=0 clsid=0 cfd=%d size=0\n",
          key, too_large ? "too_large" : "no_memory", store_cmd[op], watch_cfd);
 }
