@@ -17,7 +17,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/detail.h"
+#include "server/dump.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/watch.h"
+#include "server/worker.h"
 #include "storage/item_size.h"
 
 
@@ -31,7 +38,7 @@ static uint64_t slab_get_hits(const struct slab_counters *sc) {
 static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < s->nworkers; i++) {
-        struct worker_counters *w = base ? &s->workers[i].base : &s->workers[i].st;
+        struct worker_counters *w = base ? &s->workers[i].base : &s->workers[i].ctx.st;
 #define X(n) out->n += STAT_GET(w->n);
         WORKER_STATS(X)
 #undef X
@@ -74,20 +81,20 @@ static void stats_reset(struct server *s) {
     pthread_mutex_lock(&s->stats_lock);
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-#define X(n) atomic_store_explicit(&w->base.n, STAT_GET(w->st.n), memory_order_relaxed);
+#define X(n) atomic_store_explicit(&w->base.n, STAT_GET(w->ctx.st.n), memory_order_relaxed);
         WORKER_STATS(X)
 #undef X
-#define X(n) atomic_store_explicit(&w->base.net.n, STAT_GET(w->st.net.n), memory_order_relaxed);
+#define X(n) atomic_store_explicit(&w->base.net.n, STAT_GET(w->ctx.st.net.n), memory_order_relaxed);
         NET_STATS(X)
 #undef X
         for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
-#define X(n) atomic_store_explicit(&w->base.slab[k].n, STAT_GET(w->st.slab[k].n), \
+#define X(n) atomic_store_explicit(&w->base.slab[k].n, STAT_GET(w->ctx.st.slab[k].n), \
                                    memory_order_relaxed);
             SLAB_STATS(X)
 #undef X
             for (int l = 0; l < EVICT_NLRU; l++)
                 atomic_store_explicit(&w->base.slab[k].lru_hits[l],
-                                      STAT_GET(w->st.slab[k].lru_hits[l]), memory_order_relaxed);
+                                      STAT_GET(w->ctx.st.slab[k].lru_hits[l]), memory_order_relaxed);
         }
     }
     engine_stats_reset(s->engine);
@@ -262,15 +269,15 @@ static void stats_general(struct server *s, struct stat_sink *o) {
 static void emit_setting(void *ctx, const char *name, const char *value) {
     struct stat_sink *k = ctx;
     if (strcmp(name, "verbosity") == 0)
-        sink_printf(k, "verbosity", "%d", atomic_load(&k->c->w->srv->verbose));
+        sink_printf(k, "verbosity", "%d", atomic_load(&k->c->ctx->srv->verbose));
     else if (strcmp(name, "detail_enabled") == 0)     /* stats detail on|off */
-        k->emit(k, name, atomic_load(&k->c->w->srv->detail_on) ? "yes" : "no");
+        k->emit(k, name, atomic_load(&k->c->ctx->srv->detail_on) ? "yes" : "no");
     else if (strcmp(name, "lru_crawler") == 0)    /* these three: the lru_crawler command */
-        k->emit(k, name, atomic_load(&k->c->w->srv->crawler_on) ? "yes" : "no");
+        k->emit(k, name, atomic_load(&k->c->ctx->srv->crawler_on) ? "yes" : "no");
     else if (strcmp(name, "lru_crawler_sleep") == 0)
-        sink_printf(k, name, "%u", atomic_load(&k->c->w->srv->crawler_sleep));
+        sink_printf(k, name, "%u", atomic_load(&k->c->ctx->srv->crawler_sleep));
     else if (strcmp(name, "lru_crawler_tocrawl") == 0)
-        sink_printf(k, name, "%u", atomic_load(&k->c->w->srv->crawler_tocrawl));
+        sink_printf(k, name, "%u", atomic_load(&k->c->ctx->srv->crawler_tocrawl));
     else
         k->emit(k, name, value);
 }
@@ -389,7 +396,7 @@ static const char *state_name(int st, bool asking) {
 }
 
 static void stats_conns(struct conn *c, struct stat_sink *o) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     char n[64];
     uint32_t now = engine_clock(s->engine);
     for (int i = 0; i < s->listeners.n; i++) {
@@ -467,7 +474,7 @@ bool stats_collect(struct server *s, struct stat_sink *k, const char *group) {
 }
 
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(sub, lit, len) == 0)
     if (len == 0) {
         stats_general(s, k);
