@@ -1,8 +1,14 @@
 /*
- * dispatch.c -- the only file that knows both the engine and the codec.
+ * dispatch.c -- text-protocol requests into engine calls, and what the
+ * three protocols' dispatchers share (dispatch.h).
  *
- * A parsed text request becomes engine calls, and engine results become
- * memcached's words.  Replies are appended to the connection's pending
+ * A request parsed by protocol/mc_text becomes engine calls, and engine
+ * results become memcached's words; dispatch_meta.c and dispatch_bin.c do
+ * the same for their codecs and call back here only for the bookkeeping
+ * they share (dispatch_alloc_failed(), dispatch_count_arith()).  Admin
+ * commands go on to their files (stats.c, tune.c, dump.c, watch.c,
+ * detail.c).  The engine, settings and counters are reached through
+ * c->ctx (ctx.h).  Replies are appended to the connection's pending
  * output (net/out.h); values go out by reference, except small ones,
  * which are copied next to their VALUE line (see OUT_COPY_MAX).
  * Counters follow memcached's per-thread stats.

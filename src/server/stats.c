@@ -1,7 +1,7 @@
 /*
  * stats.c -- the `stats` family, with memcached's names, order and meaning.
  *
- * Counters live per worker (server.h) and in the engine; this file sums
+ * Counters live per worker (stats.h) and in the engine; this file sums
  * them when asked and prints "STAT <name> <value>" lines into the asking
  * connection's output.  `stats reset` does not write into other workers'
  * counters (that would race their single-writer updates): it records a
