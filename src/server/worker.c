@@ -18,15 +18,9 @@
  * conn_process().  This file calls down into the dispatchers and conn.c;
  * nothing calls back into it but net (conn_ops) and main.c.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <stddef.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include "core/sys.h"
 #include "protocol/mc_bin.h"
 #include "protocol/mc_meta.h"
 #include "server/conn.h"
