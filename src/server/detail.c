@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/detail.h"
 #include "server/server.h"
 
 #define DETAIL_BUCKETS 256
@@ -109,7 +112,7 @@ void detail_count(struct server *s, const char *key, size_t nkey, enum detail_op
 }
 
 void detail_command(struct conn *c, const struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     bool on = mc_req_word_is(req, 2, "on");
     if (on || mc_req_word_is(req, 2, "off")) {
         atomic_store(&s->detail_on, on);

@@ -1,8 +1,14 @@
 /*
- * dispatch.c -- the only file that knows both the engine and the codec.
+ * dispatch.c -- text-protocol requests into engine calls, and what the
+ * three protocols' dispatchers share (dispatch.h).
  *
- * A parsed text request becomes engine calls, and engine results become
- * memcached's words.  Replies are appended to the connection's pending
+ * A request parsed by protocol/mc_text becomes engine calls, and engine
+ * results become memcached's words; dispatch_meta.c and dispatch_bin.c do
+ * the same for their codecs and call back here only for the bookkeeping
+ * they share (dispatch_alloc_failed(), dispatch_count_arith()).  Admin
+ * commands go on to their files (stats.c, tune.c, dump.c, watch.c,
+ * detail.c).  The engine, settings and counters are reached through
+ * c->ctx (ctx.h).  Replies are appended to the connection's pending
  * output (net/out.h); values go out by reference, except small ones,
  * which are copied next to their VALUE line (see OUT_COPY_MAX).
  * Counters follow memcached's per-thread stats.
@@ -13,7 +19,15 @@
 #include <unistd.h>
 
 #include "protocol/mc_num.h"
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/detail.h"
+#include "server/dispatch.h"
+#include "server/dump.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/tune.h"
+#include "server/watch.h"
 
 
 static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
@@ -23,7 +37,7 @@ static void reply(struct conn *c, bool noreply, const char *s, size_t len) {
 
 /* cache_memlimit <megabytes>: the engine's limit, and what stats settings shows. */
 __attribute__((cold)) static void set_memlimit(struct conn *c, const struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     uint64_t bytes = req->delta * 1024 * 1024;
     pthread_mutex_lock(&s->tune_lock);
     s->cfg->maxbytes = bytes;
@@ -40,7 +54,7 @@ __attribute__((cold)) static void set_memlimit(struct conn *c, const struct mc_r
  * reference either way.
  */
 static void add_value(struct conn *c, struct item *it, bool with_cas) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     const char *flat = item_value_flat(it);
     uint32_t nbytes = item_nbytes(it);
     bool copy = flat != NULL && nbytes <= OUT_COPY_MAX;
@@ -62,8 +76,8 @@ static void add_value(struct conn *c, struct item *it, bool with_cas) {
     if (flat != NULL) {
         out_add(&c->net.out, flat, nbytes);
     } else {
-        struct iovec *iov = c->w->iov;
-        int k = engine_item_iov(it, iov, c->w->iov_max);
+        struct iovec *iov = c->ctx->iov;
+        int k = engine_item_iov(it, iov, c->ctx->iov_max);
         for (int i = 0; i < k; i++)
             out_add(&c->net.out, iov[i].iov_base, iov[i].iov_len);
     }
@@ -101,11 +115,11 @@ static void value_copy(void *arg, const struct engine_hit *h) {
  * get cost ~190 more instructions (callgrind, w2 depth 1).
  */
 __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req) {
-    struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
+    struct engine *e = c->ctx->engine;
+    struct worker_counters *st = &c->ctx->st;
     bool with_cas = req->cmd == MC_CMD_GETS || req->cmd == MC_CMD_GATS;
     bool touch = req->cmd == MC_CMD_GAT || req->cmd == MC_CMD_GATS;
-    bool detail = detail_on(c->w->srv);
+    bool detail = detail_on(c->ctx->srv);
     struct mc_span rest = req->keys, key;
     uint64_t hv;
     struct value_copy vc = {.with_cas = with_cas};
@@ -122,14 +136,14 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
         }
         if (copied) {
             if (detail)
-                detail_count(c->w->srv, key.p, key.len, DETAIL_GET, true);
+                detail_count(c->ctx->srv, key.p, key.len, DETAIL_GET, true);
             STAT_INC(st->slab[vc.cls].lru_hits[vc.lru]);
             STAT_INC(st->get_cmds);
             out_commit(&c->net.out, vc.line, vc.len);
             continue;
         }
         if (detail)
-            detail_count(c->w->srv, key.p, key.len, DETAIL_GET, it != NULL);
+            detail_count(c->ctx->srv, key.p, key.len, DETAIL_GET, it != NULL);
         /* memcached counts a gat or gats only as a touch */
         if (it != NULL) {
             unsigned cls = item_clsid(it);
@@ -170,10 +184,10 @@ static enum engine_store_op store_op(enum mc_cmd cmd) {
  * behind (memcached does the same).
  */
 static void do_store(struct conn *c, struct mc_req *req) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     enum engine_alloc_err err = ENGINE_ALLOC_OK;
-    if (detail_on(c->w->srv))
-        detail_count(c->w->srv, req->key.p, req->key.len, DETAIL_SET, false);
+    if (detail_on(c->ctx->srv))
+        detail_count(c->ctx->srv, req->key.p, req->key.len, DETAIL_SET, false);
     struct item *it = engine_item_alloc(e, req->key.p, req->key.len, req->flags,
                                         req->exptime, req->vlen, &err);
     if (it == NULL) {
@@ -195,23 +209,23 @@ void dispatch_alloc_failed(struct conn *c, enum engine_alloc_err err, const char
                            size_t nkey, enum engine_store_op op, bool drop_old, uint64_t skip) {
     if (!c->binary) {       /* memcached counts refused stores of the text protocols only */
         if (err == ENGINE_ALLOC_TOO_LARGE)
-            STAT_INC(c->w->st.store_too_large);
+            STAT_INC(c->ctx->st.store_too_large);
         else
-            STAT_INC(c->w->st.store_no_memory);
+            STAT_INC(c->ctx->st.store_no_memory);
     }
-    watch_refused_store(c->w->srv, key, nkey, op, err == ENGINE_ALLOC_TOO_LARGE);
+    watch_refused_store(c->ctx->srv, c->net.fd, key, nkey, op, err == ENGINE_ALLOC_TOO_LARGE);
     if (drop_old)
-        engine_delete(c->w->srv->engine, key, nkey, 0);
+        engine_delete(c->ctx->engine, key, nkey, 0);
     conn_swallow(c, skip);
 }
 
 void dispatch_nread_done(struct conn *c) {
-    struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
+    struct engine *e = c->ctx->engine;
+    struct worker_counters *st = &c->ctx->st;
     struct item *it = c->nitem;
     bool nr = c->nnoreply;
     c->nitem = NULL;
-    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
+    conn_set_state(c, CONN_PARSE);
     unsigned cls = item_clsid(it);
     STAT_INC(st->slab[cls].set_cmds);
     if (c->ncrlf[0] != '\r' || c->ncrlf[1] != '\n') {
@@ -252,21 +266,21 @@ void dispatch_nread_done(struct conn *c) {
  * the next <seconds> an add of the key is refused.
  */
 static void do_delete(struct conn *c, struct mc_req *req, uint32_t hold) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     unsigned cls;
-    if (detail_on(c->w->srv))
-        detail_count(c->w->srv, req->key.p, req->key.len, DETAIL_DEL, false);
+    if (detail_on(c->ctx->srv))
+        detail_count(c->ctx->srv, req->key.p, req->key.len, DETAIL_DEL, false);
     if (engine_delete_hold(e, req->key.p, req->key.len, hold, &cls) == ENGINE_DELETED) {
-        STAT_INC(c->w->st.slab[cls].delete_hits);
+        STAT_INC(c->ctx->st.slab[cls].delete_hits);
         reply(c, req->noreply, S("DELETED\r\n"));
     } else {
-        STAT_INC(c->w->st.delete_misses);
+        STAT_INC(c->ctx->st.delete_misses);
         reply(c, req->noreply, S("NOT_FOUND\r\n"));
     }
 }
 
 void dispatch_count_arith(struct conn *c, bool decr, unsigned hit_cls) {
-    struct worker_counters *st = &c->w->st;
+    struct worker_counters *st = &c->ctx->st;
     if (hit_cls != 0 && decr)
         STAT_INC(st->slab[hit_cls].decr_hits);
     else if (hit_cls != 0)
@@ -278,7 +292,7 @@ void dispatch_count_arith(struct conn *c, bool decr, unsigned hit_cls) {
 }
 
 static void do_arith(struct conn *c, struct mc_req *req) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     bool decr = req->cmd != MC_CMD_INCR;
     struct engine_marith_opts o = {.decr = decr, .delta = req->delta};
     struct engine_marith_out res = {0};
@@ -308,20 +322,20 @@ static void do_arith(struct conn *c, struct mc_req *req) {
 }
 
 static void do_touch(struct conn *c, struct mc_req *req) {
-    struct engine *e = c->w->srv->engine;
-    STAT_INC(c->w->st.touch_cmds);
+    struct engine *e = c->ctx->engine;
+    STAT_INC(c->ctx->st.touch_cmds);
     unsigned cls = engine_touch(e, req->key.p, req->key.len, req->exptime);
     if (cls != 0) {
-        STAT_INC(c->w->st.slab[cls].touch_hits);
+        STAT_INC(c->ctx->st.slab[cls].touch_hits);
         reply(c, req->noreply, S("TOUCHED\r\n"));
     } else {
-        STAT_INC(c->w->st.touch_misses);
+        STAT_INC(c->ctx->st.touch_misses);
         reply(c, req->noreply, S("NOT_FOUND\r\n"));
     }
 }
 
 static void do_shutdown(struct conn *c, struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     if (!s->cfg->shutdown_command) {
         out_copy(&c->net.out, S("ERROR: shutdown not enabled\r\n"));
         return;
@@ -329,7 +343,7 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
     if (req->ntokens <= 1 || mc_req_word_is(req, 1, "graceful")) {
         atomic_store(&s->net.stop, true);
         kill(getpid(), SIGUSR2);    /* wakes the acceptor */
-        atomic_store_explicit(&c->net.state, CONN_CLOSING, memory_order_relaxed);
+        conn_set_state(c, CONN_CLOSING);
         return;
     }
     out_copy(&c->net.out, S("CLIENT_ERROR invalid shutdown mode\r\n"));
@@ -347,7 +361,7 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
  * metadump streams its lines from the worker (dump.c).
  */
 static void do_lru_crawler(struct conn *c, struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     bool on = atomic_load(&s->crawler_on);
     bool crawl = mc_req_word_is(req, 1, "crawl"), sleep = mc_req_word_is(req, 1, "sleep");
     bool enable = mc_req_word_is(req, 1, "enable");
@@ -418,7 +432,7 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         out_copy(&c->net.out, S("Error TLS not enabled\r\n"));
         break;
     case MC_CMD_WATCH:
-        if (!c->w->srv->cfg->watch_enabled) {
+        if (!c->ctx->cfg->watch_enabled) {
             reply(c, req->noreply, S("CLIENT_ERROR watch commands not allowed\r\n"));
             break;
         }
@@ -434,15 +448,15 @@ static void do_admin(struct conn *c, struct mc_req *req) {
 void dispatch_text_error(struct conn *c, struct mc_req *req) {
     /* cellar's extension: "delete <key> <seconds>", which memcached refuses. */
     if (req->cmd == MC_CMD_DELETE && req->err == MC_ERR_DELETE_USAGE && req->exptime > 0 &&
-        c->w->srv->cfg->delete_hold) {
+        c->ctx->cfg->delete_hold) {
         do_delete(c, req, (uint32_t)req->exptime);
         return;
     }
     /* memcached counts a flush_all with a bad delay (its word count was
        right), and with -F refuses it before it looks at the delay. */
     if (req->cmd == MC_CMD_FLUSH_ALL && req->err == MC_ERR_BAD_EXPTIME) {
-        STAT_INC(c->w->st.flush_cmds);
-        if (!c->w->srv->cfg->flush_enabled) {
+        STAT_INC(c->ctx->st.flush_cmds);
+        if (!c->ctx->cfg->flush_enabled) {
             reply(c, req->noreply, S("CLIENT_ERROR flush_all not allowed\r\n"));
             return;
         }
@@ -451,7 +465,7 @@ void dispatch_text_error(struct conn *c, struct mc_req *req) {
 }
 
 void dispatch_text(struct conn *c, struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     switch (req->cmd) {
     case MC_CMD_GET:
     case MC_CMD_GETS:
@@ -478,7 +492,7 @@ void dispatch_text(struct conn *c, struct mc_req *req) {
         do_touch(c, req);
         break;
     case MC_CMD_FLUSH_ALL:
-        STAT_INC(c->w->st.flush_cmds);
+        STAT_INC(c->ctx->st.flush_cmds);
         if (!s->cfg->flush_enabled) {
             reply(c, req->noreply, S("CLIENT_ERROR flush_all not allowed\r\n"));
             break;

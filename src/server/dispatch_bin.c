@@ -10,7 +10,12 @@
 #include <string.h>
 
 #include "protocol/mc_bin.h"
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/detail.h"
+#include "server/dispatch.h"
 #include "server/server.h"
+#include "server/stats.h"
 
 /* memcached writes an error answer at once (unless it swallows a body: conn_swallow()). */
 static void bin_error(struct conn *c, uint8_t opcode, uint16_t status, uint32_t opaque) {
@@ -37,14 +42,14 @@ static void bin_ok(struct conn *c, uint8_t opcode, uint32_t opaque, uint64_t cas
 }
 
 static void bin_get(struct conn *c, struct mc_bin_req *r) {
-    struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
+    struct engine *e = c->ctx->engine;
+    struct worker_counters *st = &c->ctx->st;
     bool touch = r->cmd == MC_BIN_OP_GAT || r->cmd == MC_BIN_OP_GATK || r->cmd == MC_BIN_OP_TOUCH;
     bool with_key = r->cmd == MC_BIN_OP_GETK || r->cmd == MC_BIN_OP_GATK;
     struct item *it = touch ? engine_get_touch(e, r->key.p, r->key.len, r->exptime, NULL)
                             : engine_get(e, r->key.p, r->key.len, NULL);
-    if (detail_on(c->w->srv))       /* memcached counts a binary touch as a get here */
-        detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_GET, it != NULL);
+    if (detail_on(c->ctx->srv))       /* memcached counts a binary touch as a get here */
+        detail_count(c->ctx->srv, r->key.p, r->key.len, DETAIL_GET, it != NULL);
     /* memcached counts GAT and GATK (and TOUCH) only as touches */
     if (touch)
         STAT_INC(st->touch_cmds);
@@ -82,9 +87,9 @@ static void bin_get(struct conn *c, struct mc_bin_req *r) {
                                           with_key ? item_key(it) : NULL,
                                           (uint16_t)item_nkey(it), nvalue));
     if (nvalue > 0) {
-        int k = engine_item_iov(it, c->w->iov, c->w->iov_max);
+        int k = engine_item_iov(it, c->ctx->iov, c->ctx->iov_max);
         for (int i = 0; i < k; i++)
-            out_add(&c->net.out, c->w->iov[i].iov_base, c->w->iov[i].iov_len);
+            out_add(&c->net.out, c->ctx->iov[i].iov_base, c->ctx->iov[i].iov_len);
     }
     out_hold(&c->net.out, it);
 }
@@ -103,11 +108,11 @@ static enum engine_store_op bin_store_op(const struct mc_bin_req *r) {
 
 /* Storage requests allocate the item and read the value straight into it. */
 static void bin_store(struct conn *c, struct mc_bin_req *r) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     bool cat = r->cmd == MC_BIN_OP_APPEND || r->cmd == MC_BIN_OP_PREPEND;
     enum engine_alloc_err err = ENGINE_ALLOC_OK;
-    if (detail_on(c->w->srv))
-        detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_SET, false);
+    if (detail_on(c->ctx->srv))
+        detail_count(c->ctx->srv, r->key.p, r->key.len, DETAIL_SET, false);
     struct item *it = engine_item_alloc(e, r->key.p, r->key.len, cat ? 0 : r->flags,
                                         cat ? 0 : (int64_t)r->exptime, r->vlen, &err);
     if (it == NULL) {
@@ -129,11 +134,11 @@ static void bin_store(struct conn *c, struct mc_bin_req *r) {
 }
 
 void dispatch_bin_nread_done(struct conn *c) {
-    struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
+    struct engine *e = c->ctx->engine;
+    struct worker_counters *st = &c->ctx->st;
     struct item *it = c->nitem;
     c->nitem = NULL;
-    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
+    conn_set_state(c, CONN_PARSE);
     unsigned cls = item_clsid(it);
     STAT_INC(st->slab[cls].set_cmds);
     uint64_t cas = 0;
@@ -171,14 +176,14 @@ void dispatch_bin_nread_done(struct conn *c) {
 }
 
 static void bin_delete(struct conn *c, struct mc_bin_req *r) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     struct engine_mdelete_opts o = {.compare = r->cas != 0, .cas = r->cas};
     unsigned cls;
-    if (detail_on(c->w->srv))
-        detail_count(c->w->srv, r->key.p, r->key.len, DETAIL_DEL, false);
+    if (detail_on(c->ctx->srv))
+        detail_count(c->ctx->srv, r->key.p, r->key.len, DETAIL_DEL, false);
     switch (engine_mdelete(e, r->key.p, r->key.len, &o, &cls)) {
     case ENGINE_MDELETE_DELETED:
-        STAT_INC(c->w->st.slab[cls].delete_hits);
+        STAT_INC(c->ctx->st.slab[cls].delete_hits);
         if (!r->quiet)
             bin_ok(c, r->opcode, r->opaque, 0);
         break;
@@ -188,7 +193,7 @@ static void bin_delete(struct conn *c, struct mc_bin_req *r) {
     case ENGINE_MDELETE_NOT_FOUND:
     case ENGINE_MDELETE_INVALIDATED:    /* needs invalidate: not here */
     case ENGINE_MDELETE_NO_MEMORY:      /* needs remove_value: not here */
-        STAT_INC(c->w->st.delete_misses);
+        STAT_INC(c->ctx->st.delete_misses);
         bin_error(c, r->opcode, MC_BIN_ST_KEY_ENOENT, r->opaque);
         break;
     }
@@ -212,7 +217,7 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
     };
     struct engine_marith_out res;
     memset(&res, 0, sizeof(res));
-    switch (engine_marith(c->w->srv->engine, r->key.p, r->key.len, &o, &res)) {
+    switch (engine_marith(c->ctx->engine, r->key.p, r->key.len, &o, &res)) {
     case ENGINE_MARITH_OK: {
         if (!res.created)   /* memcached counts a create from the initial value nowhere */
             dispatch_count_arith(c, decr, res.clsid);
@@ -283,7 +288,7 @@ static void bin_stat(struct conn *c, struct mc_bin_req *r) {
 }
 
 void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     switch (r->cmd) {
     case MC_BIN_OP_GET:
     case MC_BIN_OP_GETK:
@@ -313,7 +318,7 @@ void dispatch_bin(struct conn *c, struct mc_bin_req *r) {
         c->net.close_normal = true;
         break;
     case MC_BIN_OP_FLUSH:
-        STAT_INC(c->w->st.flush_cmds);
+        STAT_INC(c->ctx->st.flush_cmds);
         if (!s->cfg->flush_enabled) {
             bin_error(c, r->opcode, MC_BIN_ST_AUTH_ERROR, r->opaque);
             break;

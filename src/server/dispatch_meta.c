@@ -35,7 +35,11 @@
 #include <string.h>
 
 #include "protocol/mc_meta.h"
-#include "server/server.h"
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/dispatch.h"
+#include "server/stats.h"
+#include "storage/item_size.h"
 
 
 /*
@@ -145,8 +149,8 @@ static void mg_opts(const struct mc_meta_req *req, struct engine_mget_opts *o) {
 }
 
 static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
-    struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
+    struct engine *e = c->ctx->engine;
+    struct worker_counters *st = &c->ctx->st;
     struct engine_mget_opts o;
     struct engine_item_meta m;
     mg_opts(req, &o);
@@ -186,8 +190,8 @@ static void meta_mg(struct conn *c, const struct mc_meta_req *req) {
         engine_item_unref(e, it);
         return;
     }
-    struct iovec *iov = c->w->iov;
-    int k = engine_item_iov(it, iov, c->w->iov_max);
+    struct iovec *iov = c->ctx->iov;
+    int k = engine_item_iov(it, iov, c->ctx->iov_max);
     for (int i = 0; i < k; i++)
         out_add(&c->net.out, iov[i].iov_base, iov[i].iov_len);
     out_copy(&c->net.out, S("\r\n"));
@@ -251,7 +255,7 @@ static void pending_fill(struct meta_pending *p, const struct mc_meta_req *req) 
  * error (even with q) and skips the data.
  */
 static void meta_ms(struct conn *c, const struct mc_meta_req *req) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     enum engine_alloc_err err = ENGINE_ALLOC_OK;
     int64_t exptime = mc_meta_has(req, 'T') ? meta_time(req->ttl) : 0;
     struct item *it = engine_item_alloc(e, req->key.p, req->key.len, req->client_flags, exptime,
@@ -287,13 +291,13 @@ static void meta_ms(struct conn *c, const struct mc_meta_req *req) {
 }
 
 void dispatch_meta_nread_done(struct conn *c) {
-    struct engine *e = c->w->srv->engine;
-    struct worker_counters *st = &c->w->st;
+    struct engine *e = c->ctx->engine;
+    struct worker_counters *st = &c->ctx->st;
     struct meta_pending *p = c->mpend;
     struct item *it = c->nitem;
     c->nitem = NULL;
     c->nmeta = false;
-    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
+    conn_set_state(c, CONN_PARSE);
     unsigned cls = item_clsid(it);
     STAT_INC(st->slab[cls].set_cmds);
     if (c->ncrlf[0] != '\r' || c->ncrlf[1] != '\n') {
@@ -338,7 +342,7 @@ void dispatch_meta_nread_done(struct conn *c) {
 
 /* md: I keeps the item (stale, new CAS, T applies only then); else delete. */
 static void meta_md(struct conn *c, const struct mc_meta_req *req) {
-    struct worker_counters *st = &c->w->st;
+    struct worker_counters *st = &c->ctx->st;
     struct engine_mdelete_opts o = {
         .compare = mc_meta_has(req, 'C'),
         .cas = req->cas,
@@ -348,7 +352,7 @@ static void meta_md(struct conn *c, const struct mc_meta_req *req) {
     };
     struct mc_meta_item_view v = {.rc = MC_META_RC_OK};
     unsigned cls;
-    switch (engine_mdelete(c->w->srv->engine, req->key.p, req->key.len, &o, &cls)) {
+    switch (engine_mdelete(c->ctx->engine, req->key.p, req->key.len, &o, &cls)) {
     case ENGINE_MDELETE_DELETED:
         STAT_INC(st->slab[cls].delete_hits);
         break;
@@ -409,7 +413,7 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
     struct engine_marith_out res;
     memset(&res, 0, sizeof(res));
     struct mc_meta_item_view v = {.rc = MC_META_RC_OK};
-    switch (engine_marith(c->w->srv->engine, req->key.p, req->key.len, &o, &res)) {
+    switch (engine_marith(c->ctx->engine, req->key.p, req->key.len, &o, &res)) {
     case ENGINE_MARITH_OK:
         if (!res.created)
             dispatch_count_arith(c, decr, res.clsid);
@@ -447,24 +451,14 @@ static void meta_ma(struct conn *c, const struct mc_meta_req *req) {
 /* me                                                                       */
 /* ---------------------------------------------------------------------- */
 
-#define MC_ITEM_HDR 48          /* memcached 1.6.18's sizeof(item), 64-bit */
-#define MC_CHUNK_HDR 48         /* its sizeof(item_chunk) */
-#define MC_CHUNK_ALIGN 8
-
 /*
- * me prints memcached's own numbers for an item: ITEM_ntotal() (header,
- * key and its NUL, 4 bytes of client flags unless they are 0, the value
- * with its "\r\n", 8 bytes of CAS unless -C) and the slab class memcached
- * would keep it in, from memcached's class table for the same -n, -f,
- * -o slab_chunk_max and -o slab_sizes (a chunked item lives under a
- * header of its own size).  cellard's items and classes are laid out
- * differently; a client comparing me's answers with memcached's sees the
- * same numbers.
+ * me prints memcached's own numbers for an item: ITEM_ntotal()
+ * (storage/item_size.h) and the slab class memcached would keep it in,
+ * from memcached's class table for the same -n, -f, -o slab_chunk_max and
+ * -o slab_sizes (a chunked item lives under a header of its own size).
+ * cellard's items and classes are laid out differently; a client
+ * comparing me's answers with memcached's sees the same numbers.
  */
-uint64_t mc_item_size(const struct settings *cfg, size_t nkey, uint32_t flags, uint64_t nbytes) {
-    return MC_ITEM_HDR + nkey + 1 + (flags != 0 ? 4 : 0) + nbytes + 2 + (cfg->use_cas ? 8 : 0);
-}
-
 static unsigned mc_item_class(const struct settings *cfg, uint64_t size) {
     uint64_t sizes[64];
     unsigned n = 0;
@@ -491,15 +485,15 @@ static unsigned mc_item_class(const struct settings *cfg, uint64_t size) {
 }
 
 static void meta_me(struct conn *c, const struct mc_meta_req *req) {
-    struct engine *e = c->w->srv->engine;
-    const struct settings *cfg = c->w->srv->cfg;
-    STAT_INC(c->w->st.meta_cmds);
+    struct engine *e = c->ctx->engine;
+    const struct settings *cfg = c->ctx->cfg;
+    STAT_INC(c->ctx->st.meta_cmds);
     struct engine_mget_opts o = {.no_bump = true, .no_claim = true};
     struct engine_item_meta m;
     struct item *it = engine_mget(e, req->key.p, req->key.len, &o, &m, NULL);
     struct mc_meta_me_view v = {.hit = it != NULL};
     if (it != NULL) {
-        uint64_t size = mc_item_size(cfg, item_nkey(it), item_flags(it), item_nbytes(it));
+        uint64_t size = mc_item_size(item_nkey(it), item_flags(it), item_nbytes(it), cfg->use_cas);
         uint64_t head = size;
         if (size > (uint64_t)cfg->slab_chunk_size_max)
             head = MC_ITEM_HDR + item_nkey(it) + 1 + (item_flags(it) != 0 ? 4 : 0) + MC_CHUNK_HDR +

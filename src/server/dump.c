@@ -30,7 +30,10 @@
 #include <string.h>
 
 #include "protocol/mc_num.h"
-#include "server/server.h"
+#include "protocol/mc_uri.h"
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/dump.h"
 
 #define DUMP_STEP 64                /* buckets and items per engine_dump_step() */
 #define DUMP_STEPS 64               /* steps per dump_fill() at most */
@@ -80,36 +83,19 @@ const char *dump_start(struct conn *c, const char *arg, size_t len) {
     if (d == NULL)
         return "SERVER_ERROR out of memory\r\n";
     d->classes = classes;
-    engine_dump_begin(c->w->srv->engine, &d->cursor);
+    engine_dump_begin(c->ctx->engine, &d->cursor);
     c->dump = d;
-    atomic_store_explicit(&c->net.state, CONN_DUMP, memory_order_relaxed);
+    conn_set_state(c, CONN_DUMP);
     return NULL;
 }
 
 void dump_free(struct conn *c) {
     if (c->dump == NULL)
         return;
-    engine_dump_end(c->w->srv->engine);
+    engine_dump_end(c->ctx->engine);
     free(c->dump);
     c->dump = NULL;
-    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
-}
-
-/* memcached's uriencode: letters, digits and "-._~" stay, every other byte is %XX. */
-char *uri_encode(char *q, const char *s, unsigned n) {
-    static const char hex[] = "0123456789ABCDEF";
-    for (unsigned i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-            *q++ = (char)ch;
-        } else {
-            *q++ = '%';
-            *q++ = hex[ch >> 4];
-            *q++ = hex[ch & 15];
-        }
-    }
-    return q;
+    conn_set_state(c, CONN_PARSE);
 }
 
 static void dump_line(const struct engine_dump_item *it, void *arg) {
@@ -119,7 +105,7 @@ static void dump_line(const struct engine_dump_item *it, void *arg) {
     char *p = out_reserve(&c->net.out, DUMP_LINE_MAX);
     if (p == NULL)
         return;                     /* no memory: the line is lost, as in memcached */
-    char *q = uri_encode(memcpy(p, "key=", 4) + 4, it->key, it->nkey);
+    char *q = mc_uri_encode(memcpy(p, "key=", 4) + 4, it->key, it->nkey);
     q += snprintf(q, DUMP_LINE_MAX - (size_t)(q - p),
                   " exp=%" PRId64 " la=%" PRId64 " cas=%" PRIu64 " fetch=%s cls=%u size=%" PRIu64
                   "\n",
@@ -129,7 +115,7 @@ static void dump_line(const struct engine_dump_item *it, void *arg) {
 }
 
 void dump_fill(struct conn *c) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     size_t start = c->net.out.bytes;
     for (int i = 0; i < DUMP_STEPS && c->net.out.bytes - start < DUMP_SLICE; i++) {
         if (!engine_dump_step(e, &c->dump->cursor, DUMP_STEP, dump_line, c)) {
@@ -165,9 +151,9 @@ static void cachedump_line(const struct engine_dump_item *it, void *arg) {
 }
 
 void dump_cachedump(struct conn *c, const struct mc_req *req) {
-    struct engine *e = c->w->srv->engine;
+    struct engine *e = c->ctx->engine;
     uint64_t id, limit;
-    if (!c->w->srv->cfg->dump_enabled) {
+    if (!c->ctx->cfg->dump_enabled) {
         out_copy(&c->net.out, S("CLIENT_ERROR stats cachedump not allowed\r\n"));
     } else if (req->ntokens < 4) {
         out_copy(&c->net.out, S("CLIENT_ERROR bad command line\r\n"));

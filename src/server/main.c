@@ -34,7 +34,12 @@
 #include <unistd.h>
 
 #include "core/httpd.h"
+#include "server/detail.h"
+#include "server/metrics.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/watch.h"
+#include "server/worker.h"
 
 static uint32_t unix_now(void) {
     struct timespec ts;

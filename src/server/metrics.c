@@ -23,7 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/ctx.h"
+#include "server/metrics.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/worker.h"
 
 /* One `STAT name value` line as stats_collect() emitted it. */
 struct line {
@@ -464,7 +468,7 @@ static void print_workers(struct text *t, struct server *s) {
     }
     pthread_mutex_lock(&s->stats_lock);     /* against stats reset moving the base */
     for (int i = 0; i < n; i++) {
-        struct worker_counters *st = &s->workers[i].st, *b = &s->workers[i].base;
+        struct worker_counters *st = &s->workers[i].ctx.st, *b = &s->workers[i].base;
 #define D(f) (STAT_GET(st->f) - STAT_GET(b->f))
         w[i].rd = D(net.bytes_read);
         w[i].wr = D(net.bytes_written);

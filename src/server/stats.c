@@ -1,7 +1,7 @@
 /*
  * stats.c -- the `stats` family, with memcached's names, order and meaning.
  *
- * Counters live per worker (server.h) and in the engine; this file sums
+ * Counters live per worker (stats.h) and in the engine; this file sums
  * them when asked and prints "STAT <name> <value>" lines into the asking
  * connection's output.  `stats reset` does not write into other workers'
  * counters (that would race their single-writer updates): it records a
@@ -17,7 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/detail.h"
+#include "server/dump.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/watch.h"
+#include "server/worker.h"
+#include "storage/item_size.h"
 
 
 static uint64_t slab_get_hits(const struct slab_counters *sc) {
@@ -30,7 +38,7 @@ static uint64_t slab_get_hits(const struct slab_counters *sc) {
 static void raw_sum(struct server *s, struct worker_counters *out, bool base) {
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < s->nworkers; i++) {
-        struct worker_counters *w = base ? &s->workers[i].base : &s->workers[i].st;
+        struct worker_counters *w = base ? &s->workers[i].base : &s->workers[i].ctx.st;
 #define X(n) out->n += STAT_GET(w->n);
         WORKER_STATS(X)
 #undef X
@@ -73,20 +81,20 @@ static void stats_reset(struct server *s) {
     pthread_mutex_lock(&s->stats_lock);
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-#define X(n) atomic_store_explicit(&w->base.n, STAT_GET(w->st.n), memory_order_relaxed);
+#define X(n) atomic_store_explicit(&w->base.n, STAT_GET(w->ctx.st.n), memory_order_relaxed);
         WORKER_STATS(X)
 #undef X
-#define X(n) atomic_store_explicit(&w->base.net.n, STAT_GET(w->st.net.n), memory_order_relaxed);
+#define X(n) atomic_store_explicit(&w->base.net.n, STAT_GET(w->ctx.st.net.n), memory_order_relaxed);
         NET_STATS(X)
 #undef X
         for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
-#define X(n) atomic_store_explicit(&w->base.slab[k].n, STAT_GET(w->st.slab[k].n), \
+#define X(n) atomic_store_explicit(&w->base.slab[k].n, STAT_GET(w->ctx.st.slab[k].n), \
                                    memory_order_relaxed);
             SLAB_STATS(X)
 #undef X
             for (int l = 0; l < EVICT_NLRU; l++)
                 atomic_store_explicit(&w->base.slab[k].lru_hits[l],
-                                      STAT_GET(w->st.slab[k].lru_hits[l]), memory_order_relaxed);
+                                      STAT_GET(w->ctx.st.slab[k].lru_hits[l]), memory_order_relaxed);
         }
     }
     engine_stats_reset(s->engine);
@@ -112,166 +120,265 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     k->emit(k, name, val);
 }
 
-#define STAT_U(name, v) sink_printf(o, name, "%llu", (unsigned long long)(v))
+/*
+ * The lines of `stats`, in memcached 1.6.18's order, each declared once:
+ *
+ *   U(name, value)            an unsigned number
+ *   F(name, fmt, args...)     a formatted value
+ *   W(cond, name, value)      a number memcached shows only when cond holds
+ *
+ * The values read g, the figures gather_general() collects first (the
+ * workers' sums, the engine's stats, the server's counts), and the
+ * buffers' counts, which gather_buffers() reads where their lines start,
+ * as memcached does.  Every sink
+ * reads this one table: the text and binary writers (stats_run()) and
+ * metrics.c's collector (stats_collect()).
+ */
+#define GENERAL_STATS(U, F, W)                                                          \
+    F("pid", "%ld", (long)getpid())                                                     \
+    U("uptime", g->now - s->started)                                                    \
+    U("time", g->now)                                                                   \
+    F("version", "%s", CELLAR_MC_VERSION)                                               \
+    F("libevent", "%s", "none")                                                         \
+    F("pointer_size", "%d", (int)(8 * sizeof(void *)))                                  \
+    F("rusage_user", "%ld.%06ld", (long)g->ru.ru_utime.tv_sec,                          \
+      (long)g->ru.ru_utime.tv_usec)                                                     \
+    F("rusage_system", "%ld.%06ld", (long)g->ru.ru_stime.tv_sec,                        \
+      (long)g->ru.ru_stime.tv_usec)                                                     \
+    U("max_connections", s->cfg->maxconns)                                              \
+    /* memcached counts its listeners and UDP sockets as connections, and                \
+       shows one fewer current connection than it counts */                             \
+    U("curr_connections", atomic_load(&s->net.curr_conns) + s->fixed_conns - 1)         \
+    U("total_connections", atomic_load(&s->net.total_conns))                            \
+    U("rejected_connections", atomic_load(&s->net.rejected_conns))                      \
+    U("connection_structures", atomic_load(&s->net.conn_structs) + (uint64_t)s->listeners.n) \
+    /* read only now: the lines above hold a block of the asking connection's output */ \
+    U("response_obj_oom", gather_buffers(s, g)->ro_oom)                                 \
+    U("response_obj_count", g->ro_count)                                                \
+    U("response_obj_bytes", g->ro_bytes)                                                \
+    U("read_buf_count", g->rb)                                                          \
+    U("read_buf_bytes", g->rb * NET_RBUF_SIZE)                                          \
+    U("read_buf_bytes_free", g->rb_idle * NET_RBUF_SIZE)                                \
+    U("read_buf_oom", g->t.net.read_buf_oom)                                            \
+    U("reserved_fds", 20)                                                               \
+    U("cmd_get", g->t.get_cmds)                                                         \
+    U("cmd_set", g->hits.set_cmds)                                                      \
+    U("cmd_flush", g->t.flush_cmds)                                                     \
+    U("cmd_touch", g->t.touch_cmds)                                                     \
+    U("cmd_meta", g->t.meta_cmds)                                                       \
+    U("get_hits", g->get_hits)                                                          \
+    U("get_misses", g->t.get_misses)                                                    \
+    U("get_expired", g->es.get_expired)                                                 \
+    U("get_flushed", g->es.get_flushed)                                                 \
+    U("delete_misses", g->t.delete_misses)                                              \
+    U("delete_hits", g->hits.delete_hits)                                               \
+    U("incr_misses", g->t.incr_misses)                                                  \
+    U("incr_hits", g->hits.incr_hits)                                                   \
+    U("decr_misses", g->t.decr_misses)                                                  \
+    U("decr_hits", g->hits.decr_hits)                                                   \
+    U("cas_misses", g->t.cas_misses)                                                    \
+    U("cas_hits", g->hits.cas_hits)                                                     \
+    U("cas_badval", g->hits.cas_badval)                                                 \
+    U("touch_hits", g->hits.touch_hits)                                                 \
+    U("touch_misses", g->t.touch_misses)                                                \
+    U("store_too_large", g->t.store_too_large)                                          \
+    U("store_no_memory", g->t.store_no_memory)                                          \
+    U("auth_cmds", g->t.auth_cmds)                                                      \
+    U("auth_errors", g->t.auth_errors)                                                  \
+    W(s->cfg->idle_timeout > 0, "idle_kicks", g->t.net.idle_kicks)                      \
+    U("bytes_read", g->t.net.bytes_read)                                                \
+    U("bytes_written", g->t.net.bytes_written)                                          \
+    U("limit_maxbytes", g->es.limit_maxbytes)                                           \
+    U("accepting_conns", atomic_load(&s->accepting) ? 1 : 0)                            \
+    U("listen_disabled_num", 0)                                                         \
+    U("time_in_listen_disabled_us", 0)                                                  \
+    U("threads", s->nworkers)                                                           \
+    U("conn_yields", g->t.net.conn_yields)                                              \
+    U("hash_power_level", g->es.hash_power_level)                                       \
+    U("hash_bytes", g->es.hash_bytes)                                                   \
+    U("hash_is_expanding", g->es.hash_is_expanding ? 1 : 0)                             \
+    /* no slab mover yet: nothing moves */                                              \
+    W(s->cfg->slab_reassign, "slab_reassign_rescues", 0)                                \
+    W(s->cfg->slab_reassign, "slab_reassign_chunk_rescues", 0)                          \
+    W(s->cfg->slab_reassign, "slab_reassign_evictions_nomem", 0)                        \
+    W(s->cfg->slab_reassign, "slab_reassign_inline_reclaim", 0)                         \
+    W(s->cfg->slab_reassign, "slab_reassign_busy_items", 0)                             \
+    W(s->cfg->slab_reassign, "slab_reassign_busy_deletes", 0)                           \
+    W(s->cfg->slab_reassign, "slab_reassign_running", 0)                                \
+    W(s->cfg->slab_reassign, "slabs_moved", 0)                                          \
+    /* memcached lists these only while its crawler runs */                             \
+    W(g->crawler_on, "lru_crawler_running", 0)                                          \
+    W(g->crawler_on, "lru_crawler_starts", g->es.crawler_starts)                        \
+    W(s->cfg->lru_maintainer_thread, "lru_maintainer_juggles",                          \
+      atomic_load_explicit(&s->maint_loops, memory_order_relaxed))                      \
+    U("malloc_fails", 0)                                                                \
+    U("log_worker_dropped", g->wc.worker_dropped)                                       \
+    U("log_worker_written", g->wc.worker_written)                                       \
+    U("log_watcher_skipped", g->wc.watcher_skipped)                                     \
+    U("log_watcher_sent", g->wc.watcher_sent)                                           \
+    U("log_watchers", g->wc.watchers)                                                   \
+    U("unexpected_napi_ids", 0)                                                         \
+    U("round_robin_fallback", 0)                                                        \
+    U("bytes", g->es.bytes)                                                             \
+    U("curr_items", g->es.curr_items)                                                   \
+    U("total_items", g->es.total_items)                                                 \
+    U("slab_global_page_pool", 0)                                                       \
+    U("expired_unfetched", g->es.expired_unfetched)                                     \
+    U("evicted_unfetched", g->es.evicted_unfetched)                                     \
+    U("evicted_active", g->es.evicted_active)                                           \
+    U("evictions", g->es.evictions)                                                     \
+    U("reclaimed", g->es.reclaimed)                                                     \
+    U("crawler_reclaimed", g->es.crawler_reclaimed)                                     \
+    U("crawler_items_checked", g->es.crawler_items_checked)                             \
+    U("lrutail_reflocked", 0)                                                           \
+    U("moves_to_cold", g->es.moves_to_cold)                                             \
+    U("moves_to_warm", g->es.moves_to_warm)                                             \
+    U("moves_within_lru", g->es.moves_within_lru)                                       \
+    U("direct_reclaims", 0)                                                             \
+    U("lru_bumps_dropped", 0)
 
-static void stats_general(struct server *s, struct stat_sink *o) {
-    struct worker_counters t;
+/* What the general lines are made of, gathered before any is written. */
+struct general {
+    struct worker_counters t;       /* the workers' counters since `stats reset` */
     struct engine_stats es;
-    stats_sum(s, &t);
-    engine_stats(s->engine, &es);
-    uint64_t get_hits = 0, set_cmds = 0, delete_hits = 0, incr_hits = 0, decr_hits = 0;
-    uint64_t cas_hits = 0, cas_badval = 0, touch_hits = 0;
-    for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
-        get_hits += slab_get_hits(&t.slab[k]);
-        set_cmds += t.slab[k].set_cmds;
-        delete_hits += t.slab[k].delete_hits;
-        incr_hits += t.slab[k].incr_hits;
-        decr_hits += t.slab[k].decr_hits;
-        cas_hits += t.slab[k].cas_hits;
-        cas_badval += t.slab[k].cas_badval;
-        touch_hits += t.slab[k].touch_hits;
-    }
+    struct slab_totals {            /* the per-class counters summed over classes */
+#define X(n) uint64_t n;
+        SLAB_STATS(X)
+#undef X
+    } hits;
+    uint64_t get_hits;
     struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    uint32_t now = engine_clock(s->engine);
+    uint32_t now;
+    bool crawler_on;
+    uint64_t ro_oom, ro_count, ro_bytes, rb, rb_idle;
+    struct watch_counts wc;
+};
 
-    sink_printf(o, "pid", "%ld", (long)getpid());
-    STAT_U("uptime", now - s->started);
-    STAT_U("time", now);
-    o->emit(o, "version", CELLAR_MC_VERSION);
-    o->emit(o, "libevent", "none");
-    sink_printf(o, "pointer_size", "%d", (int)(8 * sizeof(void *)));
-    sink_printf(o, "rusage_user", "%ld.%06ld", (long)ru.ru_utime.tv_sec,
-                (long)ru.ru_utime.tv_usec);
-    sink_printf(o, "rusage_system", "%ld.%06ld", (long)ru.ru_stime.tv_sec,
-                (long)ru.ru_stime.tv_usec);
-    STAT_U("max_connections", s->cfg->maxconns);
-    /* memcached counts its listeners and UDP sockets as connections, and
-       shows one fewer current connection than it counts */
-    STAT_U("curr_connections", atomic_load(&s->net.curr_conns) + s->fixed_conns - 1);
-    STAT_U("total_connections", atomic_load(&s->net.total_conns));
-    STAT_U("rejected_connections", atomic_load(&s->net.rejected_conns));
-    STAT_U("connection_structures", atomic_load(&s->net.conn_structs) + (uint64_t)s->listeners.n);
+static void gather_general(struct server *s, struct general *g) {
+    memset(g, 0, sizeof(*g));
+    stats_sum(s, &g->t);
+    engine_stats(s->engine, &g->es);
+    for (int k = 0; k < ENGINE_MAX_CLASSES; k++) {
+        g->get_hits += slab_get_hits(&g->t.slab[k]);
+#define X(n) g->hits.n += g->t.slab[k].n;
+        SLAB_STATS(X)
+#undef X
+    }
+    getrusage(RUSAGE_SELF, &g->ru);
+    g->now = engine_clock(s->engine);
+    g->crawler_on = atomic_load(&s->crawler_on);
+    watch_stats(s, &g->wc);
+}
+
+static struct general *gather_buffers(struct server *s, struct general *g) {
     /* memcached's response objects are the reply scratch blocks here, its
        read buffers the workers' read buffers (16 KB each, as memcached's),
        the io_uring back end's receive buffers among them */
-    uint64_t ro_oom = 0, ro_count = 0, ro_bytes = 0, rb = 0, rb_idle = 0;
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
-        ro_oom += STAT_GET(w->net.outpool.oom);
+        g->ro_oom += STAT_GET(w->net.outpool.oom);
         /* blocks of the usual size out of the pool; larger ones are counted in bytes only */
         uint64_t blocks = STAT_GET(w->net.outpool.blocks), pooled = STAT_GET(w->net.outpool.n);
-        ro_count += blocks > pooled ? blocks - pooled : 0;    /* read apart: may cross */
-        ro_bytes += STAT_GET(w->net.outpool.bytes);
-        rb += STAT_GET(w->net.rbufs);
-        rb_idle += STAT_GET(w->net.rbufs_idle) + STAT_GET(w->net.rbufs_ring);
+        g->ro_count += blocks > pooled ? blocks - pooled : 0;    /* read apart: may cross */
+        g->ro_bytes += STAT_GET(w->net.outpool.bytes);
+        g->rb += STAT_GET(w->net.rbufs);
+        g->rb_idle += STAT_GET(w->net.rbufs_idle) + STAT_GET(w->net.rbufs_ring);
     }
-    STAT_U("response_obj_oom", ro_oom);
-    STAT_U("response_obj_count", ro_count);
-    STAT_U("response_obj_bytes", ro_bytes);
-    STAT_U("read_buf_count", rb);
-    STAT_U("read_buf_bytes", rb * NET_RBUF_SIZE);
-    STAT_U("read_buf_bytes_free", rb_idle * NET_RBUF_SIZE);
-    STAT_U("read_buf_oom", t.net.read_buf_oom);
-    STAT_U("reserved_fds", 20);
-    STAT_U("cmd_get", t.get_cmds);
-    STAT_U("cmd_set", set_cmds);
-    STAT_U("cmd_flush", t.flush_cmds);
-    STAT_U("cmd_touch", t.touch_cmds);
-    STAT_U("cmd_meta", t.meta_cmds);
-    STAT_U("get_hits", get_hits);
-    STAT_U("get_misses", t.get_misses);
-    STAT_U("get_expired", es.get_expired);
-    STAT_U("get_flushed", es.get_flushed);
-    STAT_U("delete_misses", t.delete_misses);
-    STAT_U("delete_hits", delete_hits);
-    STAT_U("incr_misses", t.incr_misses);
-    STAT_U("incr_hits", incr_hits);
-    STAT_U("decr_misses", t.decr_misses);
-    STAT_U("decr_hits", decr_hits);
-    STAT_U("cas_misses", t.cas_misses);
-    STAT_U("cas_hits", cas_hits);
-    STAT_U("cas_badval", cas_badval);
-    STAT_U("touch_hits", touch_hits);
-    STAT_U("touch_misses", t.touch_misses);
-    STAT_U("store_too_large", t.store_too_large);
-    STAT_U("store_no_memory", t.store_no_memory);
-    STAT_U("auth_cmds", t.auth_cmds);
-    STAT_U("auth_errors", t.auth_errors);
-    if (s->cfg->idle_timeout > 0)
-        STAT_U("idle_kicks", t.net.idle_kicks);
-    STAT_U("bytes_read", t.net.bytes_read);
-    STAT_U("bytes_written", t.net.bytes_written);
-    STAT_U("limit_maxbytes", es.limit_maxbytes);
-    STAT_U("accepting_conns", atomic_load(&s->accepting) ? 1 : 0);
-    STAT_U("listen_disabled_num", 0);
-    STAT_U("time_in_listen_disabled_us", 0);
-    STAT_U("threads", s->nworkers);
-    STAT_U("conn_yields", t.net.conn_yields);
-    STAT_U("hash_power_level", es.hash_power_level);
-    STAT_U("hash_bytes", es.hash_bytes);
-    STAT_U("hash_is_expanding", es.hash_is_expanding ? 1 : 0);
-    if (s->cfg->slab_reassign) {        /* no slab mover yet: nothing moves */
-        STAT_U("slab_reassign_rescues", 0);
-        STAT_U("slab_reassign_chunk_rescues", 0);
-        STAT_U("slab_reassign_evictions_nomem", 0);
-        STAT_U("slab_reassign_inline_reclaim", 0);
-        STAT_U("slab_reassign_busy_items", 0);
-        STAT_U("slab_reassign_busy_deletes", 0);
-        STAT_U("slab_reassign_running", 0);
-        STAT_U("slabs_moved", 0);
-    }
-    if (atomic_load(&s->crawler_on)) {  /* memcached lists these only while its crawler runs */
-        STAT_U("lru_crawler_running", 0);
-        STAT_U("lru_crawler_starts", es.crawler_starts);
-    }
-    if (s->cfg->lru_maintainer_thread)
-        STAT_U("lru_maintainer_juggles", atomic_load_explicit(&s->maint_loops,
-                                                              memory_order_relaxed));
-    STAT_U("malloc_fails", 0);
-    struct watch_counts wc;
-    watch_stats(s, &wc);
-    STAT_U("log_worker_dropped", wc.worker_dropped);
-    STAT_U("log_worker_written", wc.worker_written);
-    STAT_U("log_watcher_skipped", wc.watcher_skipped);
-    STAT_U("log_watcher_sent", wc.watcher_sent);
-    STAT_U("log_watchers", wc.watchers);
-    STAT_U("unexpected_napi_ids", 0);
-    STAT_U("round_robin_fallback", 0);
-    STAT_U("bytes", es.bytes);
-    STAT_U("curr_items", es.curr_items);
-    STAT_U("total_items", es.total_items);
-    STAT_U("slab_global_page_pool", 0);
-    STAT_U("expired_unfetched", es.expired_unfetched);
-    STAT_U("evicted_unfetched", es.evicted_unfetched);
-    STAT_U("evicted_active", es.evicted_active);
-    STAT_U("evictions", es.evictions);
-    STAT_U("reclaimed", es.reclaimed);
-    STAT_U("crawler_reclaimed", es.crawler_reclaimed);
-    STAT_U("crawler_items_checked", es.crawler_items_checked);
-    STAT_U("lrutail_reflocked", 0);
-    STAT_U("moves_to_cold", es.moves_to_cold);
-    STAT_U("moves_to_warm", es.moves_to_warm);
-    STAT_U("moves_within_lru", es.moves_within_lru);
-    STAT_U("direct_reclaims", 0);
-    STAT_U("lru_bumps_dropped", 0);
+    return g;
+}
+
+#define STAT_U(name, v) sink_printf(o, name, "%llu", (unsigned long long)(v))
+#define STAT_F(name, ...) sink_printf(o, name, __VA_ARGS__);
+#define STAT_LINE_U(name, v) STAT_U(name, v);
+#define STAT_LINE_W(cond, name, v) if (cond) STAT_U(name, v);
+
+static void stats_general(struct server *s, struct stat_sink *o) {
+    struct general gs, *g = &gs;
+    gather_general(s, g);
+    GENERAL_STATS(STAT_LINE_U, STAT_F, STAT_LINE_W)
 }
 
 /* Settings a client can change at run time are printed from their live value. */
 static void emit_setting(void *ctx, const char *name, const char *value) {
     struct stat_sink *k = ctx;
     if (strcmp(name, "verbosity") == 0)
-        sink_printf(k, "verbosity", "%d", atomic_load(&k->c->w->srv->verbose));
+        sink_printf(k, "verbosity", "%d", atomic_load(&k->c->ctx->srv->verbose));
     else if (strcmp(name, "detail_enabled") == 0)     /* stats detail on|off */
-        k->emit(k, name, atomic_load(&k->c->w->srv->detail_on) ? "yes" : "no");
+        k->emit(k, name, atomic_load(&k->c->ctx->srv->detail_on) ? "yes" : "no");
     else if (strcmp(name, "lru_crawler") == 0)    /* these three: the lru_crawler command */
-        k->emit(k, name, atomic_load(&k->c->w->srv->crawler_on) ? "yes" : "no");
+        k->emit(k, name, atomic_load(&k->c->ctx->srv->crawler_on) ? "yes" : "no");
     else if (strcmp(name, "lru_crawler_sleep") == 0)
-        sink_printf(k, name, "%u", atomic_load(&k->c->w->srv->crawler_sleep));
+        sink_printf(k, name, "%u", atomic_load(&k->c->ctx->srv->crawler_sleep));
     else if (strcmp(name, "lru_crawler_tocrawl") == 0)
-        sink_printf(k, name, "%u", atomic_load(&k->c->w->srv->crawler_tocrawl));
+        sink_printf(k, name, "%u", atomic_load(&k->c->ctx->srv->crawler_tocrawl));
     else
         k->emit(k, name, value);
+}
+
+/*
+ * `stats items`: per class with items, "items:<class>:<name>", in
+ * memcached's order.  cs is the engine's figures for the class, sc the
+ * workers' counters for it.
+ */
+#define ITEMS_STATS(X)                                                                  \
+    X("number", cs.number)                                                              \
+    X("number_hot", cs.seg.number[EVICT_HOT])                                           \
+    X("number_warm", cs.seg.number[EVICT_WARM])                                         \
+    X("number_cold", cs.seg.number[EVICT_COLD])                                         \
+    X("age_hot", cs.seg.age_hot)                                                        \
+    X("age_warm", cs.seg.age_warm)                                                      \
+    X("age", cs.age)                                                                    \
+    X("mem_requested", cs.mem_requested)                                                \
+    X("evicted", cs.evicted)                                                            \
+    X("evicted_nonzero", cs.evicted_nonzero)                                            \
+    X("evicted_time", cs.evicted_time)                                                  \
+    X("outofmemory", cs.outofmemory)                                                    \
+    X("tailrepairs", 0)                                                                 \
+    X("reclaimed", cs.reclaimed)                                                        \
+    X("expired_unfetched", cs.expired_unfetched)                                        \
+    X("evicted_unfetched", cs.evicted_unfetched)                                        \
+    X("evicted_active", cs.evicted_active)                                              \
+    X("crawler_reclaimed", cs.crawler_reclaimed)                                        \
+    X("crawler_items_checked", cs.crawler_items_checked)                                \
+    X("lrutail_reflocked", 0)                                                           \
+    X("moves_to_cold", cs.seg.moves_to_cold)                                            \
+    X("moves_to_warm", cs.seg.moves_to_warm)                                            \
+    X("moves_within_lru", cs.seg.moves_within_lru)                                      \
+    X("direct_reclaims", 0)                                                             \
+    X("hits_to_hot", STAT_GET(sc->lru_hits[EVICT_HOT]))                                 \
+    X("hits_to_warm", STAT_GET(sc->lru_hits[EVICT_WARM]))                               \
+    X("hits_to_cold", STAT_GET(sc->lru_hits[EVICT_COLD]))                               \
+    X("hits_to_temp", STAT_GET(sc->lru_hits[EVICT_TEMP]))
+
+/* `stats slabs`: per class with pages, "<class>:<name>", then the totals below. */
+#define SLABS_STATS(X)                                                                  \
+    X("chunk_size", cs.chunk_size)                                                      \
+    X("chunks_per_page", cs.chunks_per_page)                                            \
+    X("total_pages", cs.total_pages)                                                    \
+    X("total_chunks", cs.total_chunks)                                                  \
+    X("used_chunks", cs.used_chunks)                                                    \
+    X("free_chunks", cs.free_chunks)                                                    \
+    X("free_chunks_end", cs.free_chunks_end)                                            \
+    X("get_hits", slab_get_hits(sc))                                                    \
+    X("cmd_set", STAT_GET(sc->set_cmds))                                                \
+    X("delete_hits", STAT_GET(sc->delete_hits))                                         \
+    X("incr_hits", STAT_GET(sc->incr_hits))                                             \
+    X("decr_hits", STAT_GET(sc->decr_hits))                                             \
+    X("cas_hits", STAT_GET(sc->cas_hits))                                               \
+    X("cas_badval", STAT_GET(sc->cas_badval))                                           \
+    X("touch_hits", STAT_GET(sc->touch_hits))
+
+/* `stats slabs`: the lines after the classes' (es: the engine's stats). */
+#define SLABS_TOTAL_STATS(X)                                                            \
+    X("active_slabs", es.active_slabs)                                                  \
+    X("total_malloced", es.total_malloced)
+
+/* One line of a class: "<prefix><class>:<name> <value>". */
+static void class_line(struct stat_sink *o, const char *prefix, unsigned id, const char *name,
+                       uint64_t v) {
+    char n[64];
+    snprintf(n, sizeof(n), "%s%u:%s", prefix, id, name);
+    sink_printf(o, n, "%llu", (unsigned long long)v);
 }
 
 static void stats_items(struct server *s, struct stat_sink *o) {
@@ -283,38 +390,10 @@ static void stats_items(struct server *s, struct stat_sink *o) {
         struct engine_class_stats cs;
         if (!engine_class_stats(e, id, &cs) || cs.number == 0)
             continue;
-#define I(name, v) do { char n_[64]; snprintf(n_, sizeof(n_), "items:%u:" name, id); \
-                        sink_printf(o, n_, "%llu", (unsigned long long)(v)); } while (0)
-        I("number", cs.number);
         const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
-        I("number_hot", cs.seg.number[EVICT_HOT]);
-        I("number_warm", cs.seg.number[EVICT_WARM]);
-        I("number_cold", cs.seg.number[EVICT_COLD]);
-        I("age_hot", cs.seg.age_hot);
-        I("age_warm", cs.seg.age_warm);
-        I("age", cs.age);
-        I("mem_requested", cs.mem_requested);
-        I("evicted", cs.evicted);
-        I("evicted_nonzero", cs.evicted_nonzero);
-        I("evicted_time", cs.evicted_time);
-        I("outofmemory", cs.outofmemory);
-        I("tailrepairs", 0);
-        I("reclaimed", cs.reclaimed);
-        I("expired_unfetched", cs.expired_unfetched);
-        I("evicted_unfetched", cs.evicted_unfetched);
-        I("evicted_active", cs.evicted_active);
-        I("crawler_reclaimed", cs.crawler_reclaimed);
-        I("crawler_items_checked", cs.crawler_items_checked);
-        I("lrutail_reflocked", 0);
-        I("moves_to_cold", cs.seg.moves_to_cold);
-        I("moves_to_warm", cs.seg.moves_to_warm);
-        I("moves_within_lru", cs.seg.moves_within_lru);
-        I("direct_reclaims", 0);
-        I("hits_to_hot", STAT_GET(sc->lru_hits[EVICT_HOT]));
-        I("hits_to_warm", STAT_GET(sc->lru_hits[EVICT_WARM]));
-        I("hits_to_cold", STAT_GET(sc->lru_hits[EVICT_COLD]));
-        I("hits_to_temp", STAT_GET(sc->lru_hits[EVICT_TEMP]));
-#undef I
+#define X(name, v) class_line(o, "items:", id, name, (v));
+        ITEMS_STATS(X)
+#undef X
     }
 }
 
@@ -328,29 +407,15 @@ static void stats_slabs(struct server *s, struct stat_sink *o) {
         if (!engine_class_stats(e, id, &cs) || cs.total_pages == 0)
             continue;
         const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
-#define L(name, v) do { char n_[64]; snprintf(n_, sizeof(n_), "%u:" name, id); \
-                        sink_printf(o, n_, "%llu", (unsigned long long)(v)); } while (0)
-        L("chunk_size", cs.chunk_size);
-        L("chunks_per_page", cs.chunks_per_page);
-        L("total_pages", cs.total_pages);
-        L("total_chunks", cs.total_chunks);
-        L("used_chunks", cs.used_chunks);
-        L("free_chunks", cs.free_chunks);
-        L("free_chunks_end", cs.free_chunks_end);
-        L("get_hits", slab_get_hits(sc));
-        L("cmd_set", STAT_GET(sc->set_cmds));
-        L("delete_hits", STAT_GET(sc->delete_hits));
-        L("incr_hits", STAT_GET(sc->incr_hits));
-        L("decr_hits", STAT_GET(sc->decr_hits));
-        L("cas_hits", STAT_GET(sc->cas_hits));
-        L("cas_badval", STAT_GET(sc->cas_badval));
-        L("touch_hits", STAT_GET(sc->touch_hits));
-#undef L
+#define X(name, v) class_line(o, "", id, name, (v));
+        SLABS_STATS(X)
+#undef X
     }
     struct engine_stats es;
     engine_stats(e, &es);
-    STAT_U("active_slabs", es.active_slabs);
-    STAT_U("total_malloced", es.total_malloced);
+#define X(name, v) STAT_U(name, v);
+    SLABS_TOTAL_STATS(X)
+#undef X
 }
 
 static void addr_name(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t n) {
@@ -388,7 +453,7 @@ static const char *state_name(int st, bool asking) {
 }
 
 static void stats_conns(struct conn *c, struct stat_sink *o) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     char n[64];
     uint32_t now = engine_clock(s->engine);
     for (int i = 0; i < s->listeners.n; i++) {
@@ -446,7 +511,7 @@ static void size_line(void *arg, uint64_t bytes, uint64_t count) {
 
 /* Item sizes as memcached counts them: its header and terminators are the base. */
 bool stats_sizes_start(struct server *s) {
-    return engine_sizes_enable(s->engine, (unsigned)mc_item_size(s->cfg, 0, 0, 0));
+    return engine_sizes_enable(s->engine, (unsigned)mc_item_size(0, 0, 0, s->cfg->use_cas));
 }
 
 /*
@@ -466,7 +531,7 @@ bool stats_collect(struct server *s, struct stat_sink *k, const char *group) {
 }
 
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
 #define IS(lit) (len == sizeof(lit) - 1 && memcmp(sub, lit, len) == 0)
     if (len == 0) {
         stats_general(s, k);

@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "protocol/mc_num.h"
+#include "server/conn.h"
+#include "server/ctx.h"
 #include "server/server.h"
+#include "server/tune.h"
 
 static void answer(struct conn *c, const struct mc_req *req, const char *s, size_t len) {
     if (!req->noreply)
@@ -67,7 +70,7 @@ static const char *reassign(struct engine *e, int32_t src, int32_t dst) {
 }
 
 void tune_slabs(struct conn *c, const struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     const char *r = "ERROR\r\n";
     if (req->ntokens == 4 && mc_req_word_is(req, 1, "reassign")) {
         int32_t src, dst;
@@ -101,7 +104,7 @@ void tune_slabs(struct conn *c, const struct mc_req *req) {
 }
 
 void tune_lru(struct conn *c, const struct mc_req *req) {
-    struct server *s = c->w->srv;
+    struct server *s = c->ctx->srv;
     struct settings *cfg = s->cfg;
     const char *r = "ERROR\r\n";
     pthread_mutex_lock(&s->tune_lock);

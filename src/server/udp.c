@@ -24,7 +24,12 @@
 #include <unistd.h>
 
 #include "protocol/mc_udp.h"
+#include "server/conn.h"
+#include "server/ctx.h"
 #include "server/server.h"
+#include "server/stats.h"
+#include "server/udp.h"
+#include "server/worker.h"
 
 #define UDP_HDR MC_UDP_HDR
 
@@ -141,7 +146,7 @@ void udp_send_reply(struct conn *c) {
             r = sendmsg(c->net.fd, &m, 0);
         } while (r < 0 && errno == EINTR);
         if (r > 0)
-            STAT_ADD(c->w->st.net.bytes_written, (uint64_t)r);
+            STAT_ADD(c->ctx->st.net.bytes_written, (uint64_t)r);
     }
     free(buf);
 }

@@ -38,7 +38,11 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "protocol/mc_uri.h"
+#include "server/conn.h"
+#include "server/ctx.h"
 #include "server/server.h"
+#include "server/watch.h"
 
 #define WATCHER_MAX 20          /* memcached's WATCHER_LIMIT */
 #define WATCH_LINE_MAX 1024           /* a line: ~130 bytes and a key URI-encoded (<= 750) */
@@ -51,6 +55,7 @@ struct ring {
     char *buf;                  /* entries: kind (1 byte), gid (8), length (2), line */
     size_t len, cap;
     uint64_t written, dropped;
+    const int *cfd;             /* its worker's client fd in hand (NULL: not a worker's) */
 };
 
 struct watcher {
@@ -79,9 +84,8 @@ struct watch_hub {
     struct engine *engine;
 };
 
-/* Which ring the current thread writes to, and the client fd it serves. */
+/* Which ring the current thread writes to (the last one: not a worker). */
 static _Thread_local struct ring *tl_ring;
-_Thread_local int watch_cfd = -1;
 
 static const struct {
     const char *word;
@@ -100,6 +104,12 @@ static const char *const store_cmd[] = {
 
 static struct ring *ring_here(struct watch_hub *h) {
     return tl_ring != NULL ? tl_ring : &h->rings[h->nrings - 1];
+}
+
+/* The client fd this thread is serving, for an engine event's line (-1: none). */
+static int cfd_here(struct watch_hub *h) {
+    const struct ring *r = ring_here(h);
+    return r->cfd != NULL ? *r->cfd : -1;
 }
 
 /* Adds a finished line (after its "ts=... gid=... " head) to this thread's ring. */
@@ -164,31 +174,31 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
     case ENGINE_WATCH_FETCH:
         if (!wants(h, WATCH_FETCHERS))
             return;
-        *uri_encode(key, ev->key, (unsigned)ev->nkey) = '\0';
+        *mc_uri_encode(key, ev->key, (unsigned)ev->nkey) = '\0';
         emit(h, WATCH_FETCHERS,
              "type=item_get key=%s status=%s clsid=%u cfd=%d size=%" PRIu32 "\n", key,
              it != NULL                            ? "found"
              : ev->miss == ENGINE_MISS_EXPIRED ? "expired"
              : ev->miss == ENGINE_MISS_FLUSHED ? "flushed"
                                                : "not_found",
-             it != NULL ? item_clsid(it) : 0, watch_cfd,
+             it != NULL ? item_clsid(it) : 0, cfd_here(h),
              it != NULL ? item_nbytes(it) : 0);
         return;
     case ENGINE_WATCH_STORE:
         if (!wants(h, WATCH_MUTATIONS))
             return;
-        *uri_encode(key, item_key(it), item_nkey(it)) = '\0';
+        *mc_uri_encode(key, item_key(it), item_nkey(it)) = '\0';
         /* memcached prints the seconds left as unsigned, 0 for never */
         emit(h, WATCH_MUTATIONS,
              "type=item_store key=%s status=%s cmd=%s ttl=%" PRIu32 " clsid=%u cfd=%d size=%" PRIu32
              "\n",
              key, store_status[ev->status], store_cmd[ev->op],
-             ev->ttl < 0 ? 0 : (uint32_t)ev->ttl, item_clsid(it), watch_cfd, item_nbytes(it));
+             ev->ttl < 0 ? 0 : (uint32_t)ev->ttl, item_clsid(it), cfd_here(h), item_nbytes(it));
         return;
     case ENGINE_WATCH_EVICT:
         if (!wants(h, WATCH_EVICTIONS))
             return;
-        *uri_encode(key, item_key(it), item_nkey(it)) = '\0';
+        *mc_uri_encode(key, item_key(it), item_nkey(it)) = '\0';
         emit(h, WATCH_EVICTIONS,
              "type=eviction key=%s fetch=%s ttl=%lld la=%" PRIu32 " clsid=%u size=%" PRIu32 "\n",
              key, item_fetched(it) ? "yes" : "no", (long long)ev->ttl, ev->idle, item_clsid(it),
@@ -197,15 +207,15 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
     }
 }
 
-void watch_refused_store(struct server *s, const char *k, size_t nk, enum engine_store_op op,
+void watch_refused_store(struct server *s, int cfd, const char *k, size_t nk, enum engine_store_op op,
                          bool too_large) {
     struct watch_hub *h = s->watch;
     if (!wants(h, WATCH_MUTATIONS))
         return;
     char key[ENGINE_KEY_MAX * 3 + 1];
-    *uri_encode(key, k, (unsigned)(nk > ENGINE_KEY_MAX ? ENGINE_KEY_MAX : nk)) = '\0';
+    *mc_uri_encode(key, k, (unsigned)(nk > ENGINE_KEY_MAX ? ENGINE_KEY_MAX : nk)) = '\0';
     emit(h, WATCH_MUTATIONS, "type=item_store key=%s status=%s cmd=%s ttl=0 clsid=0 cfd=%d size=0\n",
-         key, too_large ? "too_large" : "no_memory", store_cmd[op], watch_cfd);
+         key, too_large ? "too_large" : "no_memory", store_cmd[op], cfd);
 }
 
 /* Writes the peer of c as memcached does: address and port, or "unix" and 0. */
@@ -228,7 +238,7 @@ static void peer_name(const struct conn *c, char *ip, size_t n, unsigned *port, 
 }
 
 void watch_conn_event(struct conn *c, bool open, const char *reason) {
-    struct watch_hub *h = c->w->srv->watch;
+    struct watch_hub *h = c->ctx->srv->watch;
     if (!wants(h, WATCH_CONNEVENTS))
         return;
     char ip[INET6_ADDRSTRLEN + 1];
@@ -385,7 +395,10 @@ int watch_init(struct server *s) {
     return 0;
 }
 
-void watch_bind_thread(struct server *s, int worker) { tl_ring = &s->watch->rings[worker]; }
+void watch_bind_thread(struct server *s, int worker, const int *cfd) {
+    tl_ring = &s->watch->rings[worker];
+    tl_ring->cfd = cfd;
+}
 
 void watch_stop(struct server *s) {
     struct watch_hub *h = s->watch;
@@ -437,7 +450,7 @@ void watch_command(struct conn *c, const struct mc_req *req) {
         kinds |= k;
     }
     c->watch_kinds = kinds != 0 ? kinds : WATCH_FETCHERS;
-    struct watch_hub *h = c->w->srv->watch;
+    struct watch_hub *h = c->ctx->srv->watch;
     pthread_mutex_lock(&h->mu);
     bool full = h->n >= WATCHER_MAX;
     pthread_mutex_unlock(&h->mu);
@@ -447,18 +460,18 @@ void watch_command(struct conn *c, const struct mc_req *req) {
     }
     /* What the client sent after the watch line is never run (as in memcached). */
     c->net.rstart = c->net.rend;
-    atomic_store_explicit(&c->net.state, CONN_WATCH, memory_order_relaxed);
+    conn_set_state(c, CONN_WATCH);
 }
 
 bool watch_attach(struct conn *c) {
-    struct watch_hub *h = c->w->srv->watch;
+    struct watch_hub *h = c->ctx->srv->watch;
     struct watcher *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return false;
     w->c = c;
     w->fd = c->net.fd;
     w->kinds = c->watch_kinds;
-    w->cap = c->w->srv->cfg->watcher_logbuf_size > BUF_MIN ? c->w->srv->cfg->watcher_logbuf_size
+    w->cap = c->ctx->cfg->watcher_logbuf_size > BUF_MIN ? c->ctx->cfg->watcher_logbuf_size
                                                             : BUF_MIN;
     w->buf = malloc(w->cap);
     if (w->buf == NULL) {
@@ -490,7 +503,7 @@ bool watch_attach(struct conn *c) {
 }
 
 void watch_detach(struct conn *c) {
-    struct watch_hub *h = c->w->srv->watch;
+    struct watch_hub *h = c->ctx->srv->watch;
     struct watcher *w = c->watcher;
     if (w == NULL)
         return;

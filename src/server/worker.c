@@ -12,45 +12,38 @@
  * A connection that still has parsed-but-not-run requests after its
  * budget yields (net puts it on the ready list) and is resumed after the
  * other connections had their turn (conn_yields).  Values are read
- * straight into their item: from rbuf, or for a large one by readv()
- * into the item itself (net's read_direct).  A worker's UDP sockets are
- * connections too, each datagram run through the same conn_process().
+ * straight into their item (conn.c: from rbuf, or for a large one by
+ * readv() into the item itself, net's read_direct).  A worker's UDP
+ * sockets are connections too, each datagram run through the same
+ * conn_process().  This file calls down into the dispatchers and conn.c;
+ * nothing calls back into it but net (conn_ops) and main.c.
  */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <stddef.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include "core/sys.h"
 #include "protocol/mc_bin.h"
 #include "protocol/mc_meta.h"
+#include "server/conn.h"
+#include "server/ctx.h"
+#include "server/dispatch.h"
+#include "server/dump.h"
 #include "server/server.h"
+#include "server/udp.h"
+#include "server/watch.h"
+#include "server/worker.h"
 
 #define OUT_HIGH_WATER (1u << 20)
 
 static void conn_close(struct conn *c);
 
-/*
- * The bytes of c's rbuf are about to move or change: rescan for the
- * read-ahead, and forget the hashes it keeps for keys in there.
- */
-static void pf_forget(struct conn *c) {
-    c->pf_end = 0;
-    if (c->w->pf_conn == c)
-        c->w->pf_conn = NULL;
-}
-
 /* The application's half of a connection's end: what it hangs off c (net frees the rest). */
 static void conn_release(struct net_conn *nc) {
     struct conn *c = (struct conn *)nc;
     if (c->nitem != NULL)
-        engine_item_unref(c->w->srv->engine, c->nitem);
+        engine_item_unref(c->ctx->engine, c->nitem);
     watch_detach(c);
     dump_free(c);
-    pf_forget(c);
+    conn_pf_forget(c);
     free(c->mpend);
     if (c->is_udp) {
         free(c->net.rbuf);      /* a datagram buffer, not one of the pool's */
@@ -61,30 +54,30 @@ static void conn_release(struct net_conn *nc) {
 /* memcached reports a watcher's end as an error, whoever ended it. */
 static void conn_closing(struct net_conn *nc) {
     struct conn *c = (struct conn *)nc;
-    watch_cfd = c->net.fd;
+    c->ctx->cfd = c->net.fd;
     watch_conn_event(c, false, c->net.close_normal && c->watcher == NULL ? "normal" : "error");
     watch_detach(c);
 }
 
 static void conn_opened(struct net_conn *nc) {
     struct conn *c = (struct conn *)nc;
-    c->w = (struct worker *)nc->w;
-    atomic_store(&c->net.last_active, engine_clock(c->w->srv->engine));
+    c->ctx = &((struct worker *)nc->w)->ctx;
+    atomic_store(&c->net.last_active, engine_clock(c->ctx->engine));
     watch_conn_event(c, true, NULL);
 }
 
 /* A UDP "connection" is never closed: it forgets the datagram in hand. */
 static void udp_reset(struct conn *c) {
     if (c->nitem != NULL) {
-        engine_item_unref(c->w->srv->engine, c->nitem);
+        engine_item_unref(c->ctx->engine, c->nitem);
         c->nitem = NULL;
     }
     c->nmeta = false;
     out_reset(&c->net.out);
     c->net.rstart = c->net.rend = 0;
-    pf_forget(c);
+    conn_pf_forget(c);
     c->net.close_after_write = false;
-    atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
+    conn_set_state(c, CONN_PARSE);
 }
 
 static void conn_close(struct conn *c) {
@@ -104,94 +97,6 @@ static bool conn_flush(struct conn *c) {
 }
 
 /*
- * Starts reading a value of vlen bytes straight into it (CONN_NREAD).  A
- * text or meta value must be followed by "\r\n"; a binary one is not, so
- * its terminator counts as already read.
- */
-void conn_nread_begin(struct conn *c, struct item *it, uint32_t vlen, bool terminated) {
-    c->nitem = it;
-    c->ndone = 0;
-    c->nlen = vlen;
-    c->ncrlf[0] = '\r';
-    c->ncrlf[1] = '\n';
-    c->ncrlf_done = terminated ? 0 : 2;
-    c->net.read_direct = true;
-    atomic_store_explicit(&c->net.state, CONN_NREAD, memory_order_relaxed);
-}
-
-/* Skips the next n bytes of input (a value that will not be stored). */
-void conn_swallow(struct conn *c, uint64_t n) {
-    c->swallow = n;
-    c->mc_flush = false;            /* memcached writes nothing while it swallows */
-    atomic_store_explicit(&c->net.state, CONN_SWALLOW, memory_order_relaxed);
-}
-
-/*
- * Copies value bytes from rbuf into the item being read, then the two
- * bytes that must be "\r\n".  Returns true once the value is complete.
- */
-static bool nread_from_rbuf(struct conn *c) {
-    struct iovec *iov = c->w->iov;
-    int n = engine_item_iov(c->nitem, iov, c->w->iov_max);
-    size_t off = 0;
-    for (int i = 0; i < n && c->ndone < c->nlen && c->net.rstart < c->net.rend; i++) {
-        size_t len = iov[i].iov_len;
-        if (c->ndone >= off + len) {
-            off += len;
-            continue;
-        }
-        size_t at = c->ndone - off;
-        size_t take = len - at;
-        size_t avail = c->net.rend - c->net.rstart;
-        if (take > avail)
-            take = avail;
-        memcpy((char *)iov[i].iov_base + at, c->net.rbuf + c->net.rstart, take);
-        c->net.rstart += take;
-        c->ndone += take;
-        off += len;
-    }
-    while (c->ndone == c->nlen && c->ncrlf_done < 2 && c->net.rstart < c->net.rend)
-        c->ncrlf[c->ncrlf_done++] = c->net.rbuf[c->net.rstart++];
-    return c->ndone == c->nlen && c->ncrlf_done == 2;
-}
-
-/*
- * Reads the rest of a large value straight into the item (and its
- * terminator into ncrlf), skipping rbuf, so a megabyte value is not
- * copied twice.  Returns bytes read, 0 on EOF, -1 on error/EAGAIN.
- */
-static ssize_t nread_direct(struct conn *c) {
-    struct iovec *iov = c->w->iov;
-    int n = engine_item_iov(c->nitem, iov, c->w->iov_max);
-    int k = 0;
-    size_t off = 0;
-    struct iovec rv[65];
-    int i = 0;
-    for (; i < n && k < 64; i++) {
-        size_t len = iov[i].iov_len;
-        if (c->ndone < off + len) {
-            size_t at = c->ndone > off ? c->ndone - off : 0;
-            rv[k++] = (struct iovec){(char *)iov[i].iov_base + at, len - at};
-        }
-        off += len;
-    }
-    if (i == n)     /* the whole rest of the value is covered: the terminator follows */
-        rv[k++] = (struct iovec){c->ncrlf + c->ncrlf_done, 2 - c->ncrlf_done};
-    ssize_t r = sys_readv(c->net.fd, rv, k);
-    if (r <= 0)
-        return r == 0 ? 0 : -1;
-    size_t got = (size_t)r;
-    size_t v = c->nlen - c->ndone;
-    if (got <= v) {
-        c->ndone += got;
-    } else {
-        c->ndone = c->nlen;
-        c->ncrlf_done += got - v;
-    }
-    return r;
-}
-
-/*
  * Parses and runs one binary request.  Returns false when it must wait
  * for more bytes.
  */
@@ -207,86 +112,11 @@ static bool conn_process_bin(struct conn *c) {
         return true;
     }
     c->net.rstart += used;
-    atomic_store_explicit(&c->net.last_active, engine_clock(c->w->srv->engine), memory_order_relaxed);
+    atomic_store_explicit(&c->net.last_active, engine_clock(c->ctx->engine), memory_order_relaxed);
     if (r == MC_PARSE_ERROR)
         dispatch_bin_error(c, &req);
     else
         dispatch_bin(c, &req);
-    return true;
-}
-
-/*
- * Read-ahead for pipelined text requests: the keys of the get/gets/set
- * lines waiting in rbuf (mc_text_scan_keys()) are hashed and the engine
- * starts loading their buckets and items all at once, so the requests then
- * find them in cache.  Each line is scanned once (pf_end).  Only a hint: a
- * line read wrong costs a wasted prefetch, nothing else.
- */
-static void prefetch_requests(struct conn *c) {
-    if (c->pf_end > c->net.rstart)
-        return;
-    struct worker *w = c->w;
-    w->pf_conn = NULL;
-    /* One line of one word or two ("get <key>") and nothing after it: nothing to overlap. */
-    const char *p = c->net.rbuf + c->net.rstart;
-    const char *nl = memchr(p, '\n', c->net.rend - c->net.rstart);
-    if (nl != NULL && nl + 1 == c->net.rbuf + c->net.rend) {
-        const char *sp = memchr(p, ' ', (size_t)(nl - p));
-        if (sp == NULL || memchr(sp + 1, ' ', (size_t)(nl - sp - 1)) == NULL) {
-            c->pf_end = c->net.rend;
-            return;
-        }
-    }
-    struct mc_span key[PREFETCH_KEYS];
-    size_t used;
-    uint64_t stores;
-    unsigned n = mc_text_scan_keys(p, c->net.rend - c->net.rstart, key, PREFETCH_KEYS, &stores, &used);
-    /* Scanned up to there; when nothing could be, just past rstart. */
-    c->pf_end = c->net.rstart + used + (used == 0);
-    if (n < 2) {            /* one request: only a store has work to overlap */
-        if (n == 1 && stores != 0)
-            engine_prefetch_one(w->srv->engine, engine_key_hash(key[0].p, key[0].len));
-        return;
-    }
-    for (unsigned i = 0; i < n; i++) {
-        w->pf_key[i] = key[i].p;
-        w->pf_len[i] = (uint8_t)key[i].len;     /* <= MC_KEY_MAX */
-        w->pf_hv[i] = engine_key_hash(key[i].p, key[i].len);
-    }
-    w->pf_conn = c;
-    w->pf_n = n;
-    w->pf_i = 0;
-    engine_prefetch(w->srv->engine, w->pf_hv, n, stores);
-}
-
-/*
- * The keys come in the order the read-ahead found them, so the one for a
- * key starting at p is at or after pf_i.  It is taken only if it is that
- * whole word of the line: it starts at p and ends where [p, end) has a
- * space or ends (the read-ahead split the same bytes at the same spaces,
- * but may have seen a longer line: memcached ends a line at a NUL).
- */
-bool conn_next_key(struct conn *c, struct mc_span *rest, struct mc_span *key, uint64_t *hv) {
-    struct worker *w = c->w;
-    const char *p = rest->p, *end = p + rest->len;
-    while (p < end && *p == ' ')
-        p++;
-    if (p < end && w->pf_conn == c) {
-        while (w->pf_i < w->pf_n && (uintptr_t)w->pf_key[w->pf_i] < (uintptr_t)p)
-            w->pf_i++;
-        size_t len = w->pf_i < w->pf_n ? w->pf_len[w->pf_i] : 0;
-        if (len > 0 && w->pf_key[w->pf_i] == p && len <= (size_t)(end - p) &&
-            (len == (size_t)(end - p) || p[len] == ' ')) {
-            *key = (struct mc_span){p, len};
-            *hv = w->pf_hv[w->pf_i++];
-            rest->p = p + len;
-            rest->len = (size_t)(end - rest->p);
-            return true;
-        }
-    }
-    if (!mc_text_next_key(rest, key))
-        return false;
-    *hv = engine_key_hash(key->p, key->len);
     return true;
 }
 
@@ -338,7 +168,7 @@ static bool mc_step(struct conn *c, int *budget) {
     } else {
         /* memcached yields with nothing left to read too (its next event
            spends a step finding nothing, and the one after reads afresh) */
-        STAT_INC(c->w->st.net.conn_yields);
+        STAT_INC(c->ctx->st.net.conn_yields);
     }
     return true;
 }
@@ -349,109 +179,139 @@ static void mc_idle(struct conn *c, int *budget) {
         return;
     c->mc_pending = false;
     if (--*budget < 0)
-        STAT_INC(c->w->st.net.conn_yields);
+        STAT_INC(c->ctx->st.net.conn_yields);
 }
 
 /* After a request ran: a step, unless it goes on reading or swallowing a value. */
 static bool mc_done(struct conn *c, int *budget) {
-    if (atomic_load_explicit(&c->net.state, memory_order_relaxed) != CONN_PARSE)
+    if (conn_state(c) != CONN_PARSE)
         return false;
     return mc_step(c, budget);
+}
+
+/* What the rare states leave conn_process() to do next. */
+enum rare_next {
+    RARE_PARSE,     /* parse a text request (the ordinary path) */
+    RARE_NEXT,      /* look at the state again */
+    RARE_STOP,      /* stop reading: send what is pending */
+    RARE_WAIT,      /* the socket is full or the connection yielded: return true */
+    RARE_CLOSED,    /* the connection was closed: return false */
+};
+
+/*
+ * Everything but the ordinary text request, in the order it must be
+ * tested: a closing connection; output over the high-water mark (sent
+ * before more is parsed); a watcher or a metadump, a slice at a time;
+ * the rest of a value being read or swallowed; and for a connection in
+ * CONN_PARSE, input run out, the first byte's protocol and the binary
+ * protocol.  conn_process() comes here through one test, so the text
+ * path ahead of it pays one predictable branch for all of them.
+ */
+static enum rare_next conn_process_rare(struct conn *c, int st, int *budget) {
+    if (st == CONN_CLOSING) {
+        conn_close(c);
+        return RARE_CLOSED;
+    }
+    if (c->net.out.bytes > OUT_HIGH_WATER || c->net.out.niov > 4096) {
+        if (!conn_flush(c))
+            return RARE_CLOSED;
+        if (c->net.want_write)
+            return RARE_WAIT;
+    }
+    if (st >= CONN_DUMP) {
+        /* The rare states (one test for both): a watcher, or a metadump,
+           a slice at a time, each sent before the next (dump.c). */
+        if (st == CONN_WATCH)
+            return conn_watch(c) ? RARE_WAIT : RARE_CLOSED;
+        if ((*budget)-- <= 0) {
+            net_conn_yield(&c->net);
+            return RARE_STOP;
+        }
+        dump_fill(c);
+        if (!conn_flush(c))
+            return RARE_CLOSED;
+        if (c->net.want_write)
+            return RARE_WAIT;
+        return RARE_NEXT;
+    }
+    if (st == CONN_NREAD) {
+        if (!conn_nread_rbuf(c))
+            return RARE_STOP;
+        if (c->binary)
+            dispatch_bin_nread_done(c);
+        else if (c->nmeta)
+            dispatch_meta_nread_done(c);
+        else
+            dispatch_nread_done(c);
+        return mc_done(c, budget) ? RARE_STOP : RARE_NEXT;
+    }
+    if (st == CONN_SWALLOW) {
+        if (!conn_swallow_rbuf(c))
+            return RARE_STOP;
+        conn_set_state(c, CONN_PARSE);
+        return mc_step(c, budget) ? RARE_STOP : RARE_NEXT;
+    }
+    if (c->net.rstart == c->net.rend || c->net.close_after_write) {
+        mc_idle(c, budget);
+        return RARE_STOP;
+    }
+    if (!c->proto_known) {
+        /* memcached picks the protocol from a connection's first byte (-B auto). */
+        enum settings_protocol p = c->ctx->cfg->binding_protocol;
+        c->binary = p == SETTINGS_PROTO_BINARY ||
+                    (p == SETTINGS_PROTO_AUTO &&
+                     (unsigned char)c->net.rbuf[c->net.rstart] == MC_BIN_REQ_MAGIC);
+        c->proto_known = !c->is_udp;    /* UDP decides per datagram */
+    }
+    if (c->binary) {
+        if (!conn_process_bin(c)) {
+            mc_idle(c, budget);
+            return RARE_STOP;
+        }
+        return mc_done(c, budget) ? RARE_STOP : RARE_NEXT;
+    }
+    return RARE_PARSE;
 }
 
 /*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
+ *
+ * The ordinary request, a text or meta line on a connection in
+ * CONN_PARSE with room in its output, comes first; everything else is
+ * behind one test (conn_process_rare()).
  */
 static bool conn_process(struct conn *c) {
-    struct server *s = c->w->srv;
-    watch_cfd = c->net.fd;
+    struct mc_ctx *x = c->ctx;
+    x->cfd = c->net.fd;
     if (c->net.rbuf_moved) {
         c->net.rbuf_moved = false;
-        pf_forget(c);
+        conn_pf_forget(c);
     }
-    int budget = c->is_udp ? INT32_MAX : s->cfg->reqs_per_event;
+    int budget = c->is_udp ? INT32_MAX : x->cfg->reqs_per_event;
     if (c->mc_resume) {
         c->mc_resume = false;
         budget--;
     }
     for (;;) {
-        int st = atomic_load_explicit(&c->net.state, memory_order_relaxed);
-        if (st == CONN_CLOSING) {
-            conn_close(c);
-            return false;
-        }
-        if (c->net.out.bytes > OUT_HIGH_WATER || c->net.out.niov > 4096) {
-            if (!conn_flush(c))
-                return false;
-            if (c->net.want_write)
-                return true;
-        }
-        if (st >= CONN_DUMP) {
-            /* The rare states (one test for both): a watcher, or a metadump,
-               a slice at a time, each sent before the next (dump.c). */
-            if (st == CONN_WATCH)
-                return conn_watch(c);
-            if (budget-- <= 0) {
-                net_conn_yield(&c->net);
+        int st = conn_state(c);
+        if (__builtin_expect(st != CONN_PARSE || c->binary || !c->proto_known ||
+                                 c->net.out.bytes > OUT_HIGH_WATER || c->net.out.niov > 4096,
+                             0)) {
+            enum rare_next r = conn_process_rare(c, st, &budget);
+            if (r == RARE_NEXT)
+                continue;
+            if (r == RARE_STOP)
                 break;
-            }
-            dump_fill(c);
-            if (!conn_flush(c))
-                return false;
-            if (c->net.want_write)
-                return true;
-            continue;
-        }
-        if (st == CONN_NREAD) {
-            if (!nread_from_rbuf(c))
-                break;
-            if (c->binary)
-                dispatch_bin_nread_done(c);
-            else if (c->nmeta)
-                dispatch_meta_nread_done(c);
-            else
-                dispatch_nread_done(c);
-            if (mc_done(c, &budget))
-                break;
-            continue;
-        }
-        if (st == CONN_SWALLOW) {
-            size_t avail = c->net.rend - c->net.rstart;
-            size_t take = avail < c->swallow ? avail : (size_t)c->swallow;
-            c->net.rstart += take;
-            c->swallow -= take;
-            if (c->swallow > 0)
-                break;
-            atomic_store_explicit(&c->net.state, CONN_PARSE, memory_order_relaxed);
-            if (mc_step(c, &budget))
-                break;
-            continue;
-        }
-        if (c->net.rstart == c->net.rend || c->net.close_after_write) {
+            if (r != RARE_PARSE)
+                return r == RARE_WAIT;
+        } else if (c->net.rstart == c->net.rend || c->net.close_after_write) {
             mc_idle(c, &budget);
             break;
         }
-        if (!c->proto_known) {
-            /* memcached picks the protocol from a connection's first byte (-B auto). */
-            enum settings_protocol p = s->cfg->binding_protocol;
-            c->binary = p == SETTINGS_PROTO_BINARY ||
-                        (p == SETTINGS_PROTO_AUTO &&
-                         (unsigned char)c->net.rbuf[c->net.rstart] == MC_BIN_REQ_MAGIC);
-            c->proto_known = !c->is_udp;    /* UDP decides per datagram */
-        }
-        if (c->binary) {
-            if (!conn_process_bin(c)) {
-                mc_idle(c, &budget);
-                break;
-            }
-            if (mc_done(c, &budget))
-                break;
-            continue;
-        }
         if (!c->is_udp)
-            prefetch_requests(c);
+            conn_prefetch(c);
         /*
          * A meta line goes straight to the meta codec; the text codec, for
          * any other line, only names the verb of a meta one (one with
@@ -472,10 +332,10 @@ static bool conn_process(struct conn *c) {
             break;
         }
         if (r == MC_PARSE_CLOSE) {
-            atomic_store_explicit(&c->net.state, CONN_CLOSING, memory_order_relaxed);
+            conn_set_state(c, CONN_CLOSING);
             continue;
         }
-        atomic_store_explicit(&c->net.last_active, engine_clock(s->engine), memory_order_relaxed);
+        atomic_store_explicit(&c->net.last_active, engine_clock(x->engine), memory_order_relaxed);
         if (!meta && r == MC_PARSE_OK && req.cmd == MC_CMD_META) {
             size_t mused = 0;
             r = mc_meta_parse(&mreq, line, used, &mused);
@@ -499,13 +359,13 @@ static bool conn_process(struct conn *c) {
 /* net's read_direct: a large value's rest straight into its item. */
 static ssize_t conn_read_direct(struct net_conn *nc) {
     struct conn *c = (struct conn *)nc;
-    if (atomic_load_explicit(&c->net.state, memory_order_relaxed) != CONN_NREAD) {
+    if (conn_state(c) != CONN_NREAD) {
         c->net.read_direct = false;
         return NET_READ_RBUF;
     }
     if (c->nlen - c->ndone < 4096)
         return NET_READ_RBUF;
-    return nread_direct(c);
+    return conn_nread_direct(c);
 }
 
 static bool conn_process_net(struct net_conn *nc) {
@@ -534,14 +394,14 @@ static void udp_on_readable(struct net_handler *h, int events) {
                          (struct sockaddr *)&c->net.peer, &c->net.peerlen);
     if (n <= 0)
         return;
-    NET_STAT_ADD(c->w->st.net.bytes_read, (uint64_t)n);
+    NET_STAT_ADD(c->ctx->st.net.bytes_read, (uint64_t)n);
     int id = udp_frame_parse((const unsigned char *)c->net.rbuf, (size_t)n);
     if (id < 0)
         return;
     c->udp_reqid = (uint16_t)id;
     c->net.rstart = 8;
     c->net.rend = (size_t)n;
-    pf_forget(c);
+    conn_pf_forget(c);
     conn_process(c);
     udp_reset(c);
 }
@@ -555,7 +415,7 @@ static void worker_open_udp(struct worker *w) {
         if (nc == NULL)
             continue;
         struct conn *c = (struct conn *)nc;
-        c->w = w;
+        c->ctx = &w->ctx;
         c->is_udp = true;
         c->net.rbuf = malloc(65536);      /* the largest datagram */
         c->net.rsize = c->net.rbuf != NULL ? 65536 : 0;
@@ -565,7 +425,7 @@ static void worker_open_udp(struct worker *w) {
 static void worker_started(struct net_worker *nw) {
     struct worker *w = (struct worker *)nw;
     worker_open_udp(w);
-    watch_bind_thread(w->srv, w->net.id);
+    watch_bind_thread(w->ctx.srv, w->net.id, &w->ctx.cfd);
 }
 
 /*
@@ -577,8 +437,8 @@ static void worker_started(struct net_worker *nw) {
  */
 static void worker_tick(struct net_worker *nw) {
     struct worker *w = (struct worker *)nw;
-    int limit = w->srv->cfg->idle_timeout;
-    uint32_t now = engine_clock(w->srv->engine);
+    int limit = w->ctx.cfg->idle_timeout;
+    uint32_t now = engine_clock(w->ctx.engine);
     if (limit <= 0 || now == w->idle_swept)
         return;
     w->idle_swept = now;
@@ -606,14 +466,17 @@ int worker_init_all(struct server *s) {
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
         s->net.workers[i] = &w->net;
-        w->srv = s;
-        if (net_worker_init(&w->net, &s->net, i, &w->st.net, release_item, s->engine) < 0)
+        w->ctx.engine = s->engine;
+        w->ctx.cfg = s->cfg;
+        w->ctx.srv = s;
+        w->ctx.cfd = -1;
+        if (net_worker_init(&w->net, &s->net, i, &w->ctx.st.net, release_item, s->engine) < 0)
             return -1;
         w->net.started = worker_started;
         w->net.tick = worker_tick;
-        w->iov_max = engine_item_iov_max(s->engine);
-        w->iov = calloc((size_t)w->iov_max, sizeof(struct iovec));
-        if (w->iov == NULL)
+        w->ctx.iov_max = engine_item_iov_max(s->engine);
+        w->ctx.iov = calloc((size_t)w->ctx.iov_max, sizeof(struct iovec));
+        if (w->ctx.iov == NULL)
             return -1;
         if (udp_open_worker(s, w) < 0)
             return -1;
@@ -630,7 +493,7 @@ void worker_stop_all(struct server *s) {
     for (int i = 0; i < s->nworkers; i++) {
         struct worker *w = &s->workers[i];
         net_worker_deinit(&w->net);
-        free(w->iov);
+        free(w->ctx.iov);
         free(w->udp_fds);
     }
     free(s->workers);
