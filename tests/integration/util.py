@@ -18,6 +18,7 @@ Environment:
              against the same expectations.
 """
 
+import atexit
 import os
 import signal
 import socket
@@ -25,6 +26,20 @@ import subprocess
 import sys
 import tempfile
 import time
+
+# Every server's stderr file, until its server is done with it: a test that
+# stops a server without a `with` block (and reads its stderr after) leaves
+# the file to the end of the process, which removes what is left.
+_STDERR_FILES = set()
+
+
+@atexit.register
+def _remove_stderr_files():
+    for name in list(_STDERR_FILES):
+        try:
+            os.unlink(name)
+        except OSError:
+            pass
 
 CELLARD = os.environ.get("CELLARD", "/usr/bin/memcached")
 # Extra flags for the server under test only, e.g. CELLARD_ARGS="-o evict=s3fifo".
@@ -123,6 +138,7 @@ class Server:
                     + root_args() + extra + self.args)
             self._errf = tempfile.NamedTemporaryFile(
                 prefix="cellar-it-%s-" % self.name, suffix=".stderr", delete=False)
+            _STDERR_FILES.add(self._errf.name)
             # Under make asan freed memory waits in ASan's quarantine (256 MB
             # by default) and would count against the memory bounds tests
             # check; a small one keeps RSS about what the server holds.
@@ -189,6 +205,7 @@ class Server:
                 os.unlink(self._errf.name)
             except OSError:
                 pass
+            _STDERR_FILES.discard(self._errf.name)
             self._errf = None
 
     def __enter__(self):
@@ -268,6 +285,7 @@ class RoutedServer(Server):
                             "-t", "2"] + ROUTER_ARGS
                     self._errf = tempfile.NamedTemporaryFile(
                         prefix="cellar-it-router-", suffix=".stderr", delete=False)
+                    _STDERR_FILES.add(self._errf.name)
                     self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                                  stdout=self._errf, stderr=self._errf)
                     deadline = time.monotonic() + self.start_timeout
