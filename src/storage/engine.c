@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/num.h"
 #include "storage/evict_list.h"
 #include "storage/store.h"
 
@@ -515,44 +516,6 @@ enum engine_delete_result engine_delete(struct engine *e, const char *key, size_
     return ENGINE_DELETE_NOT_FOUND;
 }
 
-static bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-/*
- * memcached's safe_strtoull() on a value that is not NUL-terminated: what
- * strtoull(s, &end, 10) accepts (leading white space, a sign, digits, no
- * overflow), followed by white space, a NUL or the end of the value; and a
- * '-' is refused when the result would be negative as a signed number.
- */
-static bool parse_u64(const char *s, size_t n, uint64_t *out) {
-    size_t i = 0;
-    while (i < n && is_space(s[i]))
-        i++;
-    bool neg = false;
-    if (i < n && (s[i] == '+' || s[i] == '-'))
-        neg = s[i++] == '-';
-    size_t first = i;
-    uint64_t v = 0;
-    bool range = false;
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            range = true;
-        v = v * 10 + d;
-    }
-    if (i == first || range)
-        return false;
-    if (i < n && !is_space(s[i]) && s[i] != '\0')
-        return false;
-    if (neg)
-        v = -v;
-    if (neg && (int64_t)v < 0)
-        return false;
-    *out = v;
-    return true;
-}
-
 /*
  * memcached's do_add_delta() on the live item it (stripe held).  When the
  * new number is no longer than the stored bytes, memcached rewrites the
@@ -582,7 +545,7 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
         return ENGINE_MARITH_NON_NUMERIC;
     if (o->compare && o->cas != 0 && it->cas != o->cas)
         return ENGINE_MARITH_EXISTS;
-    if (!parse_u64(item_value(it), it->nbytes, &v))
+    if (!num_u64_value(item_value(it), it->nbytes, &v))
         return ENGINE_MARITH_NON_NUMERIC;
     if (!o->decr)
         v += o->delta;

@@ -13,7 +13,7 @@
  * that must refuse an add or link in its place; a dead one is unlinked
  * quietly, as the plain miss the delete left.
  */
-static inline struct item *find_live(struct engine *e, const char *key, size_t nkey, uint64_t hv,
+__attribute__((always_inline)) static inline struct item *find_live(struct engine *e, const char *key, size_t nkey, uint64_t hv,
                                      enum engine_miss *why, struct item **hold) {
     if (hold != NULL)
         *hold = NULL;
