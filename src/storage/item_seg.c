@@ -42,6 +42,7 @@
 #include <stdio.h>
 
 #include "storage/seg.h"
+#include "storage/seg_evict.h"
 #include "storage/store_seg.h"
 
 #define VIEW_KEY_ROOM (ENGINE_KEY_MAX + sizeof(struct item_chain))
@@ -603,8 +604,7 @@ bool segv_create(struct engine *e, char *err, size_t errlen) {
     sc.evicted = segv_evicted;
     sc.dead = segv_dead;
     sc.hook_arg = e;
-    sc.merge = strcmp(e->cfg.policy, "merge") == 0;
-    sc.s3fifo = strcmp(e->cfg.policy, "s3fifo") == 0;
+    sc.evict = seg_evict_find(e->cfg.policy);
     e->nclasses = 1;
     mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
     atomic_init(&e->cls[1].crawler_checked, 0);

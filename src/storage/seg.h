@@ -21,7 +21,7 @@
  *   the segment goes back to the pool.  Expiry: a sealed segment whose
  *   latest exptime has passed goes the same way (seg_store_step).  Merge
  *   and S3-FIFO move the items they keep to other segments instead
- *   (seg.c, relocate()).  A sealed segment whose last item dies goes back
+ *   (seg_evict_merge.c, seg_evict_s3fifo.c, on seg_move.c).  A sealed segment whose last item dies goes back
  *   to the pool at once.
  *
  * Segments are grouped by TTL (Segcache's 1024 buckets: 8 s steps up to
@@ -55,6 +55,7 @@
 struct seg_store;
 struct seg_at;
 struct seg_ext;
+struct seg_evict;
 
 struct seg_config {
     size_t mem_limit;           /* bytes of segments (-m) */
@@ -68,21 +69,19 @@ struct seg_config {
     void (*evicted)(void *arg, const struct seg_at *at);
     void *hook_arg;             /* evicted's and dead's arg */
     /*
-     * Eviction by merging (Segcache's, seg.c): the oldest SEG_MERGE_N
-     * segments become one, keeping the items read since they were written
-     * (or last merged) while it has room.  dead (NULL: exptime only) says
-     * whether an item is dead as the engine sees it (flush_all too), with
-     * its stripe held; a merge drops those.  A store of fewer than
-     * SEG_MERGE_N + 2 segments (-m 2 with 1 MiB items) evicts by FIFO.
+     * How the store evicts when no segment is free (seg_evict.h):
+     * &seg_evict_fifo (seg_config_defaults()), &seg_evict_merge
+     * (Segcache's merge: the oldest SEG_MERGE_N segments become one,
+     * keeping the items read since they were written or last merged; a
+     * store of fewer than SEG_MERGE_N + 2 segments evicts by FIFO) or
+     * &seg_evict_s3fifo (a small and a main FIFO of segments and a ghost
+     * of keys; fewer than SEG_S3FIFO_MIN segments: FIFO).
      */
-    bool merge;
+    const struct seg_evict *evict;
+    /* Whether an item is dead as the engine sees it (flush_all too), with
+       its stripe held (NULL: exptime only); an eviction that moves items
+       drops those. */
     bool (*dead)(void *arg, const struct seg_at *at);
-    /*
-     * Eviction by S3-FIFO over segments (seg.c, s3_evict()): a small and a
-     * main FIFO of segments and a ghost of keys.  A store of fewer than
-     * SEG_S3FIFO_MIN segments evicts by FIFO.
-     */
-    bool s3fifo;
 };
 #define SEG_MERGE_N 4
 #define SEG_S3FIFO_MIN 8

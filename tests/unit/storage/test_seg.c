@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "storage/ht.h"
 #include "storage/seg.h"
+#include "storage/seg_evict.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,8 +26,7 @@ static bool s3_on;                  /* ... or by S3-FIFO over segments */
 static struct seg_store *mk(size_t mem, uint32_t seg_size) {
     struct seg_config c;
     seg_config_defaults(&c);
-    c.merge = merge_on;
-    c.s3fifo = s3_on;
+    c.evict = merge_on ? &seg_evict_merge : s3_on ? &seg_evict_s3fifo : &seg_evict_fifo;
     c.mem_limit = mem;
     c.seg_size = seg_size;
     c.lock_power = 4;
