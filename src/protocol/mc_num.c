@@ -8,11 +8,22 @@
 
 #include "core/num.h"
 
+/*
+ * The scanner for a token (it ends at whitespace or the span's end), kept
+ * out of line as it was before it moved to core/num.h: one copy for both
+ * readers, so the codecs' cost per request stays what it was (inlined, it
+ * measured 28 instructions fewer per set, a change this move should not
+ * make on its own).
+ */
+__attribute__((noinline)) static bool num_scan_token(const char *s, size_t len, bool *minus, uint64_t *mag) {
+    return num_scan(s, len, false, minus, mag);
+}
+
 bool mc_num_u64(const char *p, size_t len, uint64_t *out) {
     bool minus;
     uint64_t v;
 
-    if (!num_scan(p, len, false, &minus, &v))
+    if (!num_scan_token(p, len, &minus, &v))
         return false;
     if (minus)
         v = (uint64_t)0 - v;
@@ -31,7 +42,7 @@ bool mc_num_i64(const char *p, size_t len, int64_t *out) {
     bool minus;
     uint64_t v;
 
-    if (!num_scan(p, len, false, &minus, &v))
+    if (!num_scan_token(p, len, &minus, &v))
         return false;
     if (minus) {
         if (v > (uint64_t)INT64_MAX + 1)

@@ -601,7 +601,7 @@ void seg_store_seal_point(struct seg_store *s, uint32_t point) {
     atomic_store(&s->seal_point, point);
 }
 
-/* The store's own small API (seg_api.c) reaches these three. */
+/* The store's stripes, cas counter and clock, for a caller of the primitives (the tests). */
 struct lock_stripes *seg_store_locks(struct seg_store *s) { return s->locks; }
 uint64_t seg_store_cas_next(struct seg_store *s) { return atomic_fetch_add(s->cas, 1) + 1; }
 uint32_t seg_store_clock(struct seg_store *s) { return atomic_load(&s->now); }

@@ -3,8 +3,9 @@
  * segments cut from the memory limit, found through seg_index, evicted and
  * expired a segment at a time (Segcache, NSDI'21), with memcached's exact
  * per-item CAS, exptime and flags (seg_item.h).  It is the engine's second
- * back end (-o storage=seg, through item_seg.c), and has a small API of
- * its own for its tests and bench/segmem.
+ * back end (-o storage=seg, through item_seg.c and store.h), which holds
+ * memcached's store rules; the store itself only writes, links, finds and
+ * unlinks.
  *
  *   set(key) --reserve--> TTL bucket's open segment (a new one from the
  *      |                  free pool when full; the pool evicts when empty)
@@ -95,17 +96,6 @@ void seg_store_destroy(struct seg_store **s);
 /* The clock, unix seconds; exptimes below are absolute in the same seconds (0: never). */
 void seg_store_clock_set(struct seg_store *s, uint32_t now);
 
-/* A pinned item: valid until seg_store_release().  h.vlen is the value's length. */
-struct seg_ref {
-    struct seg_hdr h;
-    const char *key;
-    const char *value;
-    uint32_t seg;
-    struct seg_ext *ext;        /* an out-of-line value held */
-};
-
-enum seg_op { SEG_SET, SEG_ADD, SEG_REPLACE, SEG_CAS };
-
 enum seg_result {
     SEG_STORED,
     SEG_NOT_STORED,             /* add: present; replace: missing */
@@ -118,30 +108,13 @@ enum seg_result {
     SEG_AGAIN,                  /* seg_commit_locked: the cas does not fit the field */
 };
 
-enum seg_result seg_store_set(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
-                              const void *value, size_t nvalue, uint32_t cflags,
-                              uint32_t exptime, uint64_t cas_in, uint64_t *cas_out);
-
-/*
- * true with *ref pinned on a hit.  ref->h is the header as found (SEG_F_FETCHED
- * says whether it was read before: meta's h); the item is then marked fetched.
- */
-bool seg_store_get(struct seg_store *s, const char *key, size_t nkey, struct seg_ref *ref);
-void seg_store_release(struct seg_store *s, struct seg_ref *ref);
-
-enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nkey);
-
-/* New exptime: in place when the item has an exptime field (or both are "never"), else a copy. */
-enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
-                                uint32_t exptime);
-
-/* The store's key stripes, its next cas (taken), its clock (for seg_api.c). */
+/* The store's key stripes, its next cas (taken), its clock. */
 struct lock_stripes *seg_store_locks(struct seg_store *s);
 uint64_t seg_store_cas_next(struct seg_store *s);
 uint32_t seg_store_clock(struct seg_store *s);
 
 /*
- * ---- The engine's interface: the calls above are built on these (seg_api.c) ----
+ * ---- The interface item_seg.c (the engine's back end) and the tests use ----
  *
  * Each *_locked call needs the key's stripe (lock_of(locks, hv)) held.
  * An item is found where it lies (struct seg_at: valid while the stripe
