@@ -15,7 +15,8 @@
  * measured 28 instructions fewer per set, a change this move should not
  * make on its own).
  */
-__attribute__((noinline)) static bool num_scan_token(const char *s, size_t len, bool *minus, uint64_t *mag) {
+__attribute__((noinline)) static bool num_scan_token(const char *s, size_t len, bool *minus,
+                                                     uint64_t *mag) {
     return num_scan(s, len, false, minus, mag);
 }
 

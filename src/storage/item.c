@@ -1,9 +1,12 @@
 /*
- * item.c -- item memory: allocation (evicting when memory is full),
- * chained large items, linking into the table and the class queue, and
- * freeing on the last reference.
+ * item.c -- the slab back end (store.h sends it each item operation when
+ * storage=seg is off; store_slab.h lists what it offers): item memory and
+ * allocation (evicting when memory is full), chained large items, linking
+ * into the hash table and the class queue, freeing on the last reference,
+ * and the slab's background work, dump and class counters.  item_value(),
+ * item_ntotal() and item_copy_value() work on any item's memory.
  *
- *   engine_item_alloc
+ *   store_alloc
  *        |
  *   item_alloc --> chunk_get(class) --> slab_alloc ... NULL?
  *                       ^                                |

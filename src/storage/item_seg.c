@@ -586,8 +586,9 @@ bool segv_create(struct engine *e, char *err, size_t errlen) {
     e->policy = evict_policy_find("fifo");
     e->lru_mask = e->policy->seg_mask;
     const char *name = e->cfg.policy;
-    e->cfg.policy = strcmp(name, "merge") == 0 ? "merge" : strcmp(name, "s3fifo") == 0 ? "s3fifo"
-                                                                                     : e->policy->name;
+    e->cfg.policy = strcmp(name, "merge") == 0    ? "merge"
+                    : strcmp(name, "s3fifo") == 0 ? "s3fifo"
+                                                  : e->policy->name;
     struct seg_config sc;
     seg_config_defaults(&sc);
     sc.mem_limit = e->cfg.mem_limit;

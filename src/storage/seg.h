@@ -22,8 +22,8 @@
  *   the segment goes back to the pool.  Expiry: a sealed segment whose
  *   latest exptime has passed goes the same way (seg_store_step).  Merge
  *   and S3-FIFO move the items they keep to other segments instead
- *   (seg_evict_merge.c, seg_evict_s3fifo.c, on seg_move.c).  A sealed segment whose last item dies goes back
- *   to the pool at once.
+ *   (seg_evict_merge.c, seg_evict_s3fifo.c, on seg_move.c).  A sealed
+ *   segment whose last item dies goes back to the pool at once.
  *
  * Segments are grouped by TTL (Segcache's 1024 buckets: 8 s steps up to
  * 2047 s, then 128 s, 2048 s, 32768 s), so one segment's items expire
