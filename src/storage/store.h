@@ -36,10 +36,10 @@
  * is:
  *   - Moving an item between slab pages or between segments (a page mover,
  *     slab rebalancing).  A store_move_locked(e, it, hv) would move one
- *     linked item under its stripe, as seg.c's merge and S3-FIFO already
- *     relocate items; the slab back end would call it from a rebalance
- *     step run by store_step_locked(), taking pages from one class to give
- *     to another.
+ *     linked item under its stripe, as seg_move.c's seg_relocate()
+ *     already moves the items the merge and S3-FIFO keep; the slab back
+ *     end would call it from a rebalance step run by store_step_locked(),
+ *     taking pages from one class to give to another.
  *   - A memory file that survives a restart.  Each back end would allocate
  *     its arena (slab pages, segments) from a file mapping instead of the
  *     heap at store_create(), and a store_save(e) at shutdown and a
