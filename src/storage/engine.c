@@ -1,22 +1,23 @@
 /*
- * engine.c -- the engine API: create/destroy, lookups, memcached's store,
- * delete and incr/decr semantics (the classic commands and meta set / meta
- * arithmetic share one path each), the maintenance step and stats.  Meta
- * get, meta delete and the delete hold-off are in lease.c.
+ * engine.c -- the engine API: config check, create/destroy, the clock and
+ * flush_all, lookups and read-ahead, memcached's store and delete
+ * semantics (the classic commands and meta set share one path), and the
+ * maintenance step.  incr/decr and meta arithmetic are in engine_arith.c;
+ * meta get, meta delete and the delete hold-off in lease.c; sizes, dump
+ * and stats in engine_stats.c.
  *
  * Every key operation has the same shape: hash the key, take its item
  * stripe, find the live item (unlinking a dead one found on the way), act,
- * release the stripe.  Item memory, linking and eviction live in item.c;
- * time, expiry and flush in expire.c.
+ * release the stripe.  What is done to items goes through store.h to the
+ * back end that runs (item.c: slab items; item_seg.c: segments); time and
+ * expiry rules are in expire.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "storage/engine_int.h"
-#include "storage/seg.h"
-#include "storage/evict_list.h"
+#include "storage/store.h"
 
 #define KiB 1024u
 #define MiB (1024u * 1024u)
@@ -42,8 +43,7 @@ void engine_config_defaults(struct engine_config *cfg) {
 /* Checks a config as memcached checks its options (same messages). */
 static bool config_check(const struct engine_config *c, char *err, size_t errlen) {
     uint32_t cmax = c->slab_chunk_max, imax = c->item_size_max;
-    if (evict_policy_find(c->policy) == NULL && !(c->seg && c->policy != NULL &&
-                                                  strcmp(c->policy, "merge") == 0))
+    if (!store_policy_known(c))
         snprintf(err, errlen, "unknown eviction policy \"%s\"", c->policy ? c->policy : "");
     else if (!(c->growth_factor > 1.0))
         snprintf(err, errlen, "Factor must be greater than 1");
@@ -69,57 +69,9 @@ static bool config_check(const struct engine_config *c, char *err, size_t errlen
                  "(slab_page_size)", cmax, c->page_size);
     else if (c->hashpower_init > HT_POWER_MAX)
         snprintf(err, errlen, "hashpower %u is too high", c->hashpower_init);
-    else if (c->seg && strcmp(c->policy, "fifo") != 0 && strcmp(c->policy, "merge") != 0 &&
-             strcmp(c->policy, "s3fifo") != 0)
-        snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
-                 "storage=seg evicts whole segments: fifo, merge or s3fifo", c->policy);
-    else if (c->seg && !c->evict)
-        snprintf(err, errlen, "storage=seg always evicts (no -M)");
     else
-        return true;
+        return store_config_check(c, err, errlen);
     return false;
-}
-
-/*
- * storage=seg: one class (the segments) for the counters the shared code
- * keeps, the key stripes and the cas counter shared with the segment
- * store; no slab, no hash table.  The index starts small and grows from
- * engine_step().
- */
-static struct engine *seg_create(struct engine *e, char *err, size_t errlen) {
-    struct seg_config sc;
-    seg_config_defaults(&sc);
-    sc.mem_limit = e->cfg.mem_limit;
-    sc.seg_size = e->cfg.page_size;
-    /* two segments at least, where the largest item allows */
-    while (sc.mem_limit / sc.seg_size < 2 && sc.seg_size / 2 >= e->cfg.item_size_max)
-        sc.seg_size /= 2;
-    e->cfg.page_size = sc.seg_size;     /* a segment is the page here */
-    sc.lock_power = e->cfg.lock_power;
-    sc.index_power = e->cfg.lock_power + 2;
-    e->locks = lock_create(e->cfg.lock_power, !e->cfg.single_thread);
-    sc.locks = e->locks;
-    sc.cas = &e->cas;
-    sc.evicted = segv_evicted;
-    sc.dead = segv_dead;
-    sc.hook_arg = e;
-    sc.merge = strcmp(e->cfg.policy, "merge") == 0;
-    sc.s3fifo = strcmp(e->cfg.policy, "s3fifo") == 0;
-    e->nclasses = 1;
-    mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
-    atomic_init(&e->cls[1].crawler_checked, 0);
-    e->cls[1].q = e->policy->create();
-    if (e->locks == NULL || e->cls[1].q == NULL) {
-        snprintf(err, errlen, "out of memory creating the engine");
-    } else {
-        e->seg = seg_store_create(&sc, err, errlen);
-        if (e->seg != NULL) {
-            seg_store_clock_set(e->seg, expire_now(e));
-            return e;
-        }
-    }
-    engine_destroy(&e);
-    return NULL;
 }
 
 struct engine *engine_create(const struct engine_config *cfg, char *err, size_t errlen) {
@@ -132,12 +84,6 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     if (e == NULL)
         goto oom;
     e->cfg = *cfg;
-    /* (segments keep no per-item order: their classes' queue is fifo's, unused) */
-    e->policy = evict_policy_find(cfg->seg ? "fifo" : cfg->policy);
-    e->seg_mask = e->policy->seg_mask;
-    e->cfg.policy = cfg->seg && strcmp(cfg->policy, "merge") == 0    ? "merge"
-                    : cfg->seg && strcmp(cfg->policy, "s3fifo") == 0 ? "s3fifo"
-                                                                     : e->policy->name;
     if (e->cfg.hashpower_init == 0)
         e->cfg.hashpower_init = 16;
     if (e->cfg.lock_power > e->cfg.hashpower_init)
@@ -151,33 +97,10 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->met_flushed, 0);
     atomic_init(&e->crawl_starts, 0);
 
-    if (cfg->seg)
-        return seg_create(e, err, errlen);
-    struct slab_config sc = {
-        .mem_limit = cfg->mem_limit,
-        .growth_factor = cfg->growth_factor,
-        .min_chunk = sizeof(struct item) + cfg->chunk_min,
-        .page_size = cfg->page_size,
-        .chunk_max = cfg->slab_chunk_max,
-        .single_thread = cfg->single_thread,
-    };
-    e->slab = slab_create(&sc);
-    e->locks = e->slab ? lock_create(e->cfg.lock_power, !cfg->single_thread) : NULL;
-    e->ht = e->locks ? ht_create(e->cfg.hashpower_init, e->locks) : NULL;
-    if (e->ht == NULL)
-        goto fail;
-    e->nclasses = slab_nclasses(e->slab);
-    for (unsigned i = 1; i <= e->nclasses; i++) {
-        mtx_init(&e->cls[i].lock, !cfg->single_thread);
-        atomic_init(&e->cls[i].crawler_checked, 0);
-        if ((e->cls[i].q = e->policy->create()) == NULL)
-            goto fail;
-        if (e->policy->tune != NULL)
-            e->policy->tune(e->cls[i].q, &cfg->tune);
-    }
-    return e;
-fail:
+    if (store_create(e, err, errlen))
+        return e;
     engine_destroy(&e);
+    return NULL;
 oom:
     snprintf(err, errlen, "out of memory creating the engine");
     return NULL;
@@ -188,7 +111,7 @@ void engine_destroy(struct engine **ep) {
     struct engine *e = *ep;
     if (e == NULL)
         return;
-    seg_store_destroy(&e->seg);
+    store_destroy(e);
     for (unsigned i = 1; i <= e->nclasses; i++) {
         if (e->cls[i].q != NULL)
             e->policy->destroy(e->cls[i].q);
@@ -205,6 +128,62 @@ void engine_destroy(struct engine **ep) {
 }
 
 /*
+ * Sets the clock (the first set re-anchors `started`: see expire_init())
+ * and tells the back end, whose segments are stamped with engine seconds.
+ */
+void engine_clock_set(struct engine *e, uint32_t unix_now) {
+    int64_t started;
+    if (!atomic_load_explicit(&e->clock_seen, memory_order_acquire) &&
+        !atomic_exchange(&e->clock_seen, true)) {
+        started = (int64_t)unix_now - atomic_load(&e->now);
+        atomic_store(&e->started, started);
+    } else {
+        started = atomic_load_explicit(&e->started, memory_order_relaxed);
+    }
+    int64_t now = (int64_t)unix_now - started;
+    if (now < 1)
+        now = 1;
+    if (now > UINT32_MAX)
+        now = UINT32_MAX;
+    atomic_store_explicit(&e->now, (uint32_t)now, memory_order_relaxed);
+    store_clock_set(e, (uint32_t)now);
+}
+
+/*
+ * memcached's flush_all: with CAS on, the flush point is one second before
+ * the requested moment, and items of that very second are caught by CAS
+ * instead (everything with a CAS below the next one).  oldest_cas is
+ * published before oldest_live so a reader that sees the new point also
+ * sees its CAS.
+ */
+void engine_flush(struct engine *e, int64_t delay) {
+    uint32_t now = expire_now(e);
+    uint32_t point = delay > 0 ? expire_realtime(e, delay) : now;
+    if (e->cfg.use_cas) {
+        point -= 1;
+        if (point <= now) {
+            uint64_t cas = atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1;
+            atomic_store_explicit(&e->oldest_cas, cas, memory_order_relaxed);
+        }
+    }
+    store_seal_point(e, point);         /* before anything can be stored past it */
+    atomic_store_explicit(&e->oldest_live, point, memory_order_release);
+}
+
+struct item *engine_item_alloc(struct engine *e, const char *key, size_t nkey,
+                               uint32_t flags, int64_t exptime, uint32_t nbytes,
+                               enum engine_alloc_err *err) {
+    enum engine_alloc_err dummy;
+    return store_alloc(e, key, nkey, flags, expire_realtime(e, exptime), nbytes,
+                       err != NULL ? err : &dummy);
+}
+
+void engine_item_unref(struct engine *e, struct item *it) {
+    if (it != NULL)
+        store_unref(e, it);
+}
+
+/*
  * get, gat and touch in one: a hit is marked fetched and reported to the
  * policy, optionally gets a new exptime, and optionally a reference -- or,
  * with cp, is copied out under the stripe when it is small and in one piece.
@@ -215,23 +194,23 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
     struct mtx *m = lock_of(e->locks, hv);
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
-    bool seg_fast = e->seg != NULL && ref && !touch && !watching(e, ENGINE_WATCH_FETCH);
+    bool fast = store_has_get(e) && ref && !touch && !watching(e, ENGINE_WATCH_FETCH);
     mtx_lock(m);
-    if (seg_fast) {
-        bool generic;               /* the segments' fast path; it is the same get */
-        struct item *it = segv_get_locked(e, key, nkey, hv, cp, &generic);
+    if (fast) {
+        bool generic;               /* the back end's fast path; it is the same get */
+        struct item *it = store_get_locked(e, key, nkey, hv, cp, &generic);
         if (!generic) {
             mtx_unlock(m);
             return it;
         }
     }
-    struct item *it = item_find_locked(e, key, nkey, hv, why, NULL);
+    struct item *it = store_find_locked(e, key, nkey, hv, why, NULL);
     if (it != NULL) {
         if (touch)
             it->exptime = expire_realtime(e, exptime);
         item_flag_set(it, ITEM_FETCHED);
-        item_sync_locked(e, it, hv);
-        item_hit_locked(e, it);
+        store_sync_locked(e, it, hv);
+        store_hit_locked(e, it);
         const char *v = cp != NULL ? item_value_flat(it) : NULL;
         if (v != NULL && it->nbytes <= cp->max) {
             struct engine_hit h = {
@@ -242,7 +221,7 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
             cp->done = true;
             it = NULL;
         } else if (ref) {
-            it = item_keep_locked(e, it);
+            it = store_keep_locked(e, it);
         }
     }
     mtx_unlock(m);
@@ -255,52 +234,21 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
  * instructions; callgrind).
  */
 static inline bool absent_for_sure(struct engine *e, uint64_t hv) {
-    return e->seg != NULL && !watching(e, ENGINE_WATCH_FETCH) && seg_store_absent(e->seg, hv);
+    return store_absent(e, hv);
 }
 
 uint64_t engine_key_hash(const char *key, size_t nkey) { return ht_hash(key, nkey); }
 
-/*
- * The neighbours are read from an item nobody holds, which may be unlinked
- * and reused meanwhile (slab memory stays mapped while the engine lives):
- * the links read may be anything, and are only prefetched.  For a policy
- * that keeps no links in prev/next they are not addresses at all, which a
- * prefetch also ignores.
- */
+/* The read-ahead is the back end's (store_prefetch()). */
 ITEM_PEEK void engine_prefetch(struct engine *e, const uint64_t *hv, unsigned n,
                                uint64_t stores) {
     _Static_assert(ENGINE_PREFETCH_MAX <= HT_PREFETCH_MAX, "one table read-ahead per call");
-    struct item *first[ENGINE_PREFETCH_MAX];
     if (n > ENGINE_PREFETCH_MAX)
         n = ENGINE_PREFETCH_MAX;
-    if (e->seg != NULL) {
-        /* a key the read-ahead found absent is looked up with no lock */
-        uint64_t absent = seg_store_prefetch(e->seg, hv, n);
-        for (unsigned i = 0; i < n; i++)
-            if (!((absent >> i) & 1))
-                __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
-        return;
-    }
-    for (unsigned i = 0; i < n; i++)
-        __builtin_prefetch(lock_of(e->locks, hv[i]), 1);
-    ht_prefetch(e->ht, hv, n, first);
-    for (unsigned i = 0; i < n && (stores >> i) != 0; i++) {
-        if (((stores >> i) & 1) && first[i] != NULL) {
-            __builtin_prefetch(__atomic_load_n(&first[i]->prev, __ATOMIC_RELAXED), 1);
-            __builtin_prefetch(__atomic_load_n(&first[i]->next, __ATOMIC_RELAXED), 1);
-        }
-    }
+    store_prefetch(e, hv, n, stores);
 }
 
-void engine_prefetch_one(struct engine *e, uint64_t hv) {
-    if (e->seg != NULL) {
-        if (seg_store_prefetch(e->seg, &hv, 1) == 0)
-            __builtin_prefetch(lock_of(e->locks, hv), 1);
-        return;
-    }
-    __builtin_prefetch(lock_of(e->locks, hv), 1);
-    ht_prefetch_bucket(e->ht, hv);
-}
+void engine_prefetch_one(struct engine *e, uint64_t hv) { store_prefetch_one(e, hv); }
 
 struct item *engine_get(struct engine *e, const char *key, size_t nkey, enum engine_miss *why) {
     return engine_get_hashed(e, key, nkey, ht_hash(key, nkey), why);
@@ -338,7 +286,7 @@ unsigned engine_touch(struct engine *e, const char *key, size_t nkey, int64_t ex
     if (it == NULL)
         return 0;
     unsigned cls = it->clsid;
-    item_unref(e, it);
+    store_unref(e, it);
     return cls;
 }
 
@@ -355,14 +303,14 @@ static struct item *concat_locked(struct engine *e, struct item *old, struct ite
     uint64_t n = (uint64_t)old->nbytes + it->nbytes;
     if (n > UINT32_MAX)
         return NULL;
-    struct item *nit = item_alloc(e, item_key(old), old->nkey, old->flags, old->exptime,
+    struct item *nit = store_alloc(e, item_key(old), old->nkey, old->flags, old->exptime,
                                   (uint32_t)n, &err);
     if (nit == NULL)
         return NULL;
     item_copy_value(nit, 0, append ? old : it);
     item_copy_value(nit, append ? old->nbytes : it->nbytes, append ? it : old);
-    if (!item_replace_locked(e, old, nit, hv, cas)) {
-        item_unref(e, nit);
+    if (!store_replace_locked(e, old, nit, hv, cas)) {
+        store_unref(e, nit);
         return NULL;
     }
     return nit;
@@ -409,19 +357,18 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     struct mtx *m = lock_of(e->locks, hv);
     enum engine_store_result r = ENGINE_NOT_STORED;
     struct item *hold, *stored = NULL, *made = NULL;
-    if (e->seg != NULL)
-        segv_prewrite(e, it, o->new_cas);   /* the bytes, before the stripe */
+    store_prewrite(e, it, o->new_cas);  /* the bytes, before the stripe, where it can */
     mtx_lock(m);
     /* (memcached's set also logs the lookup it makes: a fetch) */
-    if (e->seg != NULL && op == ENGINE_SET && cas == 0 &&
+    if (store_has_set(e) && op == ENGINE_SET && cas == 0 &&
         !watching(e, ENGINE_WATCH_STORE | ENGINE_WATCH_FETCH) &&
-        segv_set_locked(e, it, hv, o->new_cas)) {
-        if (out != NULL)        /* the segments' fast path; it is the same set */
+        store_set_locked(e, it, hv, o->new_cas)) {
+        if (out != NULL)        /* the back end's fast path; it is the same set */
             *out = (struct engine_mstore_out){.cas = it->cas, .nbytes = it->nbytes};
         mtx_unlock(m);
         return ENGINE_STORED;
     }
-    struct item *old = item_find_locked(e, item_key(it), it->nkey, hv, NULL, &hold);
+    struct item *old = store_find_locked(e, item_key(it), it->nkey, hv, NULL, &hold);
     if (old != NULL) {
         enum cas_cmp cc = cas == 0           ? CAS_NONE
                           : cas == old->cas  ? CAS_MATCH
@@ -429,7 +376,7 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
                                                                                 : CAS_BADVAL;
         switch (op) {
         case ENGINE_ADD:
-            item_hit_locked(e, old);
+            store_hit_locked(e, old);
             break;
         case ENGINE_CAS:
             if (cc == CAS_STALE) {
@@ -458,7 +405,7 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
             stored = it;
             break;
         }
-        if (stored == it && !item_replace_locked(e, old, it, hv, o->new_cas)) {
+        if (stored == it && !store_replace_locked(e, old, it, hv, o->new_cas)) {
             stored = NULL;
             r = ENGINE_STORE_NO_MEMORY;
         }
@@ -484,8 +431,8 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
             }
             break;
         }
-        if (stored == it && !(hold != NULL ? item_replace_locked(e, hold, it, hv, o->new_cas)
-                                           : item_link_locked(e, it, hv, o->new_cas))) {
+        if (stored == it && !(hold != NULL ? store_replace_locked(e, hold, it, hv, o->new_cas)
+                                           : store_link_locked(e, it, hv, o->new_cas))) {
             stored = NULL;
             r = ENGINE_STORE_NO_MEMORY;
         }
@@ -503,10 +450,9 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
     if (watching(e, ENGINE_WATCH_STORE))
         watch_store(e, stored != NULL ? stored : it, r, op);
     mtx_unlock(m);
-    if (e->seg != NULL)
-        segv_prewrite_drop(e, it);
+    store_prewrite_drop(e, it);
     if (made != NULL)
-        item_unref(e, made);
+        store_unref(e, made);
     return r;
 }
 
@@ -571,627 +517,12 @@ enum engine_delete_result engine_delete(struct engine *e, const char *key, size_
     return ENGINE_DELETE_NOT_FOUND;
 }
 
-static bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-/*
- * memcached's safe_strtoull() on a value that is not NUL-terminated: what
- * strtoull(s, &end, 10) accepts (leading white space, a sign, digits, no
- * overflow), followed by white space, a NUL or the end of the value; and a
- * '-' is refused when the result would be negative as a signed number.
- */
-static bool parse_u64(const char *s, size_t n, uint64_t *out) {
-    size_t i = 0;
-    while (i < n && is_space(s[i]))
-        i++;
-    bool neg = false;
-    if (i < n && (s[i] == '+' || s[i] == '-'))
-        neg = s[i++] == '-';
-    size_t first = i;
-    uint64_t v = 0;
-    bool range = false;
-    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            range = true;
-        v = v * 10 + d;
-    }
-    if (i == first || range)
-        return false;
-    if (i < n && !is_space(s[i]) && s[i] != '\0')
-        return false;
-    if (neg)
-        v = -v;
-    if (neg && (int64_t)v < 0)
-        return false;
-    *out = v;
-    return true;
-}
-
-/*
- * memcached's do_add_delta() on the live item it (stripe held).  When the
- * new number is no longer than the stored bytes, memcached rewrites the
- * value in place: digits, then spaces up to the old length, and a new CAS.
- * We do the same when only the table holds the item (we hold its stripe,
- * so nobody can take a reference meanwhile).  When someone still holds it
- * -- typically a reply of the same connection not yet written -- rewriting
- * would change bytes already promised to that reader, so a new item with
- * the same padded bytes replaces it: the client sees exactly what memcached
- * shows, and nobody sees a torn value.  That copy stands for the item
- * memcached would have rewritten in place, so it keeps the item's state
- * (fetched, token sent, stale, binary key) and the meta steps act on it.
- * A longer number always gets a new item of exactly its digits, with no
- * state, as in memcached.  Checks run in memcached's order: empty or
- * chained value, then the CAS, then the number.  On success *linked is
- * the item that now stands for the one memcached updated in place (it, or
- * its copy), or NULL when memcached too would have made a new item (it
- * may be gone then).  A new item comes back in *made with a reference the
- * caller drops after the stripe.
- */
-static enum engine_marith_result add_delta_locked(struct engine *e, struct item *it,
-                                                  uint64_t hv, const struct engine_marith_opts *o,
-                                                  struct engine_marith_out *res,
-                                                  struct item **linked, struct item **made) {
-    uint64_t v;
-    if (it->nbytes == 0 || item_ntotal(it) > e->cfg.slab_chunk_max)    /* chained in slab */
-        return ENGINE_MARITH_NON_NUMERIC;
-    if (o->compare && o->cas != 0 && it->cas != o->cas)
-        return ENGINE_MARITH_EXISTS;
-    if (!parse_u64(item_value(it), it->nbytes, &v))
-        return ENGINE_MARITH_NON_NUMERIC;
-    if (!o->decr)
-        v += o->delta;
-    else
-        v = o->delta > v ? 0 : v - o->delta;
-    char buf[24];
-    int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-    bool fits = (uint32_t)len <= it->nbytes;
-    *linked = NULL;
-    if (fits && atomic_load_explicit(&it->refcount, memory_order_acquire) == 1) {
-        char *p = item_value(it);
-        memcpy(p, buf, (size_t)len);
-        memset(p + len, ' ', it->nbytes - (size_t)len);
-        it->cas = !e->cfg.use_cas ? 0 : o->new_cas != 0 ? o->new_cas : item_next_cas(e);
-        item_sync_locked(e, it, hv);
-        item_hit_locked(e, it);
-        res->cas = it->cas;
-        *linked = it;
-    } else {
-        enum engine_alloc_err err;
-        uint32_t nlen = fits ? it->nbytes : (uint32_t)len;
-        struct item *nit = item_alloc(e, item_key(it), it->nkey, it->flags, it->exptime, nlen,
-                                      &err);
-        if (nit == NULL)
-            return ENGINE_MARITH_NO_MEMORY;
-        memcpy(item_value(nit), buf, (size_t)len);
-        memset(item_value(nit) + len, ' ', nlen - (size_t)len);
-        if (fits) {
-            static const uint8_t kept[] = {ITEM_FETCHED, ITEM_TOKEN_SENT, ITEM_STALE,
-                                           ITEM_KEY_BINARY};
-            for (size_t i = 0; i < sizeof(kept); i++)
-                if (item_has(it, kept[i]))
-                    item_flag_set(nit, kept[i]);
-            *linked = nit;
-        }
-        if (!item_replace_locked(e, it, nit, hv, o->new_cas)) {
-            *linked = NULL;
-            item_unref(e, nit);
-            return ENGINE_MARITH_NO_MEMORY;
-        }
-        if (fits) {
-            /* the copy is the in-place rewrite: no new item to memcached's total_items */
-            struct eclass *c = &e->cls[nit->clsid];
-            mtx_lock(&c->lock);
-            c->total_items--;
-            mtx_unlock(&c->lock);
-        }
-        res->cas = nit->cas;
-        *made = nit;
-    }
-    res->value = v;
-    return ENGINE_MARITH_OK;
-}
-
-/*
- * A number for a missing key (ma with vivify, binary incr with an initial
- * value): its decimal digits in a new item with flags 0 and no exptime
- * (the vivify step sets that), linked with CAS cas.  Returns the item,
- * with a reference the caller drops after the stripe, or NULL when no
- * memory could be found.
- */
-static struct item *arith_create_locked(struct engine *e, const char *key, size_t nkey,
-                                        uint64_t hv, uint64_t value, uint64_t cas) {
-    enum engine_alloc_err err;
-    char buf[24];
-    int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
-    struct item *it = item_alloc(e, key, nkey, 0, 0, (uint32_t)len, &err);
-    if (it == NULL)
-        return NULL;
-    memcpy(item_value(it), buf, (size_t)len);
-    if (!item_link_locked(e, it, hv, cas)) {
-        item_unref(e, it);
-        return NULL;
-    }
-    /* memcached stores it as an add, whose own lookup and store it reports */
-    if (watching(e, ENGINE_WATCH_FETCH))
-        watch_fetch(e, key, nkey, NULL, ENGINE_MISS_NONE);
-    if (watching(e, ENGINE_WATCH_STORE))
-        watch_store(e, it, ENGINE_STORED, ENGINE_ADD);
-    return it;
-}
-
-/*
- * memcached's process_marithmetic_command(): add_delta_locked(), or create
- * on a miss, then the request-ordered touch/vivify/ttl steps on the item
- * memcached has in hand -- the created or rewritten item, or, when a new
- * item replaced it, the old one, so that a touch then changes only what
- * the reply shows (see engine.h).
- */
-enum engine_marith_result engine_marith(struct engine *e, const char *key, size_t nkey,
-                                        const struct engine_marith_opts *o,
-                                        struct engine_marith_out *out) {
-    uint64_t hv = ht_hash(key, nkey);
-    struct mtx *m = lock_of(e->locks, hv);
-    enum engine_marith_result r;
-    struct engine_marith_out res = {0};
-    struct item *hold, *linked = NULL;  /* the item whose exptime the steps set */
-    struct item *made = NULL;           /* a new item, ours to drop */
-    uint32_t exp = 0;
-    mtx_lock(m);
-    struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
-    if (it == NULL) {
-        r = !o->vivify ? ENGINE_MARITH_NOT_FOUND
-            : hold != NULL ? ENGINE_MARITH_NOT_STORED
-                           : ENGINE_MARITH_OK;
-        if (r == ENGINE_MARITH_OK) {
-            res.created = true;
-            linked = made = arith_create_locked(e, key, nkey, hv, o->initial, o->new_cas);
-            if (linked == NULL)
-                r = ENGINE_MARITH_NO_MEMORY;
-            else
-                res.value = o->initial, res.cas = linked->cas;
-        }
-    } else {
-        exp = it->exptime;              /* read first: a replaced item may be freed */
-        res.clsid = it->clsid;
-        r = add_delta_locked(e, it, hv, o, &res, &linked, &made);
-    }
-    if (r == ENGINE_MARITH_OK) {
-        uint32_t now = expire_now(e);
-        struct step st[3];
-        unsigned n = 0;
-        if (o->touch)
-            st[n++] = (struct step){o->touch_at, STEP_TOUCH};
-        if (o->vivify)
-            st[n++] = (struct step){o->vivify_at, STEP_VIVIFY};
-        st[n++] = (struct step){o->ttl_at, STEP_TTL};
-        n = steps_sort(st, n);
-        for (unsigned i = 0; i < n; i++) {
-            if (st[i].kind == STEP_TOUCH)
-                exp = expire_realtime(e, o->touch_exptime);
-            else if (st[i].kind == STEP_VIVIFY && res.created)
-                exp = expire_realtime(e, o->vivify_exptime);
-            else if (st[i].kind == STEP_TTL)
-                res.ttl = item_ttl(exp, now);
-        }
-        if (linked != NULL) {
-            linked->exptime = exp;
-            item_sync_locked(e, linked, hv);
-        }
-    }
-    mtx_unlock(m);
-    if (made != NULL)
-        item_unref(e, made);
-    if (out != NULL)
-        *out = res;
-    return r;
-}
-
-/* incr/decr: engine_marith() without its options. */
-enum engine_arith_result engine_arith(struct engine *e, const char *key, size_t nkey,
-                                      bool incr, uint64_t delta, uint64_t *value,
-                                      uint64_t *cas_out) {
-    struct engine_marith_opts o = {.decr = !incr, .delta = delta};
-    struct engine_marith_out out;
-    switch (engine_marith(e, key, nkey, &o, &out)) {
-    case ENGINE_MARITH_OK:
-        if (value != NULL)
-            *value = out.value;
-        if (cas_out != NULL)
-            *cas_out = out.cas;
-        return ENGINE_ARITH_OK;
-    case ENGINE_MARITH_NON_NUMERIC:
-        return ENGINE_ARITH_NON_NUMERIC;
-    case ENGINE_MARITH_NO_MEMORY:
-        return ENGINE_ARITH_NO_MEMORY;
-    case ENGINE_MARITH_NOT_FOUND:
-    case ENGINE_MARITH_EXISTS:          /* needs compare: not here */
-    case ENGINE_MARITH_NOT_STORED:      /* needs vivify: not here */
-        break;
-    }
-    return ENGINE_ARITH_NOT_FOUND;
-}
-
-/* Sums the class counters that say how many items are linked. */
-static uint64_t curr_items(struct engine *e) {
-    uint64_t n = 0;
-    for (unsigned i = 1; i <= e->nclasses; i++) {
-        mtx_lock(&e->cls[i].lock);
-        n += e->cls[i].number;
-        mtx_unlock(&e->cls[i].lock);
-    }
-    return n;
-}
-
-/*
- * The maintenance slice.  Table growth first: start doubling once there
- * are more than 1.5 items per bucket, then move up to `budget` buckets per
- * call; while it moves, the crawler waits.  Whatever budget is left goes to
- * the expiry crawler.
- */
+/* The maintenance slice: the back end's (store_step_locked()), under step_lock. */
 unsigned engine_step(struct engine *e, unsigned budget) {
-    unsigned work = 0;
     if (budget == 0)
         return 0;
     mtx_lock(&e->step_lock);
-    uint32_t now = expire_now(e);
-    if (e->seg != NULL) {
-        /* whole segments expire (the crawler's and the LRU maintainer's work: not
-           when both are off), the index grows; items of a segment that is not yet
-           all expired go when met or evicted */
-        work = e->cfg.reap || engine_crawl(e) ? seg_store_step(e->seg, budget)
-                                               : seg_store_grow(e->seg, budget);
-        mtx_unlock(&e->step_lock);
-        return work;
-    }
-    if (!e->cfg.no_expand && !ht_expanding(e->ht) && now >= e->expand_next && e->dumpers == 0) {
-        uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
-        if (curr_items(e) > buckets + buckets / 2 && !ht_expand_start(e->ht))
-            e->expand_next = now + ENGINE_EXPAND_RETRY;
-    }
-    if (ht_expanding(e->ht))
-        work += ht_expand_step(e->ht, budget);
-    if (e->cfg.reap) {
-        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
-            work += item_reap_class(e, id, ENGINE_REAP_MAX);
-    }
-    if (work < budget && engine_crawl(e))
-        work += expire_crawl_step(e, budget - work);
+    unsigned work = store_step_locked(e, budget);
     mtx_unlock(&e->step_lock);
     return work;
-}
-
-void engine_set_crawl(struct engine *e, bool on) {
-    atomic_store_explicit(&e->crawl_on, on, memory_order_relaxed);
-}
-
-void sizes_count(struct engine *e, const struct item *it, int d) {
-    /* a delete hold-off tombstone is no item memcached would have */
-    if (item_has(it, ITEM_HOLD) || it->cas < e->sizes_cas_min)
-        return;
-    uint64_t n = e->sizes_base + it->nkey + (uint64_t)it->nbytes + (it->flags != 0 ? 4 : 0);
-    uint64_t b = (n + 31) / 32;
-    if (b >= e->sizes_n)
-        return;
-    if (d > 0)
-        atomic_fetch_add_explicit(&e->sizes[b], 1, memory_order_relaxed);
-    else if (atomic_load_explicit(&e->sizes[b], memory_order_relaxed) > 0)
-        atomic_fetch_sub_explicit(&e->sizes[b], 1, memory_order_relaxed);
-}
-
-bool engine_sizes_enable(struct engine *e, unsigned base) {
-    if (!e->cfg.use_cas || e->seg != NULL)     /* segments count no sizes (yet) */
-        return false;
-    mtx_lock(&e->sizes_lock);
-    if (e->sizes == NULL) {
-        e->sizes_n = e->cfg.item_size_max / 32 + 1;
-        e->sizes = calloc(e->sizes_n, sizeof(*e->sizes));
-    }
-    bool ok = e->sizes != NULL;
-    if (ok && !atomic_load_explicit(&e->sizes_on, memory_order_relaxed)) {
-        for (unsigned i = 0; i < e->sizes_n; i++)
-            atomic_store_explicit(&e->sizes[i], 0, memory_order_relaxed);
-        e->sizes_base = base;
-        e->sizes_cas_min = item_next_cas(e);
-        atomic_store_explicit(&e->sizes_on, true, memory_order_release);
-    }
-    mtx_unlock(&e->sizes_lock);
-    return ok;
-}
-
-void engine_sizes_disable(struct engine *e) {
-    mtx_lock(&e->sizes_lock);
-    atomic_store_explicit(&e->sizes_on, false, memory_order_relaxed);
-    mtx_unlock(&e->sizes_lock);
-}
-
-bool engine_sizes(struct engine *e, void (*fn)(void *arg, uint64_t bytes, uint64_t count),
-                  void *arg) {
-    mtx_lock(&e->sizes_lock);
-    bool on = atomic_load_explicit(&e->sizes_on, memory_order_relaxed);
-    for (unsigned i = 0; on && i < e->sizes_n; i++) {
-        uint32_t n = atomic_load_explicit(&e->sizes[i], memory_order_relaxed);
-        if (n != 0)
-            fn(arg, (uint64_t)i * 32, n);
-    }
-    mtx_unlock(&e->sizes_lock);
-    return on;
-}
-
-/* storage=seg: the segments are cut at start; the limit stays. */
-void engine_set_mem_limit(struct engine *e, uint64_t bytes) {
-    if (e->seg == NULL)
-        slab_set_limit(e->slab, bytes);
-}
-
-void engine_lru_tune(struct engine *e, const struct evict_tune *t) {
-    if (e->policy->tune == NULL)
-        return;
-    for (unsigned i = 1; i <= e->nclasses; i++) {
-        mtx_lock(&e->cls[i].lock);
-        e->policy->tune(e->cls[i].q, t);
-        mtx_unlock(&e->cls[i].lock);
-    }
-}
-
-void engine_watch_hook(struct engine *e, engine_watch_fn fn, void *arg) {
-    e->watch_fn = fn;
-    e->watch_arg = arg;
-}
-
-void engine_watch_set(struct engine *e, unsigned kinds) {
-    atomic_store_explicit(&e->watch, e->watch_fn != NULL ? kinds : 0, memory_order_relaxed);
-}
-
-void watch_report(struct engine *e, struct engine_watch_event *ev) { e->watch_fn(e->watch_arg, ev); }
-
-void watch_store(struct engine *e, const struct item *it, enum engine_store_result r,
-                 enum engine_store_op op) {
-    struct engine_watch_event ev = {
-        .kind = ENGINE_WATCH_STORE,
-        .it = it,
-        .status = r,
-        .op = op,
-        .ttl = item_ttl(it->exptime, expire_now(e)),
-    };
-    watch_report(e, &ev);
-}
-
-void watch_fetch(struct engine *e, const char *key, size_t nkey, const struct item *it,
-                 enum engine_miss dead) {
-    struct engine_watch_event ev = {
-        .kind = ENGINE_WATCH_FETCH, .key = key, .nkey = nkey, .it = it, .miss = dead};
-    watch_report(e, &ev);
-}
-
-bool engine_crawl(struct engine *e) {
-    return atomic_load_explicit(&e->crawl_on, memory_order_relaxed);
-}
-
-void engine_crawl_now(struct engine *e) {
-    mtx_lock(&e->step_lock);
-    e->crawl_resting = false;
-    e->crawl_in_pass = false;           /* a pass under way starts over, as a new one */
-    mtx_unlock(&e->step_lock);
-}
-
-void engine_dump_begin(struct engine *e, uint64_t *cursor) {
-    mtx_lock(&e->step_lock);
-    e->dumpers++;
-    mtx_unlock(&e->step_lock);
-    *cursor = 0;
-}
-
-void engine_dump_end(struct engine *e) {
-    mtx_lock(&e->step_lock);
-    e->dumpers--;
-    mtx_unlock(&e->step_lock);
-}
-
-struct dump_visit {
-    struct engine *e;
-    uint32_t now;
-    int64_t started;
-    engine_dump_fn fn;
-    void *arg;
-};
-
-static void dump_visit(struct item *it, uint64_t hv, void *arg) {
-    (void)hv;
-    struct dump_visit *dv = arg;
-    /* As memcached's crawler: an item of the expiring second (exptime == now) is still listed. */
-    enum engine_miss dead = expire_dead(dv->e, it, dv->now);
-    if (item_has(it, ITEM_HOLD) || dead == ENGINE_MISS_FLUSHED ||
-        (dead == ENGINE_MISS_EXPIRED && it->exptime < dv->now))
-        return;
-    struct engine_dump_item d = {
-        .key = it->data,
-        .nkey = it->nkey,
-        .exptime = it->exptime != 0 ? dv->started + it->exptime : 0,
-        .atime = dv->started + it->atime,
-        .cas = item_cas(it),
-        .nbytes = it->nbytes,
-        .ntotal = item_ntotal(it),
-        .clsid = it->clsid,
-        .fetched = item_has(it, ITEM_FETCHED),
-    };
-    dv->fn(&d, dv->arg);
-}
-
-bool engine_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
-                      void *arg) {
-    if (e->seg != NULL)
-        return segv_dump_step(e, cursor, budget, fn, arg);
-    if (ht_expanding(e->ht)) {
-        /* Begun while the table was doubling: finish that first (none starts now). */
-        mtx_lock(&e->step_lock);
-        if (ht_expanding(e->ht))
-            ht_expand_step(e->ht, budget);
-        mtx_unlock(&e->step_lock);
-        return true;
-    }
-    struct dump_visit dv = {e, expire_now(e), atomic_load_explicit(&e->started,
-                            memory_order_relaxed), fn, arg};
-    bool wrapped;
-    ht_visit(e->ht, cursor, budget, &wrapped, dump_visit, &dv);
-    return !wrapped;
-}
-
-unsigned engine_nclasses(const struct engine *e) { return e->nclasses; }
-
-unsigned engine_class_for(const struct engine *e, size_t ntotal) {
-    if (ntotal > e->cfg.item_size_max)
-        return 0;
-    if (e->seg != NULL)
-        return 1;
-    if (ntotal > e->cfg.slab_chunk_max)
-        return e->nclasses;
-    return slab_class_for(e->slab, ntotal);
-}
-
-unsigned engine_item_lru(const struct engine *e, const struct item *it) {
-    return lru_of_bits(e, evict_bits(it));
-}
-
-/*
- * storage=seg's one class: its chunks are the segments (chunk_size the
- * segment size, used_chunks those holding items), number and
- * mem_requested the items the index points at and their bytes, evicted
- * the items that left with evicted segments.
- */
-static bool seg_class_stats(struct engine *e, struct engine_class_stats *out) {
-    struct seg_stats st;
-    seg_store_stats(e->seg, &st);
-    struct eclass *c = &e->cls[1];
-    *out = (struct engine_class_stats){
-        .chunk_size = e->cfg.page_size,
-        .chunks_per_page = 1,
-        .total_pages = st.segments - st.free,
-        .total_chunks = st.segments - st.free,
-        .used_chunks = st.segments - st.free,
-        .free_chunks = st.free,
-        .number = st.live_items,
-        .mem_requested = st.live_bytes + st.ext_bytes,  /* (out-of-line values too) */
-        .evicted = st.evicted_items,
-        .expired_unfetched = st.expired_unfetched,
-        .evicted_unfetched = st.evicted_unfetched,
-    };
-    /* whole expired segments: the LRU maintainer's reclaims, or the crawler's without it */
-    if (e->cfg.reap)
-        out->reclaimed = st.expired_items;
-    else
-        out->crawler_reclaimed = st.expired_items;
-    out->seg.number[EVICT_COLD] = st.live_items;
-    mtx_lock(&c->lock);
-    out->outofmemory = c->outofmemory;
-    mtx_unlock(&c->lock);
-    return true;
-}
-
-bool engine_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out) {
-    if (id < 1 || id > e->nclasses) {
-        *out = (struct engine_class_stats){0};
-        return false;
-    }
-    if (e->seg != NULL)
-        return seg_class_stats(e, out);
-    struct slab_class_stats ss;
-    slab_class_stats(e->slab, id, &ss);
-    struct eclass *c = &e->cls[id];
-    uint32_t now = expire_now(e);
-    *out = (struct engine_class_stats){
-        .chunk_size = ss.chunk_size,
-        .chunks_per_page = ss.chunks_per_page,
-        .total_pages = ss.total_pages,
-        .total_chunks = ss.total_chunks,
-        .used_chunks = ss.used_chunks,
-        .free_chunks = ss.free_chunks,
-        .free_chunks_end = ss.free_chunks_end,
-    };
-    mtx_lock(&c->lock);
-    if (e->policy->segments != NULL) {
-        e->policy->segments(c->q, &out->seg);
-        out->seg.moves_to_cold -= c->seg_base.moves_to_cold;
-        out->seg.moves_to_warm -= c->seg_base.moves_to_warm;
-        out->seg.moves_within_lru -= c->seg_base.moves_within_lru;
-    } else {
-        out->seg.number[EVICT_COLD] = c->number;
-    }
-    struct item *old = e->policy->oldest(c->q);
-    out->age = old != NULL && now > old->atime ? now - old->atime : 0;
-    out->number = c->number;
-    out->mem_requested = c->bytes;
-    out->evicted = c->evicted;
-    out->evicted_nonzero = c->evicted_nonzero;
-    out->evicted_time = c->evicted_time;
-    out->outofmemory = c->outofmemory;
-    out->reclaimed = c->reclaimed;
-    out->expired_unfetched = c->expired_unfetched;
-    out->evicted_unfetched = c->evicted_unfetched;
-    out->evicted_active = c->evicted_active;
-    out->crawler_reclaimed = c->crawler_reclaimed;
-    mtx_unlock(&c->lock);
-    out->crawler_items_checked = atomic_load_explicit(&c->crawler_checked, memory_order_relaxed);
-    return true;
-}
-
-void engine_stats(struct engine *e, struct engine_stats *out) {
-    *out = (struct engine_stats){0};
-    for (unsigned i = 1; i <= e->nclasses; i++) {
-        struct engine_class_stats c;
-        engine_class_stats(e, i, &c);
-        out->curr_items += c.number;
-        out->bytes += c.mem_requested;
-        out->evictions += c.evicted;
-        out->reclaimed += c.reclaimed;
-        out->expired_unfetched += c.expired_unfetched;
-        out->evicted_unfetched += c.evicted_unfetched;
-        out->evicted_active += c.evicted_active;
-        out->crawler_reclaimed += c.crawler_reclaimed;
-        out->crawler_items_checked += c.crawler_items_checked;
-        out->moves_to_cold += c.seg.moves_to_cold;
-        out->moves_to_warm += c.seg.moves_to_warm;
-        out->moves_within_lru += c.seg.moves_within_lru;
-        out->active_slabs += c.total_pages > 0;
-        mtx_lock(&e->cls[i].lock);
-        out->total_items += e->cls[i].total_items;
-        mtx_unlock(&e->cls[i].lock);
-    }
-    out->get_expired = atomic_load_explicit(&e->met_expired, memory_order_relaxed);
-    out->get_flushed = atomic_load_explicit(&e->met_flushed, memory_order_relaxed);
-    out->crawler_starts = atomic_load_explicit(&e->crawl_starts, memory_order_relaxed);
-    if (e->seg != NULL) {
-        struct seg_stats st;
-        seg_store_stats(e->seg, &st);
-        out->total_malloced = (st.segments - st.free) * e->cfg.page_size;
-        out->limit_maxbytes = e->cfg.mem_limit;
-        out->hash_bytes = st.index_bytes;
-        return;
-    }
-    out->total_malloced = slab_total_malloced(e->slab);
-    out->limit_maxbytes = slab_limit(e->slab);
-    out->hash_power_level = ht_power(e->ht);
-    out->hash_bytes = ht_bytes(e->ht);
-    out->hash_is_expanding = ht_expanding(e->ht);
-}
-
-void engine_stats_reset(struct engine *e) {
-    for (unsigned i = 1; i <= e->nclasses; i++) {
-        struct eclass *c = &e->cls[i];
-        mtx_lock(&c->lock);
-        c->total_items = 0;
-        c->evicted = c->evicted_nonzero = c->evicted_time = 0;
-        c->evicted_unfetched = c->evicted_active = 0;
-        c->outofmemory = c->reclaimed = c->expired_unfetched = c->crawler_reclaimed = 0;
-        atomic_store_explicit(&c->crawler_checked, 0, memory_order_relaxed);
-        if (e->policy->segments != NULL)
-            e->policy->segments(c->q, &c->seg_base);
-        mtx_unlock(&c->lock);
-    }
-    atomic_store_explicit(&e->met_expired, 0, memory_order_relaxed);
-    atomic_store_explicit(&e->met_flushed, 0, memory_order_relaxed);
-    atomic_store_explicit(&e->crawl_starts, 0, memory_order_relaxed);
-    if (e->seg != NULL)
-        seg_store_stats_reset(e->seg);
 }

@@ -1,7 +1,11 @@
 /*
- * engine_int.h -- the engine's insides, shared by engine.c (the API and
- * store semantics), item.c (item memory, linking, eviction) and expire.c
- * (clock, expiry, flush, crawler).  Nothing outside storage/ includes it.
+ * engine_int.h -- the engine's insides, shared by the engine's files: the
+ * API and store semantics (engine.c, engine_arith.c, engine_stats.c,
+ * lease.c, store.c), the two store back ends behind store.h (item.c:
+ * slab items, linking, eviction, crawler; item_seg.c: segment views) and
+ * what lies below both (expire.c: clock and expiry rules; watch.c;
+ * sizes.c).  Nothing outside storage/ includes it (a policy test reads
+ * the classes).
  *
  * Locks, in the only order they may be taken blocking:
  *
@@ -71,7 +75,7 @@ struct eclass {
     uint64_t evicted, evicted_nonzero, evicted_time, evicted_unfetched, evicted_active;
     uint64_t outofmemory, reclaimed, expired_unfetched, crawler_reclaimed;
     _Atomic uint64_t crawler_checked;   /* written by the crawler without the lock */
-    struct evict_segments seg_base;     /* the policy's moves at the last stats reset */
+    struct evict_segments lru_base;     /* the policy's moves at the last stats reset */
 };
 
 struct seg_store;
@@ -79,9 +83,9 @@ struct seg_store;
 struct engine {
     struct engine_config cfg;
     struct seg_store *seg;              /* storage=seg: the segment back end (item_seg.c);
-                                           NULL: slab */
+                                           NULL: slab.  Only store.h tests it */
     const struct evict_policy *policy;
-    uint8_t seg_mask;                   /* policy->seg_mask, one load nearer (engine_item_lru) */
+    uint8_t lru_mask;                   /* policy->seg_mask, one load nearer (engine_item_lru) */
     struct slab *slab;
     struct lock_stripes *locks;
     struct ht *ht;
@@ -168,9 +172,6 @@ static inline uint16_t item_deref(const struct engine *e, struct item *it) {
     return atomic_fetch_sub_explicit(&it->refcount, 1, memory_order_acq_rel);
 }
 
-/* item_seg.c: the segment back end's side of the primitives below */
-struct item *segv_lookup_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv);
-struct item *segv_keep_locked(struct engine *e, struct item *it);
 /* engine_get_copy()'s request: done once fn has been called */
 struct engine_copy {
     engine_copy_fn fn;
@@ -178,61 +179,27 @@ struct engine_copy {
     uint32_t max;
     bool done;
 };
-struct item *segv_get_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                             struct engine_copy *cp, bool *generic);
-bool segv_set_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
-struct item *segv_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
-                        uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
-void segv_free(struct engine *e, struct item *it);
-void segv_prewrite(struct engine *e, struct item *it, uint64_t cas);
-void segv_prewrite_drop(struct engine *e, struct item *it);
-bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
-                      uint64_t cas);
-void segv_unlink_locked(struct engine *e, struct item *it, uint64_t hv);
-bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv);
-bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
-                    void *arg);
-struct seg_at;
-void segv_evicted(void *arg, const struct seg_at *at);
-bool segv_dead(void *arg, const struct seg_at *at);
 
-/*
- * Writes back what the shared code changed in a found item (exptime, cas,
- * state bits).  Slab items are the memory itself: nothing to do.
- */
-static inline void item_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
-    if (e->seg != NULL)
-        segv_sync_locked(e, it, hv);
+/* The next CAS from the engine's counter (0 under -C). */
+static inline uint64_t item_next_cas(struct engine *e) {
+    if (!e->cfg.use_cas)
+        return 0;
+    return atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1;
+}
+
+/* A store counted in total_items by the segments, whose one class is 1. */
+static inline void item_count_stored(struct engine *e) {
+    struct eclass *c = &e->cls[1];
+    mtx_lock(&c->lock);
+    c->total_items++;
+    mtx_unlock(&c->lock);
 }
 
 /*
- * A reference for the caller on a found item (stripe held): the item
- * itself, or under storage=seg a held view (NULL when out of memory).
+ * item.c: helpers on any item's memory (the slab back end's primitives are
+ * declared in store.h).
  */
-static inline struct item *item_keep_locked(struct engine *e, struct item *it) {
-    if (e->seg != NULL)
-        return segv_keep_locked(e, it);
-    item_ref(e, it);
-    return it;
-}
-
-/* item.c */
 size_t item_ntotal(const struct item *it);
-struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
-                        uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err);
-void item_unref(struct engine *e, struct item *it);
-uint64_t item_next_cas(struct engine *e);
-/* A store counted in total_items. */
-void item_count_stored(struct engine *e);
-/* Link and replace fail only under storage=seg, when no segment could be had. */
-bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas);
-void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why);
-bool item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
-                         uint64_t cas);
-struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                              enum engine_miss *why, struct item **hold);
-void item_hit_locked(struct engine *e, struct item *it);
-unsigned item_reap_class(struct engine *e, unsigned id, unsigned max);
 void item_copy_value(struct item *dst, size_t off, const struct item *src);
 char *item_value(const struct item *it);
 
@@ -258,7 +225,7 @@ struct step {
 unsigned steps_sort(struct step *s, unsigned n);
 
 /*
- * Reports ev if its kind is watched.  The test is one load; the report
+ * watch.c: reports ev if its kind is watched.  The test is one load; the report
  * itself stays out of line.
  */
 __attribute__((cold)) void watch_report(struct engine *e, struct engine_watch_event *ev);
@@ -270,14 +237,14 @@ __attribute__((cold)) void watch_store(struct engine *e, const struct item *it,
                                        enum engine_store_result r, enum engine_store_op op);
 /* engine_item_lru() of an item whose policy bits are bits. */
 static inline unsigned lru_of_bits(const struct engine *e, uint8_t bits) {
-    return e->seg_mask != 0 ? (unsigned)(bits & e->seg_mask) : EVICT_COLD;
+    return e->lru_mask != 0 ? (unsigned)(bits & e->lru_mask) : EVICT_COLD;
 }
 
 static inline bool watching(const struct engine *e, enum engine_watch_kind k) {
     return (atomic_load_explicit(&e->watch, memory_order_relaxed) & k) != 0;
 }
 
-/* An item linked (+1) or unlinked (-1) while `stats sizes` counts. */
+/* sizes.c: an item linked (+1) or unlinked (-1) while `stats sizes` counts. */
 __attribute__((cold)) void sizes_count(struct engine *e, const struct item *it, int d);
 static inline void sizes_note(struct engine *e, const struct item *it, int d) {
     if (atomic_load_explicit(&e->sizes_on, memory_order_acquire))
@@ -289,6 +256,5 @@ uint32_t expire_now(const struct engine *e);
 uint32_t expire_realtime(const struct engine *e, int64_t exptime);
 enum engine_miss expire_dead(const struct engine *e, const struct item *it, uint32_t now);
 void expire_init(struct engine *e, uint32_t unix_now);
-unsigned expire_crawl_step(struct engine *e, unsigned budget);
 
 #endif

@@ -1,9 +1,12 @@
 /*
- * item.c -- item memory: allocation (evicting when memory is full),
- * chained large items, linking into the table and the class queue, and
- * freeing on the last reference.
+ * item.c -- the slab back end (store.h sends it each item operation when
+ * storage=seg is off; store_slab.h lists what it offers): item memory and
+ * allocation (evicting when memory is full), chained large items, linking
+ * into the hash table and the class queue, freeing on the last reference,
+ * and the slab's background work, dump and class counters.  item_value(),
+ * item_ntotal() and item_copy_value() work on any item's memory.
  *
- *   engine_item_alloc
+ *   store_alloc
  *        |
  *   item_alloc --> chunk_get(class) --> slab_alloc ... NULL?
  *                       ^                                |
@@ -11,10 +14,11 @@
  *                                 tail candidates: trylock, refcount == 1,
  *                                 dead -> reclaim, live -> evict (unless -M)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/engine_int.h"
+#include "storage/store_slab.h"
 
 size_t item_ntotal(const struct item *it) {
     return sizeof(struct item) + it->nkey + (size_t)it->nbytes;
@@ -157,12 +161,8 @@ static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
     }
 }
 
-/* Out of line, so that item_unref()'s common path stays a decrement and a test. */
-__attribute__((noinline)) static void item_free(struct engine *e, struct item *it) {
-    if (e->seg != NULL) {
-        segv_free(e, it);
-        return;
-    }
+/* Out of line, so that store_unref()'s common path stays a decrement and a test. */
+__attribute__((noinline)) void item_free(struct engine *e, struct item *it) {
     if (item_has(it, ITEM_CHAINED)) {
         struct item_chunk *ch = chain_get(it).first;
         while (ch != NULL) {
@@ -174,14 +174,9 @@ __attribute__((noinline)) static void item_free(struct engine *e, struct item *i
     slab_free(e->slab, it->clsid, it);
 }
 
-void item_unref(struct engine *e, struct item *it) {
+static void item_unref(struct engine *e, struct item *it) {
     if (item_deref(e, it) == 1)
         item_free(e, it);
-}
-
-void engine_item_unref(struct engine *e, struct item *it) {
-    if (it != NULL)
-        item_unref(e, it);
 }
 
 /*
@@ -255,7 +250,7 @@ static bool evict_pull(struct engine *e, unsigned id) {
  * policy state, so this moves nothing a policy would decide.  Returns how
  * many went.
  */
-unsigned item_reap_class(struct engine *e, unsigned id, unsigned max) {
+static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
     unsigned n = 0;
@@ -326,8 +321,6 @@ static bool chain_alloc(struct engine *e, struct item *it, size_t nkey, uint32_t
 
 struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t flags,
                         uint32_t exptime, uint32_t nbytes, enum engine_alloc_err *err) {
-    if (e->seg != NULL)
-        return segv_alloc(e, key, nkey, flags, exptime, nbytes, err);
     size_t total = sizeof(struct item) + nkey + (size_t)nbytes;
     *err = ENGINE_ALLOC_OK;
     if (nkey > ENGINE_KEY_MAX || total > e->cfg.item_size_max) {
@@ -363,43 +356,15 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
     return it;
 }
 
-struct item *engine_item_alloc(struct engine *e, const char *key, size_t nkey,
-                               uint32_t flags, int64_t exptime, uint32_t nbytes,
-                               enum engine_alloc_err *err) {
-    enum engine_alloc_err dummy;
-    return item_alloc(e, key, nkey, flags, expire_realtime(e, exptime), nbytes,
-                      err != NULL ? err : &dummy);
-}
-
-/* The next CAS from the engine's counter (0 under -C). */
-uint64_t item_next_cas(struct engine *e) {
-    if (!e->cfg.use_cas)
-        return 0;
-    return atomic_fetch_add_explicit(&e->cas, 1, memory_order_relaxed) + 1;
-}
-
 /*
  * Links it under its key (item stripe held, key not present): CAS cas (0:
  * the next one; always 0 under -C), access time now, into the table and
  * the class queue, plus the table's reference.
  */
-void item_count_stored(struct engine *e) {
-    struct eclass *c = &e->cls[1];
-    mtx_lock(&c->lock);
-    c->total_items++;
-    mtx_unlock(&c->lock);
-}
-
 bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
     uint32_t now = expire_now(e);
     struct eclass *c = &e->cls[it->clsid];
     cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
-    if (e->seg != NULL) {
-        if (!segv_link_locked(e, NULL, it, hv, cas))
-            return false;
-        item_count_stored(e);
-        return true;
-    }
     it->cas = cas;
     it->atime = now;
     item_flag_set(it, ITEM_LINKED);
@@ -419,10 +384,6 @@ bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
 void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unlink_why why) {
     if (!item_has(it, ITEM_LINKED))
         return;
-    if (e->seg != NULL) {
-        segv_unlink_locked(e, it, hv);
-        return;
-    }
     struct eclass *c = &e->cls[it->clsid];
     ht_delete_locked(e->ht, it, hv);
     mtx_lock(&c->lock);
@@ -435,62 +396,8 @@ void item_unlink_locked(struct engine *e, struct item *it, uint64_t hv, enum unl
 /* Puts it in old's place (item stripe held); cas as for item_link_locked(). */
 bool item_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
                          uint64_t cas) {
-    if (e->seg != NULL) {
-        cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
-        if (!segv_link_locked(e, old, it, hv, cas))
-            return false;
-        item_count_stored(e);
-        return true;
-    }
     item_unlink_locked(e, old, hv, UNLINK_DELETE);
     return item_link_locked(e, it, hv, cas);
-}
-
-/*
- * The live item under key (stripe held), or NULL.  A dead item found on the
- * way is unlinked and *why (if non-NULL) says whether it had expired or was
- * flushed.  A delete hold-off tombstone is no item to anybody: a live one
- * gives NULL and is handed out through *hold (if non-NULL) to the callers
- * that must refuse an add or link in its place; a dead one is unlinked
- * quietly, as the plain miss the delete left.
- */
-static inline struct item *find_live(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                                     enum engine_miss *why, struct item **hold) {
-    if (hold != NULL)
-        *hold = NULL;
-    struct item *it = e->seg != NULL ? segv_lookup_locked(e, key, nkey, hv)
-                                     : ht_find_locked(e->ht, hv, key, nkey);
-    if (it == NULL)
-        return NULL;
-    bool tomb = item_has(it, ITEM_HOLD);
-    enum engine_miss dead = expire_dead(e, it, expire_now(e));
-    if (dead == ENGINE_MISS_NONE) {
-        if (!tomb)
-            return it;
-        if (hold != NULL)
-            *hold = it;
-        return NULL;
-    }
-    item_unlink_locked(e, it, hv, UNLINK_DELETE);
-    if (tomb)
-        return NULL;
-    atomic_fetch_add_explicit(dead == ENGINE_MISS_EXPIRED ? &e->met_expired : &e->met_flushed,
-                              1, memory_order_relaxed);
-    if (why != NULL)
-        *why = dead;
-    return NULL;
-}
-
-struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                              enum engine_miss *why, struct item **hold) {
-    if (!watching(e, ENGINE_WATCH_FETCH))
-        return find_live(e, key, nkey, hv, why, hold);
-    enum engine_miss dead = ENGINE_MISS_NONE;
-    struct item *it = find_live(e, key, nkey, hv, &dead, hold);
-    if (why != NULL)
-        *why = dead;
-    watch_fetch(e, key, nkey, it, dead);
-    return it;
 }
 
 /*
@@ -498,8 +405,6 @@ struct item *item_find_locked(struct engine *e, const char *key, size_t nkey, ui
  * when it asks for a queue move do we take the class lock.
  */
 void item_hit_locked(struct engine *e, struct item *it) {
-    if (e->seg != NULL)
-        return;                     /* segments keep no per-item order */
     uint32_t now = expire_now(e);
     if (!e->policy->hit(it, now))
         return;
@@ -510,4 +415,222 @@ void item_hit_locked(struct engine *e, struct item *it) {
         it->atime = now;
     }
     mtx_unlock(&c->lock);
+}
+
+/* ---- create, the maintenance step, dump and stats of the slab back end ---- */
+
+/*
+ * The slab back end of engine_create(): the policy named by the config,
+ * the slab allocator, the key stripes, the hash table and one eviction
+ * queue per class.  On failure says so in err; the caller destroys e.
+ */
+bool item_create(struct engine *e, char *err, size_t errlen) {
+    const struct engine_config *cfg = &e->cfg;
+    e->policy = evict_policy_find(cfg->policy);
+    e->lru_mask = e->policy->seg_mask;
+    e->cfg.policy = e->policy->name;
+    struct slab_config sc = {
+        .mem_limit = cfg->mem_limit,
+        .growth_factor = cfg->growth_factor,
+        .min_chunk = sizeof(struct item) + cfg->chunk_min,
+        .page_size = cfg->page_size,
+        .chunk_max = cfg->slab_chunk_max,
+        .single_thread = cfg->single_thread,
+    };
+    e->slab = slab_create(&sc);
+    e->locks = e->slab ? lock_create(e->cfg.lock_power, !cfg->single_thread) : NULL;
+    e->ht = e->locks ? ht_create(e->cfg.hashpower_init, e->locks) : NULL;
+    if (e->ht == NULL)
+        goto fail;
+    e->nclasses = slab_nclasses(e->slab);
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        mtx_init(&e->cls[i].lock, !cfg->single_thread);
+        atomic_init(&e->cls[i].crawler_checked, 0);
+        if ((e->cls[i].q = e->policy->create()) == NULL)
+            goto fail;
+        if (e->policy->tune != NULL)
+            e->policy->tune(e->cls[i].q, &cfg->tune);
+    }
+    return true;
+fail:
+    snprintf(err, errlen, "out of memory creating the engine");
+    return false;
+}
+
+struct crawl {
+    struct engine *e;
+    uint32_t now;
+};
+
+static void crawl_visit(struct item *it, uint64_t hv, void *arg) {
+    struct crawl *cr = arg;
+    atomic_fetch_add_explicit(&cr->e->cls[it->clsid].crawler_checked, 1, memory_order_relaxed);
+    if (expire_dead(cr->e, it, cr->now) != ENGINE_MISS_NONE)
+        item_unlink_locked(cr->e, it, hv, UNLINK_CRAWL);
+}
+
+/*
+ * One slice of the expiry crawler: walks hash buckets from where the last
+ * slice stopped, one stripe lock at a time, unlinking dead items.  After a
+ * full pass it rests ENGINE_CRAWL_REST seconds (returning 0, so the caller
+ * may sleep).  Called under step_lock.
+ *
+ * FIXME: memcached schedules crawls per class from a histogram of coming
+ * expiries; a fixed rest is simpler and bounds the cost the same way.
+ */
+static unsigned crawl_step(struct engine *e, unsigned budget) {
+    struct crawl cr = {e, expire_now(e)};
+    if (e->crawl_resting) {
+        if (cr.now < e->crawl_next)
+            return 0;
+        e->crawl_resting = false;
+    }
+    if (!e->crawl_in_pass) {
+        e->crawl_in_pass = true;
+        atomic_fetch_add_explicit(&e->crawl_starts, 1, memory_order_relaxed);
+    }
+    bool wrapped;
+    unsigned work = ht_visit(e->ht, &e->crawl_cursor, budget, &wrapped, crawl_visit, &cr);
+    if (wrapped) {
+        e->crawl_in_pass = false;
+        e->crawl_resting = true;
+        e->crawl_next = cr.now + ENGINE_CRAWL_REST;
+    }
+    return work;
+}
+
+/* Sums the class counters that say how many items are linked. */
+static uint64_t curr_items(struct engine *e) {
+    uint64_t n = 0;
+    for (unsigned i = 1; i <= e->nclasses; i++) {
+        mtx_lock(&e->cls[i].lock);
+        n += e->cls[i].number;
+        mtx_unlock(&e->cls[i].lock);
+    }
+    return n;
+}
+
+/*
+ * The slab back end's maintenance slice (step_lock held).  Table growth
+ * first: start doubling once there are more than 1.5 items per bucket,
+ * then move up to `budget` buckets per call; while it moves, the crawler
+ * waits.  Then the LRU maintainer's reclaim of dead tails (-o reap), and
+ * whatever budget is left goes to the expiry crawler.
+ */
+unsigned item_step_locked(struct engine *e, unsigned budget) {
+    unsigned work = 0;
+    uint32_t now = expire_now(e);
+    if (!e->cfg.no_expand && !ht_expanding(e->ht) && now >= e->expand_next && e->dumpers == 0) {
+        uint64_t buckets = (uint64_t)1 << ht_power(e->ht);
+        if (curr_items(e) > buckets + buckets / 2 && !ht_expand_start(e->ht))
+            e->expand_next = now + ENGINE_EXPAND_RETRY;
+    }
+    if (ht_expanding(e->ht))
+        work += ht_expand_step(e->ht, budget);
+    if (e->cfg.reap) {
+        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
+            work += item_reap_class(e, id, ENGINE_REAP_MAX);
+    }
+    if (work < budget && engine_crawl(e))
+        work += crawl_step(e, budget - work);
+    return work;
+}
+
+struct dump_visit {
+    struct engine *e;
+    uint32_t now;
+    int64_t started;
+    engine_dump_fn fn;
+    void *arg;
+};
+
+static void dump_visit(struct item *it, uint64_t hv, void *arg) {
+    (void)hv;
+    struct dump_visit *dv = arg;
+    /* As memcached's crawler: an item of the expiring second (exptime == now) is still listed. */
+    enum engine_miss dead = expire_dead(dv->e, it, dv->now);
+    if (item_has(it, ITEM_HOLD) || dead == ENGINE_MISS_FLUSHED ||
+        (dead == ENGINE_MISS_EXPIRED && it->exptime < dv->now))
+        return;
+    struct engine_dump_item d = {
+        .key = it->data,
+        .nkey = it->nkey,
+        .exptime = it->exptime != 0 ? dv->started + it->exptime : 0,
+        .atime = dv->started + it->atime,
+        .cas = item_cas(it),
+        .nbytes = it->nbytes,
+        .ntotal = item_ntotal(it),
+        .clsid = it->clsid,
+        .fetched = item_has(it, ITEM_FETCHED),
+    };
+    dv->fn(&d, dv->arg);
+}
+
+/* One slice of a dump: the table's buckets from *cursor on; false once wrapped. */
+bool item_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
+                    void *arg) {
+    if (ht_expanding(e->ht)) {
+        /* Begun while the table was doubling: finish that first (none starts now). */
+        mtx_lock(&e->step_lock);
+        if (ht_expanding(e->ht))
+            ht_expand_step(e->ht, budget);
+        mtx_unlock(&e->step_lock);
+        return true;
+    }
+    struct dump_visit dv = {e, expire_now(e), atomic_load_explicit(&e->started,
+                            memory_order_relaxed), fn, arg};
+    bool wrapped;
+    ht_visit(e->ht, cursor, budget, &wrapped, dump_visit, &dv);
+    return !wrapped;
+}
+
+/* A slab class's counters: its pages and chunks, its queue's moves and counts. */
+bool item_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out) {
+    struct slab_class_stats ss;
+    slab_class_stats(e->slab, id, &ss);
+    struct eclass *c = &e->cls[id];
+    uint32_t now = expire_now(e);
+    *out = (struct engine_class_stats){
+        .chunk_size = ss.chunk_size,
+        .chunks_per_page = ss.chunks_per_page,
+        .total_pages = ss.total_pages,
+        .total_chunks = ss.total_chunks,
+        .used_chunks = ss.used_chunks,
+        .free_chunks = ss.free_chunks,
+        .free_chunks_end = ss.free_chunks_end,
+    };
+    mtx_lock(&c->lock);
+    if (e->policy->segments != NULL) {
+        e->policy->segments(c->q, &out->seg);
+        out->seg.moves_to_cold -= c->lru_base.moves_to_cold;
+        out->seg.moves_to_warm -= c->lru_base.moves_to_warm;
+        out->seg.moves_within_lru -= c->lru_base.moves_within_lru;
+    } else {
+        out->seg.number[EVICT_COLD] = c->number;
+    }
+    struct item *old = e->policy->oldest(c->q);
+    out->age = old != NULL && now > old->atime ? now - old->atime : 0;
+    out->number = c->number;
+    out->mem_requested = c->bytes;
+    out->evicted = c->evicted;
+    out->evicted_nonzero = c->evicted_nonzero;
+    out->evicted_time = c->evicted_time;
+    out->outofmemory = c->outofmemory;
+    out->reclaimed = c->reclaimed;
+    out->expired_unfetched = c->expired_unfetched;
+    out->evicted_unfetched = c->evicted_unfetched;
+    out->evicted_active = c->evicted_active;
+    out->crawler_reclaimed = c->crawler_reclaimed;
+    mtx_unlock(&c->lock);
+    out->crawler_items_checked = atomic_load_explicit(&c->crawler_checked, memory_order_relaxed);
+    return true;
+}
+
+/* The slab's memory and the hash table's figures for engine_stats(). */
+void item_stats(struct engine *e, struct engine_stats *out) {
+    out->total_malloced = slab_total_malloced(e->slab);
+    out->limit_maxbytes = slab_limit(e->slab);
+    out->hash_power_level = ht_power(e->ht);
+    out->hash_bytes = ht_bytes(e->ht);
+    out->hash_is_expanding = ht_expanding(e->ht);
 }

@@ -3,25 +3,26 @@
  * engine's shared code sees them: views.
  *
  * engine.c and lease.c hold memcached's semantics once, written against
- * struct item and a few primitives (item_find_locked, item_link_locked,
- * item_unlink_locked, item_alloc, item_unref...).  Under storage=seg each
- * primitive branches here once, and an item is a view of the bytes that
+ * struct item and store.h's operations (store_find_locked,
+ * store_link_locked, store_unlink_locked, store_alloc, store_unref...).
+ * Under storage=seg, store.h sends each operation here (the segv_*
+ * primitives of store_seg.h), and an item is a view of the bytes that
  * seg.c keeps in a segment:
  *
- *   scratch   what item_find_locked() returns: this thread's current view,
+ *   scratch   what store_find_locked() returns: this thread's current view,
  *             filled from the segment's header (key copied, value read in
  *             place), valid until the stripe is let go, and reused by the
  *             thread's next lookup unless a caller kept it.  Changes the
  *             shared code makes to its exptime, cas and state bits are
- *             written back by item_sync_locked() -- in place where the
+ *             written back by store_sync_locked() -- in place where the
  *             header has the field, else as a new copy of the item.
- *   held      what a caller keeps (item_keep_locked): the scratch view
+ *   held      what a caller keeps (store_keep_locked): the scratch view
  *             itself, handed over; the value stays in the segment, which
  *             the view pins until its last unref (ITEM_CHAINED with
  *             item_chain.ext: item_value_flat() gives it in one piece).
  *             Held views and small staging items come from a per-thread
  *             cache of blocks.
- *   staging   what item_alloc() gives: a heap item the caller fills; the
+ *   staging   what store_alloc() gives: a heap item the caller fills; the
  *             store writes it into a segment before taking the stripe
  *             (segv_prewrite), and links it under the stripe.  After
  *             that it is a view of what it linked, freed on its last
@@ -38,8 +39,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "storage/engine_int.h"
+#include <stdio.h>
+
 #include "storage/seg.h"
+#include "storage/seg_evict.h"
+#include "storage/store_seg.h"
 
 #define VIEW_KEY_ROOM (ENGINE_KEY_MAX + sizeof(struct item_chain))
 #define VIEW_BLOCK (sizeof(struct segv) + VIEW_KEY_ROOM)
@@ -361,8 +365,8 @@ void segv_prewrite_drop(struct engine *e, struct item *it) {
  * the stripe was taken if there are any (what changed since goes in by
  * segv_sync_locked), else writes them here.
  */
-bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
-                      uint64_t cas) {
+static bool view_link_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+                             uint64_t cas) {
     struct segv *v = view_of(it);
     struct mtx *held = lock_of(e->locks, hv);
     const struct seg_at *oat = old != NULL && item_has(old, ITEM_LINKED) ? &view_of(old)->at : NULL;
@@ -400,6 +404,25 @@ bool segv_link_locked(struct engine *e, struct item *old, struct item *it, uint6
     /* what the shared code changed after the bytes were written (an invalidating
        cas store's exptime and state) goes in now */
     segv_sync_locked(e, it, hv);
+    return true;
+}
+
+/* store_link_locked(): the CAS settled, the view linked, the store counted. */
+bool segv_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
+    cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
+    if (!view_link_locked(e, NULL, it, hv, cas))
+        return false;
+    item_count_stored(e);
+    return true;
+}
+
+/* store_replace_locked(): as segv_link_locked(), in old's place. */
+bool segv_replace_locked(struct engine *e, struct item *old, struct item *it, uint64_t hv,
+                         uint64_t cas) {
+    cas = !e->cfg.use_cas ? 0 : cas != 0 ? cas : item_next_cas(e);
+    if (!view_link_locked(e, old, it, hv, cas))
+        return false;
+    item_count_stored(e);
     return true;
 }
 
@@ -468,7 +491,7 @@ bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv) {
 }
 
 /* An eviction, for watch (seg_config.evicted): reported with the item's stripe held. */
-void segv_evicted(void *arg, const struct seg_at *at) {
+static void segv_evicted(void *arg, const struct seg_at *at) {
     struct engine *e = arg;
     if (!watching(e, ENGINE_WATCH_EVICT))
         return;
@@ -489,7 +512,7 @@ void segv_evicted(void *arg, const struct seg_at *at) {
 }
 
 /* Whether the item at at is dead to the engine (expired or flushed), for a merge. */
-bool segv_dead(void *arg, const struct seg_at *at) {
+static bool segv_dead(void *arg, const struct seg_at *at) {
     struct engine *e = arg;
     struct item it = {.atime = at->created, .exptime = at->h.exptime};
     atomic_init(&it.cas, at->h.cas);
@@ -535,4 +558,121 @@ bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_
                     void *arg) {
     struct dump_walk w = {e, fn, arg};
     return seg_store_walk(e->seg, cursor, budget, dump_one, &w);
+}
+
+/* ---- config, create, step and stats of the segment back end ---- */
+
+/* The checks storage=seg adds to the shared ones (memcached's style of message). */
+bool segv_config_check(const struct engine_config *c, char *err, size_t errlen) {
+    if (strcmp(c->policy, "fifo") != 0 && strcmp(c->policy, "merge") != 0 &&
+        strcmp(c->policy, "s3fifo") != 0)
+        snprintf(err, errlen, "eviction policy \"%s\" keeps items in order one by one; "
+                 "storage=seg evicts whole segments: fifo, merge or s3fifo", c->policy);
+    else if (!c->evict)
+        snprintf(err, errlen, "storage=seg always evicts (no -M)");
+    else
+        return true;
+    return false;
+}
+
+/*
+ * The segment back end of engine_create(): one class (the segments) for
+ * the counters the shared code keeps, the key stripes and the cas counter shared with the segment
+ * store; no slab, no hash table.  The index starts small and grows from
+ * engine_step().  On failure says why in err; the caller destroys e.
+ */
+bool segv_create(struct engine *e, char *err, size_t errlen) {
+    /* (segments keep no per-item order: their class's queue is fifo's, unused) */
+    e->policy = evict_policy_find("fifo");
+    e->lru_mask = e->policy->seg_mask;
+    const char *name = e->cfg.policy;
+    e->cfg.policy = strcmp(name, "merge") == 0    ? "merge"
+                    : strcmp(name, "s3fifo") == 0 ? "s3fifo"
+                                                  : e->policy->name;
+    struct seg_config sc;
+    seg_config_defaults(&sc);
+    sc.mem_limit = e->cfg.mem_limit;
+    sc.seg_size = e->cfg.page_size;
+    /* two segments at least, where the largest item allows */
+    while (sc.mem_limit / sc.seg_size < 2 && sc.seg_size / 2 >= e->cfg.item_size_max)
+        sc.seg_size /= 2;
+    e->cfg.page_size = sc.seg_size;     /* a segment is the page here */
+    sc.lock_power = e->cfg.lock_power;
+    sc.index_power = e->cfg.lock_power + 2;
+    e->locks = lock_create(e->cfg.lock_power, !e->cfg.single_thread);
+    sc.locks = e->locks;
+    sc.cas = &e->cas;
+    sc.evicted = segv_evicted;
+    sc.dead = segv_dead;
+    sc.hook_arg = e;
+    sc.evict = seg_evict_find(e->cfg.policy);
+    e->nclasses = 1;
+    mtx_init(&e->cls[1].lock, !e->cfg.single_thread);
+    atomic_init(&e->cls[1].crawler_checked, 0);
+    e->cls[1].q = e->policy->create();
+    if (e->locks == NULL || e->cls[1].q == NULL) {
+        snprintf(err, errlen, "out of memory creating the engine");
+    } else {
+        e->seg = seg_store_create(&sc, err, errlen);
+        if (e->seg != NULL) {
+            seg_store_clock_set(e->seg, expire_now(e));
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The maintenance slice (step_lock held): whole segments expire (the
+ * crawler's and the LRU maintainer's work: not when both are off), the
+ * index grows; items of a segment that is not yet all expired go when met
+ * or evicted.
+ */
+unsigned segv_step_locked(struct engine *e, unsigned budget) {
+    return e->cfg.reap || engine_crawl(e) ? seg_store_step(e->seg, budget)
+                                          : seg_store_grow(e->seg, budget);
+}
+
+/*
+ * storage=seg's one class: its chunks are the segments (chunk_size the
+ * segment size, used_chunks those holding items), number and
+ * mem_requested the items the index points at and their bytes, evicted
+ * the items that left with evicted segments.
+ */
+bool segv_class_stats(struct engine *e, struct engine_class_stats *out) {
+    struct seg_stats st;
+    seg_store_stats(e->seg, &st);
+    struct eclass *c = &e->cls[1];
+    *out = (struct engine_class_stats){
+        .chunk_size = e->cfg.page_size,
+        .chunks_per_page = 1,
+        .total_pages = st.segments - st.free,
+        .total_chunks = st.segments - st.free,
+        .used_chunks = st.segments - st.free,
+        .free_chunks = st.free,
+        .number = st.live_items,
+        .mem_requested = st.live_bytes + st.ext_bytes,  /* (out-of-line values too) */
+        .evicted = st.evicted_items,
+        .expired_unfetched = st.expired_unfetched,
+        .evicted_unfetched = st.evicted_unfetched,
+    };
+    /* whole expired segments: the LRU maintainer's reclaims, or the crawler's without it */
+    if (e->cfg.reap)
+        out->reclaimed = st.expired_items;
+    else
+        out->crawler_reclaimed = st.expired_items;
+    out->seg.number[EVICT_COLD] = st.live_items;
+    mtx_lock(&c->lock);
+    out->outofmemory = c->outofmemory;
+    mtx_unlock(&c->lock);
+    return true;
+}
+
+/* The segments' memory and the index's bytes for engine_stats(). */
+void segv_stats(struct engine *e, struct engine_stats *out) {
+    struct seg_stats st;
+    seg_store_stats(e->seg, &st);
+    out->total_malloced = (st.segments - st.free) * e->cfg.page_size;
+    out->limit_maxbytes = e->cfg.mem_limit;
+    out->hash_bytes = st.index_bytes;
 }

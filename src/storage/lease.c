@@ -7,7 +7,7 @@
  * The state is two item bits (item.h): TOKEN_SENT, set when a reader is
  * told it won the right to recache, and STALE, set by an invalidating
  * delete.  A third bit, HOLD, marks delete hold-off tombstones, which
- * item_find_locked() hides from everybody but the add paths.  engine.h
+ * store_find_locked() hides from everybody but the add paths.  engine.h
  * draws the state machine.
  *
  * One meta get, with the item stripe held throughout:
@@ -26,7 +26,7 @@
  *     |
  *   unless no_bump: mark fetched, tell the eviction policy
  */
-#include "storage/engine_int.h"
+#include "storage/store.h"
 
 /*
  * Orders n steps by position, stably (callers list them in kind order, so
@@ -80,14 +80,14 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     if (why != NULL)
         *why = ENGINE_MISS_NONE;
     mtx_lock(m);
-    struct item *it = item_find_locked(e, key, nkey, hv, why, &hold);
+    struct item *it = store_find_locked(e, key, nkey, hv, why, &hold);
     if (it == NULL && o->vivify && hold == NULL) {
         enum engine_alloc_err err;
-        it = item_alloc(e, key, nkey, 0, 0, 0, &err);
-        if (it != NULL && item_link_locked(e, it, hv, o->vivify_cas)) {
+        it = store_alloc(e, key, nkey, 0, 0, 0, &err);
+        if (it != NULL && store_link_locked(e, it, hv, o->vivify_cas)) {
             created = true;
         } else if (it != NULL) {
-            item_unref(e, it);
+            store_unref(e, it);
             it = NULL;
         }
     }
@@ -139,11 +139,11 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     mt.won = won;
     if (!o->no_bump)
         item_flag_set(it, ITEM_FETCHED);
-    item_sync_locked(e, it, hv);
+    store_sync_locked(e, it, hv);
     if (!o->no_bump)
-        item_hit_locked(e, it);
+        store_hit_locked(e, it);
     if (!created)
-        it = item_keep_locked(e, it);
+        it = store_keep_locked(e, it);
     mtx_unlock(m);
     if (meta != NULL)
         *meta = mt;
@@ -163,7 +163,7 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
     enum engine_mdelete_result r = ENGINE_MDELETE_DELETED;
     struct item *made = NULL;
     mtx_lock(m);
-    struct item *it = item_find_locked(e, key, nkey, hv, NULL, NULL);
+    struct item *it = store_find_locked(e, key, nkey, hv, NULL, NULL);
     if (clsid != NULL)
         *clsid = it != NULL ? it->clsid : 0;
     if (it == NULL) {
@@ -177,13 +177,13 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
     if (o->remove_value) {
         enum engine_alloc_err err;
         uint32_t exptime = o->touch ? expire_realtime(e, o->touch_exptime) : 0;
-        struct item *nit = item_alloc(e, key, nkey, o->flags, exptime, 0, &err);
+        struct item *nit = store_alloc(e, key, nkey, o->flags, exptime, 0, &err);
         if (nit == NULL) {
             r = ENGINE_MDELETE_NO_MEMORY;
             goto out;
         }
-        if (!item_replace_locked(e, it, nit, hv, o->new_cas != 0 ? o->new_cas : it->cas)) {
-            item_unref(e, nit);
+        if (!store_replace_locked(e, it, nit, hv, o->new_cas != 0 ? o->new_cas : it->cas)) {
+            store_unref(e, nit);
             r = ENGINE_MDELETE_NO_MEMORY;
             goto out;
         }
@@ -195,15 +195,15 @@ enum engine_mdelete_result engine_mdelete(struct engine *e, const char *key, siz
         item_flag_set(it, ITEM_STALE);
         item_flag_clear(it, ITEM_TOKEN_SENT);
         it->cas = !e->cfg.use_cas ? 0 : o->new_cas != 0 ? o->new_cas : item_next_cas(e);
-        item_sync_locked(e, it, hv);
+        store_sync_locked(e, it, hv);
         r = ENGINE_MDELETE_INVALIDATED;
     } else if (!o->remove_value) {
-        item_unlink_locked(e, it, hv, UNLINK_DELETE);
+        store_unlink_locked(e, it, hv, UNLINK_DELETE);
     }
 out:
     mtx_unlock(m);
     if (made != NULL)
-        item_unref(e, made);
+        store_unref(e, made);
     return r;
 }
 
@@ -222,23 +222,23 @@ enum engine_delete_result engine_delete_hold(struct engine *e, const char *key, 
     enum engine_alloc_err err;
     uint64_t until = (uint64_t)expire_now(e) + seconds;
     uint32_t exptime = until > UINT32_MAX ? UINT32_MAX : (uint32_t)until;
-    struct item *tomb = item_alloc(e, key, nkey, 0, exptime, 0, &err);
+    struct item *tomb = store_alloc(e, key, nkey, 0, exptime, 0, &err);
     if (tomb != NULL)
         item_flag_set(tomb, ITEM_HOLD);
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *m = lock_of(e->locks, hv);
     struct item *hold;
     mtx_lock(m);
-    struct item *it = item_find_locked(e, key, nkey, hv, NULL, &hold);
+    struct item *it = store_find_locked(e, key, nkey, hv, NULL, &hold);
     struct item *old = it != NULL ? it : hold;
     if (clsid != NULL)
         *clsid = it != NULL ? it->clsid : 0;
-    bool placed = tomb != NULL && (old != NULL ? item_replace_locked(e, old, tomb, hv, 0)
-                                               : item_link_locked(e, tomb, hv, 0));
+    bool placed = tomb != NULL && (old != NULL ? store_replace_locked(e, old, tomb, hv, 0)
+                                               : store_link_locked(e, tomb, hv, 0));
     if (!placed && it != NULL)
-        item_unlink_locked(e, it, hv, UNLINK_DELETE);
+        store_unlink_locked(e, it, hv, UNLINK_DELETE);
     mtx_unlock(m);
     if (tomb != NULL)
-        item_unref(e, tomb);
+        store_unref(e, tomb);
     return it != NULL ? ENGINE_DELETED : ENGINE_DELETE_NOT_FOUND;
 }

@@ -3,8 +3,9 @@
  * segments cut from the memory limit, found through seg_index, evicted and
  * expired a segment at a time (Segcache, NSDI'21), with memcached's exact
  * per-item CAS, exptime and flags (seg_item.h).  It is the engine's second
- * back end (-o storage=seg, through item_seg.c), and has a small API of
- * its own for its tests and bench/segmem.
+ * back end (-o storage=seg, through item_seg.c and store.h), which holds
+ * memcached's store rules; the store itself only writes, links, finds and
+ * unlinks.
  *
  *   set(key) --reserve--> TTL bucket's open segment (a new one from the
  *      |                  free pool when full; the pool evicts when empty)
@@ -21,8 +22,8 @@
  *   the segment goes back to the pool.  Expiry: a sealed segment whose
  *   latest exptime has passed goes the same way (seg_store_step).  Merge
  *   and S3-FIFO move the items they keep to other segments instead
- *   (seg.c, relocate()).  A sealed segment whose last item dies goes back
- *   to the pool at once.
+ *   (seg_evict_merge.c, seg_evict_s3fifo.c, on seg_move.c).  A sealed
+ *   segment whose last item dies goes back to the pool at once.
  *
  * Segments are grouped by TTL (Segcache's 1024 buckets: 8 s steps up to
  * 2047 s, then 128 s, 2048 s, 32768 s), so one segment's items expire
@@ -55,6 +56,7 @@
 struct seg_store;
 struct seg_at;
 struct seg_ext;
+struct seg_evict;
 
 struct seg_config {
     size_t mem_limit;           /* bytes of segments (-m) */
@@ -68,21 +70,19 @@ struct seg_config {
     void (*evicted)(void *arg, const struct seg_at *at);
     void *hook_arg;             /* evicted's and dead's arg */
     /*
-     * Eviction by merging (Segcache's, seg.c): the oldest SEG_MERGE_N
-     * segments become one, keeping the items read since they were written
-     * (or last merged) while it has room.  dead (NULL: exptime only) says
-     * whether an item is dead as the engine sees it (flush_all too), with
-     * its stripe held; a merge drops those.  A store of fewer than
-     * SEG_MERGE_N + 2 segments (-m 2 with 1 MiB items) evicts by FIFO.
+     * How the store evicts when no segment is free (seg_evict.h):
+     * &seg_evict_fifo (seg_config_defaults()), &seg_evict_merge
+     * (Segcache's merge: the oldest SEG_MERGE_N segments become one,
+     * keeping the items read since they were written or last merged; a
+     * store of fewer than SEG_MERGE_N + 2 segments evicts by FIFO) or
+     * &seg_evict_s3fifo (a small and a main FIFO of segments and a ghost
+     * of keys; fewer than SEG_S3FIFO_MIN segments: FIFO).
      */
-    bool merge;
+    const struct seg_evict *evict;
+    /* Whether an item is dead as the engine sees it (flush_all too), with
+       its stripe held (NULL: exptime only); an eviction that moves items
+       drops those. */
     bool (*dead)(void *arg, const struct seg_at *at);
-    /*
-     * Eviction by S3-FIFO over segments (seg.c, s3_evict()): a small and a
-     * main FIFO of segments and a ghost of keys.  A store of fewer than
-     * SEG_S3FIFO_MIN segments evicts by FIFO.
-     */
-    bool s3fifo;
 };
 #define SEG_MERGE_N 4
 #define SEG_S3FIFO_MIN 8
@@ -96,17 +96,6 @@ void seg_store_destroy(struct seg_store **s);
 /* The clock, unix seconds; exptimes below are absolute in the same seconds (0: never). */
 void seg_store_clock_set(struct seg_store *s, uint32_t now);
 
-/* A pinned item: valid until seg_store_release().  h.vlen is the value's length. */
-struct seg_ref {
-    struct seg_hdr h;
-    const char *key;
-    const char *value;
-    uint32_t seg;
-    struct seg_ext *ext;        /* an out-of-line value held */
-};
-
-enum seg_op { SEG_SET, SEG_ADD, SEG_REPLACE, SEG_CAS };
-
 enum seg_result {
     SEG_STORED,
     SEG_NOT_STORED,             /* add: present; replace: missing */
@@ -119,30 +108,13 @@ enum seg_result {
     SEG_AGAIN,                  /* seg_commit_locked: the cas does not fit the field */
 };
 
-enum seg_result seg_store_set(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
-                              const void *value, size_t nvalue, uint32_t cflags,
-                              uint32_t exptime, uint64_t cas_in, uint64_t *cas_out);
-
-/*
- * true with *ref pinned on a hit.  ref->h is the header as found (SEG_F_FETCHED
- * says whether it was read before: meta's h); the item is then marked fetched.
- */
-bool seg_store_get(struct seg_store *s, const char *key, size_t nkey, struct seg_ref *ref);
-void seg_store_release(struct seg_store *s, struct seg_ref *ref);
-
-enum seg_result seg_store_delete(struct seg_store *s, const char *key, size_t nkey);
-
-/* New exptime: in place when the item has an exptime field (or both are "never"), else a copy. */
-enum seg_result seg_store_touch(struct seg_store *s, const char *key, size_t nkey,
-                                uint32_t exptime);
-
-/* The store's key stripes, its next cas (taken), its clock (for seg_api.c). */
+/* The store's key stripes, its next cas (taken), its clock. */
 struct lock_stripes *seg_store_locks(struct seg_store *s);
 uint64_t seg_store_cas_next(struct seg_store *s);
 uint32_t seg_store_clock(struct seg_store *s);
 
 /*
- * ---- The engine's interface: the calls above are built on these (seg_api.c) ----
+ * ---- The interface item_seg.c (the engine's back end) and the tests use ----
  *
  * Each *_locked call needs the key's stripe (lock_of(locks, hv)) held.
  * An item is found where it lies (struct seg_at: valid while the stripe

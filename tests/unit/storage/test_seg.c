@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "storage/ht.h"
 #include "storage/seg.h"
+#include "storage/seg_evict.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,8 +26,7 @@ static bool s3_on;                  /* ... or by S3-FIFO over segments */
 static struct seg_store *mk(size_t mem, uint32_t seg_size) {
     struct seg_config c;
     seg_config_defaults(&c);
-    c.merge = merge_on;
-    c.s3fifo = s3_on;
+    c.evict = merge_on ? &seg_evict_merge : s3_on ? &seg_evict_s3fifo : &seg_evict_fifo;
     c.mem_limit = mem;
     c.seg_size = seg_size;
     c.lock_power = 4;
@@ -40,13 +40,176 @@ static struct seg_store *mk(size_t mem, uint32_t seg_size) {
     return s;
 }
 
+/*
+ * What the tests store and read with: a set, add, replace or cas, a get,
+ * a delete and a touch, each written here on the store's primitives
+ * (seg_write, seg_commit_locked, seg_find_locked...) as item_seg.c uses
+ * them, with just enough of memcached's rules to drive the store.  The
+ * engine's own rules on this back end are test_engine_seg.c's.
+ */
+/* A pinned item: valid until t_release().  h.vlen is the value's length. */
+struct seg_ref {
+    struct seg_hdr h;
+    const char *key;
+    const char *value;
+    uint32_t seg;
+    struct seg_ext *ext;        /* an out-of-line value held */
+};
+
+enum seg_op { SEG_SET, SEG_ADD, SEG_REPLACE, SEG_CAS };
+
+static bool expired(struct seg_store *s, const struct seg_hdr *h) {
+    return h->exptime != 0 && h->exptime <= seg_store_clock(s);
+}
+
+/* The live copy of a key (an expired one found on the way is unlinked).  Stripe held. */
+static bool find_live(struct seg_store *s, uint64_t hv, const char *key, size_t nkey,
+                      struct seg_at *at) {
+    if (!seg_find_locked(s, hv, key, nkey, at))
+        return false;
+    if (expired(s, &at->h)) {
+        seg_unlink_locked(s, hv, at);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Writes and links one copy of key.  keep (non-NULL) is a touch's copy:
+ * stored only while the key still has that cas, with it (in 8 bytes: it
+ * may be older than the segment's base).  A cas that does not fit the
+ * 4-byte field reserved for it (2^31 stores while one segment was open)
+ * leaves those bytes dead and goes again with 8 (SEG_AGAIN).
+ */
+static enum seg_result store(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
+                             const void *value, size_t nvalue, uint32_t cflags, uint32_t exptime,
+                             uint64_t cas_in, uint64_t *cas_out, const uint64_t *keep, bool wide,
+                             uint16_t state) {
+    if (nkey == 0 || nkey > SEG_KEY_MAX || nvalue > UINT32_MAX)
+        return SEG_TOO_LARGE;
+    struct seg_hdr h = {.hflags = (uint16_t)((wide || keep != NULL ? SEG_F_CAS64 : 0) |
+                                             (state & (SEG_F_FETCHED | SEG_F_TOKEN | SEG_F_STALE |
+                                                       SEG_F_KEYB))),
+                        .klen = (uint8_t)nkey,
+                        .vlen = (uint32_t)nvalue, .exptime = exptime, .cflags = cflags};
+    struct seg_resv rv;
+    enum seg_result r = seg_write(s, &h, key, value, NULL, &rv);
+    if (r != SEG_STORED)
+        return r;
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(seg_store_locks(s), hv);
+    mtx_lock(x);
+    struct seg_at old;
+    bool found = find_live(s, hv, key, nkey, &old);
+    if (keep != NULL)
+        r = !found || old.h.cas != *keep ? SEG_NOT_FOUND : SEG_STORED;
+    else if (op == SEG_ADD && found)
+        r = SEG_NOT_STORED;
+    else if (op == SEG_REPLACE && !found)
+        r = SEG_NOT_STORED;
+    else if (op == SEG_CAS)
+        r = !found ? SEG_NOT_FOUND : old.h.cas != cas_in ? SEG_EXISTS : SEG_STORED;
+    if (r == SEG_STORED) {
+        uint64_t cas = keep != NULL ? *keep : seg_store_cas_next(s);
+        r = seg_commit_locked(s, hv, found ? &old : NULL, &rv, cas, NULL);
+        if (r == SEG_STORED && cas_out != NULL)
+            *cas_out = cas;
+    }
+    mtx_unlock(x);
+    seg_resv_drop(s, &rv);
+    return r;
+}
+
+static enum seg_result t_set(struct seg_store *s, enum seg_op op, const char *key, size_t nkey,
+                              const void *value, size_t nvalue, uint32_t cflags,
+                              uint32_t exptime, uint64_t cas_in, uint64_t *cas_out) {
+    enum seg_result r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out,
+                              NULL, false, 0);
+    if (r == SEG_AGAIN)
+        r = store(s, op, key, nkey, value, nvalue, cflags, exptime, cas_in, cas_out, NULL, true,
+                  0);
+    return r;
+}
+
+static bool t_get(struct seg_store *s, const char *key, size_t nkey, struct seg_ref *ref) {
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(seg_store_locks(s), hv);
+    mtx_lock(x);
+    struct seg_at at;
+    bool hit = find_live(s, hv, key, nkey, &at);
+    if (hit) {
+        seg_pin(s, at.seg);
+        seg_set_state_locked(s, &at, SEG_F_FETCHED, 0);
+        *ref = (struct seg_ref){.h = at.h, .key = at.key, .value = at.value, .seg = at.seg,
+                                .ext = seg_ext_hold(&at)};
+        ref->h.vlen = at.nbytes;
+    }
+    mtx_unlock(x);
+    return hit;
+}
+
+static void t_release(struct seg_store *s, struct seg_ref *ref) {
+    seg_ext_release(s, ref->ext);
+    seg_unpin(s, ref->seg);
+}
+
+static enum seg_result t_delete(struct seg_store *s, const char *key, size_t nkey) {
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(seg_store_locks(s), hv);
+    mtx_lock(x);
+    struct seg_at at;
+    bool hit = find_live(s, hv, key, nkey, &at);
+    if (hit)
+        seg_unlink_locked(s, hv, &at);
+    mtx_unlock(x);
+    return hit ? SEG_DELETED : SEG_NOT_FOUND;
+}
+
+static enum seg_result t_touch(struct seg_store *s, const char *key, size_t nkey,
+                                uint32_t exptime) {
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *x = lock_of(seg_store_locks(s), hv);
+    mtx_lock(x);
+    struct seg_at at;
+    if (!find_live(s, hv, key, nkey, &at)) {
+        mtx_unlock(x);
+        return SEG_NOT_FOUND;
+    }
+    if (seg_set_exptime_locked(s, &at, exptime)) {
+        mtx_unlock(x);
+        return SEG_TOUCHED;
+    }
+    /* no exptime field to write: a copy with it and the item's state, written
+       holding the stripe (the store's interface allows it) */
+    struct seg_hdr h = at.h;
+    h.exptime = exptime;
+    h.hflags |= SEG_F_CAS64;
+    h.vlen = at.nbytes;             /* (an out-of-line value is copied out of line) */
+    struct seg_resv rv;
+    seg_pin(s, at.seg);             /* the source stays while the write may evict */
+    enum seg_result r = seg_write(s, &h, at.key, at.value, x, &rv);
+    seg_unpin(s, at.seg);
+    if (r == SEG_STORED) {
+        /* the write may have evicted the item's own segment (this stripe was skipped,
+           the item not): look again */
+        struct seg_at now;
+        if (find_live(s, hv, key, nkey, &now) && now.loc == at.loc)
+            r = seg_commit_locked(s, hv, &at, &rv, at.h.cas, NULL);
+        else
+            r = SEG_NOT_FOUND;
+        seg_resv_drop(s, &rv);
+    }
+    mtx_unlock(x);
+    return r == SEG_STORED ? SEG_TOUCHED : r;
+}
+
 static bool get_is(struct seg_store *s, const char *key, const char *want) {
     struct seg_ref r;
-    if (!seg_store_get(s, key, strlen(key), &r))
+    if (!t_get(s, key, strlen(key), &r))
         return want == NULL;
     bool ok = want != NULL && r.h.vlen == strlen(want) && memcmp(r.value, want, r.h.vlen) == 0 &&
               r.h.klen == strlen(key) && memcmp(r.key, key, r.h.klen) == 0;
-    seg_store_release(s, &r);
+    t_release(s, &r);
     return ok;
 }
 
@@ -54,33 +217,33 @@ TEST(store_rules_and_cas) {
     struct seg_store *s = mk(1 << 20, 64 << 10);
     ASSERT(s != NULL);
     uint64_t c1, c2, c3;
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("a"), K("one"), 5, 0, 0, &c1), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("a"), K("one"), 5, 0, 0, &c1), SEG_STORED);
     ASSERT(get_is(s, "a", "one"));
-    ASSERT_EQ(seg_store_set(s, SEG_ADD, K("a"), K("two"), 0, 0, 0, NULL), SEG_NOT_STORED);
-    ASSERT_EQ(seg_store_set(s, SEG_REPLACE, K("b"), K("two"), 0, 0, 0, NULL), SEG_NOT_STORED);
+    ASSERT_EQ(t_set(s, SEG_ADD, K("a"), K("two"), 0, 0, 0, NULL), SEG_NOT_STORED);
+    ASSERT_EQ(t_set(s, SEG_REPLACE, K("b"), K("two"), 0, 0, 0, NULL), SEG_NOT_STORED);
     ASSERT(get_is(s, "b", NULL));
-    ASSERT_EQ(seg_store_set(s, SEG_REPLACE, K("a"), K("two"), 0, 0, 0, &c2), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_REPLACE, K("a"), K("two"), 0, 0, 0, &c2), SEG_STORED);
     ASSERT(c2 > c1);
-    ASSERT_EQ(seg_store_set(s, SEG_CAS, K("a"), K("three"), 0, 0, c1, NULL), SEG_EXISTS);
-    ASSERT_EQ(seg_store_set(s, SEG_CAS, K("zz"), K("three"), 0, 0, c2, NULL), SEG_NOT_FOUND);
-    ASSERT_EQ(seg_store_set(s, SEG_CAS, K("a"), K("three"), 7, 0, c2, &c3), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_CAS, K("a"), K("three"), 0, 0, c1, NULL), SEG_EXISTS);
+    ASSERT_EQ(t_set(s, SEG_CAS, K("zz"), K("three"), 0, 0, c2, NULL), SEG_NOT_FOUND);
+    ASSERT_EQ(t_set(s, SEG_CAS, K("a"), K("three"), 7, 0, c2, &c3), SEG_STORED);
     ASSERT(c3 > c2);
     struct seg_ref r;
-    ASSERT(seg_store_get(s, K("a"), &r));
+    ASSERT(t_get(s, K("a"), &r));
     ASSERT_EQ(r.h.cas, c3);
     ASSERT_EQ(r.h.cflags, 7);
     ASSERT(!(r.h.hflags & SEG_F_FETCHED));      /* not read before this */
-    seg_store_release(s, &r);
-    ASSERT(seg_store_get(s, K("a"), &r));
+    t_release(s, &r);
+    ASSERT(t_get(s, K("a"), &r));
     ASSERT(r.h.hflags & SEG_F_FETCHED);
-    seg_store_release(s, &r);
-    ASSERT_EQ(seg_store_delete(s, K("a")), SEG_DELETED);
-    ASSERT_EQ(seg_store_delete(s, K("a")), SEG_NOT_FOUND);
+    t_release(s, &r);
+    ASSERT_EQ(t_delete(s, K("a")), SEG_DELETED);
+    ASSERT_EQ(t_delete(s, K("a")), SEG_NOT_FOUND);
     ASSERT(get_is(s, "a", NULL));
-    ASSERT_EQ(seg_store_set(s, SEG_ADD, K("a"), K("four"), 0, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_ADD, K("a"), K("four"), 0, 0, 0, NULL), SEG_STORED);
     static char big[600000];        /* over half the memory limit */
     memset(big, 'x', sizeof(big));
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), big, sizeof(big), 0, 0, 0, NULL),
+    ASSERT_EQ(t_set(s, SEG_SET, K("big"), big, sizeof(big), 0, 0, 0, NULL),
               SEG_TOO_LARGE);
     struct seg_stats st;
     seg_store_stats(s, &st);
@@ -91,22 +254,22 @@ TEST(store_rules_and_cas) {
 TEST(expiry_per_item_and_per_segment) {
     struct seg_store *s = mk(1 << 20, 64 << 10);
     uint32_t now = 1000000;
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("short"), K("v"), 0, now + 10, 0, NULL), SEG_STORED);
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("long"), K("v"), 0, now + 5000, 0, NULL), SEG_STORED);
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("never"), K("v"), 0, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("short"), K("v"), 0, now + 10, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("long"), K("v"), 0, now + 5000, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("never"), K("v"), 0, 0, 0, NULL), SEG_STORED);
     /* touch: in place when the item has an exptime, by copy when it has none */
-    ASSERT_EQ(seg_store_touch(s, K("long"), now + 6000), SEG_TOUCHED);
-    ASSERT_EQ(seg_store_touch(s, K("never"), now + 20), SEG_TOUCHED);
-    ASSERT_EQ(seg_store_touch(s, K("nobody"), now + 20), SEG_NOT_FOUND);
+    ASSERT_EQ(t_touch(s, K("long"), now + 6000), SEG_TOUCHED);
+    ASSERT_EQ(t_touch(s, K("never"), now + 20), SEG_TOUCHED);
+    ASSERT_EQ(t_touch(s, K("nobody"), now + 20), SEG_NOT_FOUND);
     struct seg_ref r;
-    ASSERT(seg_store_get(s, K("never"), &r));
+    ASSERT(t_get(s, K("never"), &r));
     ASSERT_EQ(r.h.exptime, now + 20);
     uint64_t cas_never = r.h.cas;
-    seg_store_release(s, &r);
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("other"), K("v"), 0, 0, 0, NULL), SEG_STORED);
-    ASSERT(seg_store_get(s, K("never"), &r));   /* the copy kept its cas */
+    t_release(s, &r);
+    ASSERT_EQ(t_set(s, SEG_SET, K("other"), K("v"), 0, 0, 0, NULL), SEG_STORED);
+    ASSERT(t_get(s, K("never"), &r));   /* the copy kept its cas */
     ASSERT_EQ(r.h.cas, cas_never);
-    seg_store_release(s, &r);
+    t_release(s, &r);
     seg_store_clock_set(s, now + 10);
     ASSERT(get_is(s, "short", NULL));           /* exact: gone at its second */
     ASSERT(get_is(s, "never", "v"));
@@ -120,7 +283,7 @@ TEST(expiry_per_item_and_per_segment) {
     for (int i = 0; i < 200; i++) {
         char k[16];
         snprintf(k, sizeof(k), "e%d", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, now + 10, 0,
+        ASSERT_EQ(t_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, now + 10, 0,
                                 NULL), SEG_STORED);
     }
     struct seg_stats before, after;
@@ -142,7 +305,7 @@ TEST(fifo_eviction_a_segment_at_a_time) {
     for (int i = 0; i < 2000; i++) {
         char k[16];
         snprintf(k, sizeof(k), "f%d", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
+        ASSERT_EQ(t_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
                   SEG_STORED);
     }
     struct seg_stats st;
@@ -150,23 +313,23 @@ TEST(fifo_eviction_a_segment_at_a_time) {
     ASSERT(st.evicted_segments > 0);
     ASSERT_EQ(st.live_items + st.evicted_items, 2000);
     struct seg_ref r;
-    ASSERT(seg_store_get(s, K("f1999"), &r));   /* the newest are kept, the oldest gone */
-    seg_store_release(s, &r);
-    ASSERT(!seg_store_get(s, K("f0"), &r));
+    ASSERT(t_get(s, K("f1999"), &r));   /* the newest are kept, the oldest gone */
+    t_release(s, &r);
+    ASSERT(!t_get(s, K("f0"), &r));
     /* a pinned segment is skipped, not waited on, and freed once released */
     char k0[16];
     int oldest = (int)st.evicted_items;
     snprintf(k0, sizeof(k0), "f%d", oldest);
-    ASSERT(seg_store_get(s, k0, strlen(k0), &r));
+    ASSERT(t_get(s, k0, strlen(k0), &r));
     for (int i = 2000; i < 2300; i++) {
         char k[16];
         snprintf(k, sizeof(k), "f%d", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
+        ASSERT_EQ(t_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
                   SEG_STORED);
     }
     ASSERT(memcmp(r.value, val, sizeof(val)) == 0 && r.h.klen == strlen(k0) &&
            memcmp(r.key, k0, r.h.klen) == 0);   /* still readable while held */
-    seg_store_release(s, &r);
+    t_release(s, &r);
     seg_store_step(s, 10);
     seg_store_destroy(&s);
 }
@@ -185,10 +348,10 @@ TEST(emptied_segments_come_free_at_once) {
         char k[16];
         snprintf(k, sizeof(k), "e%d", i % 50);
         val[0] = (char)('a' + i % 26);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
+        ASSERT_EQ(t_set(s, SEG_SET, k, strlen(k), val, sizeof(val), 0, 0, 0, NULL),
                   SEG_STORED);
         if (i == 100)
-            ASSERT(seg_store_get(s, K("e0"), &r));      /* pinned: overwritten just after */
+            ASSERT(t_get(s, K("e0"), &r));      /* pinned: overwritten just after */
     }
     struct seg_stats st;
     seg_store_stats(s, &st);
@@ -198,13 +361,13 @@ TEST(emptied_segments_come_free_at_once) {
     ASSERT_EQ(st.live_items, 50);
     ASSERT(st.free + st.sealed + 1 == 8);
     ASSERT(r.value[0] == 'a' + 100 % 26 && memcmp(r.value + 1, val + 1, sizeof(val) - 1) == 0);
-    seg_store_release(s, &r);
+    t_release(s, &r);
     for (int i = 0; i < 50; i++) {
         char k[16];
         snprintf(k, sizeof(k), "e%d", i);
-        ASSERT(seg_store_get(s, k, strlen(k), &r));
+        ASSERT(t_get(s, k, strlen(k), &r));
         ASSERT_EQ(r.value[0], 'a' + (19950 + i) % 26);
-        seg_store_release(s, &r);
+        t_release(s, &r);
     }
     seg_store_destroy(&s);
 }
@@ -222,18 +385,18 @@ TEST(lookups_after_a_read_ahead_see_what_changed_since) {
         for (int i = 0; i < 64; i++) {
             snprintf(key, sizeof(key), "h%d-%d", round, i);
             snprintf(val, sizeof(val), "v%d", i);
-            ASSERT_EQ(seg_store_set(s, SEG_SET, key, strlen(key), val, strlen(val), 0, 0, 0,
+            ASSERT_EQ(t_set(s, SEG_SET, key, strlen(key), val, strlen(val), 0, 0, 0,
                                     NULL), SEG_STORED);
             hv[i] = ht_hash(key, strlen(key));
         }
         seg_store_prefetch(s, hv, 64);
         for (int i = 0; i < 64; i += 3) {
             snprintf(key, sizeof(key), "h%d-%d", round, i);
-            ASSERT_EQ(seg_store_delete(s, key, strlen(key)), SEG_DELETED);
+            ASSERT_EQ(t_delete(s, key, strlen(key)), SEG_DELETED);
         }
         for (int i = 1; i < 64; i += 3) {
             snprintf(key, sizeof(key), "h%d-%d", round, i);
-            ASSERT_EQ(seg_store_set(s, SEG_SET, key, strlen(key), K("new"), 0, 0, 0, NULL),
+            ASSERT_EQ(t_set(s, SEG_SET, key, strlen(key), K("new"), 0, 0, 0, NULL),
                       SEG_STORED);
         }
         seg_store_grow(s, 1000);                    /* buckets split under the hints */
@@ -265,31 +428,31 @@ TEST(values_larger_than_a_segment_lie_out_of_line) {
     static char buf[300000], want[300000];
     struct seg_stats st;
     big_fill(buf, 200000, 1, 1);
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), buf, 200000, 7, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("big"), buf, 200000, 7, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.ext_items, 1);
     ASSERT(st.ext_bytes >= 200000 && st.ext_bytes < 200100);
     ASSERT_EQ(st.lent, 4);                          /* 200,000 bytes: four 64 KiB segments */
     ASSERT_EQ(st.free, 16 - 1 - 4);                 /* and the open one */
     struct seg_ref r;
-    ASSERT(seg_store_get(s, K("big"), &r));
+    ASSERT(t_get(s, K("big"), &r));
     ASSERT(r.h.vlen == 200000 && r.h.cflags == 7 && memcmp(r.value, buf, 200000) == 0);
     big_fill(want, 250000, 1, 2);
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("big"), want, 250000, 0, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("big"), want, 250000, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.ext_items, 2);                     /* the old one: still held */
     ASSERT(memcmp(r.value, buf, 200000) == 0);
-    seg_store_release(s, &r);
+    t_release(s, &r);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.ext_items, 1);
     ASSERT_EQ(st.lent, 4);
-    ASSERT_EQ(seg_store_touch(s, K("big"), 2000000), SEG_TOUCHED);     /* no exptime: a copy */
-    ASSERT(seg_store_get(s, K("big"), &r));
+    ASSERT_EQ(t_touch(s, K("big"), 2000000), SEG_TOUCHED);     /* no exptime: a copy */
+    ASSERT(t_get(s, K("big"), &r));
     ASSERT(r.h.vlen == 250000 && r.h.exptime == 2000000 && memcmp(r.value, want, 250000) == 0);
-    seg_store_release(s, &r);
+    t_release(s, &r);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.ext_items, 1);
-    ASSERT_EQ(seg_store_delete(s, K("big")), SEG_DELETED);
+    ASSERT_EQ(t_delete(s, K("big")), SEG_DELETED);
     seg_store_stats(s, &st);
     ASSERT(st.ext_items == 0 && st.ext_bytes == 0 && st.lent == 0);
     /* churn: big and small values over 20 keys in 1 MiB */
@@ -302,13 +465,13 @@ TEST(values_larger_than_a_segment_lie_out_of_line) {
         char key[16];
         snprintf(key, sizeof(key), "c%d", k);
         big_fill(buf, n, k, ++ver[k]);
-        enum seg_result res = seg_store_set(s, SEG_SET, key, strlen(key), buf, n, 0, 0, 0, NULL);
+        enum seg_result res = t_set(s, SEG_SET, key, strlen(key), buf, n, 0, 0, 0, NULL);
         if (res != SEG_STORED)
             TH_FAIL("set %d of %zu bytes: %d", i, n, (int)res);
-        if (seg_store_get(s, key, strlen(key), &r)) {
+        if (t_get(s, key, strlen(key), &r)) {
             if (r.h.vlen != n || memcmp(r.value, buf, n) != 0)
                 TH_FAIL("set %d: %s read back wrong", i, key);
-            seg_store_release(s, &r);
+            t_release(s, &r);
         } else {
             TH_FAIL("set %d: %s not there just after", i, key);
         }
@@ -330,7 +493,7 @@ TEST(open_segments_do_not_wedge_the_store) {
     for (size_t i = 0; i < sizeof(ttls) / sizeof(ttls[0]); i++) {
         char k[16];
         snprintf(k, sizeof(k), "w%zu", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, k, strlen(k), K("v"), 0, now + ttls[i], 0, NULL),
+        ASSERT_EQ(t_set(s, SEG_SET, k, strlen(k), K("v"), 0, now + ttls[i], 0, NULL),
                   SEG_STORED);
     }
     seg_store_clock_set(s, now + 20000);
@@ -338,7 +501,7 @@ TEST(open_segments_do_not_wedge_the_store) {
     struct seg_stats st;
     seg_store_stats(s, &st);
     ASSERT(st.expired_segments >= 3);
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("after"), K("v"), 0, now + 20030, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("after"), K("v"), 0, now + 20030, 0, NULL), SEG_STORED);
     ASSERT(get_is(s, "after", "v"));
     seg_store_destroy(&s);
 }
@@ -376,7 +539,7 @@ static void property(size_t mem, int ops, bool evicting, int *th_failed) {
             enum seg_op o = what < 25 ? SEG_SET : what < 30 ? SEG_ADD : what < 35 ? SEG_REPLACE
                                                                                 : SEG_CAS;
             uint64_t cas_in = ri->live && (rng & 1) ? ri->cas : ri->cas + 1, cas = 0;
-            enum seg_result r = seg_store_set(s, o, key, (size_t)nk, val, len, 0, exp, cas_in,
+            enum seg_result r = t_set(s, o, key, (size_t)nk, val, len, 0, exp, cas_in,
                                               &cas);
             if (r == SEG_STORED) {
                 if (ri->live && cas <= ri->cas)
@@ -387,12 +550,12 @@ static void property(size_t mem, int ops, bool evicting, int *th_failed) {
                 TH_FAIL("op %d: result %d", op, r);
             }
         } else if (what < 50) {
-            if (seg_store_delete(s, key, (size_t)nk) == SEG_DELETED && !ri->live)
+            if (t_delete(s, key, (size_t)nk) == SEG_DELETED && !ri->live)
                 TH_FAIL("op %d: deleted a dead key", op);
             ri->live = false;
         } else if (what < 55) {
             uint32_t exp = now + 1 + (uint32_t)(rng >> 45) % 40;
-            enum seg_result r = seg_store_touch(s, key, (size_t)nk, exp);
+            enum seg_result r = t_touch(s, key, (size_t)nk, exp);
             if (r == SEG_TOUCHED) {
                 if (!ri->live)
                     TH_FAIL("op %d: touched a dead key", op);
@@ -400,11 +563,11 @@ static void property(size_t mem, int ops, bool evicting, int *th_failed) {
             }
         } else if (what < 98) {
             struct seg_ref r;
-            if (seg_store_get(s, key, (size_t)nk, &r)) {
+            if (t_get(s, key, (size_t)nk, &r)) {
                 memcpy(got, r.value, r.h.vlen);
                 bool ok = ri->live && r.h.cas == ri->cas && r.h.vlen == ri->len &&
                           (ri->len == 0 || (got[0] == ri->fill && got[ri->len - 1] == ri->fill));
-                seg_store_release(s, &r);
+                t_release(s, &r);
                 if (!ok) {
                     TH_FAIL("op %d: key %u served a dead or wrong item", op, k);
                     break;
@@ -460,7 +623,7 @@ static void fill_then_read(int *th_failed, struct seg_store *s, int nitems, int 
     char key[16];
     for (int i = 0; i < nitems; i++) {
         snprintf(key, sizeof(key), "k%03d", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
+        ASSERT_EQ(t_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
     }
     struct seg_stats st;
     seg_store_stats(s, &st);
@@ -482,7 +645,7 @@ TEST(merge_keeps_exactly_the_items_read) {
     memset(val, 'v', sizeof(val));
     char key[16];
     struct seg_stats st;
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.merges, 1);
     ASSERT_EQ(st.evicted_items, 3 * 36);
@@ -490,7 +653,7 @@ TEST(merge_keeps_exactly_the_items_read) {
     for (int i = 0; i < 7 * 36; i++) {
         snprintf(key, sizeof(key), "k%03d", i);
         struct seg_ref r;
-        bool hit = seg_store_get(s, key, 4, &r);
+        bool hit = t_get(s, key, 4, &r);
         bool want = i >= 4 * 36 || i % 4 == 0;
         if (hit != want)
             TH_FAIL("%s: %s after the merge", key, hit ? "kept" : "gone");
@@ -498,7 +661,7 @@ TEST(merge_keeps_exactly_the_items_read) {
             TH_FAIL("%s: the copy is still marked read", key);
         if (hit) {
             ASSERT(r.h.vlen == 100 && memcmp(r.value, val, 100) == 0);
-            seg_store_release(s, &r);
+            t_release(s, &r);
         }
     }
     ASSERT(get_is(s, "new", NULL) == false);
@@ -530,7 +693,7 @@ TEST(s3fifo_moves_the_items_read_and_remembers_the_rest) {
     memset(val, 'v', sizeof(val));
     char key[16];
     struct seg_stats st;
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("new"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.promoted, 9);
     ASSERT_EQ(st.evicted_items, 27);
@@ -541,12 +704,12 @@ TEST(s3fifo_moves_the_items_read_and_remembers_the_rest) {
         if (get_is(s, key, NULL) == want)           /* get_is(.., NULL): true on a miss */
             TH_FAIL("%s: %s after the eviction", key, want ? "gone" : "kept");
     }
-    ASSERT_EQ(seg_store_set(s, SEG_SET, K("k001"), val, 100, 0, 0, 0, NULL), SEG_STORED);
+    ASSERT_EQ(t_set(s, SEG_SET, K("k001"), val, 100, 0, 0, 0, NULL), SEG_STORED);
     seg_store_stats(s, &st);
     ASSERT_EQ(st.ghost_hits, 1);
     for (int i = 0; i < 300; i++) {                 /* the small queue goes round once */
         snprintf(key, sizeof(key), "n%03d", i);
-        ASSERT_EQ(seg_store_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
+        ASSERT_EQ(t_set(s, SEG_SET, key, 4, val, 100, 0, 0, 0, NULL), SEG_STORED);
     }
     seg_store_stats(s, &st);
     ASSERT_EQ(st.promoted, 10);
@@ -581,12 +744,12 @@ static void *work(void *arg) {
                                                : 20 + (rng >> 50) % 500;
             for (size_t i = 0; i < len; i++)
                 val[i] = key[i % (size_t)nk];
-            seg_store_set(w->s, SEG_SET, key, (size_t)nk, val, len, 0, 0, 0, NULL);
+            t_set(w->s, SEG_SET, key, (size_t)nk, val, len, 0, 0, 0, NULL);
         } else if (what < 4) {
-            seg_store_delete(w->s, key, (size_t)nk);
+            t_delete(w->s, key, (size_t)nk);
         } else {
             struct seg_ref r;
-            if (seg_store_get(w->s, key, (size_t)nk, &r)) {
+            if (t_get(w->s, key, (size_t)nk, &r)) {
                 for (uint32_t i = 0; i < r.h.vlen; i++)
                     if (r.value[i] != key[i % (size_t)nk]) {
                         w->errors++;
@@ -594,7 +757,7 @@ static void *work(void *arg) {
                     }
                 if (r.h.klen != (unsigned)nk || memcmp(r.key, key, (size_t)nk) != 0)
                     w->errors++;
-                seg_store_release(w->s, &r);
+                t_release(w->s, &r);
             }
         }
     }
