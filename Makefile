@@ -384,11 +384,11 @@ tsan:
 # less on pytest-xdist; not part of `make test`): every policy must serve memcached's protocols the same.
 # POLICIES="lru s3fifo" runs a sample.
 POLICIES ?=
-policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-sim $(B)/cellar-ring $(B)/cellar-bench \
-          $(B)/libcellar.so examples
+policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring \
+          $(B)/cellar-bench $(B)/libcellar.so examples
 	@for p in $(or $(POLICIES),$$($(B)/cellar-sim -l)); do \
 	  out=$$(CELLARD=$(abspath $(B)/cellard) CELLARD_ARGS="-o evict=$$p" \
-	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
+	    CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_SQUEAL=$(abspath $(B)/cellar-squeal) \
 	    CELLAR_RING=$(abspath $(B)/cellar-ring) CELLAR_LIB=$(abspath $(B)/libcellar.so) \
 	    CELLAR_BENCH=$(abspath $(B)/cellar-bench) CELLAR_EXAMPLES=$(abspath $(B)/examples) \
 	    /usr/bin/python3 -m pytest $(PYTEST_PAR) tests/integration 2>&1) || { echo "$$out"; exit 1; }; \
