@@ -11,7 +11,9 @@
  * The state (net_conn.state, enum conn_state) changes only through
  * conn_set_state(): the parse loop (worker.c) reads it, and the code that
  * starts or ends a value, a dump or a watch sets it.  conn.c owns the
- * CONN_NREAD and CONN_SWALLOW machinery and the read-ahead of pipelined
+ * CONN_NREAD and CONN_SWALLOW machinery (starting a value's read or its
+ * discarding; worker.c's loop feeds them input and returns the connection
+ * to CONN_PARSE when a swallow is done) and the read-ahead of pipelined
  * keys; it calls the engine and the codecs, never a dispatcher, so the
  * dispatchers and worker.c both call down into it.  Nothing here blocks
  * or allocates.

@@ -114,7 +114,7 @@ extern const size_t settings_nsubs;
 extern const char settings_default_inter[], settings_default_policy[],
                   settings_flat_policy[], settings_seg_policy[];
 
-/* Frees a string field unless it holds one of the static defaults (settings.c). */
+/* Frees a string field unless it holds one of the static defaults (settings_base.c). */
 void settings_str_free(const char *p);
 
 /* Replaces a string field with a copy of v.  0, or 1 after printing why. */
@@ -124,22 +124,23 @@ int settings_str_set(struct parse *p, const char **field, const char *v);
  * Numbers read as memcached reads them (atoi(), atof(): core/options.h),
  * refusing one that does not fit with "cellard: <what> <arg>: number out of
  * range" where memcached would wrap it.  0, or 1 after printing that.
+ * settings_out_of_range() prints that line and returns 1.  All in
+ * settings_base.c, as are the functions below.
  */
-/* "cellard: <what> <arg>: number out of range"; returns 1. */
 int settings_out_of_range(struct parse *p, const char *what, const char *arg);
 int settings_num_read(struct parse *p, const char *what, const char *arg, long long lo,
                       long long hi, long long *out);
 int settings_int_read(struct parse *p, const char *what, const char *arg, int *out);
 int settings_double_read(struct parse *p, const char *what, const char *arg, double *out);
 
-/* Runs one option's row: its set(), or the bool it stores (settings.c). */
+/* Runs one option's row: its set(), or the bool it stores. */
 int settings_row_apply(struct parse *p, int (*set)(struct parse *, const char *), size_t off,
                        unsigned flags, const char *arg);
 
 /* Notes an accepted option we do not act on yet (row: as struct parse's todo). */
 void settings_todo_note(struct parse *p, int row);
 
-/* --metrics=HOST:PORT, which -o metrics= also reaches (settings.c). */
+/* --metrics=HOST:PORT, which -o metrics= also reaches. */
 int settings_opt_metrics(struct parse *p, const char *v);
 
 /* -o's list (settings_ext.c). */

@@ -207,8 +207,8 @@ static void on_engine(void *arg, const struct engine_watch_event *ev) {
     }
 }
 
-void watch_refused_store(struct server *s, int cfd, const char *k, size_t nk, enum engine_store_op op,
-                         bool too_large) {
+void watch_refused_store(struct server *s, int cfd, const char *k, size_t nk,
+                         enum engine_store_op op, bool too_large) {
     struct watch_hub *h = s->watch;
     if (!wants(h, WATCH_MUTATIONS))
         return;

@@ -2,9 +2,10 @@
  * item_seg.c -- items of the segment back end (-o storage=seg), as the
  * engine's shared code sees them: views.
  *
- * engine.c and lease.c hold memcached's semantics once, written against
- * struct item and store.h's operations (store_find_locked,
- * store_link_locked, store_unlink_locked, store_alloc, store_unref...).
+ * engine.c, engine_arith.c, lease.c and store.c hold memcached's
+ * semantics once, written against struct item and store.h's operations
+ * (store_find_locked, store_link_locked, store_unlink_locked,
+ * store_alloc, store_unref...).
  * Under storage=seg, store.h sends each operation here (the segv_*
  * primitives of store_seg.h), and an item is a view of the bytes that
  * seg.c keeps in a segment:

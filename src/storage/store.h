@@ -20,7 +20,7 @@
  *                     /                         \
  *          item.c (slab items)             item_seg.c (segment views)
  *          slab.c ht.c evict_*.c           seg.c seg_index.c seg_ext.c
- *                     \                         /        seg_evict_*.c
+ *                     \                         /   seg_evict_*.c seg_move.c
  *               expire.c  watch.c  sizes.c  lock.c  (below both)
  *
  * The operations follow the engine's locking contract (engine_int.h):
