@@ -300,21 +300,22 @@ int main(int argc, char **argv) {
      * FIXME: it binds after -d and -u, so with -d a refusal goes where the
      * daemon's stderr goes, and a port below 1024 needs root kept.
      */
+    rc = 0;
+    struct evloop *loop = NULL;
     struct httpd *metrics = NULL;
     if (cfg.metrics != NULL) {
         char err[300];
         metrics = httpd_create(cfg.metrics, "/metrics", metrics_render, &srv, err, sizeof(err));
         if (metrics == NULL) {
+            /* everything started stops as at a signal (the pid file goes too) */
             fprintf(stderr, "cellard: --metrics %s\n", err);
             atomic_store(&srv.net.stop, true);
-            pthread_join(maint, NULL);
-            if (cfg.pid_file != NULL)
-                unlink(cfg.pid_file);       /* written above: it would name a dead process */
-            return 71;
+            rc = 71;
+            goto stop;
         }
     }
 
-    struct evloop *loop = evloop_create();
+    loop = evloop_create();
     evloop_add(loop, sfd, EV_READ, &sfd);
     for (int i = 0; i < srv.listeners.n; i++)
         evloop_add(loop, srv.listeners.l[i].fd, EV_READ, &srv.listeners.l[i]);
@@ -336,6 +337,7 @@ int main(int argc, char **argv) {
         }
     }
 
+stop:
     httpd_destroy(&metrics);
     net_listeners_close(&srv.listeners);
     watch_stop(&srv);
@@ -351,5 +353,5 @@ int main(int argc, char **argv) {
     if (cfg.pid_file != NULL)
         unlink(cfg.pid_file);
     settings_deinit(&cfg);
-    return 0;
+    return rc;
 }
