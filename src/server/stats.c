@@ -98,6 +98,7 @@ static void stats_reset(struct server *s) {
         }
     }
     engine_stats_reset(s->engine);
+    detail_reset(s);
     atomic_store(&s->maint_loops, 0);
     atomic_store(&s->net.total_conns, 0);
     atomic_store(&s->net.rejected_conns, 0);
