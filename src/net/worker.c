@@ -43,19 +43,27 @@ static struct net_handler stream_handler = {conn_event};
  * Read buffers are lent to a connection only while it has unparsed bytes:
  * between requests it holds none, so an idle connection costs its struct
  * alone.  The worker keeps a few free buffers of the usual size so that
- * lending one is a pointer move, not a malloc.
+ * lending one is a pointer move, not a malloc.  Under a server's limit
+ * (the pool's out_budget, memcached's read_buf_mem_limit) a lend past it
+ * fails as a malloc would: read_buf_oom, and the connection is closed.
  */
 static char *rbuf_pool_get(struct net_worker *w) {
+    if (!out_budget_lend(&w->outpool.budget)) {
+        NET_STAT_INC(w->st->read_buf_oom);      /* the server's limit: memcached's words */
+        return NULL;
+    }
     if (w->nrbuf_free > 0) {
         char *b = w->rbuf_free[--w->nrbuf_free];
         atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
         return b;
     }
     char *b = malloc(RBUF_INIT);
-    if (b == NULL)
+    if (b == NULL) {
         NET_STAT_INC(w->st->read_buf_oom);
-    else
+        out_budget_return(&w->outpool.budget);
+    } else {
         NET_STAT_INC(w->rbufs);
+    }
     return b;
 }
 
@@ -63,10 +71,12 @@ static char *rbuf_pool_get(struct net_worker *w) {
 static void rbuf_drop(struct net_worker *w, char *b) {
     free(b);
     NET_STAT_ADD(w->rbufs, -1);
+    out_budget_return(&w->outpool.budget);
 }
 
 static void rbuf_pool_put(struct net_worker *w, char *b) {
     if (w->nrbuf_free < RBUF_POOL) {
+        out_budget_return(&w->outpool.budget);
         w->rbuf_free[w->nrbuf_free++] = b;
         atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
     } else {

@@ -113,6 +113,10 @@ static bool conn_process_bin(struct conn *c) {
     }
     c->net.rstart += used;
     atomic_store_explicit(&c->net.last_active, engine_clock(c->ctx->engine), memory_order_relaxed);
+    if (!out_resp_take(&c->net.out, 1)) {
+        conn_set_state(c, CONN_CLOSING);    /* read_buf_mem_limit spent: memcached closes */
+        return true;
+    }
     if (r == MC_PARSE_ERROR)
         dispatch_bin_error(c, &req);
     else
@@ -342,6 +346,11 @@ static bool conn_process(struct conn *c) {
             meta = true;
         }
         c->net.rstart += used;
+        if (!out_resp_take(&c->net.out, 1)) {
+            /* -o read_buf_mem_limit spent: memcached closes the connection */
+            conn_set_state(c, CONN_CLOSING);
+            continue;
+        }
         if (meta)
             dispatch_meta(c, &mreq, r == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
         else if (r == MC_PARSE_ERROR)
@@ -456,6 +465,18 @@ static void release_item(void *engine, void *item) {
  * (a datagram sent to a port not yet bound is lost), and a privileged UDP
  * port is bound before privileges are dropped.
  */
+/*
+ * -o read_buf_mem_limit as memcached divides it: each worker gets an equal
+ * share in 16 KB units (its read buffers and response objects), at least
+ * one; 0 without the option.
+ */
+static unsigned budget_units(const struct settings *cfg) {
+    if (cfg->read_buf_mem_limit == 0)
+        return 0;
+    unsigned share = cfg->read_buf_mem_limit / (unsigned)cfg->num_threads;
+    return share < NET_RBUF_SIZE ? 1 : share / NET_RBUF_SIZE;
+}
+
 int worker_init_all(struct server *s) {
     s->net.ops = &conn_ops;
     s->workers = calloc((size_t)s->nworkers, sizeof(struct worker));
@@ -480,6 +501,7 @@ int worker_init_all(struct server *s) {
             return -1;
         if (udp_open_worker(s, w) < 0)
             return -1;
+        w->net.outpool.budget.units = budget_units(s->cfg);
     }
     return 0;
 }
