@@ -18,6 +18,7 @@ static void gauge_add(_Atomic uint64_t *g, int64_t d) {
 void out_init(struct out *o, struct out_pool *pool) {
     memset(o, 0, sizeof(*o));
     o->pool = pool;
+    o->budgeted = pool != NULL && pool->budget.units != 0;
 }
 
 void out_deinit(struct out *o) {
@@ -151,9 +152,7 @@ bool out_resp_take_slow(struct out *o, uint64_t n) {
     return true;
 }
 
-bool out_budget_lend(struct out_budget *b) {
-    if (b->units == 0)
-        return true;
+bool out_budget_lend_slow(struct out_budget *b) {
     if (budget_units(b, b->resp) + 1 > b->units)
         return false;
     b->lent++;

@@ -69,7 +69,8 @@ struct out_block {
  * written; every read buffer lent to a connection takes a unit.  Idle
  * read buffers and scratch blocks are not counted (memcached's response
  * objects hold its reply lines; cellard's scratch does).  The thread
- * owning the pool is its only user.  units 0: no limit, nothing counted.
+ * owning the pool is its only user.  units 0: no limit, nothing counted;
+ * set before any out is made on the pool (out_init() notes it).
  */
 #define OUT_RESP_PER_UNIT 13
 
@@ -112,6 +113,7 @@ struct out {
     struct out_block *head, *cur;   /* scratch blocks */
     size_t bytes;                   /* bytes not yet written */
     uint64_t resp;                  /* response slots taken (pool's budget), until reset */
+    bool budgeted;                  /* the pool has a budget (copied at out_init()) */
 };
 
 void out_init(struct out *o, struct out_pool *pool);
@@ -194,7 +196,7 @@ bool out_resp_take_slow(struct out *o, uint64_t n);
 
 /* Does out's pool have a budget (so that counting slots to take is worth it)? */
 static inline bool out_budget_on(const struct out *o) {
-    return __builtin_expect(o->pool != NULL && o->pool->budget.units != 0, 0);
+    return __builtin_expect(o->budgeted, 0);
 }
 
 /*
@@ -209,8 +211,11 @@ static inline bool out_resp_take(struct out *o, uint64_t n) {
     return out_resp_take_slow(o, n);
 }
 
+bool out_budget_lend_slow(struct out_budget *b);
 /* Lends a read buffer against the budget: false when it is spent (no limit: true). */
-bool out_budget_lend(struct out_budget *b);
+static inline bool out_budget_lend(struct out_budget *b) {
+    return __builtin_expect(b->units == 0, 1) || out_budget_lend_slow(b);
+}
 /* Counts a read buffer lent without asking (its bytes are already in it). */
 static inline void out_budget_hold(struct out_budget *b) {
     if (__builtin_expect(b->units != 0, 0))

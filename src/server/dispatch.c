@@ -110,22 +110,6 @@ static void value_copy(void *arg, const struct engine_hit *h) {
 }
 
 /*
- * The keys of a get past its first: memcached takes a response object for
- * each (the first came with the request), which -o read_buf_mem_limit
- * bounds.  Counted only under that limit (out_budget_on()).
- */
-static uint64_t get_extra_keys(const struct mc_req *req) {
-    uint64_t n = 0;
-    bool in = false;
-    for (size_t i = 0; i < req->keys.len; i++) {
-        bool sp = req->keys.p[i] == ' ';
-        n += !sp && !in;
-        in = !sp;
-    }
-    return n > 0 ? n - 1 : 0;
-}
-
-/*
  * Out of line on purpose: inlined into dispatch_text() (LTO does so when
  * the switch grows), add_value() stopped being inlined here and a 10-key
  * get cost ~190 more instructions (callgrind, w2 depth 1).
@@ -139,13 +123,6 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
     struct mc_span rest = req->keys, key;
     uint64_t hv;
     struct value_copy vc = {.with_cas = with_cas};
-    if (out_budget_on(&c->net.out) && !out_resp_take(&c->net.out, get_extra_keys(req))) {
-        /* -o read_buf_mem_limit: memcached gives up on the get once it has no
-           response object for a key (it keeps none of the get's answers) */
-        out_copy(&c->net.out, S("SERVER_ERROR out of memory writing get response\r\n"));
-        c->mc_flush = true;
-        return;
-    }
     while (conn_next_key(c, &rest, &key, &hv)) {
         struct item *it;
         bool copied = false;

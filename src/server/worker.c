@@ -278,6 +278,54 @@ static enum rare_next conn_process_rare(struct conn *c, int st, int *budget) {
 }
 
 /*
+ * The keys of a get past its first: memcached takes a response object for
+ * each (the first came with the request).
+ */
+static uint64_t get_extra_keys(const struct mc_req *req) {
+    uint64_t n = 0;
+    bool in = false;
+    for (size_t i = 0; i < req->keys.len; i++) {
+        bool sp = req->keys.p[i] == ' ';
+        n += !sp && !in;
+        in = !sp;
+    }
+    return n > 0 ? n - 1 : 0;
+}
+
+/*
+ * Under -o read_buf_mem_limit, the response objects memcached would take
+ * for a text or meta request (req NULL for meta): one for the request,
+ * one more for each further key of a get (struct out_budget).  Past the
+ * limit memcached closes the connection, or for a get answers that it ran
+ * out (keeping none of the get's answers); then the request is not run and
+ * false is returned.
+ */
+__attribute__((cold, noinline)) static bool conn_budget_take(struct conn *c,
+                                                             const struct mc_req *req,
+                                                             enum mc_parse r) {
+    if (!out_resp_take(&c->net.out, 1)) {
+        conn_set_state(c, CONN_CLOSING);
+        return false;
+    }
+    if (req == NULL || r != MC_PARSE_OK)
+        return true;
+    switch (req->cmd) {
+    case MC_CMD_GET:
+    case MC_CMD_GETS:
+    case MC_CMD_GAT:
+    case MC_CMD_GATS:
+        if (!out_resp_take(&c->net.out, get_extra_keys(req))) {
+            out_copy(&c->net.out, S("SERVER_ERROR out of memory writing get response\r\n"));
+            c->mc_flush = true;     /* written at once, as a get's answer is */
+            return false;
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+/*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
@@ -346,9 +394,9 @@ static bool conn_process(struct conn *c) {
             meta = true;
         }
         c->net.rstart += used;
-        if (!out_resp_take(&c->net.out, 1)) {
-            /* -o read_buf_mem_limit spent: memcached closes the connection */
-            conn_set_state(c, CONN_CLOSING);
+        if (out_budget_on(&c->net.out) && !conn_budget_take(c, meta ? NULL : &req, r)) {
+            if (mc_done(c, &budget))
+                break;
             continue;
         }
         if (meta)
@@ -501,7 +549,7 @@ int worker_init_all(struct server *s) {
             return -1;
         if (udp_open_worker(s, w) < 0)
             return -1;
-        w->net.outpool.budget.units = budget_units(s->cfg);
+        net_worker_set_budget(&w->net, budget_units(s->cfg));
     }
     return 0;
 }

@@ -293,13 +293,17 @@ TEST(budget_counts_read_buffers_and_response_slots) {
     struct out_pool pool = {.release = count_release, .release_ctx = &h, .max = 2};
     struct out a, b;
     out_init(&a, &pool);
-    out_init(&b, &pool);
+    ASSERT(!out_budget_on(&a));
     ASSERT(out_resp_take(&a, 1000));            /* no limit */
     ASSERT_U64(pool.budget.resp, 0);
     ASSERT(out_budget_lend(&pool.budget));
     ASSERT_EQ(pool.budget.lent, 0);
+    out_deinit(&a);
 
-    pool.budget.units = 2;
+    pool.budget.units = 2;                      /* set before the outs are made */
+    out_init(&a, &pool);
+    out_init(&b, &pool);
+    ASSERT(out_budget_on(&a));
     ASSERT(out_budget_lend(&pool.budget));      /* a read buffer: 1 unit */
     ASSERT(out_resp_take(&a, 13));              /* 13 slots: the second unit */
     ASSERT(!out_resp_take(&b, 1));              /* a 14th: a third unit */
