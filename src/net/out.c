@@ -18,6 +18,7 @@ static void gauge_add(_Atomic uint64_t *g, int64_t d) {
 void out_init(struct out *o, struct out_pool *pool) {
     memset(o, 0, sizeof(*o));
     o->pool = pool;
+    o->budgeted = pool != NULL && pool->budget.units != 0;
 }
 
 void out_deinit(struct out *o) {
@@ -135,7 +136,34 @@ static void release_written(struct out *o) {
     }
 }
 
+/* Units a budget's lent read buffers and resp response slots take. */
+static uint64_t budget_units(const struct out_budget *b, uint64_t resp) {
+    return b->lent + (resp + OUT_RESP_PER_UNIT - 1) / OUT_RESP_PER_UNIT;
+}
+
+bool out_resp_take_slow(struct out *o, uint64_t n) {
+    struct out_budget *b = &o->pool->budget;
+    if (budget_units(b, b->resp + n) > b->units) {
+        gauge_add(&o->pool->oom, 1);
+        return false;
+    }
+    b->resp += n;
+    o->resp += n;
+    return true;
+}
+
+bool out_budget_lend_slow(struct out_budget *b) {
+    if (budget_units(b, b->resp) + 1 > b->units)
+        return false;
+    b->lent++;
+    return true;
+}
+
 void out_reset(struct out *o) {
+    if (o->resp != 0) {
+        o->pool->budget.resp -= o->resp;
+        o->resp = 0;
+    }
     for (int i = o->hdone; i < o->nholds; i++)
         o->pool->release(o->pool->release_ctx, o->holds[i].ref);
     o->nholds = o->hdone = 0;

@@ -59,6 +59,28 @@ struct out_block {
 };
 
 /*
+ * memcached's read_buf_mem_limit, per thread: a thread's read buffers and
+ * response objects come from one cache of 16 KB objects, so many at most.
+ * cellard keeps no response objects, but counts them as memcached has
+ * them, so the limit means what it means there: every request answered,
+ * and every further key of a multi-key get, takes one of OUT_RESP_PER_UNIT
+ * slots of a unit (memcached's mc_resp, about 1.2 KB with its write
+ * buffer, 13 to a 16 KB bundle) until its connection's output has all been
+ * written; every read buffer lent to a connection takes a unit.  Idle
+ * read buffers and scratch blocks are not counted (memcached's response
+ * objects hold its reply lines; cellard's scratch does).  The thread
+ * owning the pool is its only user.  units 0: no limit, nothing counted;
+ * set before any out is made on the pool (out_init() notes it).
+ */
+#define OUT_RESP_PER_UNIT 13
+
+struct out_budget {
+    unsigned units;                 /* 16 KB units at most; 0: no limit */
+    unsigned lent;                  /* read buffers lent to connections */
+    uint64_t resp;                  /* response slots taken */
+};
+
+/*
  * Free scratch blocks of OUT_BLOCK bytes, shared by one thread's outs, and
  * how the outs of that thread release what they hold (out_hold()).
  */
@@ -72,7 +94,8 @@ struct out_pool {
        written by the pool's thread only, when a block is made or freed. */
     _Atomic uint64_t blocks;        /* blocks of the usual size, held or free */
     _Atomic uint64_t bytes;         /* bytes of all blocks, held or free */
-    _Atomic uint64_t oom;           /* blocks that could not be had */
+    _Atomic uint64_t oom;           /* blocks or response slots that could not be had */
+    struct out_budget budget;
 };
 
 /* A reference out keeps until iov[0 .. end) has been written. */
@@ -89,6 +112,8 @@ struct out {
     int nholds, holds_cap, hdone;   /* holds[hdone..nholds) not yet released */
     struct out_block *head, *cur;   /* scratch blocks */
     size_t bytes;                   /* bytes not yet written */
+    uint64_t resp;                  /* response slots taken (pool's budget), until reset */
+    bool budgeted;                  /* the pool has a budget (copied at out_init()) */
 };
 
 void out_init(struct out *o, struct out_pool *pool);
@@ -166,6 +191,41 @@ int out_flush(struct out *o, int fd, size_t *written);
  * elsewhere: io_uring); once nothing is pending, resets.
  */
 void out_consume(struct out *o, size_t n);
+
+bool out_resp_take_slow(struct out *o, uint64_t n);
+
+/* Does out's pool have a budget (so that counting slots to take is worth it)? */
+static inline bool out_budget_on(const struct out *o) {
+    return __builtin_expect(o->budgeted, 0);
+}
+
+/*
+ * Takes n response slots of the pool's budget (struct out_budget) for
+ * replies about to be added, held until out's output is all written.
+ * false, counted as oom, when the budget has not that many left; always
+ * true when the pool has no limit.
+ */
+static inline bool out_resp_take(struct out *o, uint64_t n) {
+    if (!out_budget_on(o))
+        return true;
+    return out_resp_take_slow(o, n);
+}
+
+bool out_budget_lend_slow(struct out_budget *b);
+/* Lends a read buffer against the budget: false when it is spent (no limit: true). */
+static inline bool out_budget_lend(struct out_budget *b) {
+    return __builtin_expect(b->units == 0, 1) || out_budget_lend_slow(b);
+}
+/* Counts a read buffer lent without asking (its bytes are already in it). */
+static inline void out_budget_hold(struct out_budget *b) {
+    if (__builtin_expect(b->units != 0, 0))
+        b->lent++;
+}
+/* A read buffer lent by out_budget_lend() or out_budget_hold() came back. */
+static inline void out_budget_return(struct out_budget *b) {
+    if (__builtin_expect(b->units != 0, 0) && b->lent > 0)
+        b->lent--;
+}
 
 /* Forgets all pending bytes and releases what it holds. */
 void out_reset(struct out *o);

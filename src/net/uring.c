@@ -293,6 +293,7 @@ bool net_uring_flush(struct net_conn *c) {
 void net_uring_close(struct net_conn *c) {
     struct net_uring *u = c->w->ring;
     if (c->ring_flags & NET_RING_LENT) {
+        out_budget_return(&c->w->outpool.budget);
         bufring_put(&u->bufs, c->rbuf);
         c->ring_flags &= ~NET_RING_LENT;
         c->rbuf = NULL;
@@ -383,12 +384,16 @@ static void on_recv(struct net_worker *w, struct net_conn *c, int res, unsigned 
         c->rend = (size_t)res;
         c->rbuf_moved = true;
         c->ring_flags |= NET_RING_LENT;
+        /* the budget (out.h) counts it as a read buffer while it is parsed,
+           as memcached's read buffer would be: the bytes are in, so no refusal */
+        out_budget_hold(&w->outpool.budget);
         if (!ops->process(c))
             return;                 /* closed: the buffer went back */
         if (c->yielded)
             cancel_recv(u, c);      /* enough to do: read again after its turn */
         /* Keep what is left of a request, and give the buffer back. */
         c->ring_flags &= ~NET_RING_LENT;
+        out_budget_return(&w->outpool.budget);
         size_t from = c->rstart, left = c->rend - c->rstart;
         c->rbuf = NULL;
         c->rsize = c->rstart = c->rend = 0;

@@ -43,19 +43,29 @@ static struct net_handler stream_handler = {conn_event};
  * Read buffers are lent to a connection only while it has unparsed bytes:
  * between requests it holds none, so an idle connection costs its struct
  * alone.  The worker keeps a few free buffers of the usual size so that
- * lending one is a pointer move, not a malloc.
+ * lending one is a pointer move, not a malloc.  Under a server's limit
+ * (net_worker_set_budget(), memcached's read_buf_mem_limit) it keeps none,
+ * so that the budget is asked only where a buffer is malloc()ed, off the
+ * path of a worker without one; a lend past it fails as a malloc would:
+ * read_buf_oom, and the connection is closed.
  */
 static char *rbuf_pool_get(struct net_worker *w) {
-    if (w->nrbuf_free > 0) {
+    if (w->nrbuf_free > 0) {        /* never under a budget: rbuf_keep is 0 there */
         char *b = w->rbuf_free[--w->nrbuf_free];
         atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
         return b;
     }
+    if (!out_budget_lend(&w->outpool.budget)) {
+        NET_STAT_INC(w->st->read_buf_oom);      /* the server's limit: memcached's words */
+        return NULL;
+    }
     char *b = malloc(RBUF_INIT);
-    if (b == NULL)
+    if (b == NULL) {
         NET_STAT_INC(w->st->read_buf_oom);
-    else
+        out_budget_return(&w->outpool.budget);
+    } else {
         NET_STAT_INC(w->rbufs);
+    }
     return b;
 }
 
@@ -63,10 +73,11 @@ static char *rbuf_pool_get(struct net_worker *w) {
 static void rbuf_drop(struct net_worker *w, char *b) {
     free(b);
     NET_STAT_ADD(w->rbufs, -1);
+    out_budget_return(&w->outpool.budget);
 }
 
 static void rbuf_pool_put(struct net_worker *w, char *b) {
-    if (w->nrbuf_free < RBUF_POOL) {
+    if (w->nrbuf_free < w->rbuf_keep) {
         w->rbuf_free[w->nrbuf_free++] = b;
         atomic_store_explicit(&w->rbufs_idle, (uint64_t)w->nrbuf_free, memory_order_relaxed);
     } else {
@@ -450,11 +461,17 @@ int net_worker_init(struct net_worker *w, struct net_server *s, int id, struct n
     w->wake.on_event = take_pending;
     w->loop = evloop_create();
     w->outpool.max = OUT_POOL;
+    w->rbuf_keep = RBUF_POOL;
     w->outpool.release = release;
     w->outpool.release_ctx = release_ctx;
     pthread_mutex_init(&w->queue_lock, NULL);
     pthread_mutex_init(&w->conns_lock, NULL);
     return w->loop != NULL ? 0 : -1;
+}
+
+void net_worker_set_budget(struct net_worker *w, unsigned units) {
+    w->outpool.budget.units = units;
+    w->rbuf_keep = units != 0 ? 0 : RBUF_POOL;
 }
 
 int net_workers_start(struct net_server *s) {

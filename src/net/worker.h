@@ -160,6 +160,7 @@ struct net_worker {
     struct net_conn *ready;         /* connections that yielded with work left */
     char *rbuf_free[64];            /* idle read buffers (RBUF_POOL) */
     int nrbuf_free;
+    int rbuf_keep;                  /* idle read buffers kept at most (0 under a budget) */
     _Atomic uint64_t rbufs;         /* read buffers it has, lent or idle */
     _Atomic uint64_t rbufs_idle;    /* nrbuf_free, as `stats` may read it */
     _Atomic uint64_t rbufs_ring;    /* the ring's receive buffers (in rbufs too; idle but
@@ -192,6 +193,12 @@ struct net_server {
  */
 int net_worker_init(struct net_worker *w, struct net_server *s, int id, struct net_counters *st,
                     void (*release)(void *ctx, void *ref), void *release_ctx);
+/*
+ * Bounds w's read buffers and response slots to units of 16 KB (struct
+ * out_budget, memcached's read_buf_mem_limit share; 0: no bound, the
+ * default).  Before w's threads start.
+ */
+void net_worker_set_budget(struct net_worker *w, unsigned units);
 /* Starts the threads of s's workers.  0 or -1. */
 int net_workers_start(struct net_server *s);
 /* Wakes and joins the workers (after s->stop is set), closes their connections. */

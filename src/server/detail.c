@@ -9,7 +9,8 @@
  * counts the same way; meta commands, touch and incr/decr are not counted
  * (memcached 1.6.18 counts none of them).  `stats detail dump` lists
  * "PREFIX <p> get <n> hit <n> set <n> del <n>" lines (in no set order),
- * then END.  Counts survive `stats detail off`.
+ * then END.  Counts survive `stats detail off`; `stats reset` forgets every
+ * prefix, as memcached's does.
  *
  * One table for the server under one mutex, like memcached's: detail is a
  * debugging aid, and with it off a request pays one relaxed load.  Unlike
@@ -52,15 +53,22 @@ int detail_init(struct server *s) {
     return 0;
 }
 
-void detail_free(struct server *s) {
-    if (s->detail == NULL)
-        return;
+/* Frees every prefix of d's table; the caller holds d->lock or owns d alone. */
+static void prefixes_free(struct detail *d) {
     for (int b = 0; b < DETAIL_BUCKETS; b++) {
-        for (struct prefix *p = s->detail->bucket[b], *next; p != NULL; p = next) {
+        for (struct prefix *p = d->bucket[b], *next; p != NULL; p = next) {
             next = p->next;
             free(p);
         }
+        d->bucket[b] = NULL;
     }
+    d->n = 0;
+}
+
+void detail_free(struct server *s) {
+    if (s->detail == NULL)
+        return;
+    prefixes_free(s->detail);
     pthread_mutex_destroy(&s->detail->lock);
     free(s->detail);
     s->detail = NULL;
@@ -88,6 +96,14 @@ static struct prefix *prefix_of(struct detail *d, char delim, const char *key, s
     d->bucket[b] = p;
     d->n++;
     return p;
+}
+
+void detail_reset(struct server *s) {
+    if (s->detail == NULL)
+        return;
+    pthread_mutex_lock(&s->detail->lock);
+    prefixes_free(s->detail);
+    pthread_mutex_unlock(&s->detail->lock);
 }
 
 void detail_count(struct server *s, const char *key, size_t nkey, enum detail_op op, bool hit) {

@@ -25,6 +25,8 @@ int detail_init(struct server *s);
 void detail_free(struct server *s);
 __attribute__((cold)) void detail_count(struct server *s, const char *key, size_t nkey,
                                         enum detail_op op, bool hit);
+/* Forgets every prefix and its counts (`stats reset`); detail stays on or off. */
+void detail_reset(struct server *s);
 /* `stats detail on|off|dump`, answered on c's output. */
 void detail_command(struct conn *c, const struct mc_req *req);
 

@@ -57,6 +57,51 @@ static int open_listeners(struct server *s) {
                           cfg->backlog);
 }
 
+/* One line of the port file: "TCP INET: 11211", or INET6 for an IPv6 socket. */
+static void port_line(FILE *f, const char *transport, int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return;
+    if (ss.ss_family == AF_INET)
+        fprintf(f, "%s INET: %u\n", transport, ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    else if (ss.ss_family == AF_INET6)
+        fprintf(f, "%s INET6: %u\n", transport, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+}
+
+/*
+ * MEMCACHED_PORT_FILENAME names a file to write the ports listened on to,
+ * ephemeral ones (-p -1, -U -1) included: memcached's way for a test
+ * harness to find its server.  As memcached does, one line per TCP
+ * listener, then one per UDP address (the workers share each), written to
+ * "<name>.lck" (appended to) and renamed to <name> once complete, so a
+ * reader polling for <name> never sees half of it; nothing with -s.
+ */
+static void ports_write(const struct server *s) {
+    const char *name = getenv("MEMCACHED_PORT_FILENAME");
+    if (name == NULL || s->cfg->socketpath != NULL)
+        return;
+    size_t n = strlen(name) + sizeof(".lck");
+    char *tmp = malloc(n);
+    if (tmp == NULL)
+        return;
+    snprintf(tmp, n, "%s.lck", name);
+    FILE *f = fopen(tmp, "a");
+    if (f == NULL) {
+        fprintf(stderr, "Failed to open \"%s\": %s\n", tmp, strerror(errno));
+        free(tmp);
+        return;
+    }
+    for (int i = 0; i < s->listeners.n; i++)
+        if (!s->listeners.l[i].is_unix)
+            port_line(f, "TCP", s->listeners.l[i].fd);
+    for (int i = 0; s->nworkers > 0 && i < s->workers[0].nudp; i++)
+        port_line(f, "UDP", s->workers[0].udp_fds[i]);
+    fclose(f);
+    rename(tmp, name);
+    free(tmp);
+}
+
 /*
  * Background work: keeps the engine clock within a few milliseconds of
  * the wall clock and gives the engine bounded slices of hash-table growth
@@ -254,6 +299,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "failed to listen\n");
         return 71;
     }
+    ports_write(&srv);
     if (drop_privileges(&cfg) < 0)
         return 71;
     if (cfg.daemonize && daemonize() < 0) {

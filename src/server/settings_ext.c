@@ -405,7 +405,7 @@ const struct subopt settings_subs[] = {
      OPT_TODO},
     {"read_buf_mem_limit", "limit in megabytes for connection read/response buffers.\n"
      "do not adjust unless you have high (20k+) conn. limits.\n"
-     "0 means unlimited (default: 0)", F_NONE, 0, sub_read_buf_mem_limit, OPT_TODO},
+     "0 means unlimited (default: 0)", F_NONE, 0, sub_read_buf_mem_limit, 0},
     {"lru_maintainer", NULL, F_NONE, 0, sub_lru_maintainer, 0},
     {"no_lru_maintainer", "disable new LRU system + background thread.", F_NONE, 0,
      sub_no_lru_maintainer, 0},

@@ -114,8 +114,8 @@ int settings_finish(struct parse *p) {
     if (s->storage_seg && (s->evict_policy == settings_default_policy ||
                            s->evict_policy == settings_flat_policy))
         s->evict_policy = settings_seg_policy;
-    /* With only -U given, TCP listens on the same port, as in memcached. */
-    if (p->udp_specified && !p->tcp_specified)
+    /* With only -U given (and not -U 0), TCP listens on the same port, as in memcached. */
+    if (p->udp_specified && s->udpport != 0 && !p->tcp_specified)
         s->port = s->udpport;
     /* memcached checks only the TCP port (and only above 65535). */
     if (s->port < -1 || s->port > 65535) {

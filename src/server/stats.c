@@ -98,6 +98,7 @@ static void stats_reset(struct server *s) {
         }
     }
     engine_stats_reset(s->engine);
+    detail_reset(s);
     atomic_store(&s->maint_loops, 0);
     atomic_store(&s->net.total_conns, 0);
     atomic_store(&s->net.rejected_conns, 0);
@@ -150,7 +151,8 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
        shows one fewer current connection than it counts */                             \
     U("curr_connections", atomic_load(&s->net.curr_conns) + s->fixed_conns - 1)         \
     U("total_connections", atomic_load(&s->net.total_conns))                            \
-    U("rejected_connections", atomic_load(&s->net.rejected_conns))                      \
+    /* memcached lists it only with -o maxconns_fast (on by default) */                 \
+    W(s->cfg->maxconns_fast, "rejected_connections", atomic_load(&s->net.rejected_conns)) \
     U("connection_structures", atomic_load(&s->net.conn_structs) + (uint64_t)s->listeners.n) \
     /* read only now: the lines above hold a block of the asking connection's output */ \
     U("response_obj_oom", gather_buffers(s, g)->ro_oom)                                 \
@@ -225,17 +227,18 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("slab_global_page_pool", 0)                                                       \
     U("expired_unfetched", g->es.expired_unfetched)                                     \
     U("evicted_unfetched", g->es.evicted_unfetched)                                     \
-    U("evicted_active", g->es.evicted_active)                                           \
+    /* this and the LRU moves: memcached lists them only with its LRU maintainer on */  \
+    W(s->cfg->lru_maintainer_thread, "evicted_active", g->es.evicted_active)            \
     U("evictions", g->es.evictions)                                                     \
     U("reclaimed", g->es.reclaimed)                                                     \
     U("crawler_reclaimed", g->es.crawler_reclaimed)                                     \
     U("crawler_items_checked", g->es.crawler_items_checked)                             \
     U("lrutail_reflocked", 0)                                                           \
-    U("moves_to_cold", g->es.moves_to_cold)                                             \
-    U("moves_to_warm", g->es.moves_to_warm)                                             \
-    U("moves_within_lru", g->es.moves_within_lru)                                       \
-    U("direct_reclaims", 0)                                                             \
-    U("lru_bumps_dropped", 0)
+    W(s->cfg->lru_maintainer_thread, "moves_to_cold", g->es.moves_to_cold)              \
+    W(s->cfg->lru_maintainer_thread, "moves_to_warm", g->es.moves_to_warm)              \
+    W(s->cfg->lru_maintainer_thread, "moves_within_lru", g->es.moves_within_lru)        \
+    W(s->cfg->lru_maintainer_thread, "direct_reclaims", 0)                              \
+    W(s->cfg->lru_maintainer_thread, "lru_bumps_dropped", 0)
 
 /* What the general lines are made of, gathered before any is written. */
 struct general {

@@ -58,13 +58,27 @@ int udp_open(const char *host, int port) {
     return fd;
 }
 
+/* The port fd is bound to (0 if it cannot be read). */
+static int udp_bound_port(int fd) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        return 0;
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
 /*
  * Opens this worker's UDP sockets: one per -l address, on -U's port.  A
- * "host:port" entry keeps its host; the port of UDP is always -U's.
+ * "host:port" entry keeps its host; the port of UDP is always -U's.  With
+ * -U -1 (an ephemeral port, as memcached takes it) the first worker lets
+ * the kernel pick a port for each address and the others bind the same
+ * ones, so all workers still share one port per address.
  */
 int udp_open_worker(struct server *s, struct worker *w) {
     const struct settings *cfg = s->cfg;
-    if (cfg->udpport <= 0 || cfg->socketpath != NULL)
+    if (cfg->udpport == 0 || cfg->socketpath != NULL)
         return 0;
     char list[1024];
     snprintf(list, sizeof(list), "%s", cfg->inter);
@@ -81,7 +95,10 @@ int udp_open_worker(struct server *s, struct worker *w) {
             if (colon != NULL && strchr(colon + 1, ':') == NULL)
                 *colon = '\0';
         }
-        int fd = udp_open(host, cfg->udpport);
+        int port = cfg->udpport;
+        if (port < 0)
+            port = w == &s->workers[0] ? 0 : udp_bound_port(s->workers[0].udp_fds[w->nudp]);
+        int fd = udp_open(host, port);
         if (fd < 0) {
             fprintf(stderr, "failed to listen on UDP port %d\n", cfg->udpport);
             return -1;

@@ -113,6 +113,10 @@ static bool conn_process_bin(struct conn *c) {
     }
     c->net.rstart += used;
     atomic_store_explicit(&c->net.last_active, engine_clock(c->ctx->engine), memory_order_relaxed);
+    if (!out_resp_take(&c->net.out, 1)) {
+        conn_set_state(c, CONN_CLOSING);    /* read_buf_mem_limit spent: memcached closes */
+        return true;
+    }
     if (r == MC_PARSE_ERROR)
         dispatch_bin_error(c, &req);
     else
@@ -274,6 +278,54 @@ static enum rare_next conn_process_rare(struct conn *c, int st, int *budget) {
 }
 
 /*
+ * The keys of a get past its first: memcached takes a response object for
+ * each (the first came with the request).
+ */
+static uint64_t get_extra_keys(const struct mc_req *req) {
+    uint64_t n = 0;
+    bool in = false;
+    for (size_t i = 0; i < req->keys.len; i++) {
+        bool sp = req->keys.p[i] == ' ';
+        n += !sp && !in;
+        in = !sp;
+    }
+    return n > 0 ? n - 1 : 0;
+}
+
+/*
+ * Under -o read_buf_mem_limit, the response objects memcached would take
+ * for a text or meta request (req NULL for meta): one for the request,
+ * one more for each further key of a get (struct out_budget).  Past the
+ * limit memcached closes the connection, or for a get answers that it ran
+ * out (keeping none of the get's answers); then the request is not run and
+ * false is returned.
+ */
+__attribute__((cold, noinline)) static bool conn_budget_take(struct conn *c,
+                                                             const struct mc_req *req,
+                                                             enum mc_parse r) {
+    if (!out_resp_take(&c->net.out, 1)) {
+        conn_set_state(c, CONN_CLOSING);
+        return false;
+    }
+    if (req == NULL || r != MC_PARSE_OK)
+        return true;
+    switch (req->cmd) {
+    case MC_CMD_GET:
+    case MC_CMD_GETS:
+    case MC_CMD_GAT:
+    case MC_CMD_GATS:
+        if (!out_resp_take(&c->net.out, get_extra_keys(req))) {
+            out_copy(&c->net.out, S("SERVER_ERROR out of memory writing get response\r\n"));
+            c->mc_flush = true;     /* written at once, as a get's answer is */
+            return false;
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+/*
  * Runs every complete request in rbuf, within the per-event budget.
  * Leaves the connection waiting for input, for the socket to drain, or on
  * the ready list.  Returns false if the connection was closed.
@@ -342,6 +394,11 @@ static bool conn_process(struct conn *c) {
             meta = true;
         }
         c->net.rstart += used;
+        if (out_budget_on(&c->net.out) && !conn_budget_take(c, meta ? NULL : &req, r)) {
+            if (mc_done(c, &budget))
+                break;
+            continue;
+        }
         if (meta)
             dispatch_meta(c, &mreq, r == MC_PARSE_OK ? MC_PARSE_OK : MC_PARSE_ERROR);
         else if (r == MC_PARSE_ERROR)
@@ -456,6 +513,18 @@ static void release_item(void *engine, void *item) {
  * (a datagram sent to a port not yet bound is lost), and a privileged UDP
  * port is bound before privileges are dropped.
  */
+/*
+ * -o read_buf_mem_limit as memcached divides it: each worker gets an equal
+ * share in 16 KB units (its read buffers and response objects), at least
+ * one; 0 without the option.
+ */
+static unsigned budget_units(const struct settings *cfg) {
+    if (cfg->read_buf_mem_limit == 0)
+        return 0;
+    unsigned share = cfg->read_buf_mem_limit / (unsigned)cfg->num_threads;
+    return share < NET_RBUF_SIZE ? 1 : share / NET_RBUF_SIZE;
+}
+
 int worker_init_all(struct server *s) {
     s->net.ops = &conn_ops;
     s->workers = calloc((size_t)s->nworkers, sizeof(struct worker));
@@ -480,6 +549,7 @@ int worker_init_all(struct server *s) {
             return -1;
         if (udp_open_worker(s, w) < 0)
             return -1;
+        net_worker_set_budget(&w->net, budget_units(s->cfg));
     }
     return 0;
 }

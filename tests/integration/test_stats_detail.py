@@ -69,3 +69,27 @@ def test_dash_D_sets_the_delimiter_and_turns_detail_on():
                          c.call(b"stats detail dump\r\n", b"END\r\n")))
     assert outs[1] == outs[0]
     assert outs[0] == ("yes", "/", b"PREFIX x get 1 hit 1 set 1 del 0\r\nEND\r\n"), outs
+
+
+def test_stats_reset_empties_the_dump():
+    """`stats reset` forgets every prefix (text and binary reset); detail
+    stays on, so the next get counts from zero."""
+    outs = []
+    for binary in (MEMCACHED, CELLARD):
+        with Server(binary) as srv, srv.conn() as c:
+            out = []
+            c.expect(b"stats detail on\r\n", b"OK\r\n")
+            c.expect(b"set foo:1 0 0 1\r\nx\r\n", b"STORED\r\n")
+            c.expect(b"get foo:1 foo:2\r\n", b"VALUE foo:1 0 1\r\nx\r\nEND\r\n")
+            out.append(c.call(b"stats detail dump\r\n", b"END\r\n"))
+            c.expect(b"stats reset\r\n", b"RESET\r\n")
+            out.append(c.call(b"stats detail dump\r\n", b"END\r\n"))
+            c.expect(b"get foo:1\r\n", b"VALUE foo:1 0 1\r\nx\r\nEND\r\n")
+            out.append(c.call(b"stats detail dump\r\n", b"END\r\n"))
+            with bp.BinConn(srv.port) as b:
+                b.call(bp.req(bp.STAT, b"reset"))
+            out.append(c.call(b"stats detail dump\r\n", b"END\r\n"))
+            outs.append(out)
+    assert outs[1] == outs[0], outs
+    assert outs[0] == [b"PREFIX foo get 2 hit 1 set 1 del 0\r\nEND\r\n", b"END\r\n",
+                       b"PREFIX foo get 1 hit 1 set 0 del 0\r\nEND\r\n", b"END\r\n"], outs

@@ -282,6 +282,50 @@ TEST(pool_reuses_blocks_and_gauges_return) {
     ASSERT_U64(pool.oom, 0);
 }
 
+/*
+ * The budget (memcached's read_buf_mem_limit per thread): lent read buffers
+ * take a unit each, response slots 13 to a unit, until their out is reset;
+ * what does not fit is refused (slots counted as oom).  No limit: nothing
+ * is counted or refused.
+ */
+TEST(budget_counts_read_buffers_and_response_slots) {
+    struct holds h = {0};
+    struct out_pool pool = {.release = count_release, .release_ctx = &h, .max = 2};
+    struct out a, b;
+    out_init(&a, &pool);
+    ASSERT(!out_budget_on(&a));
+    ASSERT(out_resp_take(&a, 1000));            /* no limit */
+    ASSERT_U64(pool.budget.resp, 0);
+    ASSERT(out_budget_lend(&pool.budget));
+    ASSERT_EQ(pool.budget.lent, 0);
+    out_deinit(&a);
+
+    pool.budget.units = 2;                      /* set before the outs are made */
+    out_init(&a, &pool);
+    out_init(&b, &pool);
+    ASSERT(out_budget_on(&a));
+    ASSERT(out_budget_lend(&pool.budget));      /* a read buffer: 1 unit */
+    ASSERT(out_resp_take(&a, 13));              /* 13 slots: the second unit */
+    ASSERT(!out_resp_take(&b, 1));              /* a 14th: a third unit */
+    ASSERT_U64(pool.oom, 1);
+    ASSERT(!out_budget_lend(&pool.budget));
+    out_reset(&a);                              /* written: its slots come back */
+    ASSERT_U64(pool.budget.resp, 0);
+    ASSERT(out_resp_take(&b, 13));
+    out_budget_return(&pool.budget);
+    ASSERT(out_resp_take(&a, 13));              /* the read buffer's unit */
+    ASSERT(!out_budget_lend(&pool.budget));
+    out_budget_hold(&pool.budget);              /* counted without asking */
+    ASSERT_EQ(pool.budget.lent, 1);
+    out_budget_return(&pool.budget);
+    out_deinit(&a);
+    out_deinit(&b);
+    ASSERT_U64(pool.budget.resp, 0);
+    ASSERT_EQ(pool.budget.lent, 0);
+    ASSERT(out_budget_lend(&pool.budget));
+    out_pool_drain(&pool);
+}
+
 /* A reservation larger than a block gets a block of its own size, counted in bytes only. */
 TEST(large_reservation_gets_its_own_block) {
     struct holds h = {0};

@@ -650,7 +650,8 @@ TEST(listen_lists) {
     done(r);
 }
 
-/* With only -U, TCP takes the same port; with only -p, UDP stays off. */
+/* With only -U, TCP takes the same port (not -U 0's: TCP stays on 11211, as
+   in memcached; -U -1 makes both ephemeral); with only -p, UDP stays off. */
 TEST(udp_port_alone_sets_tcp_port) {
     struct run *r = P("-U", "23456");
     ASSERT_EQ(r->s.port, 23456);
@@ -661,6 +662,14 @@ TEST(udp_port_alone_sets_tcp_port) {
     done(r);
     r = P("-p", "23457");
     ASSERT_EQ(r->s.udpport, 0);
+    done(r);
+    r = P("-U", "0");
+    ASSERT_EQ(r->s.port, 11211);
+    ASSERT_EQ(r->s.udpport, 0);
+    done(r);
+    r = P("-U", "-1");
+    ASSERT_EQ(r->s.port, -1);
+    ASSERT_EQ(r->s.udpport, -1);
     done(r);
 }
 
