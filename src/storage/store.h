@@ -34,12 +34,10 @@
  * Three features to come plug in here, each as one more operation (or
  * step) that both back ends implement, so that the shared code stays as it
  * is:
- *   - Moving an item between slab pages or between segments (a page mover,
- *     slab rebalancing).  A store_move_locked(e, it, hv) would move one
- *     linked item under its stripe, as seg_move.c's seg_relocate()
- *     already moves the items the merge and S3-FIFO keep; the slab back
- *     end would call it from a rebalance step run by store_step_locked(),
- *     taking pages from one class to give to another.
+ *   - Moving an item between segments.  The slab back end's page mover
+ *     (item_move.c: store_reassign(), run by store_step_locked()) moves
+ *     pages between classes; segments have no classes, and seg_move.c's
+ *     seg_relocate() already moves the items the merge and S3-FIFO keep.
  *   - A memory file that survives a restart.  Each back end would allocate
  *     its arena (slab pages, segments) from a file mapping instead of the
  *     heap at store_create(), and a store_save(e) at shutdown and a
@@ -288,6 +286,20 @@ static inline void store_clock_set(struct engine *e, uint32_t now) {
 static inline void store_seal_point(struct engine *e, uint32_t point) {
     if (e->seg != NULL)
         seg_store_seal_point(e->seg, point);
+}
+
+/* `slabs reassign` (engine_slabs_reassign()): segments answer for their one class. */
+static inline enum engine_reassign store_reassign(struct engine *e, int32_t src, int32_t dst) {
+    if (e->seg != NULL)
+        return segv_reassign(e, src, dst);
+    return item_move_request(e, src, dst);
+}
+
+/* The automover's settings (segments have no pages to move). */
+static inline void store_automove_set(struct engine *e, int mode, double ratio,
+                                      unsigned window) {
+    if (e->seg == NULL)
+        item_move_set(e, mode, ratio, window);
 }
 
 /* One slice of the back end's background work (step_lock held); returns the work done. */
