@@ -87,9 +87,10 @@ void engine_config_defaults(struct engine_config *cfg);
 
 /*
  * Changes the memory limit at run time (`cache_memlimit`).  Raising it lets
- * classes take more pages; lowering it below what is taken frees nothing
- * (no page moves between classes yet): stores then evict instead of
- * growing.
+ * classes take more pages; lowering it below what is taken gives back the
+ * pages of the global pool above the limit, now and as the page mover
+ * brings more there (engine_slabs_reassign(), the automover); stores
+ * evict instead of growing meanwhile.  Segments keep theirs.
  */
 void engine_set_mem_limit(struct engine *e, uint64_t bytes);
 
