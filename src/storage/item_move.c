@@ -132,6 +132,7 @@ static bool head_rescue(struct engine *e, struct item *it, uint64_t hv) {
     memcpy(n, it, chained ? slab_chunk_size(e->slab, it->clsid) : item_ntotal(it));
     n->hnext = n->prev = n->next = NULL;
     atomic_store_explicit(&n->refcount, 1, memory_order_relaxed);
+    atomic_store_explicit(&n->pbits, 0, memory_order_relaxed);    /* new to the policy */
     item_flag_clear(n, ITEM_LINKED);
     item_flag_clear(it, ITEM_CHAINED);
     item_replace_locked(e, it, n, hv, item_cas(it));

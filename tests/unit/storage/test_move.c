@@ -5,6 +5,8 @@
  * pool, a lowered limit, and the automover's age rule (3).  Time is driven
  * by hand and the mover by engine_step(); nothing sleeps.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -315,6 +317,74 @@ TEST(automove_age_rule) {
     ASSERT(st(e).slabs_moved > 0);
     ASSERT(pages(e, young_cls) > young_pages);
     ASSERT(pages(e, old_cls) < old_pages);
+    engine_destroy(&e);
+}
+
+/*
+ * Workers set and get items whose sizes shift between classes while the
+ * main thread moves pages (reassign from any class, automove 2) and steps:
+ * every hit must be intact, whatever was moved or evicted under it.
+ */
+#define MT_WORKERS 3
+#define MT_OPS 60000
+
+struct mt {
+    struct engine *e;
+    int id;
+    _Atomic int *bad, *done;
+};
+
+static void *mt_worker(void *arg) {
+    struct mt *w = arg;
+    unsigned seed = (unsigned)w->id * 7919u + 1;
+    for (unsigned i = 0; i < MT_OPS; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (unsigned)w->id * 100000u + (seed >> 8) % 6000;
+        size_t n = i < MT_OPS / 2 ? 200 + (seed >> 20) % 200 : 3000 + (seed >> 20) % 3000;
+        if ((seed >> 4) % 3 == 0) {
+            put(w->e, k, n);
+        } else {
+            struct item *it = get(w->e, k);
+            if (it == NULL)
+                continue;
+            struct iovec iov[64];
+            int m = engine_item_iov(it, iov, 64);
+            size_t at = 0;
+            bool ok = item_flags(it) == k;
+            for (int j = 0; j < m; j++)
+                for (size_t b = 0; b < iov[j].iov_len; b++)
+                    ok = ok && ((char *)iov[j].iov_base)[b] == val_byte(k, at++);
+            if (!ok || at != item_nbytes(it))
+                atomic_fetch_add(w->bad, 1);
+            engine_item_unref(w->e, it);
+        }
+    }
+    atomic_fetch_add(w->done, 1);
+    return NULL;
+}
+
+TEST(moves_under_concurrent_load) {
+    struct engine *e = mk(12 * MiB, 0);
+    engine_automove_set(e, 2, 0.8, 30);
+    _Atomic int bad = 0, done = 0;
+    pthread_t t[MT_WORKERS];
+    struct mt w[MT_WORKERS];
+    for (int i = 0; i < MT_WORKERS; i++) {
+        w[i] = (struct mt){e, i, &bad, &done};
+        pthread_create(&t[i], NULL, mt_worker, &w[i]);
+    }
+    for (unsigned i = 0; atomic_load(&done) < MT_WORKERS; i++) {
+        if (i % 50 == 0)
+            engine_slabs_reassign(e, -1, (int32_t)(1 + i / 50 % engine_nclasses(e)));
+        if (i % 300 == 0)
+            engine_clock_set(e, T0 + i / 300);
+        engine_step(e, 1000);
+    }
+    for (int i = 0; i < MT_WORKERS; i++)
+        pthread_join(t[i], NULL);
+    settle(e);
+    ASSERT_EQ(atomic_load(&bad), 0);
+    ASSERT(st(e).slabs_moved > 0);
     engine_destroy(&e);
 }
 
