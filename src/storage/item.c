@@ -451,7 +451,6 @@ bool item_create(struct engine *e, char *err, size_t errlen) {
         if (e->policy->tune != NULL)
             e->policy->tune(e->cls[i].q, &cfg->tune);
     }
-    item_move_set(e, cfg->automove, cfg->automove_ratio, cfg->automove_window);
     return true;
 fail:
     snprintf(err, errlen, "out of memory creating the engine");
@@ -532,8 +531,6 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
         for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
             work += item_reap_class(e, id, ENGINE_REAP_MAX);
     }
-    if (work < budget)
-        work += item_move_step_locked(e, budget - work);
     if (work < budget && engine_crawl(e))
         work += crawl_step(e, budget - work);
     return work;
@@ -636,5 +633,4 @@ void item_stats(struct engine *e, struct engine_stats *out) {
     out->hash_power_level = ht_power(e->ht);
     out->hash_bytes = ht_bytes(e->ht);
     out->hash_is_expanding = ht_expanding(e->ht);
-    item_move_stats(e, out);
 }

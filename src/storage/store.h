@@ -83,7 +83,10 @@ static inline bool store_config_check(const struct engine_config *c, char *err, 
 static inline bool store_create(struct engine *e, char *err, size_t errlen) {
     if (e->cfg.seg)
         return segv_create(e, err, errlen);
-    return item_create(e, err, errlen);
+    if (!item_create(e, err, errlen))
+        return false;
+    item_move_set(e, e->cfg.automove, e->cfg.automove_ratio, e->cfg.automove_window);
+    return true;
 }
 
 /* The back end's part of engine_destroy() (NULL-safe, as that is). */
@@ -306,7 +309,9 @@ static inline void store_automove_set(struct engine *e, int mode, double ratio,
 static inline unsigned store_step_locked(struct engine *e, unsigned budget) {
     if (e->seg != NULL)
         return segv_step_locked(e, budget);
-    return item_step_locked(e, budget);
+    /* the page mover takes up to half, the table, reaper and crawler the rest */
+    unsigned work = item_move_step_locked(e, budget / 2 > 0 ? budget / 2 : 1);
+    return work + item_step_locked(e, budget > work ? budget - work : 1);
 }
 
 /* One slice of a dump (engine_dump_step()). */
@@ -349,10 +354,12 @@ static inline bool store_class_stats(struct engine *e, unsigned id,
 
 /* The memory and index figures of engine_stats(). */
 static inline void store_stats(struct engine *e, struct engine_stats *out) {
-    if (e->seg != NULL)
+    if (e->seg != NULL) {
         segv_stats(e, out);
-    else
+    } else {
         item_stats(e, out);
+        item_move_stats(e, out);
+    }
 }
 
 /* The back end's own counters back to zero (engine_stats_reset()). */
