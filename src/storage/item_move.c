@@ -199,8 +199,7 @@ static void am_read(struct engine *e, unsigned id, struct am_class *a) {
  * youngest evicting class's age is below ratio times the oldest's, the
  * oldest gives it a page.
  */
-static void am_window(struct engine *e, int mode, double ratio, unsigned window, int *src,
-                      int *dst) {
+static void am_window(struct engine *e, double ratio, unsigned window, int *src, int *dst) {
     struct move *m = &e->mv;
     *src = *dst = -1;
     if (m->win == NULL || m->win_size != window || m->win_ratio != ratio) {
@@ -261,18 +260,31 @@ static void am_window(struct engine *e, int mode, double ratio, unsigned window,
         }
     }
     for (unsigned n = 1; n <= e->nclasses; n++) {
-        if (mode != 1 && now[n].evicted > m->am_evicted[n] && *src == -1)
-            *dst = (int)n;                      /* mode 2: a class that evicted */
         m->am_evicted[n] = now[n].evicted;
         m->am_oom[n] = now[n].oom;
         m->am_pages[n] = now[n].pages;
     }
-    if (mode != 1)
-        return;
     if (youngest != -1 && oldest != -1 && m->win_cur > window &&
         youngest_age < (double)oldest_age * ratio && youngest_evicting) {
         *src = oldest;
         *dst = youngest;
+    }
+}
+
+/*
+ * automove 2: memcached asks for a page (from any class) for each class
+ * that evicts, at the eviction; here the step asks, for the first class
+ * that evicted since it last looked.
+ */
+static void am_evicting(struct engine *e, int *src, int *dst) {
+    struct move *m = &e->mv;
+    *src = *dst = -1;
+    for (unsigned n = 1; n <= e->nclasses; n++) {
+        struct am_class a;
+        am_read(e, n, &a);
+        if (a.evicted > m->am_evicted[n] && *dst == -1)
+            *dst = (int)n;
+        m->am_evicted[n] = a.evicted;
     }
 }
 
@@ -324,15 +336,15 @@ static void automove_run(struct engine *e, uint32_t now) {
     int src, dst;
     if (mode == 3)
         am_age(e, &src, &dst);
+    else if (mode == 2)
+        am_evicting(e, &src, &dst);
     else
-        am_window(e, mode, ratio, window, &src, &dst);
+        am_window(e, ratio, window, &src, &dst);
     e->mv.am_again = mode == 1 && src != -1 && dst == 0;
     if (!e->mv.am_again)
         e->mv.am_last = now;
-    if (dst > 0 && src == -1 && mode == 2)
-        item_move_request(e, -1, dst);
-    else if (src != -1 && dst != -1)
-        item_move_request(e, src, dst);
+    if (dst != -1 && (src != -1 || mode == 2))
+        item_move_request(e, src, dst);     /* mode 2's src -1: any class */
 }
 
 /* ---- the step ---- */
