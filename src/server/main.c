@@ -259,6 +259,9 @@ int main(int argc, char **argv) {
     ec.seg = cfg.storage_seg;
     ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
     ec.reap = cfg.lru_maintainer_thread;
+    ec.automove = cfg.slab_reassign ? cfg.slab_automove : 0;
+    ec.automove_ratio = cfg.slab_automove_ratio;
+    ec.automove_window = cfg.slab_automove_window;
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {

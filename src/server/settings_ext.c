@@ -49,8 +49,9 @@ static int sub_slab_automove(struct parse *p, const char *v) {
     }
     if (settings_int_read(p, "-o slab_automove", v, &p->s->slab_automove))
         return 1;
-    if (p->s->slab_automove < 0 || p->s->slab_automove > 2) {
-        fprintf(p->err, "slab_automove must be between 0 and 2\n");
+    /* 3 is cellard's: the paper's age-balanced rule */
+    if (p->s->slab_automove < 0 || p->s->slab_automove > 3) {
+        fprintf(p->err, "slab_automove must be between 0 and 3\n");
         return 1;
     }
     return 0;
@@ -446,13 +447,13 @@ const struct subopt settings_subs[] = {
      F_ENABLED, FIELD(slab_reassign), NULL, OPT_TRUE},
     {"no_slab_reassign", NULL, F_NONE, FIELD(slab_reassign), NULL, OPT_FALSE},
     {"slab_automove", "0 off, 1 move pages between classes by age, 2 move a page\n"
-     "on every eviction (default: %s)", F_INT, FIELD(slab_automove), sub_slab_automove,
-     OPT_TODO},
+     "on every eviction, 3 to an evicting class 20% younger than the others\n"
+     "(default: %s)", F_INT, FIELD(slab_automove), sub_slab_automove, 0},
     {"no_slab_automove", NULL, F_NONE, 0, sub_no_slab_automove, 0},
     {"slab_automove_ratio", "age ratio between classes that triggers a move (default: %s)",
-     F_F2, FIELD(slab_automove_ratio), sub_slab_automove_ratio, OPT_TODO},
+     F_F2, FIELD(slab_automove_ratio), sub_slab_automove_ratio, 0},
     {"slab_automove_window", "samples the automover looks back over (default: %s)", F_UINT,
-     FIELD(slab_automove_window), sub_slab_automove_window, OPT_TODO},
+     FIELD(slab_automove_window), sub_slab_automove_window, 0},
     {"slab_sizes", "explicit slab class sizes in bytes, as a-b-c", F_NONE, 0,
      sub_slab_sizes, OPT_TODO},
     {"no_chunked_items", "largest chunk is a whole page instead of half of one", F_NONE, 0,

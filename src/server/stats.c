@@ -199,15 +199,18 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("hash_power_level", g->es.hash_power_level)                                       \
     U("hash_bytes", g->es.hash_bytes)                                                   \
     U("hash_is_expanding", g->es.hash_is_expanding ? 1 : 0)                             \
-    /* no slab mover yet: nothing moves */                                              \
-    W(s->cfg->slab_reassign, "slab_reassign_rescues", 0)                                \
-    W(s->cfg->slab_reassign, "slab_reassign_chunk_rescues", 0)                          \
-    W(s->cfg->slab_reassign, "slab_reassign_evictions_nomem", 0)                        \
-    W(s->cfg->slab_reassign, "slab_reassign_inline_reclaim", 0)                         \
-    W(s->cfg->slab_reassign, "slab_reassign_busy_items", 0)                             \
-    W(s->cfg->slab_reassign, "slab_reassign_busy_deletes", 0)                           \
-    W(s->cfg->slab_reassign, "slab_reassign_running", 0)                                \
-    W(s->cfg->slab_reassign, "slabs_moved", 0)                                          \
+    W(s->cfg->slab_reassign, "slab_reassign_rescues", g->es.slab_reassign_rescues)      \
+    W(s->cfg->slab_reassign, "slab_reassign_chunk_rescues",                             \
+      g->es.slab_reassign_chunk_rescues)                                                \
+    W(s->cfg->slab_reassign, "slab_reassign_evictions_nomem",                           \
+      g->es.slab_reassign_evictions_nomem)                                              \
+    W(s->cfg->slab_reassign, "slab_reassign_inline_reclaim",                            \
+      g->es.slab_reassign_inline_reclaim)                                               \
+    W(s->cfg->slab_reassign, "slab_reassign_busy_items", g->es.slab_reassign_busy_items) \
+    W(s->cfg->slab_reassign, "slab_reassign_busy_deletes",                              \
+      g->es.slab_reassign_busy_deletes)                                                 \
+    W(s->cfg->slab_reassign, "slab_reassign_running", g->es.slab_reassign_running ? 1 : 0) \
+    W(s->cfg->slab_reassign, "slabs_moved", g->es.slabs_moved)                          \
     /* memcached lists these only while its crawler runs */                             \
     W(g->crawler_on, "lru_crawler_running", 0)                                          \
     W(g->crawler_on, "lru_crawler_starts", g->es.crawler_starts)                        \
@@ -224,7 +227,7 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("bytes", g->es.bytes)                                                             \
     U("curr_items", g->es.curr_items)                                                   \
     U("total_items", g->es.total_items)                                                 \
-    U("slab_global_page_pool", 0)                                                       \
+    U("slab_global_page_pool", g->es.slab_global_page_pool)                             \
     U("expired_unfetched", g->es.expired_unfetched)                                     \
     U("evicted_unfetched", g->es.evicted_unfetched)                                     \
     /* this and the LRU moves: memcached lists them only with its LRU maintainer on */  \

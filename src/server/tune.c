@@ -2,11 +2,12 @@
  * tune.c -- `slabs` and `lru`: memcached's run-time knobs.
  *
  * Every form is checked and answered as memcached 1.6.18 answers it, and a
- * valid one updates the setting that `stats settings` shows.  What they
- * would steer does not follow yet: the engine's policy and its classes'
- * percentages are fixed when it starts, and there is no slab mover, so a
- * reassign that memcached would start (the source has a spare page) is
- * answered OK and moves nothing (README).  Settings change under
+ * valid one updates the setting that `stats settings` shows.  `slabs
+ * reassign` asks the engine's page mover for a move (engine_slabs_reassign(),
+ * done by the maintenance step); `slabs automove` changes its rule and
+ * ratio (level 3, the paper's age rule, only from -o slab_automove=3:
+ * memcached answers ERROR above 2).  `lru mode|temp_ttl` do not steer the
+ * engine yet: its policy is fixed when it starts.  Settings change under
  * srv->tune_lock, which `stats settings` also takes.
  */
 #include <errno.h>
@@ -50,23 +51,21 @@ static bool tok_i32(const struct mc_req *req, int i, int32_t *out) {
     return true;
 }
 
-/* memcached's slabs_reassign(): the answer for moving a page from src to dst. */
+/* memcached's answers to slabs_reassign()'s results. */
 static const char *reassign(struct engine *e, int32_t src, int32_t dst) {
-    unsigned n = engine_nclasses(e);
-    struct engine_class_stats cs;
-    if (src == dst)
-        return "SAME src and dst class are identical\r\n";
-    if (src == -1) {                /* pick any class with a spare page */
-        for (unsigned i = 1; i <= n && src == -1; i++)
-            if ((int32_t)i != dst && engine_class_stats(e, i, &cs) && cs.total_pages >= 2)
-                src = (int32_t)i;
-    }
-    if (src < 0 || src > (int32_t)n || dst < 0 || dst > (int32_t)n)
+    switch (engine_slabs_reassign(e, src, dst)) {
+    case ENGINE_REASSIGN_OK:
+        return "OK\r\n";
+    case ENGINE_REASSIGN_RUNNING:
+        return "BUSY currently processing reassign request\r\n";
+    case ENGINE_REASSIGN_BADCLASS:
         return "BADCLASS invalid src or dst class id\r\n";
-    /* Class 0 is memcached's pool of free pages, which cellard keeps empty. */
-    if (src == 0 || !engine_class_stats(e, (unsigned)src, &cs) || cs.total_pages < 2)
+    case ENGINE_REASSIGN_NOSPARE:
         return "NOSPARE source class has no spare pages\r\n";
-    return "OK\r\n";
+    case ENGINE_REASSIGN_SAME:
+        return "SAME src and dst class are identical\r\n";
+    }
+    return "ERROR\r\n";
 }
 
 void tune_slabs(struct conn *c, const struct mc_req *req) {
@@ -90,12 +89,17 @@ void tune_slabs(struct conn *c, const struct mc_req *req) {
         if (mc_req_word_is(req, 2, "ratio")) {
             if (req->ntokens >= 4 && tok_f64(req, 3, &ratio)) {
                 s->cfg->slab_automove_ratio = ratio;
+                engine_automove_set(s->engine, s->cfg->slab_reassign ? s->cfg->slab_automove : 0, ratio,
+                                    s->cfg->slab_automove_window);
                 r = "OK\r\n";
             }
         } else if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &level)) {
             r = "CLIENT_ERROR bad command line format\r\n";
         } else if (level <= 2) {
             s->cfg->slab_automove = (int)level;
+            engine_automove_set(s->engine, s->cfg->slab_reassign ? (int)level : 0,
+                                s->cfg->slab_automove_ratio,
+                                s->cfg->slab_automove_window);
             r = "OK\r\n";
         }
         pthread_mutex_unlock(&s->tune_lock);

@@ -37,6 +37,8 @@ void engine_config_defaults(struct engine_config *cfg) {
         .policy = "slru",
         .tune = EVICT_TUNE_DEFAULT,
         .crawl = true,
+        .automove_ratio = 0.8,
+        .automove_window = 30,
     };
 }
 
@@ -90,6 +92,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
         e->cfg.lock_power = e->cfg.hashpower_init;
     mtx_init(&e->step_lock, !cfg->single_thread);
     mtx_init(&e->sizes_lock, !cfg->single_thread);
+    mtx_init(&e->mv.lock, !cfg->single_thread);
     expire_init(e, (uint32_t)time(NULL));
     atomic_init(&e->cas, 0);
     atomic_init(&e->crawl_on, cfg->crawl);
@@ -123,6 +126,7 @@ void engine_destroy(struct engine **ep) {
     mtx_destroy(&e->step_lock);
     mtx_destroy(&e->sizes_lock);
     free((void *)e->sizes);
+    free(e->mv.win);
     free(e);
     *ep = NULL;
 }

@@ -76,6 +76,10 @@ struct engine_config {
     bool reap;                 /* engine_step() reclaims dead items at the policies'
                                   oldest ends, as memcached's LRU maintainer does
                                   (default false; cellard: unless -o no_lru_maintainer) */
+    int automove;              /* slab page mover's rule (engine_automove_set()): 0 off
+                                  (default), 1 memcached's window, 2 on eviction, 3 age */
+    double automove_ratio;     /* memcached's slab_automove_ratio (0.8) */
+    unsigned automove_window;  /* memcached's slab_automove_window, seconds (30) */
 };
 
 /* Fills in memcached's defaults. */
@@ -83,11 +87,36 @@ void engine_config_defaults(struct engine_config *cfg);
 
 /*
  * Changes the memory limit at run time (`cache_memlimit`).  Raising it lets
- * classes take more pages; lowering it below what is taken frees nothing
- * (no page moves between classes yet): stores then evict instead of
- * growing.
+ * classes take more pages; lowering it below what is taken gives back the
+ * pages of the global pool above the limit, now and as the page mover
+ * brings more there (engine_slabs_reassign(), the automover); stores
+ * evict instead of growing meanwhile.  Segments keep theirs.
  */
 void engine_set_mem_limit(struct engine *e, uint64_t bytes);
+
+/*
+ * `slabs reassign <src> <dst>`: asks the maintenance step to move one slab
+ * page from class src (-1: any class with a spare page; 0: the global
+ * page pool) to class dst (0: the pool).  Answers at once, as memcached's
+ * slabs_reassign(): OK (the move is queued; engine_step() does it),
+ * RUNNING (a move is under way), SAME, BADCLASS, NOSPARE (src has fewer
+ * than two pages).  Under storage=seg nothing moves: the answer is given
+ * for its one class.
+ */
+enum engine_reassign {
+    ENGINE_REASSIGN_OK,
+    ENGINE_REASSIGN_RUNNING,
+    ENGINE_REASSIGN_BADCLASS,
+    ENGINE_REASSIGN_NOSPARE,
+    ENGINE_REASSIGN_SAME,
+};
+enum engine_reassign engine_slabs_reassign(struct engine *e, int32_t src, int32_t dst);
+
+/*
+ * The automover's rule (engine_config.automove), ratio and window, as
+ * `slabs automove` and `slabs automove ratio` change them at run time.
+ */
+void engine_automove_set(struct engine *e, int mode, double ratio, unsigned window);
 
 /* New knobs for the eviction policy of every class (`lru tune`). */
 void engine_lru_tune(struct engine *e, const struct evict_tune *t);
@@ -571,6 +600,12 @@ struct engine_stats {
     uint64_t hash_bytes;
     bool hash_is_expanding;
     uint32_t active_slabs;
+    /* the slab page mover's, memcached's names (all 0 under storage=seg) */
+    uint64_t slab_reassign_rescues, slab_reassign_chunk_rescues;
+    uint64_t slab_reassign_evictions_nomem, slab_reassign_inline_reclaim;
+    uint64_t slab_reassign_busy_items, slab_reassign_busy_deletes, slabs_moved;
+    bool slab_reassign_running;
+    uint64_t slab_global_page_pool;
 };
 void engine_stats(struct engine *e, struct engine_stats *out);
 

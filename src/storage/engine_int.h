@@ -10,6 +10,10 @@
  * Locks, in the only order they may be taken blocking:
  *
  *     item stripe (lock.h)  ->  class lock (struct eclass)  ->  slab class lock
+ *                                                               ->  slab pool lock
+ *
+ * The page mover's request lock (struct move.lock) is taken with none of
+ * these held, and takes only slab class locks inside.
  *
  * The evictor holds a class lock and needs item locks: it uses lock_try()
  * and skips what it cannot get.  The maintenance step holds step_lock while
@@ -80,6 +84,40 @@ struct eclass {
 
 struct seg_store;
 
+/* One sample of the automover's window for one class (memcached's window_data). */
+struct move_sample {
+    uint64_t age;
+    float evicted_ratio;
+    uint8_t dirty, evicted_seen;
+};
+
+/*
+ * The slab page mover (item_move.c): one page at a time, requested by
+ * `slabs reassign` or the automover, done by the maintenance step.
+ */
+struct move {
+    struct mtx lock;                    /* signal, src, dst, pick, the settings */
+    int signal;                         /* 0 idle, 1 asked, 2 moving (memcached's) */
+    unsigned src, dst, pick;
+    int mode;                           /* automove rule; ratio and window with it */
+    double ratio;
+    unsigned window;
+    /* under step_lock */
+    char *lo, *hi;                      /* the page being emptied */
+    uint64_t cursor;                    /* its walk over the hash table */
+    uint32_t began;                     /* engine second the move began */
+    uint32_t am_last;                   /* engine second the automover last ran */
+    bool am_again;                      /* it chose the pool: run again at once */
+    struct move_sample *win;            /* window x ENGINE_MAX_CLASSES samples */
+    unsigned win_size, win_cur;
+    double win_ratio;
+    uint64_t am_evicted[ENGINE_MAX_CLASSES], am_oom[ENGINE_MAX_CLASSES];
+    uint64_t am_pages[ENGINE_MAX_CLASSES];
+    /* counters, read by stats without the step lock */
+    _Atomic uint64_t rescues, chunk_rescues, evictions_nomem, inline_reclaim;
+    _Atomic uint64_t busy_items, busy_deletes, moved;
+};
+
 struct engine {
     struct engine_config cfg;
     struct seg_store *seg;              /* storage=seg: the segment back end (item_seg.c);
@@ -126,6 +164,8 @@ struct engine {
     _Atomic uint64_t crawl_starts;      /* passes begun (memcached's lru_crawler_starts) */
     uint32_t crawl_next;                /* engine second the next pass may start */
     uint32_t expand_next;               /* engine second growth may be retried */
+
+    struct move mv;                     /* the slab page mover (slab back end) */
 };
 
 /* Why an item leaves the table; decides which counter it lands in. */

@@ -54,6 +54,14 @@ void engine_set_mem_limit(struct engine *e, uint64_t bytes) {
     store_set_mem_limit(e, bytes);
 }
 
+enum engine_reassign engine_slabs_reassign(struct engine *e, int32_t src, int32_t dst) {
+    return store_reassign(e, src, dst);
+}
+
+void engine_automove_set(struct engine *e, int mode, double ratio, unsigned window) {
+    store_automove_set(e, mode, ratio, window);
+}
+
 void engine_lru_tune(struct engine *e, const struct evict_tune *t) {
     if (e->policy->tune == NULL)
         return;

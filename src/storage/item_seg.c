@@ -640,6 +640,24 @@ unsigned segv_step_locked(struct engine *e, unsigned budget) {
  * mem_requested the items the index points at and their bytes, evicted
  * the items that left with evicted segments.
  */
+/*
+ * Segments have no classes to move pages between: `slabs reassign` gets
+ * the answer memcached would give for one class (1) of one page per
+ * segment in use, and OK moves nothing.
+ */
+enum engine_reassign segv_reassign(struct engine *e, int32_t src, int32_t dst) {
+    struct engine_class_stats cs;
+    if (src == dst)
+        return ENGINE_REASSIGN_SAME;
+    if (src == -1 && dst != 1 && segv_class_stats(e, &cs) && cs.total_pages >= 2)
+        src = 1;
+    if (src < 0 || src > 1 || dst < 0 || dst > 1)
+        return ENGINE_REASSIGN_BADCLASS;
+    if (src == 0 || !segv_class_stats(e, &cs) || cs.total_pages < 2)
+        return ENGINE_REASSIGN_NOSPARE;
+    return ENGINE_REASSIGN_OK;
+}
+
 bool segv_class_stats(struct engine *e, struct engine_class_stats *out) {
     struct seg_stats st;
     seg_store_stats(e->seg, &st);

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * Under AddressSanitizer, chunks that are not handed out are poisoned, so a
@@ -33,8 +34,9 @@ struct slab_class {
     uint64_t nfree;
     char *end;                  /* next uncarved chunk of the newest page */
     uint32_t nend;              /* uncarved chunks left there */
-    char **pages;               /* every page of this class, for destroy */
+    char **pages;               /* every page of this class, oldest first */
     uint64_t npages, cap;
+    char *mv_lo;                /* the page being moved out (slab_move_begin()); NULL none */
 };
 
 /* Items up to this size find their class in a table, not by search. */
@@ -48,6 +50,16 @@ struct slab {
     _Atomic uint64_t malloced;  /* bytes of pages taken */
     _Atomic uint64_t limit;     /* bytes of pages allowed (cfg.mem_limit, then slab_set_limit) */
     struct slab_class cls[SLAB_MAX_CLASSES];
+
+    /* The global page pool (memcached's class 0), under pool_lock. */
+    struct mtx pool_lock;
+    char **pool;
+    uint64_t npool, pool_cap;
+
+    /* The page move under way (one at a time), see slab_move_begin(). */
+    unsigned mv_src;            /* 0: none */
+    uint8_t *mv_free;           /* per chunk of the page: 1 once free (src's lock) */
+    uint32_t mv_nfree;
 };
 
 static unsigned slab_class_search(const struct slab *s, size_t size);
@@ -82,6 +94,7 @@ struct slab *slab_create(const struct slab_config *cfg) {
     }
     s->cls[i].size = cfg->chunk_max;
     s->n = i;
+    mtx_init(&s->pool_lock, !cfg->single_thread);
     for (i = 1; i <= s->n; i++) {
         mtx_init(&s->cls[i].lock, !cfg->single_thread);
         s->cls[i].perpage = cfg->page_size / s->cls[i].size;
@@ -107,6 +120,11 @@ void slab_destroy(struct slab **sp) {
         free(c->pages);
         mtx_destroy(&c->lock);
     }
+    for (uint64_t p = 0; p < s->npool; p++)
+        free(s->pool[p]);
+    free(s->pool);
+    free(s->mv_free);
+    mtx_destroy(&s->pool_lock);
     free(s);
     *sp = NULL;
 }
@@ -155,29 +173,52 @@ static bool page_reserve(struct slab *s, const struct slab_class *c) {
     }
 }
 
-/* Takes a new page for class c (lock held); the page is carved lazily. */
-static bool page_new_locked(struct slab *s, struct slab_class *c) {
-    if (!page_reserve(s, c))
+/* Makes room for one more page in a list of *cap (false: out of memory). */
+static bool list_grow(char ***list, uint64_t n, uint64_t *cap) {
+    if (n < *cap)
+        return true;
+    uint64_t ncap = *cap ? *cap * 2 : 16;
+    char **l = realloc(*list, ncap * sizeof(*l));
+    if (l == NULL)
         return false;
-    if (c->npages == c->cap) {
-        uint64_t cap = c->cap ? c->cap * 2 : 16;
-        char **pages = realloc(c->pages, cap * sizeof(*pages));
-        if (pages == NULL)
-            goto fail;
-        c->pages = pages;
-        c->cap = cap;
+    *list = l;
+    *cap = ncap;
+    return true;
+}
+
+/* A page from the global pool (already counted in malloced), or NULL. */
+static char *pool_take(struct slab *s) {
+    char *page = NULL;
+    mtx_lock(&s->pool_lock);
+    if (s->npool > 0)
+        page = s->pool[--s->npool];
+    mtx_unlock(&s->pool_lock);
+    return page;
+}
+
+/*
+ * Takes a new page for class c (lock held); the page is carved lazily.  As
+ * memcached's do_slabs_newslab(), a page in the global pool is taken first,
+ * even when the limit is reached: it is already counted.
+ */
+static bool page_new_locked(struct slab *s, struct slab_class *c) {
+    if (!list_grow(&c->pages, c->npages, &c->cap))
+        return false;
+    char *page = pool_take(s);
+    if (page == NULL) {
+        if (!page_reserve(s, c))
+            return false;
+        page = malloc(s->cfg.page_size);
+        if (page == NULL) {
+            atomic_fetch_sub_explicit(&s->malloced, s->cfg.page_size, memory_order_relaxed);
+            return false;
+        }
+        POISON(page, s->cfg.page_size);
     }
-    char *page = malloc(s->cfg.page_size);
-    if (page == NULL)
-        goto fail;
-    POISON(page, s->cfg.page_size);
     c->pages[c->npages++] = page;
     c->end = page;
     c->nend = c->perpage;
     return true;
-fail:
-    atomic_fetch_sub_explicit(&s->malloced, s->cfg.page_size, memory_order_relaxed);
-    return false;
 }
 
 void *slab_alloc(struct slab *s, unsigned id) {
@@ -200,10 +241,51 @@ void *slab_alloc(struct slab *s, unsigned id) {
     return p;
 }
 
+void *slab_alloc_spare(struct slab *s, unsigned id) {
+    struct slab_class *c = &s->cls[id];
+    void *p = NULL;
+    mtx_lock(&c->lock);
+    if (c->free != NULL) {
+        struct free_chunk *f = c->free;
+        UNPOISON(f, c->size);
+        c->free = f->next;
+        c->nfree--;
+        p = f;
+    } else if (c->nend > 0) {
+        p = c->end;
+        UNPOISON(p, c->size);
+        c->end += c->size;
+        c->nend--;
+    }
+    mtx_unlock(&c->lock);
+    return p;
+}
+
+/* Whether chunk lies in the page c is moving out (lock held). */
+static bool in_moving_page(const struct slab *s, const struct slab_class *c, const void *chunk) {
+    const char *p = chunk;
+    return p >= c->mv_lo && p < c->mv_lo + s->cfg.page_size;
+}
+
+/* A chunk of the moving page became free (src's lock held). */
+static void move_mark_free_locked(struct slab *s, struct slab_class *c, void *chunk) {
+    size_t i = (size_t)((char *)chunk - c->mv_lo) / c->size;
+    POISON(chunk, c->size);
+    if (!s->mv_free[i]) {
+        s->mv_free[i] = 1;
+        s->mv_nfree++;
+    }
+}
+
 void slab_free(struct slab *s, unsigned id, void *chunk) {
     struct slab_class *c = &s->cls[id];
     struct free_chunk *f = chunk;
     mtx_lock(&c->lock);
+    if (__builtin_expect(c->mv_lo != NULL, 0) && in_moving_page(s, c, chunk)) {
+        move_mark_free_locked(s, c, chunk);
+        mtx_unlock(&c->lock);
+        return;
+    }
     f->next = c->free;
     POISON(f, c->size);
     c->free = f;
@@ -224,8 +306,185 @@ void slab_class_stats(struct slab *s, unsigned id, struct slab_class_stats *out)
     mtx_unlock(&c->lock);
 }
 
+/*
+ * memcached's memory_release(): while more is taken than the limit allows,
+ * pages of the global pool go back to the system.
+ */
+static void pool_release(struct slab *s) {
+    uint64_t page = s->cfg.page_size;
+    mtx_lock(&s->pool_lock);
+    while (s->npool > 0) {
+        uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+        if (limit == 0 || atomic_load_explicit(&s->malloced, memory_order_relaxed) <= limit)
+            break;
+        char *p = s->pool[--s->npool];
+        UNPOISON(p, page);
+        free(p);
+        atomic_fetch_sub_explicit(&s->malloced, page, memory_order_relaxed);
+    }
+    mtx_unlock(&s->pool_lock);
+}
+
 void slab_set_limit(struct slab *s, uint64_t bytes) {
     atomic_store_explicit(&s->limit, bytes, memory_order_relaxed);
+    pool_release(s);
+}
+
+uint64_t slab_pool_pages(struct slab *s) {
+    mtx_lock(&s->pool_lock);
+    uint64_t n = s->npool;
+    mtx_unlock(&s->pool_lock);
+    return n;
+}
+
+uint64_t slab_class_pages(struct slab *s, unsigned id) {
+    if (id == 0)
+        return slab_pool_pages(s);
+    struct slab_class *c = &s->cls[id];
+    mtx_lock(&c->lock);
+    uint64_t n = c->npages;
+    mtx_unlock(&c->lock);
+    return n;
+}
+
+/*
+ * Starts moving the oldest page of class src out (src 0: the pool's last
+ * page, which needs no clearing).  The page's free chunks are cut out of
+ * the free list, carving stops if it is the page being carved, and from
+ * now on a chunk of it that slab_free() gets back is marked instead of
+ * listed: so nothing in it can be handed out again, and the page is clear
+ * once every chunk is marked (slab_move_clear()).  False when src has
+ * fewer than two pages (memcached's NOSPARE) or memory is short.
+ */
+bool slab_move_begin(struct slab *s, unsigned src, char **lo, char **hi) {
+    if (s->mv_src != 0)
+        return false;
+    if (src == 0) {
+        if (slab_pool_pages(s) < 2)
+            return false;
+        s->mv_src = SLAB_MAX_CLASSES;      /* a pool page: nothing to clear */
+        *lo = *hi = NULL;
+        return true;
+    }
+    struct slab_class *c = &s->cls[src];
+    uint8_t *bits = calloc(c->perpage, 1);
+    if (bits == NULL)
+        return false;
+    mtx_lock(&c->lock);
+    if (c->npages < 2) {
+        mtx_unlock(&c->lock);
+        free(bits);
+        return false;
+    }
+    char *page = c->pages[0];
+    free(s->mv_free);
+    s->mv_free = bits;
+    s->mv_nfree = 0;
+    c->mv_lo = page;
+    /* Rebuild the free list without the page's chunks, each chunk unpoisoned
+       only while its link is read or written. */
+    struct free_chunk *f = c->free, *head = NULL, *prev = NULL;
+    while (f != NULL) {
+        UNPOISON(f, sizeof(*f));
+        struct free_chunk *next = f->next;
+        if (in_moving_page(s, c, f)) {
+            c->nfree--;
+            move_mark_free_locked(s, c, f);
+        } else {
+            if (prev != NULL) {
+                prev->next = f;
+                POISON(prev, c->size);
+            } else {
+                head = f;
+            }
+            prev = f;
+        }
+        f = next;
+    }
+    if (prev != NULL) {
+        prev->next = NULL;
+        POISON(prev, c->size);
+    }
+    c->free = head;
+    if (c->nend > 0 && in_moving_page(s, c, c->end)) {
+        for (; c->nend > 0; c->nend--, c->end += c->size)
+            move_mark_free_locked(s, c, c->end);
+    }
+    mtx_unlock(&c->lock);
+    s->mv_src = src;
+    *lo = page;
+    *hi = page + (size_t)c->perpage * c->size;
+    return true;
+}
+
+/* Whether every chunk of the moving page is free. */
+bool slab_move_clear(struct slab *s) {
+    if (s->mv_src == SLAB_MAX_CLASSES)
+        return true;
+    struct slab_class *c = &s->cls[s->mv_src];
+    mtx_lock(&c->lock);
+    bool clear = s->mv_nfree == c->perpage;
+    mtx_unlock(&c->lock);
+    return clear;
+}
+
+/* Cuts a free page into class c's free list (lock held), as memcached's split. */
+static void page_split_locked(struct slab_class *c, char *page) {
+    for (uint32_t i = c->perpage; i-- > 0;) {
+        struct free_chunk *f = (struct free_chunk *)(page + (size_t)i * c->size);
+        UNPOISON(f, sizeof(*f));
+        f->next = c->free;
+        POISON(f, c->size);
+        c->free = f;
+        c->nfree++;
+    }
+}
+
+/*
+ * Finishes the move slab_move_begin() started, once slab_move_clear():
+ * the page leaves src and is cut into dst's chunks, or (dst 0) goes to the
+ * global pool, after which pages above the limit go back to the system.
+ */
+void slab_move_finish(struct slab *s, unsigned dst) {
+    char *page;
+    if (s->mv_src == SLAB_MAX_CLASSES) {
+        page = pool_take(s);
+    } else {
+        struct slab_class *c = &s->cls[s->mv_src];
+        mtx_lock(&c->lock);
+        page = c->pages[0];
+        memmove(c->pages, c->pages + 1, (c->npages - 1) * sizeof(*c->pages));
+        c->npages--;
+        c->mv_lo = NULL;
+        mtx_unlock(&c->lock);
+    }
+    s->mv_src = 0;
+    if (page == NULL)
+        return;
+    if (dst != 0) {
+        struct slab_class *d = &s->cls[dst];
+        mtx_lock(&d->lock);
+        if (list_grow(&d->pages, d->npages, &d->cap)) {
+            d->pages[d->npages++] = page;
+            page_split_locked(d, page);
+            page = NULL;
+        }
+        mtx_unlock(&d->lock);
+        if (page == NULL)
+            return;
+    }
+    mtx_lock(&s->pool_lock);
+    if (list_grow(&s->pool, s->npool, &s->pool_cap)) {
+        s->pool[s->npool++] = page;
+        page = NULL;
+    }
+    mtx_unlock(&s->pool_lock);
+    if (page != NULL) {                 /* no room to list it: give it back */
+        UNPOISON(page, s->cfg.page_size);
+        free(page);
+        atomic_fetch_sub_explicit(&s->malloced, s->cfg.page_size, memory_order_relaxed);
+    }
+    pool_release(s);
 }
 
 uint64_t slab_limit(const struct slab *s) {

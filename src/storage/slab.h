@@ -16,13 +16,23 @@
  * Memory bound: the bytes of all pages stay <= mem_limit (0 = no limit),
  * except that a class with no page at all may take its first one past the
  * limit, so that a tiny limit still works; hence the total never exceeds
- * the limit by more than one page per class.  Pages go back to the system
- * only at destroy.
+ * the limit by more than one page per class.
+ *
+ * Pages move (memcached's slab mover): slab_move_begin() takes a class's
+ * oldest page out of use, the caller empties it of items (the engine's
+ * mover, item_move.c), and slab_move_finish() gives it to another class
+ * or to the global page pool (memcached's class 0).  A class that needs a
+ * page takes one from the pool first, even at the limit, since pool pages
+ * are counted.  Pool pages above a lowered limit go back to the system
+ * (slab_set_limit(), slab_move_finish()); other pages only at destroy.
  *
  * Threading: each class has its own mutex, taken only inside these calls
- * and never held while taking another engine lock (a leaf lock).  The page
- * count is an atomic.  slab_alloc() calls malloc for a new page; nothing
- * else allocates after create.
+ * and never held while taking another engine lock; the pool's mutex is
+ * taken after a class's (both leaves to the engine).  The page count is an
+ * atomic.  slab_alloc() calls malloc for a new page, slab_move_begin() a
+ * bitmap, slab_move_finish() may grow a page list.  One page moves at a
+ * time, and the slab_move_*() calls come from one thread (the engine's
+ * maintenance step).
  */
 #ifndef CELLAR_STORAGE_SLAB_H
 #define CELLAR_STORAGE_SLAB_H
@@ -65,6 +75,8 @@ uint32_t slab_chunk_size(const struct slab *s, unsigned id);
 void *slab_alloc(struct slab *s, unsigned id);
 /* Gives a chunk back to its class. */
 void slab_free(struct slab *s, unsigned id, void *chunk);
+/* As slab_alloc(), from free or uncarved chunks only: never takes a page. */
+void *slab_alloc_spare(struct slab *s, unsigned id);
 
 struct slab_class_stats {
     uint32_t chunk_size, chunks_per_page;
@@ -77,5 +89,21 @@ uint64_t slab_total_malloced(const struct slab *s);
    only stops new ones. */
 void slab_set_limit(struct slab *s, uint64_t bytes);
 uint64_t slab_limit(const struct slab *s);
+
+/* Pages in the global pool; pages of class id (0: the pool). */
+uint64_t slab_pool_pages(struct slab *s);
+uint64_t slab_class_pages(struct slab *s, unsigned id);
+
+/*
+ * Starts moving src's oldest page out (src 0: a pool page); false when src
+ * has fewer than two pages, a move is under way, or memory is short.  The
+ * page's bytes are [*lo, *hi) (both NULL for a pool page): the caller
+ * frees every chunk there that is in use; nothing there is handed out
+ * meanwhile.  slab_move_clear() says when all are free; then
+ * slab_move_finish() gives the page to dst (0: the pool).
+ */
+bool slab_move_begin(struct slab *s, unsigned src, char **lo, char **hi);
+bool slab_move_clear(struct slab *s);
+void slab_move_finish(struct slab *s, unsigned dst);
 
 #endif

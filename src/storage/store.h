@@ -34,12 +34,10 @@
  * Three features to come plug in here, each as one more operation (or
  * step) that both back ends implement, so that the shared code stays as it
  * is:
- *   - Moving an item between slab pages or between segments (a page mover,
- *     slab rebalancing).  A store_move_locked(e, it, hv) would move one
- *     linked item under its stripe, as seg_move.c's seg_relocate()
- *     already moves the items the merge and S3-FIFO keep; the slab back
- *     end would call it from a rebalance step run by store_step_locked(),
- *     taking pages from one class to give to another.
+ *   - Moving an item between segments.  The slab back end's page mover
+ *     (item_move.c: store_reassign(), run by store_step_locked()) moves
+ *     pages between classes; segments have no classes, and seg_move.c's
+ *     seg_relocate() already moves the items the merge and S3-FIFO keep.
  *   - A memory file that survives a restart.  Each back end would allocate
  *     its arena (slab pages, segments) from a file mapping instead of the
  *     heap at store_create(), and a store_save(e) at shutdown and a
@@ -85,7 +83,10 @@ static inline bool store_config_check(const struct engine_config *c, char *err, 
 static inline bool store_create(struct engine *e, char *err, size_t errlen) {
     if (e->cfg.seg)
         return segv_create(e, err, errlen);
-    return item_create(e, err, errlen);
+    if (!item_create(e, err, errlen))
+        return false;
+    item_move_set(e, e->cfg.automove, e->cfg.automove_ratio, e->cfg.automove_window);
+    return true;
 }
 
 /* The back end's part of engine_destroy() (NULL-safe, as that is). */
@@ -290,11 +291,27 @@ static inline void store_seal_point(struct engine *e, uint32_t point) {
         seg_store_seal_point(e->seg, point);
 }
 
+/* `slabs reassign` (engine_slabs_reassign()): segments answer for their one class. */
+static inline enum engine_reassign store_reassign(struct engine *e, int32_t src, int32_t dst) {
+    if (e->seg != NULL)
+        return segv_reassign(e, src, dst);
+    return item_move_request(e, src, dst);
+}
+
+/* The automover's settings (segments have no pages to move). */
+static inline void store_automove_set(struct engine *e, int mode, double ratio,
+                                      unsigned window) {
+    if (e->seg == NULL)
+        item_move_set(e, mode, ratio, window);
+}
+
 /* One slice of the back end's background work (step_lock held); returns the work done. */
 static inline unsigned store_step_locked(struct engine *e, unsigned budget) {
     if (e->seg != NULL)
         return segv_step_locked(e, budget);
-    return item_step_locked(e, budget);
+    /* the page mover takes up to half, the table, reaper and crawler the rest */
+    unsigned work = item_move_step_locked(e, budget / 2 > 0 ? budget / 2 : 1);
+    return work + item_step_locked(e, budget > work ? budget - work : 1);
 }
 
 /* One slice of a dump (engine_dump_step()). */
@@ -337,10 +354,12 @@ static inline bool store_class_stats(struct engine *e, unsigned id,
 
 /* The memory and index figures of engine_stats(). */
 static inline void store_stats(struct engine *e, struct engine_stats *out) {
-    if (e->seg != NULL)
+    if (e->seg != NULL) {
         segv_stats(e, out);
-    else
+    } else {
         item_stats(e, out);
+        item_move_stats(e, out);
+    }
 }
 
 /* The back end's own counters back to zero (engine_stats_reset()). */

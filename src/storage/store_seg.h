@@ -33,4 +33,7 @@ bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_
 bool segv_class_stats(struct engine *e, struct engine_class_stats *out);
 void segv_stats(struct engine *e, struct engine_stats *out);
 
+/* `slabs reassign` under storage=seg: the answer for its one class; nothing moves. */
+enum engine_reassign segv_reassign(struct engine *e, int32_t src, int32_t dst);
+
 #endif

@@ -24,4 +24,10 @@ bool item_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_
 bool item_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out);
 void item_stats(struct engine *e, struct engine_stats *out);
 
+/* item_move.c: the page mover */
+enum engine_reassign item_move_request(struct engine *e, int32_t src, int32_t dst);
+unsigned item_move_step_locked(struct engine *e, unsigned budget);
+void item_move_set(struct engine *e, int mode, double ratio, unsigned window);
+void item_move_stats(struct engine *e, struct engine_stats *out);
+
 #endif

@@ -445,8 +445,9 @@ static const struct refusal refusals[] = {
     {{"-o", "hashpower=33"}, 1, "Initial hashtable multiplier of 33 is too high\n"
                                 "Choose a value based on \"STAT hash_power_level\" from a "
                                 "running instance\n"},
-    {{"-o", "slab_automove=3"}, 1, "slab_automove must be between 0 and 2\n"},
-    {{"-o", "slab_automove=-1"}, 1, "slab_automove must be between 0 and 2\n"},
+    /* memcached stops at 2; cellard's 3 is the paper's age rule (doc/cellard.md) */
+    {{"-o", "slab_automove=4"}, 1, "slab_automove must be between 0 and 3\n"},
+    {{"-o", "slab_automove=-1"}, 1, "slab_automove must be between 0 and 3\n"},
     {{"-o", "slab_automove_ratio"}, 1, "Missing slab_automove_ratio argument\n"},
     {{"-o", "slab_automove_ratio=0"}, 1, "slab_automove_ratio must be > 0 and < 1\n"},
     {{"-o", "slab_automove_window"}, 1, "Missing slab_automove_window argument\n"},
