@@ -20,6 +20,8 @@
 
 #include "storage/store_slab.h"
 
+#define ITEM_MC_HEADER 48               /* sizeof(item) in 64-bit memcached */
+
 size_t item_ntotal(const struct item *it) {
     return sizeof(struct item) + it->nkey + (size_t)it->nbytes;
 }
@@ -429,10 +431,18 @@ bool item_create(struct engine *e, char *err, size_t errlen) {
     e->policy = evict_policy_find(cfg->policy);
     e->lru_mask = e->policy->seg_mask;
     e->cfg.policy = e->policy->name;
+    /* Class 1 is memcached's: its 48-byte item header plus -n, so that an item
+       lands in the class it has in memcached (t/ reads classes by number).  Our
+       header is 56 bytes with the CAS inside, memcached's 48 + 8 of CAS and 3 of
+       terminators, so an item's total is never larger here.  The floor keeps
+       room for a small key and value when -n is tiny (cellar-sim's 8). */
+    uint32_t min_chunk = ITEM_MC_HEADER + cfg->chunk_min;
+    if (min_chunk < sizeof(struct item) + 8)
+        min_chunk = sizeof(struct item) + 8;
     struct slab_config sc = {
         .mem_limit = cfg->mem_limit,
         .growth_factor = cfg->growth_factor,
-        .min_chunk = sizeof(struct item) + cfg->chunk_min,
+        .min_chunk = min_chunk,
         .page_size = cfg->page_size,
         .chunk_max = cfg->slab_chunk_max,
         .single_thread = cfg->single_thread,
