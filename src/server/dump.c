@@ -52,7 +52,7 @@ struct dump {
  * 1..63.  Sets *set (bit i: class i; 0 when only commas) and returns true,
  * or returns false for a bad id.
  */
-static bool dump_classes(const char *p, size_t len, uint64_t *set) {
+bool dump_classes(const char *p, size_t len, uint64_t *set) {
     *set = 0;
     if ((len == 3 && memcmp(p, "all", 3) == 0) || (len == 4 && memcmp(p, "hash", 4) == 0)) {
         *set = ~(uint64_t)1;

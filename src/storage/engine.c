@@ -518,6 +518,15 @@ enum engine_delete_result engine_delete(struct engine *e, const char *key, size_
 }
 
 /* The maintenance slice: the back end's (store_step_locked()), under step_lock. */
+enum engine_crawl_result engine_crawl_request(struct engine *e, uint64_t classes) {
+    if (classes == 0)
+        return ENGINE_CRAWL_NOTSTARTED;
+    mtx_lock(&e->step_lock);
+    enum engine_crawl_result r = store_crawl_request_locked(e, classes);
+    mtx_unlock(&e->step_lock);
+    return r;
+}
+
 unsigned engine_step(struct engine *e, unsigned budget) {
     if (budget == 0)
         return 0;

@@ -286,6 +286,18 @@ bool engine_crawl(struct engine *e);
 void engine_crawl_now(struct engine *e);
 
 /*
+ * `lru_crawler crawl <classes>`: one crawl of the slab classes in classes
+ * (bit i: class i) for dead items, run by the following engine_step()s
+ * whether or not the background crawl is on, reclaiming them into each
+ * class's crawler_reclaimed and counting crawler_items_checked, as
+ * memcached's crawler does.  BUSY while an earlier request is under way
+ * (engine_stats' crawler_running), NOTSTARTED for no class.  Under
+ * storage=seg, which has no classes to walk, it ends the crawl's rest.
+ */
+enum engine_crawl_result { ENGINE_CRAWL_OK, ENGINE_CRAWL_BUSY, ENGINE_CRAWL_NOTSTARTED };
+enum engine_crawl_result engine_crawl_request(struct engine *e, uint64_t classes);
+
+/*
  * Dumps (`lru_crawler metadump`): a walk over every live item that the
  * caller advances a slice at a time, between its other work, so that
  * dumping millions of items holds no lock for long and needs no buffer for
@@ -565,6 +577,7 @@ struct engine_stats {
     uint64_t crawler_reclaimed, crawler_items_checked;
     uint64_t get_expired, get_flushed;      /* lookups of any kind that met a dead item */
     uint64_t crawler_starts;                /* expiry crawler passes begun */
+    bool crawler_running;                   /* an engine_crawl_request() under way */
     uint64_t moves_to_cold, moves_to_warm, moves_within_lru;   /* a segmented policy's */
     uint64_t total_malloced, limit_maxbytes;
     uint32_t hash_power_level;

@@ -125,6 +125,8 @@ struct engine {
     bool crawl_in_pass;                 /* a pass has begun and not wrapped */
     _Atomic uint64_t crawl_starts;      /* passes begun (memcached's lru_crawler_starts) */
     uint32_t crawl_next;                /* engine second the next pass may start */
+    _Atomic uint64_t crawl_req;         /* classes of an engine_crawl_request() under
+                                           way (bit i: class i); 0: none */
     uint32_t expand_next;               /* engine second growth may be retried */
 };
 

@@ -125,6 +125,7 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
     out->get_expired = atomic_load_explicit(&e->met_expired, memory_order_relaxed);
     out->get_flushed = atomic_load_explicit(&e->met_flushed, memory_order_relaxed);
     out->crawler_starts = atomic_load_explicit(&e->crawl_starts, memory_order_relaxed);
+    out->crawler_running = atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0;
     store_stats(e, out);
 }
 

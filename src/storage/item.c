@@ -470,10 +470,13 @@ fail:
 struct crawl {
     struct engine *e;
     uint32_t now;
+    uint64_t classes;               /* bit i: class i is crawled */
 };
 
 static void crawl_visit(struct item *it, uint64_t hv, void *arg) {
     struct crawl *cr = arg;
+    if (((cr->classes >> it->clsid) & 1) == 0)
+        return;
     atomic_fetch_add_explicit(&cr->e->cls[it->clsid].crawler_checked, 1, memory_order_relaxed);
     if (expire_dead(cr->e, it, cr->now) != ENGINE_MISS_NONE)
         item_unlink_locked(cr->e, it, hv, UNLINK_CRAWL);
@@ -483,14 +486,21 @@ static void crawl_visit(struct item *it, uint64_t hv, void *arg) {
  * One slice of the expiry crawler: walks hash buckets from where the last
  * slice stopped, one stripe lock at a time, unlinking dead items.  After a
  * full pass it rests ENGINE_CRAWL_REST seconds (returning 0, so the caller
- * may sleep).  Called under step_lock.
+ * may sleep).  A requested crawl (item_crawl_request_locked()) is a pass
+ * that looks only at the classes asked for, and ends the request when it
+ * wraps.  Called under step_lock.
+ *
+ * memcached's crawler walks each class's LRU from the tail; walking the
+ * table instead meets the same items (every linked item is in both) and
+ * needs no marker item linked into the queues of every eviction policy.
  *
  * FIXME: memcached schedules crawls per class from a histogram of coming
  * expiries; a fixed rest is simpler and bounds the cost the same way.
  */
 static unsigned crawl_step(struct engine *e, unsigned budget) {
-    struct crawl cr = {e, expire_now(e)};
-    if (e->crawl_resting) {
+    uint64_t req = atomic_load_explicit(&e->crawl_req, memory_order_relaxed);
+    struct crawl cr = {e, expire_now(e), req != 0 ? req : ~(uint64_t)0};
+    if (req == 0 && e->crawl_resting) {
         if (cr.now < e->crawl_next)
             return 0;
         e->crawl_resting = false;
@@ -505,8 +515,25 @@ static unsigned crawl_step(struct engine *e, unsigned budget) {
         e->crawl_in_pass = false;
         e->crawl_resting = true;
         e->crawl_next = cr.now + ENGINE_CRAWL_REST;
+        atomic_store_explicit(&e->crawl_req, 0, memory_order_release);
     }
     return work;
+}
+
+/*
+ * `lru_crawler crawl`: a pass over the classes asked for, from the table's
+ * start (a background pass under way gives way to it and starts over
+ * later).  As memcached, a class with no items is crawled too (at once).
+ */
+enum engine_crawl_result item_crawl_request_locked(struct engine *e, uint64_t classes) {
+    if (atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0)
+        return ENGINE_CRAWL_BUSY;
+    e->crawl_cursor = 0;
+    e->crawl_resting = false;
+    e->crawl_in_pass = true;
+    atomic_fetch_add_explicit(&e->crawl_starts, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->crawl_req, classes, memory_order_release);
+    return ENGINE_CRAWL_OK;
 }
 
 /* Sums the class counters that say how many items are linked. */
@@ -541,7 +568,8 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
         for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
             work += item_reap_class(e, id, ENGINE_REAP_MAX);
     }
-    if (work < budget && engine_crawl(e))
+    if (work < budget &&
+        (engine_crawl(e) || atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0))
         work += crawl_step(e, budget - work);
     return work;
 }

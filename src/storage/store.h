@@ -297,6 +297,20 @@ static inline unsigned store_step_locked(struct engine *e, unsigned budget) {
     return item_step_locked(e, budget);
 }
 
+/*
+ * A crawl of the classes asked for (step_lock held; engine_crawl_request()).
+ * Segments have no classes to walk: their expiry pass starts now instead.
+ */
+static inline enum engine_crawl_result store_crawl_request_locked(struct engine *e,
+                                                                  uint64_t classes) {
+    if (e->seg != NULL) {
+        e->crawl_resting = false;
+        e->crawl_in_pass = false;
+        return ENGINE_CRAWL_OK;
+    }
+    return item_crawl_request_locked(e, classes);
+}
+
 /* One slice of a dump (engine_dump_step()). */
 static inline bool store_dump_step(struct engine *e, uint64_t *cursor, unsigned budget,
                                    engine_dump_fn fn, void *arg) {
