@@ -57,6 +57,7 @@
 #define ENGINE_CLOCK_OFFSET 62          /* engine seconds at start, like memcached */
 #define ENGINE_CRAWL_REST 60            /* seconds between crawler passes */
 #define ENGINE_REAP_MAX 50              /* dead items one step reclaims per class */
+#define ENGINE_JUGGLE_MAX 500           /* queue moves one step makes per class (memcached's) */
 #define ENGINE_EXPAND_RETRY 60          /* seconds before retrying a failed growth */
 
 

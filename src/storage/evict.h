@@ -20,7 +20,8 @@
  * Threading contract, per call:
  *   create/destroy     once per class, single-threaded
  *   link/unlink/bump/
- *   victim/oldest      class lock held (and for link/unlink/bump the item
+ *   victim/oldest/
+ *   maintain           class lock held (and for link/unlink/bump the item
  *                      lock too); must not block or allocate, except that
  *                      a policy's side tables (ghost.h, sketch.h) grow by
  *                      doubling there, amortised, and a failed growth only
@@ -109,6 +110,15 @@ struct evict_policy {
     /* The item the policy regards as oldest, without changing anything
      * (for the `age` stat); NULL when empty. */
     struct item *(*oldest)(struct evict_queue *q);
+
+    /*
+     * Optional (NULL: nothing to do): background upkeep of the queue, as
+     * memcached's LRU maintainer juggles its tails between requests.  Called
+     * from the engine's maintenance step (class lock held) when the
+     * maintainer is on; must move at most `budget` items and return how many
+     * it moved.  It may only reorder: every item stays linked.
+     */
+    unsigned (*maintain)(struct evict_queue *q, uint32_t now, unsigned budget);
 
     /* Optional (NULL: no knobs): takes new tunables (class lock held). */
     void (*tune)(struct evict_queue *q, const struct evict_tune *t);

@@ -25,10 +25,12 @@
  * All four are tunables (slru_tune(): -o hot_lru_pct... and `lru tune`).
  *
  * memcached's LRU maintainer thread does this tail shuffling in the
- * background.  The policy seam has no background hook, so victim() does
- * the maintainer's work at the moment it is needed: it brings HOT and WARM
- * within their limits, then takes COLD's tail (pulling from HOT, then
- * WARM, when COLD is empty, as do_item_alloc_pull() does).  The policy
+ * background; so does slru_maintain() when the engine's maintenance step
+ * calls it (the maintainer is on), a bounded number of moves at a time.
+ * victim() also does it at the moment it is needed, for an engine that
+ * runs no maintenance (cellar-sim): it brings HOT and WARM within their
+ * limits, then takes COLD's tail (pulling from HOT, then WARM, when COLD
+ * is empty, as do_item_alloc_pull() does).  The policy
  * keeps the last time it was given (link/hit/bump) for the age limits.
  *
  * pbits: bits 0..1 segment (enum evict_lru: seg_mask), bit 2 fetched,
@@ -139,10 +141,34 @@ static bool pull_tail(struct evict_queue *q, unsigned seg, uint64_t limit, uint3
 }
 
 /*
- * The maintainer's juggle, run to completion, then COLD's tail.  Each pull
- * either clears an active bit or moves an item to COLD, so the loops end;
- * the bound only guards against hits re-activating items meanwhile.
+ * The maintainer's juggle: HOT's tail, then WARM's, pulled while they are
+ * over their limits, at most budget pulls in each.  Each pull either
+ * clears an active bit or moves an item to COLD, so the loops end; the
+ * bound only guards against hits re-activating items meanwhile.  Returns
+ * the pulls made.
  */
+static unsigned juggle(struct evict_queue *q, uint64_t budget) {
+    uint64_t total = q->seg[HOT].n + q->seg[WARM].n + q->seg[COLD].n;
+    uint64_t hot_limit = total * q->t.hot_pct / 100, warm_limit = total * q->t.warm_pct / 100;
+    uint32_t cold_age = q->seg[COLD].tail != NULL ? age(q, q->seg[COLD].tail) : 0;
+    uint32_t hot_age = (uint32_t)(cold_age * q->t.hot_max_factor);
+    uint32_t warm_age = (uint32_t)(cold_age * q->t.warm_max_factor);
+    unsigned moved = 0;
+    uint64_t bound = budget;
+    while (bound > 0 && pull_tail(q, HOT, hot_limit, hot_age))
+        bound--, moved++;
+    bound = budget;
+    while (bound > 0 && pull_tail(q, WARM, warm_limit, warm_age))
+        bound--, moved++;
+    return moved;
+}
+
+static unsigned slru_maintain(struct evict_queue *q, uint32_t now, unsigned budget) {
+    seek_time(q, now);
+    return juggle(q, budget);
+}
+
+/* The maintainer's juggle, run to completion, then COLD's tail. */
 static struct item *slru_victim(struct evict_queue *q, struct item *prev) {
     if (prev != NULL) {
         if (prev->prev != NULL)
@@ -151,17 +177,8 @@ static struct item *slru_victim(struct evict_queue *q, struct item *prev) {
         return s == COLD ? q->seg[HOT].tail : s == HOT ? q->seg[WARM].tail : NULL;
     }
     uint64_t total = q->seg[HOT].n + q->seg[WARM].n + q->seg[COLD].n;
-    uint64_t hot_limit = total * q->t.hot_pct / 100, warm_limit = total * q->t.warm_pct / 100;
-    uint32_t cold_age = q->seg[COLD].tail != NULL ? age(q, q->seg[COLD].tail) : 0;
-    uint32_t hot_age = (uint32_t)(cold_age * q->t.hot_max_factor);
-    uint32_t warm_age = (uint32_t)(cold_age * q->t.warm_max_factor);
+    juggle(q, 2 * total + 2);
     uint64_t bound = 2 * total + 2;
-    while (bound-- > 0 && pull_tail(q, HOT, hot_limit, hot_age))
-        ;
-    bound = 2 * total + 2;
-    while (bound-- > 0 && pull_tail(q, WARM, warm_limit, warm_age))
-        ;
-    bound = 2 * total + 2;
     while (q->seg[COLD].tail == NULL && bound-- > 0) {
         if (!pull_tail(q, HOT, 0, 0) && !pull_tail(q, WARM, 0, 0))
             break;
@@ -198,6 +215,7 @@ const struct evict_policy evict_slru = {
     .hit = slru_hit,
     .bump = slru_bump,
     .tune = slru_tune,
+    .maintain = slru_maintain,
     .victim = slru_victim,
     .oldest = slru_oldest,
     .segments = slru_segments,

@@ -551,7 +551,9 @@ static uint64_t curr_items(struct engine *e) {
  * The slab back end's maintenance slice (step_lock held).  Table growth
  * first: start doubling once there are more than 1.5 items per bucket,
  * then move up to `budget` buckets per call; while it moves, the crawler
- * waits.  Then the LRU maintainer's reclaim of dead tails (-o reap), and
+ * waits.  Then the LRU maintainer's reclaim of dead tails and the policy's
+ * juggle of its queues (evict.h's maintain(); both while the maintainer is
+ * on, engine_config.reap), and
  * whatever budget is left goes to the expiry crawler.
  */
 unsigned item_step_locked(struct engine *e, unsigned budget) {
@@ -565,8 +567,15 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
     if (ht_expanding(e->ht))
         work += ht_expand_step(e->ht, budget);
     if (e->cfg.reap) {
-        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
+        for (unsigned id = 1; id <= e->nclasses && work < budget; id++) {
             work += item_reap_class(e, id, ENGINE_REAP_MAX);
+            if (e->policy->maintain != NULL) {
+                struct eclass *c = &e->cls[id];
+                mtx_lock(&c->lock);
+                work += e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
+                mtx_unlock(&c->lock);
+            }
+        }
     }
     if (work < budget &&
         (engine_crawl(e) || atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0))
