@@ -214,6 +214,8 @@ int main(int argc, char **argv) {
     ec.seg = cfg.storage_seg;
     ec.crawl = server_crawl_runs(&cfg, cfg.lru_crawler);
     ec.reap = cfg.lru_maintainer_thread;
+    ec.temp_ttl = cfg.temp_lru ? cfg.temporary_ttl : -1;
+    ec.lru_flat = !cfg.lru_segmented;
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {

@@ -318,15 +318,17 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
 /*
  * `stats items`: per class with items, "items:<class>:<name>", in
  * memcached's order.  cs is the engine's figures for the class, sc the
- * workers' counters for it.
+ * workers' counters for it.  As memcached, the segments' lines come only
+ * with the LRU maintainer, and number_temp only with temp_lru.
  */
-#define ITEMS_STATS(X)                                                                  \
-    X("number", cs.number)                                                              \
+#define ITEMS_STATS_SEG(X)                                                              \
     X("number_hot", cs.seg.number[EVICT_HOT])                                           \
     X("number_warm", cs.seg.number[EVICT_WARM])                                         \
-    X("number_cold", cs.seg.number[EVICT_COLD])                                         \
+    X("number_cold", cs.seg.number[EVICT_COLD])
+#define ITEMS_STATS_AGES(X)                                                             \
     X("age_hot", cs.seg.age_hot)                                                        \
-    X("age_warm", cs.seg.age_warm)                                                      \
+    X("age_warm", cs.seg.age_warm)
+#define ITEMS_STATS(X)                                                                  \
     X("age", cs.age)                                                                    \
     X("mem_requested", cs.mem_requested)                                                \
     X("evicted", cs.evicted)                                                            \
@@ -392,6 +394,13 @@ static void stats_items(struct server *s, struct stat_sink *o) {
             continue;
         const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
 #define X(name, v) class_line(o, "items:", id, name, (v));
+        X("number", cs.number)
+        if (s->cfg->lru_maintainer_thread) {
+            ITEMS_STATS_SEG(X)
+            if (s->cfg->temp_lru)
+                X("number_temp", cs.seg.number[EVICT_TEMP])
+            ITEMS_STATS_AGES(X)
+        }
         ITEMS_STATS(X)
 #undef X
     }

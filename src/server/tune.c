@@ -2,9 +2,11 @@
  * tune.c -- `slabs` and `lru`: memcached's run-time knobs.
  *
  * Every form is checked and answered as memcached 1.6.18 answers it, and a
- * valid one updates the setting that `stats settings` shows.  What they
- * would steer does not follow yet: the engine's policy and its classes'
- * percentages are fixed when it starts, and there is no slab mover, so a
+ * valid one updates the setting that `stats settings` shows.  `lru tune`
+ * retunes the policy, `lru temp_ttl` turns transient items on or off
+ * (engine_lru_temp()), and `lru mode` switches memcached's flat-LRU tail
+ * pull on allocation (engine_lru_flat()); the policy itself stays the one
+ * the engine started with.  There is no slab mover, so a
  * reassign that memcached would start (the source has a spare page) is
  * answered OK and moves nothing (README).  Settings change under
  * srv->tune_lock, which `stats settings` also takes.
@@ -131,6 +133,7 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
     } else if (mc_req_word_is(req, 1, "mode") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
         if (mc_req_word_is(req, 2, "flat") || mc_req_word_is(req, 2, "segmented")) {
             cfg->lru_segmented = mc_req_word_is(req, 2, "segmented");
+            engine_lru_flat(s->engine, !cfg->lru_segmented);
             r = "OK\r\n";
         }
     } else if (mc_req_word_is(req, 1, "temp_ttl") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
@@ -139,6 +142,7 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
             cfg->temp_lru = ttl >= 0;
             if (ttl >= 0)
                 cfg->temporary_ttl = ttl;
+            engine_lru_temp(s->engine, ttl);
             r = "OK\r\n";
         }
     }

@@ -37,6 +37,7 @@ void engine_config_defaults(struct engine_config *cfg) {
         .policy = "slru",
         .tune = EVICT_TUNE_DEFAULT,
         .crawl = true,
+        .temp_ttl = -1,
     };
 }
 
@@ -96,6 +97,8 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->met_expired, 0);
     atomic_init(&e->met_flushed, 0);
     atomic_init(&e->crawl_starts, 0);
+    atomic_init(&e->lru_flat, cfg->lru_flat);
+    atomic_init(&e->temp_lim, 0);
 
     if (store_create(e, err, errlen))
         return e;
@@ -115,6 +118,7 @@ void engine_destroy(struct engine **ep) {
     for (unsigned i = 1; i <= e->nclasses; i++) {
         if (e->cls[i].q != NULL)
             e->policy->destroy(e->cls[i].q);
+        wheel_deinit(&e->cls[i].wheel);
         mtx_destroy(&e->cls[i].lock);
     }
     ht_destroy(&e->ht);

@@ -76,6 +76,9 @@ struct engine_config {
     bool reap;                 /* engine_step() reclaims dead items at the policies'
                                   oldest ends, as memcached's LRU maintainer does
                                   (default false; cellard: unless -o no_lru_maintainer) */
+    int32_t temp_ttl;          /* items with a TTL of at most this many seconds are
+                                  transient (engine_lru_temp()); -1 (default): none */
+    bool lru_flat;             /* memcached's flat LRU (engine_lru_flat()); default false */
 };
 
 /* Fills in memcached's defaults. */
@@ -91,6 +94,27 @@ void engine_set_mem_limit(struct engine *e, uint64_t bytes);
 
 /* New knobs for the eviction policy of every class (`lru tune`). */
 void engine_lru_tune(struct engine *e, const struct evict_tune *t);
+
+/*
+ * Transient items (memcached's TEMP LRU, -o temporary_ttl and `lru
+ * temp_ttl`): an item stored from now on with a TTL of at most ttl seconds
+ * is kept apart from the eviction policy, in its class's wheel of
+ * per-second lists: never bumped, never evicted, and reclaimed by
+ * engine_step() in the second it expires (counted in reclaimed).  ttl < 0
+ * turns it off for items stored later.  `stats items` shows them as
+ * number_temp, their hits as hits_to_temp.  Slab back end only: segments
+ * already free a TTL bucket's segments whole when their TTL has passed.
+ */
+void engine_lru_temp(struct engine *e, int32_t ttl);
+
+/*
+ * memcached's flat LRU (`lru mode flat`, -o no_lru_maintainer): every
+ * allocation first reclaims dead items from the class's oldest end, as
+ * memcached's do_item_alloc() pulls the COLD tail before each allocation
+ * when lru_segmented is off.  The eviction policy itself stays the one the
+ * engine was created with.
+ */
+void engine_lru_flat(struct engine *e, bool flat);
 
 /*
  * Creates an engine.  Returns NULL and writes a message into err when the

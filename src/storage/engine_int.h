@@ -51,6 +51,7 @@
 #include "storage/ht.h"
 #include "storage/lock.h"
 #include "storage/slab.h"
+#include "storage/wheel.h"
 
 #define ENGINE_EVICT_TRIES 5            /* candidates looked at per eviction */
 #define ENGINE_ALLOC_TRIES 10           /* evictions tried per chunk */
@@ -58,6 +59,8 @@
 #define ENGINE_CRAWL_REST 60            /* seconds between crawler passes */
 #define ENGINE_REAP_MAX 50              /* dead items one step reclaims per class */
 #define ENGINE_JUGGLE_MAX 500           /* queue moves one step makes per class (memcached's) */
+#define ENGINE_TEMP_BATCH 64            /* transient items one wheel slice takes per class */
+#define ENGINE_FLAT_PULL 5              /* dead tails a flat-LRU allocation reclaims first */
 #define ENGINE_EXPAND_RETRY 60          /* seconds before retrying a failed growth */
 
 
@@ -77,6 +80,7 @@ struct eclass {
     uint64_t outofmemory, reclaimed, expired_unfetched, crawler_reclaimed;
     _Atomic uint64_t crawler_checked;   /* written by the crawler without the lock */
     struct evict_segments lru_base;     /* the policy's moves at the last stats reset */
+    struct wheel wheel;                 /* transient items (ITEM_TEMP), not in q */
 };
 
 struct seg_store;
@@ -103,6 +107,8 @@ struct engine {
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
+    _Atomic uint32_t temp_lim;          /* TTLs below it are transient (temp_ttl + 1); 0: off */
+    _Atomic bool lru_flat;              /* an allocation first reclaims dead tails */
     /* Lookups of any kind that met a dead item (memcached's get_expired and
        get_flushed: a set, delete or incr counts too); rare, so shared. */
     _Atomic uint64_t met_expired, met_flushed;

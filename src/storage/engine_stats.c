@@ -64,6 +64,12 @@ void engine_lru_tune(struct engine *e, const struct evict_tune *t) {
     }
 }
 
+void engine_lru_temp(struct engine *e, int32_t ttl) { store_lru_temp(e, ttl); }
+
+void engine_lru_flat(struct engine *e, bool flat) {
+    atomic_store_explicit(&e->lru_flat, flat, memory_order_relaxed);
+}
+
 void engine_dump_begin(struct engine *e, uint64_t *cursor) {
     mtx_lock(&e->step_lock);
     e->dumpers++;

@@ -14,8 +14,11 @@
  * for it while the item is linked; pword[] is the same 16 bytes as
  * integers), atime (read only: the engine sets it at link and after each
  * bump), pbits (its own bits; relaxed atomics, because
- * hit() runs without the class lock) and the ITEM_ACTIVE/ITEM_FETCHED flags
- * (read only).
+ * hit() runs without the class lock) and the ITEM_FETCHED flag (read
+ * only).  An item with ITEM_TEMP (a transient item, kept by the slab back
+ * end in its wheel, wheel.h) is never linked into the policy's queue: the
+ * policy sees neither its link, unlink, bump nor eviction, only hit(),
+ * which may write its pbits (the wheel keeps nothing there).
  *
  * Threading contract, per call:
  *   create/destroy     once per class, single-threaded

@@ -135,7 +135,12 @@ void item_copy_value(struct item *dst, size_t off, const struct item *src) {
  */
 static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
                             enum unlink_why why, uint32_t now) {
-    e->policy->unlink(c->q, it);
+    if (item_has(it, ITEM_TEMP)) {
+        wheel_remove(&c->wheel, it);
+        item_flag_clear(it, ITEM_TEMP);
+    } else {
+        e->policy->unlink(c->q, it);
+    }
     sizes_note(e, it, -1);
     c->number--;
     c->bytes -= item_ntotal(it);
@@ -156,7 +161,7 @@ static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
         c->evicted_time = now > it->atime ? now - it->atime : 0;
         c->evicted_nonzero += it->exptime != 0;
         c->evicted_unfetched += !fetched;
-        c->evicted_active += item_has(it, ITEM_ACTIVE);
+        /* evicted_active stays 0: which items are active is the policy's own business */
         break;
     case UNLINK_DELETE:
         break;
@@ -331,6 +336,8 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
     }
     bool chained = total > e->cfg.slab_chunk_max;
     unsigned id = chained ? e->nclasses : slab_class_for(e->slab, total);
+    if (__builtin_expect(atomic_load_explicit(&e->lru_flat, memory_order_relaxed), 0))
+        item_reap_class(e, id, ENGINE_FLAT_PULL);   /* memcached's flat-LRU tail pull */
     struct item *it = chunk_get(e, id);
     if (it != NULL && chained && !chain_alloc(e, it, nkey, nbytes)) {
         slab_free(e->slab, id, it);
@@ -359,9 +366,23 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
 }
 
 /*
+ * A transient item enters its class's wheel instead of the policy's queue
+ * (class lock held): marked ITEM_TEMP, and with pbits EVICT_TEMP so that a
+ * segmented policy's engine_item_lru() counts its hits as hits_to_temp.
+ */
+__attribute__((noinline)) static void temp_link_locked(struct eclass *c, struct item *it) {
+    item_flag_set(it, ITEM_TEMP);
+    atomic_store_explicit(&it->pbits, EVICT_TEMP, memory_order_relaxed);
+    wheel_add(&c->wheel, it);
+}
+
+/*
  * Links it under its key (item stripe held, key not present): CAS cas (0:
  * the next one; always 0 under -C), access time now, into the table and
- * the class queue, plus the table's reference.
+ * the class queue, plus the table's reference.  An item whose TTL is at
+ * most temp_ttl goes to the class's wheel instead (memcached's test,
+ * exptime - now <= temporary_ttl in unsigned arithmetic, so exptime 0,
+ * never, is not transient): this is the one place that decides.
  */
 bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
     uint32_t now = expire_now(e);
@@ -373,7 +394,12 @@ bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     item_ref(e, it);
     ht_insert_locked(e->ht, it, hv);
     mtx_lock(&c->lock);
-    e->policy->link(c->q, it, now);
+    if (__builtin_expect((uint32_t)(it->exptime - now) <
+                             atomic_load_explicit(&e->temp_lim, memory_order_relaxed), 0) &&
+        c->wheel.slot != NULL)
+        temp_link_locked(c, it);
+    else
+        e->policy->link(c->q, it, now);
     sizes_note(e, it, 1);
     c->number++;
     c->bytes += item_ntotal(it);
@@ -404,7 +430,10 @@ bool item_replace_locked(struct engine *e, struct item *old, struct item *it, ui
 
 /*
  * Tells the policy about a hit on a linked item (item stripe held); only
- * when it asks for a queue move do we take the class lock.
+ * when it asks for a queue move do we take the class lock.  A transient
+ * item is never bumped (memcached's TEMP LRU): hit() may mark its pbits,
+ * which the wheel does not use, and the move is skipped on the slow path,
+ * so a hit costs no more than before.
  */
 void item_hit_locked(struct engine *e, struct item *it) {
     uint32_t now = expire_now(e);
@@ -412,7 +441,8 @@ void item_hit_locked(struct engine *e, struct item *it) {
         return;
     struct eclass *c = &e->cls[it->clsid];
     mtx_lock(&c->lock);
-    if (item_has(it, ITEM_LINKED)) {
+    if ((atomic_load_explicit(&it->iflags, memory_order_relaxed) & (ITEM_LINKED | ITEM_TEMP)) ==
+        ITEM_LINKED) {
         e->policy->bump(c->q, it, now);
         it->atime = now;
     }
@@ -461,10 +491,91 @@ bool item_create(struct engine *e, char *err, size_t errlen) {
         if (e->policy->tune != NULL)
             e->policy->tune(e->cls[i].q, &cfg->tune);
     }
+    if (cfg->temp_ttl >= 0)
+        item_lru_temp(e, cfg->temp_ttl);
     return true;
 fail:
     snprintf(err, errlen, "out of memory creating the engine");
     return false;
+}
+
+/*
+ * `lru temp_ttl` / -o temporary_ttl: gives every class its wheel (once;
+ * the slots stay until the engine goes), then lets link put items there.
+ * Off (ttl < 0), items already in the wheels stay there until reclaimed.
+ */
+void item_lru_temp(struct engine *e, int32_t ttl) {
+    uint32_t now = expire_now(e);
+    bool ok = true;
+    for (unsigned i = 1; ttl >= 0 && i <= e->nclasses; i++) {
+        struct eclass *c = &e->cls[i];
+        mtx_lock(&c->lock);
+        if (c->wheel.slot == NULL && !wheel_init(&c->wheel, now))
+            ok = false;     /* that class keeps its items in the policy's queue */
+        mtx_unlock(&c->lock);
+    }
+    (void)ok;
+    atomic_store_explicit(&e->temp_lim, ttl >= 0 ? (uint32_t)ttl + 1 : 0, memory_order_relaxed);
+}
+
+/*
+ * The wheel's reclaim for one class: the slots of the seconds from the
+ * wheel's cursor up to now, each item of them that is dead taken out
+ * (counted in reclaimed and expired_unfetched, as memcached's TEMP tail
+ * pull counts them).  A slot also holds items of later turns (a TTL over
+ * WHEEL_SLOTS, or a touch), which stay.  At most budget items are looked
+ * at; a slot cut short is walked again next time unless nothing could be
+ * taken from it (all busy or live), so the cursor always advances.  The
+ * current second's slot is walked on every step while it lasts, for an
+ * item stored already due.  Busy items (referenced, stripe taken) are left
+ * to the next turn, the crawler or the next lookup.  Returns the items
+ * looked at.
+ */
+static unsigned item_temp_class(struct engine *e, unsigned id, unsigned budget) {
+    struct eclass *c = &e->cls[id];
+    uint32_t now = expire_now(e);
+    struct item *gone[ENGINE_TEMP_BATCH];
+    unsigned work = 0, ngone = 0;
+    mtx_lock(&c->lock);
+    struct wheel *w = &c->wheel;
+    if (w->slot == NULL || w->n == 0) {
+        if (w->slot != NULL)
+            w->next = now;
+        mtx_unlock(&c->lock);
+        return 0;
+    }
+    if ((int32_t)(now - w->next) < 0)
+        w->next = now;                      /* the clock went back */
+    else if (now - w->next >= WHEEL_SLOTS)
+        w->next = now - (WHEEL_SLOTS - 1);  /* a whole turn: each slot once */
+    for (;;) {
+        uint32_t sec = w->next;
+        bool cut = false;
+        unsigned before = ngone;
+        for (struct item *it = wheel_first(w, sec), *next; it != NULL; it = next) {
+            if (work >= budget || ngone == ENGINE_TEMP_BATCH) {
+                cut = true;
+                break;
+            }
+            next = it->next;
+            work++;
+            bool dead;
+            if (it->exptime <= now && take_locked(e, c, it, now, false, &dead))
+                gone[ngone++] = it;
+        }
+        if (sec == now)
+            break;
+        if (cut) {
+            if (ngone == before)
+                w->next = sec + 1;          /* nothing could go: move on regardless */
+            break;
+        }
+        w->next = sec + 1;
+    }
+    mtx_unlock(&c->lock);
+    for (unsigned i = 0; i < ngone; i++)
+        item_unref(e, gone[i]);     /* the table's reference, the last one */
+    return work;
 }
 
 struct crawl {
@@ -551,7 +662,8 @@ static uint64_t curr_items(struct engine *e) {
  * The slab back end's maintenance slice (step_lock held).  Table growth
  * first: start doubling once there are more than 1.5 items per bucket,
  * then move up to `budget` buckets per call; while it moves, the crawler
- * waits.  Then the LRU maintainer's reclaim of dead tails and the policy's
+ * waits.  Then the wheels' transient items of the seconds gone by (always),
+ * the LRU maintainer's reclaim of dead tails and the policy's
  * juggle of its queues (evict.h's maintain(); both while the maintainer is
  * on, engine_config.reap), and
  * whatever budget is left goes to the expiry crawler.
@@ -566,6 +678,8 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
     }
     if (ht_expanding(e->ht))
         work += ht_expand_step(e->ht, budget);
+    for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
+        work += item_temp_class(e, id, budget - work);
     if (e->cfg.reap) {
         for (unsigned id = 1; id <= e->nclasses && work < budget; id++) {
             work += item_reap_class(e, id, ENGINE_REAP_MAX);
@@ -653,8 +767,9 @@ bool item_class_stats(struct engine *e, unsigned id, struct engine_class_stats *
         out->seg.moves_to_warm -= c->lru_base.moves_to_warm;
         out->seg.moves_within_lru -= c->lru_base.moves_within_lru;
     } else {
-        out->seg.number[EVICT_COLD] = c->number;
+        out->seg.number[EVICT_COLD] = c->number - c->wheel.n;
     }
+    out->seg.number[EVICT_TEMP] = c->wheel.n;
     struct item *old = e->policy->oldest(c->q);
     out->age = old != NULL && now > old->atime ? now - old->atime : 0;
     out->number = c->number;

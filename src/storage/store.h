@@ -284,6 +284,12 @@ static inline void store_clock_set(struct engine *e, uint32_t now) {
         seg_store_clock_set(e->seg, now);
 }
 
+/* Transient items from now on (engine_lru_temp()); segments have their TTL buckets. */
+static inline void store_lru_temp(struct engine *e, int32_t ttl) {
+    if (e->seg == NULL)
+        item_lru_temp(e, ttl);
+}
+
 /* A flush_all point, told before anything can be stored past it. */
 static inline void store_seal_point(struct engine *e, uint32_t point) {
     if (e->seg != NULL)
