@@ -99,6 +99,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->crawl_starts, 0);
     atomic_init(&e->lru_flat, cfg->lru_flat);
     atomic_init(&e->temp_lim, 0);
+    atomic_init(&e->wheels, false);
 
     if (store_create(e, err, errlen))
         return e;

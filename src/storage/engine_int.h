@@ -109,6 +109,8 @@ struct engine {
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
     _Atomic uint32_t temp_lim;          /* TTLs below it are transient (temp_ttl + 1); 0: off */
     _Atomic bool lru_flat;              /* an allocation first reclaims dead tails */
+    _Atomic bool wheels;                /* transient items were ever on: the step
+                                           visits the classes' wheels */
     /* Lookups of any kind that met a dead item (memcached's get_expired and
        get_flushed: a set, delete or incr counts too); rare, so shared. */
     _Atomic uint64_t met_expired, met_flushed;

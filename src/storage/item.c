@@ -254,16 +254,25 @@ static bool evict_pull(struct engine *e, unsigned id) {
  * step for one class: the policy's oldest items, while they are dead, at
  * most max of them.  It stops at the first live one, as memcached's tail
  * pull does; the crawler finds dead items further in.  oldest() changes no
- * policy state, so this moves nothing a policy would decide.  Returns how
- * many went.
+ * policy state, so this moves nothing a policy would decide.  With juggle,
+ * the policy's maintain() (evict.h) runs first in the same hold of the
+ * class lock: the maintainer's juggle of the queues, whose moves are not
+ * counted as work (they come with stores, and the maintenance thread
+ * should not spin for them).  Returns how many went.
  */
-static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max) {
+static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, bool juggle) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
     unsigned n = 0;
     while (n < max) {
         bool dead = false;
         mtx_lock(&c->lock);
+        if (c->number == 0) {       /* most classes, most of the time: nothing to look at */
+            mtx_unlock(&c->lock);
+            break;
+        }
+        if (juggle && n == 0 && e->policy->maintain != NULL)
+            e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
         struct item *it = e->policy->oldest(c->q);
         if (it == NULL || !take_locked(e, c, it, now, false, &dead)) {   /* live, or busy */
             mtx_unlock(&c->lock);
@@ -337,7 +346,7 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
     bool chained = total > e->cfg.slab_chunk_max;
     unsigned id = chained ? e->nclasses : slab_class_for(e->slab, total);
     if (__builtin_expect(atomic_load_explicit(&e->lru_flat, memory_order_relaxed), 0))
-        item_reap_class(e, id, ENGINE_FLAT_PULL);   /* memcached's flat-LRU tail pull */
+        item_reap_class(e, id, ENGINE_FLAT_PULL, false);    /* memcached's flat-LRU tail pull */
     struct item *it = chunk_get(e, id);
     if (it != NULL && chained && !chain_alloc(e, it, nkey, nbytes)) {
         slab_free(e->slab, id, it);
@@ -515,6 +524,8 @@ void item_lru_temp(struct engine *e, int32_t ttl) {
         mtx_unlock(&c->lock);
     }
     (void)ok;
+    if (ttl >= 0)
+        atomic_store_explicit(&e->wheels, true, memory_order_release);
     atomic_store_explicit(&e->temp_lim, ttl >= 0 ? (uint32_t)ttl + 1 : 0, memory_order_relaxed);
 }
 
@@ -678,18 +689,12 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
     }
     if (ht_expanding(e->ht))
         work += ht_expand_step(e->ht, budget);
-    for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
+    for (unsigned id = 1; atomic_load_explicit(&e->wheels, memory_order_acquire) &&
+                          id <= e->nclasses && work < budget; id++)
         work += item_temp_class(e, id, budget - work);
     if (e->cfg.reap) {
-        for (unsigned id = 1; id <= e->nclasses && work < budget; id++) {
-            work += item_reap_class(e, id, ENGINE_REAP_MAX);
-            if (e->policy->maintain != NULL) {
-                struct eclass *c = &e->cls[id];
-                mtx_lock(&c->lock);
-                work += e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
-                mtx_unlock(&c->lock);
-            }
-        }
+        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
+            work += item_reap_class(e, id, ENGINE_REAP_MAX, true);
     }
     if (work < budget &&
         (engine_crawl(e) || atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0))
