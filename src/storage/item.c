@@ -256,11 +256,13 @@ static bool evict_pull(struct engine *e, unsigned id) {
  * pull does; the crawler finds dead items further in.  oldest() changes no
  * policy state, so this moves nothing a policy would decide.  With juggle,
  * the policy's maintain() (evict.h) runs first in the same hold of the
- * class lock: the maintainer's juggle of the queues, whose moves are not
- * counted as work (they come with stores, and the maintenance thread
- * should not spin for them).  Returns how many went.
+ * class lock: the maintainer's juggle of the queues, whose moves are added
+ * to *moved (so that the maintenance thread comes back soon while there
+ * are moves to make, and a preload's are done at once, as memcached's
+ * maintainer speeds up while it finds work).  Returns how many went.
  */
-static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, bool juggle) {
+static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, bool juggle,
+                                unsigned *moved) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
     unsigned n = 0;
@@ -272,7 +274,7 @@ static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, boo
             break;
         }
         if (juggle && n == 0 && e->policy->maintain != NULL)
-            e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
+            *moved += e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
         struct item *it = e->policy->oldest(c->q);
         if (it == NULL || !take_locked(e, c, it, now, false, &dead)) {   /* live, or busy */
             mtx_unlock(&c->lock);
@@ -346,7 +348,7 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
     bool chained = total > e->cfg.slab_chunk_max;
     unsigned id = chained ? e->nclasses : slab_class_for(e->slab, total);
     if (__builtin_expect(atomic_load_explicit(&e->lru_flat, memory_order_relaxed), 0))
-        item_reap_class(e, id, ENGINE_FLAT_PULL, false);    /* memcached's flat-LRU tail pull */
+        item_reap_class(e, id, ENGINE_FLAT_PULL, false, NULL);  /* memcached's flat-LRU pull */
     struct item *it = chunk_get(e, id);
     if (it != NULL && chained && !chain_alloc(e, it, nkey, nbytes)) {
         slab_free(e->slab, id, it);
@@ -694,7 +696,7 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
         work += item_temp_class(e, id, budget - work);
     if (e->cfg.reap) {
         for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
-            work += item_reap_class(e, id, ENGINE_REAP_MAX, true);
+            work += item_reap_class(e, id, ENGINE_REAP_MAX, true, &work);
     }
     if (work < budget &&
         (engine_crawl(e) || atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0))
