@@ -695,8 +695,10 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
                           id <= e->nclasses && work < budget; id++)
         work += item_temp_class(e, id, budget - work);
     if (e->cfg.reap) {
-        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
-            work += item_reap_class(e, id, ENGINE_REAP_MAX, true, &work);
+        unsigned moved = 0;
+        for (unsigned id = 1; id <= e->nclasses && work + moved < budget; id++)
+            work += item_reap_class(e, id, ENGINE_REAP_MAX, true, &moved);
+        work += moved;
     }
     if (work < budget &&
         (engine_crawl(e) || atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0))
