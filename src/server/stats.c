@@ -318,8 +318,9 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
 /*
  * `stats items`: per class with items, "items:<class>:<name>", in
  * memcached's order.  cs is the engine's figures for the class, sc the
- * workers' counters for it.  As memcached, the segments' lines come only
- * with the LRU maintainer, and number_temp only with temp_lru.
+ * workers' counters for it.  As memcached, the segments' lines, evicted_active
+ * and the moves and hits come only with the LRU maintainer, and number_temp
+ * only with temp_lru.
  */
 #define ITEMS_STATS_SEG(X)                                                              \
     X("number_hot", cs.seg.number[EVICT_HOT])                                           \
@@ -338,11 +339,12 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
     X("tailrepairs", 0)                                                                 \
     X("reclaimed", cs.reclaimed)                                                        \
     X("expired_unfetched", cs.expired_unfetched)                                        \
-    X("evicted_unfetched", cs.evicted_unfetched)                                        \
-    X("evicted_active", cs.evicted_active)                                              \
+    X("evicted_unfetched", cs.evicted_unfetched)
+#define ITEMS_STATS_CRAWL(X)                                                            \
     X("crawler_reclaimed", cs.crawler_reclaimed)                                        \
     X("crawler_items_checked", cs.crawler_items_checked)                                \
-    X("lrutail_reflocked", 0)                                                           \
+    X("lrutail_reflocked", 0)
+#define ITEMS_STATS_MAINT(X)                                                            \
     X("moves_to_cold", cs.seg.moves_to_cold)                                            \
     X("moves_to_warm", cs.seg.moves_to_warm)                                            \
     X("moves_within_lru", cs.seg.moves_within_lru)                                      \
@@ -402,6 +404,12 @@ static void stats_items(struct server *s, struct stat_sink *o) {
             ITEMS_STATS_AGES(X)
         }
         ITEMS_STATS(X)
+        if (s->cfg->lru_maintainer_thread)
+            X("evicted_active", cs.evicted_active)
+        ITEMS_STATS_CRAWL(X)
+        if (s->cfg->lru_maintainer_thread) {
+            ITEMS_STATS_MAINT(X)
+        }
 #undef X
     }
 }
