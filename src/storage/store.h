@@ -31,6 +31,16 @@
  * a question the shared code asks first (store_has_get(), store_has_set()):
  * a back end that lacks them answers no and is never called.
  *
+ * Short TTLs.  The slab back end keeps items whose TTL is at most
+ * temporary_ttl apart from the eviction policy, in a wheel of per-second
+ * lists per class (wheel.h, store_lru_temp()), reclaimed in the second
+ * they expire.  The segment back end has no such list and needs none: its
+ * items are appended to segments of their TTL range (seg.c's TTL buckets),
+ * and a segment whose items have all expired is freed whole by its step,
+ * which is the wheel's reclaim done a segment at a time; so
+ * store_lru_temp() leaves it as it is.  A requested crawl
+ * (store_crawl_request_locked()) has no classes to walk there either.
+ *
  * Three features to come plug in here, each as one more operation (or
  * step) that both back ends implement, so that the shared code stays as it
  * is:
