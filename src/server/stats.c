@@ -225,17 +225,18 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("slab_global_page_pool", 0)                                                       \
     U("expired_unfetched", g->es.expired_unfetched)                                     \
     U("evicted_unfetched", g->es.evicted_unfetched)                                     \
-    U("evicted_active", g->es.evicted_active)                                           \
+    W(s->cfg->lru_maintainer_thread, "evicted_active", g->es.evicted_active)           \
     U("evictions", g->es.evictions)                                                     \
     U("reclaimed", g->es.reclaimed)                                                     \
     U("crawler_reclaimed", g->es.crawler_reclaimed)                                     \
     U("crawler_items_checked", g->es.crawler_items_checked)                             \
     U("lrutail_reflocked", 0)                                                           \
-    U("moves_to_cold", g->es.moves_to_cold)                                             \
-    U("moves_to_warm", g->es.moves_to_warm)                                             \
-    U("moves_within_lru", g->es.moves_within_lru)                                       \
-    U("direct_reclaims", 0)                                                             \
-    U("lru_bumps_dropped", 0)
+    /* memcached lists these only with its LRU maintainer */                            \
+    W(s->cfg->lru_maintainer_thread, "moves_to_cold", g->es.moves_to_cold)              \
+    W(s->cfg->lru_maintainer_thread, "moves_to_warm", g->es.moves_to_warm)              \
+    W(s->cfg->lru_maintainer_thread, "moves_within_lru", g->es.moves_within_lru)        \
+    W(s->cfg->lru_maintainer_thread, "direct_reclaims", 0)                              \
+    W(s->cfg->lru_maintainer_thread, "lru_bumps_dropped", 0)
 
 /* What the general lines are made of, gathered before any is written. */
 struct general {
