@@ -207,7 +207,7 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     W(s->cfg->slab_reassign, "slab_reassign_running", 0)                                \
     W(s->cfg->slab_reassign, "slabs_moved", 0)                                          \
     /* memcached lists these only while its crawler runs */                             \
-    W(g->crawler_on, "lru_crawler_running", g->es.crawler_running ? 1 : 0)                                          \
+    W(g->crawler_on, "lru_crawler_running", g->es.crawler_running)                      \
     W(g->crawler_on, "lru_crawler_starts", g->es.crawler_starts)                        \
     W(s->cfg->lru_maintainer_thread, "lru_maintainer_juggles",                          \
       atomic_load_explicit(&s->maint_loops, memory_order_relaxed))                      \

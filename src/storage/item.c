@@ -256,10 +256,11 @@ static bool evict_pull(struct engine *e, unsigned id) {
  * pull does; the crawler finds dead items further in.  oldest() changes no
  * policy state, so this moves nothing a policy would decide.  With juggle,
  * the policy's maintain() (evict.h) runs first in the same hold of the
- * class lock: the maintainer's juggle of the queues, whose moves are added
- * to *moved (so that the maintenance thread comes back soon while there
- * are moves to make, and a preload's are done at once, as memcached's
- * maintainer speeds up while it finds work).  Returns how many went.
+ * class lock: the maintainer's juggle of the queues.  A juggle that made
+ * its most moves left some behind: those moves are added to *moved, so
+ * that the maintenance thread comes back soon (as memcached's maintainer
+ * speeds up while it finds work); one that kept up lets it rest, so that
+ * steady stores do not keep the thread spinning.  Returns how many went.
  */
 static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, bool juggle,
                                 unsigned *moved) {
@@ -273,8 +274,11 @@ static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, boo
             mtx_unlock(&c->lock);
             break;
         }
-        if (juggle && n == 0 && e->policy->maintain != NULL)
-            *moved += e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
+        if (juggle && n == 0 && e->policy->maintain != NULL) {
+            unsigned m = e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
+            if (m >= ENGINE_JUGGLE_MAX)
+                *moved += m;
+        }
         struct item *it = e->policy->oldest(c->q);
         if (it == NULL || !take_locked(e, c, it, now, false, &dead)) {   /* live, or busy */
             mtx_unlock(&c->lock);
