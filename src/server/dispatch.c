@@ -355,11 +355,37 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
  * memcached's LRU crawler; it runs while the crawler or the maintainer is
  * on (server_crawl_runs()), and enable/disable switch it only under
  * -o no_lru_maintainer (or no_modern).  The maintainer's other reaping,
- * of dead items at the queue tails, is the engine's reap step.  crawl starts a pass over the whole table now (there are no
- * per-class passes), where one would otherwise wait out the minute's rest
- * between passes; sleep and tocrawl are kept for `stats settings` only.
+ * of dead items at the queue tails, is the engine's reap step.  crawl asks
+ * the engine for a pass over the classes named (engine_crawl_request()),
+ * reclaiming their dead items into the classes' crawler counters;
+ * lru_crawler_running stays 1 until it is done.  sleep and tocrawl are
+ * kept for `stats settings` only.
  * metadump streams its lines from the worker (dump.c).
  */
+static void crawl_request(struct conn *c, struct mc_req *req) {
+    uint64_t classes;
+    const struct mc_span *t = &req->tok[2];
+    if (!dump_classes(t->p, t->len, &classes)) {
+        out_copy(&c->net.out, S("BADCLASS invalid class id\r\n"));
+        return;
+    }
+    if (t->len == 4 && memcmp(t->p, "hash", 4) == 0) {     /* memcached: metadump only */
+        out_copy(&c->net.out, S("ERROR an unknown error happened\r\n"));
+        return;
+    }
+    switch (engine_crawl_request(c->ctx->srv->engine, classes)) {
+    case ENGINE_CRAWL_OK:
+        out_copy(&c->net.out, S("OK\r\n"));
+        break;
+    case ENGINE_CRAWL_BUSY:
+        out_copy(&c->net.out, S("BUSY currently processing crawler request\r\n"));
+        break;
+    case ENGINE_CRAWL_NOTSTARTED:
+        out_copy(&c->net.out, S("NOTSTARTED no items to crawl\r\n"));
+        break;
+    }
+}
+
 static void do_lru_crawler(struct conn *c, struct mc_req *req) {
     struct server *s = c->ctx->srv;
     bool on = atomic_load(&s->crawler_on);
@@ -370,10 +396,12 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
         if (!on) {
             out_copy(&c->net.out, S("CLIENT_ERROR lru crawler disabled\r\n"));
         } else if (crawl) {
-            engine_crawl_now(s->engine);
-            out_copy(&c->net.out, S("OK\r\n"));
+            crawl_request(c, req);
         } else if (!s->cfg->dump_enabled) {
             out_copy(&c->net.out, S("ERROR metadump not allowed\r\n"));
+        } else if (!out_empty(&c->net.out)) {
+            /* memcached's resp_has_stack(): replies of earlier pipelined requests wait */
+            out_copy(&c->net.out, S("ERROR cannot pipeline other commands before metadump\r\n"));
         } else if (c->is_udp) {
             out_copy(&c->net.out, S("CLIENT_ERROR metadump not available over UDP\r\n"));
         } else {

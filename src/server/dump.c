@@ -14,10 +14,10 @@
  * The lines are memcached's: key (URI-encoded), exp (unix time, -1 for
  * never), la (last access, unix time), cas, fetch, cls and size (cellard's
  * own item size).  Differences: the walk is in hash order for every form
- * (memcached walks each class's LRU for a class list or "all"); a dump may
- * follow other pipelined requests (memcached 1.6.18 answers "ERROR cannot
- * pipeline other commands before metadump"), and several dumps may run at
- * once (memcached answers BUSY).
+ * (memcached walks each class's LRU for a class list or "all"), and
+ * several dumps may run at once (memcached answers BUSY).  As memcached, a
+ * dump that follows pipelined requests whose replies still wait answers
+ * "ERROR cannot pipeline other commands before metadump" (dispatch.c).
  *
  * `stats cachedump <class> <limit>` is here too: the same walk, done at
  * once and cut at limit lines (0: no limit) or 2 MB, as memcached cuts it.
@@ -52,7 +52,7 @@ struct dump {
  * 1..63.  Sets *set (bit i: class i; 0 when only commas) and returns true,
  * or returns false for a bad id.
  */
-static bool dump_classes(const char *p, size_t len, uint64_t *set) {
+bool dump_classes(const char *p, size_t len, uint64_t *set) {
     *set = 0;
     if ((len == 3 && memcmp(p, "all", 3) == 0) || (len == 4 && memcmp(p, "hash", 4) == 0)) {
         *set = ~(uint64_t)1;

@@ -18,6 +18,11 @@
 struct conn;
 
 const char *dump_start(struct conn *c, const char *arg, size_t len);
+/*
+ * memcached's class list ("all", "hash" or ids 1..63 joined by commas):
+ * false for a bad id, else *set (bit i: class i).
+ */
+bool dump_classes(const char *p, size_t len, uint64_t *set);
 /* cold: kept out of conn_process(), whose registers the hot path needs */
 __attribute__((cold)) void dump_fill(struct conn *c);
 void dump_free(struct conn *c);

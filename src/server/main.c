@@ -262,6 +262,8 @@ int main(int argc, char **argv) {
     ec.automove = cfg.slab_reassign ? cfg.slab_automove : 0;
     ec.automove_ratio = cfg.slab_automove_ratio;
     ec.automove_window = cfg.slab_automove_window;
+    ec.temp_ttl = cfg.temp_lru ? cfg.temporary_ttl : -1;
+    ec.lru_flat = !cfg.lru_segmented;
     char err[256] = "";
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {

@@ -422,7 +422,7 @@ const struct subopt settings_subs[] = {
      F_F2, FIELD(warm_max_factor), sub_warm_max_factor, 0},
     {"temporary_ttl", "TTL's below get separate LRU, can't be evicted.\n"
      "(requires lru_maintainer, default: %s)", F_INT, FIELD(temporary_ttl),
-     sub_temporary_ttl, OPT_TODO},
+     sub_temporary_ttl, 0},
     {"idle_timeout", "timeout for idle connections. (default: %s, no timeout)", F_INT,
      FIELD(idle_timeout), sub_idle_timeout, 0},
     {"slab_chunk_max", "(EXPERIMENTAL) largest slab chunk, in bytes (as 1.6.18\n"

@@ -212,7 +212,7 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     W(s->cfg->slab_reassign, "slab_reassign_running", g->es.slab_reassign_running ? 1 : 0) \
     W(s->cfg->slab_reassign, "slabs_moved", g->es.slabs_moved)                          \
     /* memcached lists these only while its crawler runs */                             \
-    W(g->crawler_on, "lru_crawler_running", 0)                                          \
+    W(g->crawler_on, "lru_crawler_running", g->es.crawler_running)                      \
     W(g->crawler_on, "lru_crawler_starts", g->es.crawler_starts)                        \
     W(s->cfg->lru_maintainer_thread, "lru_maintainer_juggles",                          \
       atomic_load_explicit(&s->maint_loops, memory_order_relaxed))                      \
@@ -324,15 +324,18 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
 /*
  * `stats items`: per class with items, "items:<class>:<name>", in
  * memcached's order.  cs is the engine's figures for the class, sc the
- * workers' counters for it.
+ * workers' counters for it.  As memcached, the segments' lines, evicted_active
+ * and the moves and hits come only with the LRU maintainer, and number_temp
+ * only with temp_lru.
  */
-#define ITEMS_STATS(X)                                                                  \
-    X("number", cs.number)                                                              \
+#define ITEMS_STATS_SEG(X)                                                              \
     X("number_hot", cs.seg.number[EVICT_HOT])                                           \
     X("number_warm", cs.seg.number[EVICT_WARM])                                         \
-    X("number_cold", cs.seg.number[EVICT_COLD])                                         \
+    X("number_cold", cs.seg.number[EVICT_COLD])
+#define ITEMS_STATS_AGES(X)                                                             \
     X("age_hot", cs.seg.age_hot)                                                        \
-    X("age_warm", cs.seg.age_warm)                                                      \
+    X("age_warm", cs.seg.age_warm)
+#define ITEMS_STATS(X)                                                                  \
     X("age", cs.age)                                                                    \
     X("mem_requested", cs.mem_requested)                                                \
     X("evicted", cs.evicted)                                                            \
@@ -342,11 +345,12 @@ static void emit_setting(void *ctx, const char *name, const char *value) {
     X("tailrepairs", 0)                                                                 \
     X("reclaimed", cs.reclaimed)                                                        \
     X("expired_unfetched", cs.expired_unfetched)                                        \
-    X("evicted_unfetched", cs.evicted_unfetched)                                        \
-    X("evicted_active", cs.evicted_active)                                              \
+    X("evicted_unfetched", cs.evicted_unfetched)
+#define ITEMS_STATS_CRAWL(X)                                                            \
     X("crawler_reclaimed", cs.crawler_reclaimed)                                        \
     X("crawler_items_checked", cs.crawler_items_checked)                                \
-    X("lrutail_reflocked", 0)                                                           \
+    X("lrutail_reflocked", 0)
+#define ITEMS_STATS_MAINT(X)                                                            \
     X("moves_to_cold", cs.seg.moves_to_cold)                                            \
     X("moves_to_warm", cs.seg.moves_to_warm)                                            \
     X("moves_within_lru", cs.seg.moves_within_lru)                                      \
@@ -398,7 +402,20 @@ static void stats_items(struct server *s, struct stat_sink *o) {
             continue;
         const struct slab_counters *sc = &t.slab[id < ENGINE_MAX_CLASSES ? id : 0];
 #define X(name, v) class_line(o, "items:", id, name, (v));
+        X("number", cs.number)
+        if (s->cfg->lru_maintainer_thread) {
+            ITEMS_STATS_SEG(X)
+            if (s->cfg->temp_lru)
+                X("number_temp", cs.seg.number[EVICT_TEMP])
+            ITEMS_STATS_AGES(X)
+        }
         ITEMS_STATS(X)
+        if (s->cfg->lru_maintainer_thread)
+            X("evicted_active", cs.evicted_active)
+        ITEMS_STATS_CRAWL(X)
+        if (s->cfg->lru_maintainer_thread) {
+            ITEMS_STATS_MAINT(X)
+        }
 #undef X
     }
 }

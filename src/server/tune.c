@@ -6,9 +6,12 @@
  * reassign` asks the engine's page mover for a move (engine_slabs_reassign(),
  * done by the maintenance step); `slabs automove` changes its rule and
  * ratio (level 3, the paper's age rule, only from -o slab_automove=3:
- * memcached answers ERROR above 2).  `lru mode|temp_ttl` do not steer the
- * engine yet: its policy is fixed when it starts.  Settings change under
- * srv->tune_lock, which `stats settings` also takes.
+ * memcached answers ERROR above 2).  `lru tune` retunes the policy, `lru
+ * temp_ttl` turns transient items on or off (engine_lru_temp()), and `lru
+ * mode` switches memcached's flat-LRU tail pull on allocation
+ * (engine_lru_flat()); the policy itself stays the one the engine started
+ * with.  Settings change under srv->tune_lock, which `stats settings`
+ * also takes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -135,6 +138,7 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
     } else if (mc_req_word_is(req, 1, "mode") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
         if (mc_req_word_is(req, 2, "flat") || mc_req_word_is(req, 2, "segmented")) {
             cfg->lru_segmented = mc_req_word_is(req, 2, "segmented");
+            engine_lru_flat(s->engine, !cfg->lru_segmented);
             r = "OK\r\n";
         }
     } else if (mc_req_word_is(req, 1, "temp_ttl") && req->ntokens >= 3 && cfg->lru_maintainer_thread) {
@@ -143,6 +147,7 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
             cfg->temp_lru = ttl >= 0;
             if (ttl >= 0)
                 cfg->temporary_ttl = ttl;
+            engine_lru_temp(s->engine, ttl);
             r = "OK\r\n";
         }
     }

@@ -39,6 +39,7 @@ void engine_config_defaults(struct engine_config *cfg) {
         .crawl = true,
         .automove_ratio = 0.8,
         .automove_window = 30,
+        .temp_ttl = -1,
     };
 }
 
@@ -99,6 +100,9 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->met_expired, 0);
     atomic_init(&e->met_flushed, 0);
     atomic_init(&e->crawl_starts, 0);
+    atomic_init(&e->lru_flat, cfg->lru_flat);
+    atomic_init(&e->temp_lim, 0);
+    atomic_init(&e->wheels, false);
 
     if (store_create(e, err, errlen))
         return e;
@@ -118,6 +122,7 @@ void engine_destroy(struct engine **ep) {
     for (unsigned i = 1; i <= e->nclasses; i++) {
         if (e->cls[i].q != NULL)
             e->policy->destroy(e->cls[i].q);
+        wheel_deinit(&e->cls[i].wheel);
         mtx_destroy(&e->cls[i].lock);
     }
     ht_destroy(&e->ht);
@@ -522,6 +527,15 @@ enum engine_delete_result engine_delete(struct engine *e, const char *key, size_
 }
 
 /* The maintenance slice: the back end's (store_step_locked()), under step_lock. */
+enum engine_crawl_result engine_crawl_request(struct engine *e, uint64_t classes) {
+    if (classes == 0)
+        return ENGINE_CRAWL_NOTSTARTED;
+    mtx_lock(&e->step_lock);
+    enum engine_crawl_result r = store_crawl_request_locked(e, classes);
+    mtx_unlock(&e->step_lock);
+    return r;
+}
+
 unsigned engine_step(struct engine *e, unsigned budget) {
     if (budget == 0)
         return 0;

@@ -80,6 +80,9 @@ struct engine_config {
                                   (default), 1 memcached's window, 2 on eviction, 3 age */
     double automove_ratio;     /* memcached's slab_automove_ratio (0.8) */
     unsigned automove_window;  /* memcached's slab_automove_window, seconds (30) */
+    int32_t temp_ttl;          /* items with a TTL of at most this many seconds are
+                                  transient (engine_lru_temp()); -1 (default): none */
+    bool lru_flat;             /* memcached's flat LRU (engine_lru_flat()); default false */
 };
 
 /* Fills in memcached's defaults. */
@@ -120,6 +123,27 @@ void engine_automove_set(struct engine *e, int mode, double ratio, unsigned wind
 
 /* New knobs for the eviction policy of every class (`lru tune`). */
 void engine_lru_tune(struct engine *e, const struct evict_tune *t);
+
+/*
+ * Transient items (memcached's TEMP LRU, -o temporary_ttl and `lru
+ * temp_ttl`): an item stored from now on with a TTL of at most ttl seconds
+ * is kept apart from the eviction policy, in its class's wheel of
+ * per-second lists: never bumped, never evicted, and reclaimed by
+ * engine_step() in the second it expires (counted in reclaimed).  ttl < 0
+ * turns it off for items stored later.  `stats items` shows them as
+ * number_temp, their hits as hits_to_temp.  Slab back end only: segments
+ * already free a TTL bucket's segments whole when their TTL has passed.
+ */
+void engine_lru_temp(struct engine *e, int32_t ttl);
+
+/*
+ * memcached's flat LRU (`lru mode flat`, -o no_lru_maintainer): every
+ * allocation first reclaims dead items from the class's oldest end, as
+ * memcached's do_item_alloc() pulls the COLD tail before each allocation
+ * when lru_segmented is off.  The eviction policy itself stays the one the
+ * engine was created with.
+ */
+void engine_lru_flat(struct engine *e, bool flat);
 
 /*
  * Creates an engine.  Returns NULL and writes a message into err when the
@@ -313,6 +337,18 @@ unsigned engine_step(struct engine *e, unsigned budget);
 void engine_set_crawl(struct engine *e, bool on);
 bool engine_crawl(struct engine *e);
 void engine_crawl_now(struct engine *e);
+
+/*
+ * `lru_crawler crawl <classes>`: one crawl of the slab classes in classes
+ * (bit i: class i) for dead items, run by the following engine_step()s
+ * whether or not the background crawl is on, reclaiming them into each
+ * class's crawler_reclaimed and counting crawler_items_checked, as
+ * memcached's crawler does.  BUSY while an earlier request is under way
+ * (engine_stats' crawler_running), NOTSTARTED for no class.  Under
+ * storage=seg, which has no classes to walk, it ends the crawl's rest.
+ */
+enum engine_crawl_result { ENGINE_CRAWL_OK, ENGINE_CRAWL_BUSY, ENGINE_CRAWL_NOTSTARTED };
+enum engine_crawl_result engine_crawl_request(struct engine *e, uint64_t classes);
 
 /*
  * Dumps (`lru_crawler metadump`): a walk over every live item that the
@@ -594,6 +630,7 @@ struct engine_stats {
     uint64_t crawler_reclaimed, crawler_items_checked;
     uint64_t get_expired, get_flushed;      /* lookups of any kind that met a dead item */
     uint64_t crawler_starts;                /* expiry crawler passes begun */
+    bool crawler_running;                   /* an engine_crawl_request() under way */
     uint64_t moves_to_cold, moves_to_warm, moves_within_lru;   /* a segmented policy's */
     uint64_t total_malloced, limit_maxbytes;
     uint32_t hash_power_level;

@@ -55,12 +55,16 @@
 #include "storage/ht.h"
 #include "storage/lock.h"
 #include "storage/slab.h"
+#include "storage/wheel.h"
 
 #define ENGINE_EVICT_TRIES 5            /* candidates looked at per eviction */
 #define ENGINE_ALLOC_TRIES 10           /* evictions tried per chunk */
 #define ENGINE_CLOCK_OFFSET 62          /* engine seconds at start, like memcached */
 #define ENGINE_CRAWL_REST 60            /* seconds between crawler passes */
 #define ENGINE_REAP_MAX 50              /* dead items one step reclaims per class */
+#define ENGINE_JUGGLE_MAX 500           /* queue moves one step makes per class (memcached's) */
+#define ENGINE_TEMP_BATCH 64            /* transient items one wheel slice takes per class */
+#define ENGINE_FLAT_PULL 5              /* dead tails a flat-LRU allocation reclaims first */
 #define ENGINE_EXPAND_RETRY 60          /* seconds before retrying a failed growth */
 
 
@@ -80,6 +84,7 @@ struct eclass {
     uint64_t outofmemory, reclaimed, expired_unfetched, crawler_reclaimed;
     _Atomic uint64_t crawler_checked;   /* written by the crawler without the lock */
     struct evict_segments lru_base;     /* the policy's moves at the last stats reset */
+    struct wheel wheel;                 /* transient items (ITEM_TEMP), not in q */
 };
 
 struct seg_store;
@@ -140,6 +145,10 @@ struct engine {
     _Atomic uint64_t oldest_cas;        /* items with a lower CAS are flushed */
 
     _Atomic bool crawl_on;              /* engine_step() crawls for expired items */
+    _Atomic uint32_t temp_lim;          /* TTLs below it are transient (temp_ttl + 1); 0: off */
+    _Atomic bool lru_flat;              /* an allocation first reclaims dead tails */
+    _Atomic bool wheels;                /* transient items were ever on: the step
+                                           visits the classes' wheels */
     /* Lookups of any kind that met a dead item (memcached's get_expired and
        get_flushed: a set, delete or incr counts too); rare, so shared. */
     _Atomic uint64_t met_expired, met_flushed;
@@ -163,6 +172,8 @@ struct engine {
     bool crawl_in_pass;                 /* a pass has begun and not wrapped */
     _Atomic uint64_t crawl_starts;      /* passes begun (memcached's lru_crawler_starts) */
     uint32_t crawl_next;                /* engine second the next pass may start */
+    _Atomic uint64_t crawl_req;         /* classes of an engine_crawl_request() under
+                                           way (bit i: class i); 0: none */
     uint32_t expand_next;               /* engine second growth may be retried */
 
     struct move mv;                     /* the slab page mover (slab back end) */

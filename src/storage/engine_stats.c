@@ -72,6 +72,12 @@ void engine_lru_tune(struct engine *e, const struct evict_tune *t) {
     }
 }
 
+void engine_lru_temp(struct engine *e, int32_t ttl) { store_lru_temp(e, ttl); }
+
+void engine_lru_flat(struct engine *e, bool flat) {
+    atomic_store_explicit(&e->lru_flat, flat, memory_order_relaxed);
+}
+
 void engine_dump_begin(struct engine *e, uint64_t *cursor) {
     mtx_lock(&e->step_lock);
     e->dumpers++;
@@ -133,6 +139,7 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
     out->get_expired = atomic_load_explicit(&e->met_expired, memory_order_relaxed);
     out->get_flushed = atomic_load_explicit(&e->met_flushed, memory_order_relaxed);
     out->crawler_starts = atomic_load_explicit(&e->crawl_starts, memory_order_relaxed);
+    out->crawler_running = atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0;
     store_stats(e, out);
 }
 

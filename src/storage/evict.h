@@ -14,13 +14,17 @@
  * for it while the item is linked; pword[] is the same 16 bytes as
  * integers), atime (read only: the engine sets it at link and after each
  * bump), pbits (its own bits; relaxed atomics, because
- * hit() runs without the class lock) and the ITEM_ACTIVE/ITEM_FETCHED flags
- * (read only).
+ * hit() runs without the class lock) and the ITEM_FETCHED flag (read
+ * only).  An item with ITEM_TEMP (a transient item, kept by the slab back
+ * end in its wheel, wheel.h) is never linked into the policy's queue: the
+ * policy sees neither its link, unlink, bump nor eviction, only hit(),
+ * which may write its pbits (the wheel keeps nothing there).
  *
  * Threading contract, per call:
  *   create/destroy     once per class, single-threaded
  *   link/unlink/bump/
- *   victim/oldest      class lock held (and for link/unlink/bump the item
+ *   victim/oldest/
+ *   maintain           class lock held (and for link/unlink/bump the item
  *                      lock too); must not block or allocate, except that
  *                      a policy's side tables (ghost.h, sketch.h) grow by
  *                      doubling there, amortised, and a failed growth only
@@ -109,6 +113,15 @@ struct evict_policy {
     /* The item the policy regards as oldest, without changing anything
      * (for the `age` stat); NULL when empty. */
     struct item *(*oldest)(struct evict_queue *q);
+
+    /*
+     * Optional (NULL: nothing to do): background upkeep of the queue, as
+     * memcached's LRU maintainer juggles its tails between requests.  Called
+     * from the engine's maintenance step (class lock held) when the
+     * maintainer is on; must move at most `budget` items and return how many
+     * it moved.  It may only reorder: every item stays linked.
+     */
+    unsigned (*maintain)(struct evict_queue *q, uint32_t now, unsigned budget);
 
     /* Optional (NULL: no knobs): takes new tunables (class lock held). */
     void (*tune)(struct evict_queue *q, const struct evict_tune *t);

@@ -25,10 +25,12 @@
  * All four are tunables (slru_tune(): -o hot_lru_pct... and `lru tune`).
  *
  * memcached's LRU maintainer thread does this tail shuffling in the
- * background.  The policy seam has no background hook, so victim() does
- * the maintainer's work at the moment it is needed: it brings HOT and WARM
- * within their limits, then takes COLD's tail (pulling from HOT, then
- * WARM, when COLD is empty, as do_item_alloc_pull() does).  The policy
+ * background; so does slru_maintain() when the engine's maintenance step
+ * calls it (the maintainer is on), a bounded number of moves at a time.
+ * victim() also does it at the moment it is needed, for an engine that
+ * runs no maintenance (cellar-sim): it brings HOT and WARM within their
+ * limits, then takes COLD's tail (pulling from HOT, then WARM, when COLD
+ * is empty, as do_item_alloc_pull() does).  The policy
  * keeps the last time it was given (link/hit/bump) for the age limits.
  *
  * pbits: bits 0..1 segment (enum evict_lru: seg_mask), bit 2 fetched,
@@ -139,10 +141,85 @@ static bool pull_tail(struct evict_queue *q, unsigned seg, uint64_t limit, uint3
 }
 
 /*
- * The maintainer's juggle, run to completion, then COLD's tail.  Each pull
- * either clears an active bit or moves an item to COLD, so the loops end;
- * the bound only guards against hits re-activating items meanwhile.
+ * Many pull_tail()s at once, for the common case of the maintainer's
+ * juggle: the inactive items at seg's tail that pull_tail() would send to
+ * COLD one by one (the segment over limit, or the item over max_age), at
+ * most max of them, go to COLD's head as one run, in the order the single
+ * moves would leave them (the run keeps its order, the oldest next to
+ * COLD's old head).  Each item still gets its segment bits; only the list
+ * work is done once.  Stops at the first active item, which pull_tail()
+ * rescues.  Returns how many moved.
  */
+static unsigned pull_run(struct evict_queue *q, unsigned seg, uint64_t limit, uint32_t max_age,
+                         uint64_t max) {
+    struct evict_list *from = &q->seg[seg], *cold = &q->seg[COLD];
+    struct item *last = from->tail, *first = NULL;
+    uint64_t k = 0;
+    for (struct item *t = last; t != NULL && k < max; t = t->prev) {
+        if ((evict_bits(t) & SL_ACTIVE) || !(from->n - k > limit || age(q, t) > max_age))
+            break;
+        evict_bits_update(t, SL_SEG | SL_ACTIVE, COLD);
+        first = t;
+        k++;
+    }
+    if (k == 0)
+        return 0;
+    from->tail = first->prev;               /* cut [first..last] out of seg */
+    if (from->tail != NULL)
+        from->tail->next = NULL;
+    else
+        from->head = NULL;
+    from->n -= k;
+    first->prev = NULL;                     /* and put it at COLD's head */
+    last->next = cold->head;
+    if (cold->head != NULL)
+        cold->head->prev = last;
+    else
+        cold->tail = last;
+    cold->head = first;
+    cold->n += k;
+    q->to_cold += k;
+    return (unsigned)k;
+}
+
+/*
+ * The maintainer's juggle: HOT's tail, then WARM's, pulled while they are
+ * over their limits, at most budget pulls in each: runs of inactive tails
+ * to COLD at once (pull_run()), an active tail rescued by pull_tail().
+ * Each pull either clears an active bit or moves an item to COLD, so the
+ * loops end; the bound only guards against hits re-activating items
+ * meanwhile.  Returns the pulls made.
+ */
+static unsigned juggle(struct evict_queue *q, uint64_t budget) {
+    uint64_t total = q->seg[HOT].n + q->seg[WARM].n + q->seg[COLD].n;
+    uint64_t hot_limit = total * q->t.hot_pct / 100, warm_limit = total * q->t.warm_pct / 100;
+    uint32_t cold_age = q->seg[COLD].tail != NULL ? age(q, q->seg[COLD].tail) : 0;
+    uint32_t hot_age = (uint32_t)(cold_age * q->t.hot_max_factor);
+    uint32_t warm_age = (uint32_t)(cold_age * q->t.warm_max_factor);
+    unsigned moved = 0;
+    const unsigned segs[2] = {HOT, WARM};
+    const uint64_t limits[2] = {hot_limit, warm_limit};
+    const uint32_t ages[2] = {hot_age, warm_age};
+    for (unsigned i = 0; i < 2; i++) {
+        uint64_t bound = budget;
+        while (bound > 0) {
+            unsigned k = pull_run(q, segs[i], limits[i], ages[i], bound);
+            if (k == 0 && !pull_tail(q, segs[i], limits[i], ages[i]))
+                break;
+            k = k > 0 ? k : 1;
+            bound -= k;
+            moved += k;
+        }
+    }
+    return moved;
+}
+
+static unsigned slru_maintain(struct evict_queue *q, uint32_t now, unsigned budget) {
+    seek_time(q, now);
+    return juggle(q, budget);
+}
+
+/* The maintainer's juggle, run to completion, then COLD's tail. */
 static struct item *slru_victim(struct evict_queue *q, struct item *prev) {
     if (prev != NULL) {
         if (prev->prev != NULL)
@@ -151,17 +228,8 @@ static struct item *slru_victim(struct evict_queue *q, struct item *prev) {
         return s == COLD ? q->seg[HOT].tail : s == HOT ? q->seg[WARM].tail : NULL;
     }
     uint64_t total = q->seg[HOT].n + q->seg[WARM].n + q->seg[COLD].n;
-    uint64_t hot_limit = total * q->t.hot_pct / 100, warm_limit = total * q->t.warm_pct / 100;
-    uint32_t cold_age = q->seg[COLD].tail != NULL ? age(q, q->seg[COLD].tail) : 0;
-    uint32_t hot_age = (uint32_t)(cold_age * q->t.hot_max_factor);
-    uint32_t warm_age = (uint32_t)(cold_age * q->t.warm_max_factor);
+    juggle(q, 2 * total + 2);
     uint64_t bound = 2 * total + 2;
-    while (bound-- > 0 && pull_tail(q, HOT, hot_limit, hot_age))
-        ;
-    bound = 2 * total + 2;
-    while (bound-- > 0 && pull_tail(q, WARM, warm_limit, warm_age))
-        ;
-    bound = 2 * total + 2;
     while (q->seg[COLD].tail == NULL && bound-- > 0) {
         if (!pull_tail(q, HOT, 0, 0) && !pull_tail(q, WARM, 0, 0))
             break;
@@ -198,6 +266,7 @@ const struct evict_policy evict_slru = {
     .hit = slru_hit,
     .bump = slru_bump,
     .tune = slru_tune,
+    .maintain = slru_maintain,
     .victim = slru_victim,
     .oldest = slru_oldest,
     .segments = slru_segments,

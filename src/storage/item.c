@@ -20,6 +20,8 @@
 
 #include "storage/store_slab.h"
 
+#define ITEM_MC_HEADER 48               /* sizeof(item) in 64-bit memcached */
+
 size_t item_ntotal(const struct item *it) {
     return sizeof(struct item) + it->nkey + (size_t)it->nbytes;
 }
@@ -133,7 +135,12 @@ void item_copy_value(struct item *dst, size_t off, const struct item *src) {
  */
 static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
                             enum unlink_why why, uint32_t now) {
-    e->policy->unlink(c->q, it);
+    if (item_has(it, ITEM_TEMP)) {
+        wheel_remove(&c->wheel, it);
+        item_flag_clear(it, ITEM_TEMP);
+    } else {
+        e->policy->unlink(c->q, it);
+    }
     sizes_note(e, it, -1);
     c->number--;
     c->bytes -= item_ntotal(it);
@@ -154,7 +161,7 @@ static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
         c->evicted_time = now > it->atime ? now - it->atime : 0;
         c->evicted_nonzero += it->exptime != 0;
         c->evicted_unfetched += !fetched;
-        c->evicted_active += item_has(it, ITEM_ACTIVE);
+        /* evicted_active stays 0: which items are active is the policy's own business */
         break;
     case UNLINK_DELETE:
         break;
@@ -247,16 +254,31 @@ static bool evict_pull(struct engine *e, unsigned id) {
  * step for one class: the policy's oldest items, while they are dead, at
  * most max of them.  It stops at the first live one, as memcached's tail
  * pull does; the crawler finds dead items further in.  oldest() changes no
- * policy state, so this moves nothing a policy would decide.  Returns how
- * many went.
+ * policy state, so this moves nothing a policy would decide.  With juggle,
+ * the policy's maintain() (evict.h) runs first in the same hold of the
+ * class lock: the maintainer's juggle of the queues.  A juggle that made
+ * its most moves left some behind: those moves are added to *moved, so
+ * that the maintenance thread comes back soon (as memcached's maintainer
+ * speeds up while it finds work); one that kept up lets it rest, so that
+ * steady stores do not keep the thread spinning.  Returns how many went.
  */
-static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max) {
+static unsigned item_reap_class(struct engine *e, unsigned id, unsigned max, bool juggle,
+                                unsigned *moved) {
     struct eclass *c = &e->cls[id];
     uint32_t now = expire_now(e);
     unsigned n = 0;
     while (n < max) {
         bool dead = false;
         mtx_lock(&c->lock);
+        if (c->number == 0) {       /* most classes, most of the time: nothing to look at */
+            mtx_unlock(&c->lock);
+            break;
+        }
+        if (juggle && n == 0 && e->policy->maintain != NULL) {
+            unsigned m = e->policy->maintain(c->q, now, ENGINE_JUGGLE_MAX);
+            if (m >= ENGINE_JUGGLE_MAX)
+                *moved += m;
+        }
         struct item *it = e->policy->oldest(c->q);
         if (it == NULL || !take_locked(e, c, it, now, false, &dead)) {   /* live, or busy */
             mtx_unlock(&c->lock);
@@ -329,6 +351,8 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
     }
     bool chained = total > e->cfg.slab_chunk_max;
     unsigned id = chained ? e->nclasses : slab_class_for(e->slab, total);
+    if (__builtin_expect(atomic_load_explicit(&e->lru_flat, memory_order_relaxed), 0))
+        item_reap_class(e, id, ENGINE_FLAT_PULL, false, NULL);  /* memcached's flat-LRU pull */
     struct item *it = chunk_get(e, id);
     if (it != NULL && chained && !chain_alloc(e, it, nkey, nbytes)) {
         slab_free(e->slab, id, it);
@@ -357,9 +381,23 @@ struct item *item_alloc(struct engine *e, const char *key, size_t nkey, uint32_t
 }
 
 /*
+ * A transient item enters its class's wheel instead of the policy's queue
+ * (class lock held): marked ITEM_TEMP, and with pbits EVICT_TEMP so that a
+ * segmented policy's engine_item_lru() counts its hits as hits_to_temp.
+ */
+__attribute__((noinline)) static void temp_link_locked(struct eclass *c, struct item *it) {
+    item_flag_set(it, ITEM_TEMP);
+    atomic_store_explicit(&it->pbits, EVICT_TEMP, memory_order_relaxed);
+    wheel_add(&c->wheel, it);
+}
+
+/*
  * Links it under its key (item stripe held, key not present): CAS cas (0:
  * the next one; always 0 under -C), access time now, into the table and
- * the class queue, plus the table's reference.
+ * the class queue, plus the table's reference.  An item whose TTL is at
+ * most temp_ttl goes to the class's wheel instead (memcached's test,
+ * exptime - now <= temporary_ttl in unsigned arithmetic, so exptime 0,
+ * never, is not transient): this is the one place that decides.
  */
 bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t cas) {
     uint32_t now = expire_now(e);
@@ -371,7 +409,12 @@ bool item_link_locked(struct engine *e, struct item *it, uint64_t hv, uint64_t c
     item_ref(e, it);
     ht_insert_locked(e->ht, it, hv);
     mtx_lock(&c->lock);
-    e->policy->link(c->q, it, now);
+    if (__builtin_expect((uint32_t)(it->exptime - now) <
+                             atomic_load_explicit(&e->temp_lim, memory_order_relaxed), 0) &&
+        c->wheel.slot != NULL)
+        temp_link_locked(c, it);
+    else
+        e->policy->link(c->q, it, now);
     sizes_note(e, it, 1);
     c->number++;
     c->bytes += item_ntotal(it);
@@ -402,7 +445,10 @@ bool item_replace_locked(struct engine *e, struct item *old, struct item *it, ui
 
 /*
  * Tells the policy about a hit on a linked item (item stripe held); only
- * when it asks for a queue move do we take the class lock.
+ * when it asks for a queue move do we take the class lock.  A transient
+ * item is never bumped (memcached's TEMP LRU): hit() may mark its pbits,
+ * which the wheel does not use, and the move is skipped on the slow path,
+ * so a hit costs no more than before.
  */
 void item_hit_locked(struct engine *e, struct item *it) {
     uint32_t now = expire_now(e);
@@ -410,7 +456,8 @@ void item_hit_locked(struct engine *e, struct item *it) {
         return;
     struct eclass *c = &e->cls[it->clsid];
     mtx_lock(&c->lock);
-    if (item_has(it, ITEM_LINKED)) {
+    if ((atomic_load_explicit(&it->iflags, memory_order_relaxed) & (ITEM_LINKED | ITEM_TEMP)) ==
+        ITEM_LINKED) {
         e->policy->bump(c->q, it, now);
         it->atime = now;
     }
@@ -429,10 +476,18 @@ bool item_create(struct engine *e, char *err, size_t errlen) {
     e->policy = evict_policy_find(cfg->policy);
     e->lru_mask = e->policy->seg_mask;
     e->cfg.policy = e->policy->name;
+    /* Class 1 is memcached's: its 48-byte item header plus -n, so that an item
+       lands in the class it has in memcached (t/ reads classes by number).  Our
+       header is 56 bytes with the CAS inside, memcached's 48 + 8 of CAS and 3 of
+       terminators, so an item's total is never larger here.  The floor keeps
+       room for a small key and value when -n is tiny (cellar-sim's 8). */
+    uint32_t min_chunk = ITEM_MC_HEADER + cfg->chunk_min;
+    if (min_chunk < sizeof(struct item) + 8)
+        min_chunk = sizeof(struct item) + 8;
     struct slab_config sc = {
         .mem_limit = cfg->mem_limit,
         .growth_factor = cfg->growth_factor,
-        .min_chunk = sizeof(struct item) + cfg->chunk_min,
+        .min_chunk = min_chunk,
         .page_size = cfg->page_size,
         .chunk_max = cfg->slab_chunk_max,
         .single_thread = cfg->single_thread,
@@ -451,19 +506,105 @@ bool item_create(struct engine *e, char *err, size_t errlen) {
         if (e->policy->tune != NULL)
             e->policy->tune(e->cls[i].q, &cfg->tune);
     }
+    if (cfg->temp_ttl >= 0)
+        item_lru_temp(e, cfg->temp_ttl);
     return true;
 fail:
     snprintf(err, errlen, "out of memory creating the engine");
     return false;
 }
 
+/*
+ * `lru temp_ttl` / -o temporary_ttl: gives every class its wheel (once;
+ * the slots stay until the engine goes), then lets link put items there.
+ * Off (ttl < 0), items already in the wheels stay there until reclaimed.
+ */
+void item_lru_temp(struct engine *e, int32_t ttl) {
+    uint32_t now = expire_now(e);
+    bool ok = true;
+    for (unsigned i = 1; ttl >= 0 && i <= e->nclasses; i++) {
+        struct eclass *c = &e->cls[i];
+        mtx_lock(&c->lock);
+        if (c->wheel.slot == NULL && !wheel_init(&c->wheel, now))
+            ok = false;     /* that class keeps its items in the policy's queue */
+        mtx_unlock(&c->lock);
+    }
+    (void)ok;
+    if (ttl >= 0)
+        atomic_store_explicit(&e->wheels, true, memory_order_release);
+    atomic_store_explicit(&e->temp_lim, ttl >= 0 ? (uint32_t)ttl + 1 : 0, memory_order_relaxed);
+}
+
+/*
+ * The wheel's reclaim for one class: the slots of the seconds from the
+ * wheel's cursor up to now, each item of them that is dead taken out
+ * (counted in reclaimed and expired_unfetched, as memcached's TEMP tail
+ * pull counts them).  A slot also holds items of later turns (a TTL over
+ * WHEEL_SLOTS, or a touch), which stay.  At most budget items are looked
+ * at; a slot cut short is walked again next time unless nothing could be
+ * taken from it (all busy or live), so the cursor always advances.  The
+ * current second's slot is walked on every step while it lasts, for an
+ * item stored already due.  Busy items (referenced, stripe taken) are left
+ * to the next turn, the crawler or the next lookup.  Returns the items
+ * looked at.
+ */
+static unsigned item_temp_class(struct engine *e, unsigned id, unsigned budget) {
+    struct eclass *c = &e->cls[id];
+    uint32_t now = expire_now(e);
+    struct item *gone[ENGINE_TEMP_BATCH];
+    unsigned work = 0, ngone = 0;
+    mtx_lock(&c->lock);
+    struct wheel *w = &c->wheel;
+    if (w->slot == NULL || w->n == 0) {
+        if (w->slot != NULL)
+            w->next = now;
+        mtx_unlock(&c->lock);
+        return 0;
+    }
+    if ((int32_t)(now - w->next) < 0)
+        w->next = now;                      /* the clock went back */
+    else if (now - w->next >= WHEEL_SLOTS)
+        w->next = now - (WHEEL_SLOTS - 1);  /* a whole turn: each slot once */
+    for (;;) {
+        uint32_t sec = w->next;
+        bool cut = false;
+        unsigned before = ngone;
+        for (struct item *it = wheel_first(w, sec), *next; it != NULL; it = next) {
+            if (work >= budget || ngone == ENGINE_TEMP_BATCH) {
+                cut = true;
+                break;
+            }
+            next = it->next;
+            work++;
+            bool dead;
+            if (it->exptime <= now && take_locked(e, c, it, now, false, &dead))
+                gone[ngone++] = it;
+        }
+        if (sec == now)
+            break;
+        if (cut) {
+            if (ngone == before)
+                w->next = sec + 1;          /* nothing could go: move on regardless */
+            break;
+        }
+        w->next = sec + 1;
+    }
+    mtx_unlock(&c->lock);
+    for (unsigned i = 0; i < ngone; i++)
+        item_unref(e, gone[i]);     /* the table's reference, the last one */
+    return work;
+}
+
 struct crawl {
     struct engine *e;
     uint32_t now;
+    uint64_t classes;               /* bit i: class i is crawled */
 };
 
 static void crawl_visit(struct item *it, uint64_t hv, void *arg) {
     struct crawl *cr = arg;
+    if (((cr->classes >> it->clsid) & 1) == 0)
+        return;
     atomic_fetch_add_explicit(&cr->e->cls[it->clsid].crawler_checked, 1, memory_order_relaxed);
     if (expire_dead(cr->e, it, cr->now) != ENGINE_MISS_NONE)
         item_unlink_locked(cr->e, it, hv, UNLINK_CRAWL);
@@ -473,14 +614,21 @@ static void crawl_visit(struct item *it, uint64_t hv, void *arg) {
  * One slice of the expiry crawler: walks hash buckets from where the last
  * slice stopped, one stripe lock at a time, unlinking dead items.  After a
  * full pass it rests ENGINE_CRAWL_REST seconds (returning 0, so the caller
- * may sleep).  Called under step_lock.
+ * may sleep).  A requested crawl (item_crawl_request_locked()) is a pass
+ * that looks only at the classes asked for, and ends the request when it
+ * wraps.  Called under step_lock.
+ *
+ * memcached's crawler walks each class's LRU from the tail; walking the
+ * table instead meets the same items (every linked item is in both) and
+ * needs no marker item linked into the queues of every eviction policy.
  *
  * FIXME: memcached schedules crawls per class from a histogram of coming
  * expiries; a fixed rest is simpler and bounds the cost the same way.
  */
 static unsigned crawl_step(struct engine *e, unsigned budget) {
-    struct crawl cr = {e, expire_now(e)};
-    if (e->crawl_resting) {
+    uint64_t req = atomic_load_explicit(&e->crawl_req, memory_order_relaxed);
+    struct crawl cr = {e, expire_now(e), req != 0 ? req : ~(uint64_t)0};
+    if (req == 0 && e->crawl_resting) {
         if (cr.now < e->crawl_next)
             return 0;
         e->crawl_resting = false;
@@ -495,8 +643,25 @@ static unsigned crawl_step(struct engine *e, unsigned budget) {
         e->crawl_in_pass = false;
         e->crawl_resting = true;
         e->crawl_next = cr.now + ENGINE_CRAWL_REST;
+        atomic_store_explicit(&e->crawl_req, 0, memory_order_release);
     }
     return work;
+}
+
+/*
+ * `lru_crawler crawl`: a pass over the classes asked for, from the table's
+ * start (a background pass under way gives way to it and starts over
+ * later).  As memcached, a class with no items is crawled too (at once).
+ */
+enum engine_crawl_result item_crawl_request_locked(struct engine *e, uint64_t classes) {
+    if (atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0)
+        return ENGINE_CRAWL_BUSY;
+    e->crawl_cursor = 0;
+    e->crawl_resting = false;
+    e->crawl_in_pass = true;
+    atomic_fetch_add_explicit(&e->crawl_starts, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->crawl_req, classes, memory_order_release);
+    return ENGINE_CRAWL_OK;
 }
 
 /* Sums the class counters that say how many items are linked. */
@@ -514,7 +679,10 @@ static uint64_t curr_items(struct engine *e) {
  * The slab back end's maintenance slice (step_lock held).  Table growth
  * first: start doubling once there are more than 1.5 items per bucket,
  * then move up to `budget` buckets per call; while it moves, the crawler
- * waits.  Then the LRU maintainer's reclaim of dead tails (-o reap), and
+ * waits.  Then the wheels' transient items of the seconds gone by (always),
+ * the LRU maintainer's reclaim of dead tails and the policy's
+ * juggle of its queues (evict.h's maintain(); both while the maintainer is
+ * on, engine_config.reap), and
  * whatever budget is left goes to the expiry crawler.
  */
 unsigned item_step_locked(struct engine *e, unsigned budget) {
@@ -527,11 +695,17 @@ unsigned item_step_locked(struct engine *e, unsigned budget) {
     }
     if (ht_expanding(e->ht))
         work += ht_expand_step(e->ht, budget);
+    for (unsigned id = 1; atomic_load_explicit(&e->wheels, memory_order_acquire) &&
+                          id <= e->nclasses && work < budget; id++)
+        work += item_temp_class(e, id, budget - work);
     if (e->cfg.reap) {
-        for (unsigned id = 1; id <= e->nclasses && work < budget; id++)
-            work += item_reap_class(e, id, ENGINE_REAP_MAX);
+        unsigned moved = 0;
+        for (unsigned id = 1; id <= e->nclasses && work + moved < budget; id++)
+            work += item_reap_class(e, id, ENGINE_REAP_MAX, true, &moved);
+        work += moved;
     }
-    if (work < budget && engine_crawl(e))
+    if (work < budget &&
+        (engine_crawl(e) || atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0))
         work += crawl_step(e, budget - work);
     return work;
 }
@@ -606,8 +780,9 @@ bool item_class_stats(struct engine *e, unsigned id, struct engine_class_stats *
         out->seg.moves_to_warm -= c->lru_base.moves_to_warm;
         out->seg.moves_within_lru -= c->lru_base.moves_within_lru;
     } else {
-        out->seg.number[EVICT_COLD] = c->number;
+        out->seg.number[EVICT_COLD] = c->number - c->wheel.n;
     }
+    out->seg.number[EVICT_TEMP] = c->wheel.n;
     struct item *old = e->policy->oldest(c->q);
     out->age = old != NULL && now > old->atime ? now - old->atime : 0;
     out->number = c->number;

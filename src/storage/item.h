@@ -26,7 +26,9 @@ enum item_flag {
     ITEM_LINKED = 1,        /* in the hash table and the eviction queue */
     ITEM_FETCHED = 2,       /* read at least once since stored */
     ITEM_CHAINED = 4,       /* value continues in further chunks */
-    ITEM_ACTIVE = 8,        /* read again since last queue move (policy hint) */
+    ITEM_TEMP = 8,          /* a transient item: in its class's wheel (wheel.h), not in
+                               the eviction policy's queue; set at link, under the
+                               class lock too */
     ITEM_TOKEN_SENT = 16,   /* a lease (the right to recache) has been handed out */
     ITEM_STALE = 32,        /* invalidated: readable, but somebody should recache */
     ITEM_HOLD = 64,         /* delete hold-off tombstone: invisible, refuses add */

@@ -31,6 +31,16 @@
  * a question the shared code asks first (store_has_get(), store_has_set()):
  * a back end that lacks them answers no and is never called.
  *
+ * Short TTLs.  The slab back end keeps items whose TTL is at most
+ * temporary_ttl apart from the eviction policy, in a wheel of per-second
+ * lists per class (wheel.h, store_lru_temp()), reclaimed in the second
+ * they expire.  The segment back end has no such list and needs none: its
+ * items are appended to segments of their TTL range (seg.c's TTL buckets),
+ * and a segment whose items have all expired is freed whole by its step,
+ * which is the wheel's reclaim done a segment at a time; so
+ * store_lru_temp() leaves it as it is.  A requested crawl
+ * (store_crawl_request_locked()) has no classes to walk there either.
+ *
  * Three features to come plug in here, each as one more operation (or
  * step) that both back ends implement, so that the shared code stays as it
  * is:
@@ -285,6 +295,12 @@ static inline void store_clock_set(struct engine *e, uint32_t now) {
         seg_store_clock_set(e->seg, now);
 }
 
+/* Transient items from now on (engine_lru_temp()); segments have their TTL buckets. */
+static inline void store_lru_temp(struct engine *e, int32_t ttl) {
+    if (e->seg == NULL)
+        item_lru_temp(e, ttl);
+}
+
 /* A flush_all point, told before anything can be stored past it. */
 static inline void store_seal_point(struct engine *e, uint32_t point) {
     if (e->seg != NULL)
@@ -312,6 +328,20 @@ static inline unsigned store_step_locked(struct engine *e, unsigned budget) {
     /* the page mover takes up to half, the table, reaper and crawler the rest */
     unsigned work = item_move_step_locked(e, budget / 2 > 0 ? budget / 2 : 1);
     return work + item_step_locked(e, budget > work ? budget - work : 1);
+}
+
+/*
+ * A crawl of the classes asked for (step_lock held; engine_crawl_request()).
+ * Segments have no classes to walk: their expiry pass starts now instead.
+ */
+static inline enum engine_crawl_result store_crawl_request_locked(struct engine *e,
+                                                                  uint64_t classes) {
+    if (e->seg != NULL) {
+        e->crawl_resting = false;
+        e->crawl_in_pass = false;
+        return ENGINE_CRAWL_OK;
+    }
+    return item_crawl_request_locked(e, classes);
 }
 
 /* One slice of a dump (engine_dump_step()). */

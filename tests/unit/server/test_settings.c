@@ -614,11 +614,11 @@ TEST(warnings_that_do_not_stop) {
 
 /* One line per option accepted but not acted on, once, and only on success. */
 TEST(not_implemented_warned_once_after_success) {
-    struct run *r = P("-L", "-L", "-o", "temporary_ttl=30,temporary_ttl=31", "-e", "/f", "-o",
-                      "ext_path=/x:1G,ext_drop_unread", "-L");     /* -L again: no second line */
+    struct run *r = P("-L", "-L", "-o", "lru_crawler_sleep=30,lru_crawler_sleep=31", "-e", "/f",
+                      "-o", "ext_path=/x:1G,ext_drop_unread", "-L");  /* -L again: no second line */
     ASSERT_EQ(r->rc, 0);
     ASSERT_STR(r->err, "cellard: option -L accepted but not implemented yet\n"
-                       "cellard: option -o temporary_ttl accepted but not implemented yet\n"
+                       "cellard: option -o lru_crawler_sleep accepted but not implemented yet\n"
                        "cellard: option -e accepted but not implemented yet\n"
                        "cellard: option -o ext_path accepted but not implemented yet\n"
                        "cellard: option -o ext_drop_unread accepted but not implemented yet\n");
