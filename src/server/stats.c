@@ -441,16 +441,18 @@ static void stats_slabs(struct server *s, struct stat_sink *o) {
 #undef X
 }
 
-static void addr_name(const struct sockaddr_storage *ss, socklen_t len, char *buf, size_t n) {
+/* memcached's text for an address: "tcp:1.2.3.4:11211", "udp6:[::1]:11211", "unix:/path". */
+static void addr_name(const struct sockaddr_storage *ss, socklen_t len, const char *proto,
+                      char *buf, size_t n) {
     char ip[INET6_ADDRSTRLEN] = "?";
     if (ss->ss_family == AF_INET) {
         const struct sockaddr_in *a = (const void *)ss;
         inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-        snprintf(buf, n, "tcp:%s:%u", ip, ntohs(a->sin_port));
+        snprintf(buf, n, "%s:%s:%u", proto, ip, ntohs(a->sin_port));
     } else if (ss->ss_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const void *)ss;
         inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
-        snprintf(buf, n, "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
+        snprintf(buf, n, "%s6:[%s]:%u", proto, ip, ntohs(a->sin6_port));
     } else if (ss->ss_family == AF_UNIX && len > sizeof(sa_family_t)) {
         const struct sockaddr_un *a = (const void *)ss;
         snprintf(buf, n, "unix:%s", a->sun_path);
@@ -493,9 +495,20 @@ static void stats_conns(struct conn *c, struct stat_sink *o) {
         for (struct net_conn *nk = w->net.conns; nk != NULL; nk = nk->next) {
             struct conn *k = (struct conn *)nk;
             char name[160];
-            addr_name(&k->net.peer, k->net.peerlen, name, sizeof(name));
+            if (k->is_udp) {
+                /* memcached: a UDP socket waiting for a datagram shows its own address */
+                struct sockaddr_storage self;
+                socklen_t len = sizeof(self);
+                if (getsockname(k->net.fd, (struct sockaddr *)&self, &len) != 0)
+                    len = 0, self.ss_family = AF_UNSPEC;
+                addr_name(&self, len, "udp", name, sizeof(name));
+                snprintf(n, sizeof(n), "%d:UDP", k->net.fd);
+                o->emit(o, n, "UDP");
+            } else {
+                addr_name(&k->net.peer, k->net.peerlen, "tcp", name, sizeof(name));
+            }
             snprintf(n, sizeof(n), "%d:addr", k->net.fd);
-            o->emit(o, n, k->is_udp ? "udp" : name);
+            o->emit(o, n, name);
             for (int j = 0; j < s->listeners.n; j++) {
                 if (s->listeners.l[j].fd == k->net.listen_fd) {
                     snprintf(n, sizeof(n), "%d:listen_addr", k->net.fd);

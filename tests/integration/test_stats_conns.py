@@ -39,3 +39,24 @@ def test_stats_conns_match_memcached():
     states = [r.split(b" | ")[-2] for r in want]
     assert states == [b"state conn_nread", b"state conn_parse_cmd", b"state conn_read",
                       b"state conn_read", b"state conn_listening"], want
+
+
+def _udp_conns(binary):
+    """The UDP sockets' records (memcached: "UDP UDP", the socket's own address, conn_read)."""
+    with Server(binary, args=["-t", "2"], udp=True) as srv, srv.conn() as c:
+        out = c.call(b"stats conns\r\n", b"END\r\n")
+    conns = {}
+    for fd, field, val in re.findall(rb"STAT (\d+):(\S+) (.*)\r\n", out):
+        conns.setdefault(fd, []).append(b"%s %s" % (field, val))
+    records = [b" | ".join(f) for f in conns.values() if f[0] == b"UDP UDP"]
+    return sorted(re.sub(rb"secs_since_last_cmd \d+$", b"secs_since_last_cmd N",
+                         r.replace(b":%d " % srv.port, b":P ").replace(b":%d |" % srv.port,
+                                                                      b":P |"))
+                  for r in records)
+
+
+def test_stats_conns_udp_sockets_match_memcached():
+    want, got = _udp_conns(MEMCACHED), _udp_conns(CELLARD)
+    assert got == want, (got, want)
+    assert want == [b"UDP UDP | addr udp:127.0.0.1:P | state conn_read | "
+                    b"secs_since_last_cmd N"] * 2, want
