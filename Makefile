@@ -397,9 +397,9 @@ policies: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B
 # The integration suite on the segment back end (-o storage=seg), once with
 # FIFO, merging and S3-FIFO (a few minutes each on pytest-xdist; not part of
 # `make test`), less the tests of what only the slab
-# layout has (README, "Storage back ends"): slab classes and their
-# commands, the hash table's growth, -M, a memory limit raised at run
-# time, the segmented LRU and `stats sizes`.
+# layout has (doc/storage.md): slab classes and their commands, the page
+# mover, the hash table's growth, -M, a memory limit raised at run time,
+# the segmented LRU, transient items and `stats sizes`.
 SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
   test_dump.py::test_metadump_streams_while_others_are_served \
   test_dump.py::test_dump_client_that_goes_away \
@@ -410,7 +410,8 @@ SEG_SLAB_ONLY := test_dump.py::test_metadump_class_lists \
   test_server_flags.py::test_lru_tune_steers_the_segmented_lru \
   test_stats_counters.py::test_lru_and_buffer_counters_move \
   test_stats_sizes.py::test_stats_sizes_match_memcached \
-  test_stats_slabs.py::test_per_class_counters_match_memcached
+  test_stats_slabs.py::test_per_class_counters_match_memcached \
+  test_slab_mover.py test_lru_temp.py test_memory_limit.py
 storage-seg: $(B)/cellard $(B)/cellar-router $(B)/cellar-squeal $(B)/cellar-sim $(B)/cellar-ring \
              $(B)/cellar-bench $(B)/libcellar.so examples
 	@for p in fifo merge s3fifo; do \

@@ -84,8 +84,11 @@ def test_port_file_matches_memcached():
         ["-p", "0", "-U", str(u)],
     ]
     for args in cases:
-        want = _ports(MEMCACHED, args, {p, u})
-        got = _ports(CELLARD, args, {p, u})
+        # only the ports this case names are kept: an ephemeral port may be
+        # one that free_port() handed out for another case
+        fixed = {int(a) for a in args if a.isdigit() and int(a) > 0}
+        want = _ports(MEMCACHED, args, fixed)
+        got = _ports(CELLARD, args, fixed)
         assert got == want, "%s: cellard %s, memcached %s" % (args, got, want)
     assert _ports(MEMCACHED, ["-U", "-1"], set()) == ["TCP INET: ephemeral",
                                                       "UDP INET: ephemeral"]
