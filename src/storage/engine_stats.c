@@ -103,6 +103,11 @@ unsigned engine_class_for(const struct engine *e, size_t ntotal) {
 }
 
 unsigned engine_item_lru(const struct engine *e, const struct item *it) {
+    /* a transient item is in its class's wheel, whatever the policy: its
+       pbits are the wheel's (EVICT_TEMP), which a policy without segments
+       would read as COLD */
+    if (item_has(it, ITEM_TEMP))
+        return EVICT_TEMP;
     return lru_of_bits(e, evict_bits(it));
 }
 
