@@ -159,11 +159,14 @@ bool out_budget_lend_slow(struct out_budget *b) {
     return true;
 }
 
+void out_resp_return_slow(struct out *o) {
+    o->pool->budget.resp -= o->resp;
+    o->resp = 0;
+}
+
 void out_reset(struct out *o) {
-    if (o->resp != 0) {
-        o->pool->budget.resp -= o->resp;
-        o->resp = 0;
-    }
+    if (o->resp != 0)
+        out_resp_return_slow(o);
     for (int i = o->hdone; i < o->nholds; i++)
         o->pool->release(o->pool->release_ctx, o->holds[i].ref);
     o->nholds = o->hdone = 0;

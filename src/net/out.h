@@ -211,6 +211,17 @@ static inline bool out_resp_take(struct out *o, uint64_t n) {
     return out_resp_take_slow(o, n);
 }
 
+void out_resp_return_slow(struct out *o);
+/*
+ * Gives back the response slots of replies that turned out to be none
+ * (noreply, quiet commands): call it when out is empty after a batch of
+ * requests, which out_reset() would otherwise do only at the next write.
+ */
+static inline void out_resp_return(struct out *o) {
+    if (__builtin_expect(o->resp != 0, 0))
+        out_resp_return_slow(o);
+}
+
 bool out_budget_lend_slow(struct out_budget *b);
 /* Lends a read buffer against the budget: false when it is spent (no limit: true). */
 static inline bool out_budget_lend(struct out_budget *b) {

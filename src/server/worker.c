@@ -410,6 +410,7 @@ static bool conn_process(struct conn *c) {
     }
     if (!out_empty(&c->net.out) || c->net.close_after_write)
         return conn_flush(c);
+    out_resp_return(&c->net.out);   /* noreply requests: their slots, with nothing to write */
     return true;
 }
 

@@ -568,7 +568,7 @@ static unsigned item_temp_class(struct engine *e, unsigned id, unsigned budget) 
     for (;;) {
         uint32_t sec = w->next;
         bool cut = false;
-        unsigned before = ngone;
+        unsigned before = ngone, examined = work;
         for (struct item *it = wheel_first(w, sec), *next; it != NULL; it = next) {
             if (work >= budget || ngone == ENGINE_TEMP_BATCH) {
                 cut = true;
@@ -583,8 +583,11 @@ static unsigned item_temp_class(struct engine *e, unsigned id, unsigned budget) 
         if (sec == now)
             break;
         if (cut) {
-            if (ngone == before)
-                w->next = sec + 1;          /* nothing could go: move on regardless */
+            /* items of this second were looked at and none could go (busy, or
+               a later turn's): move on regardless; a slot cut before its
+               first item was looked at is walked next time */
+            if (ngone == before && work > examined)
+                w->next = sec + 1;
             break;
         }
         w->next = sec + 1;

@@ -134,6 +134,7 @@ static bool head_rescue(struct engine *e, struct item *it, uint64_t hv) {
     atomic_store_explicit(&n->refcount, 1, memory_order_relaxed);
     atomic_store_explicit(&n->pbits, 0, memory_order_relaxed);    /* new to the policy */
     item_flag_clear(n, ITEM_LINKED);
+    item_flag_clear(n, ITEM_TEMP);      /* item_replace_locked() decides the wheel anew */
     item_flag_clear(it, ITEM_CHAINED);
     item_replace_locked(e, it, n, hv, item_cas(it));
     item_deref(e, n);                   /* the table's is the one left */

@@ -81,3 +81,27 @@ def test_no_limit_by_default():
         st = c.stats()
         assert st["response_obj_oom"] == "0" and st["read_buf_oom"] == "0", st
         assert c.stats("settings")["read_buf_mem_limit"] == "0"
+
+
+
+def _noreply(binary, extra):
+    """Ten reads of ten `set ... noreply` each on one connection, each read
+    run before the next is sent (another connection polls total_items):
+    each request takes a response object while it runs and keeps none,
+    there being no reply; 100 would be past the limit (2 objects of 13 a
+    worker).  Then a get on the same connection."""
+    with Server(binary, args=ARGS + extra) as srv, srv.conn() as c, srv.conn() as watch:
+        for b in range(10):
+            c.send(b"".join(b"set n%d 0 0 1 noreply\r\nx\r\n" % (b * 10 + i) for i in range(10)))
+            wait_for(lambda: int(watch.stats()["total_items"]) == 10 * (b + 1), 10,
+                     what="batch %d stored" % b)
+        got = c.call(_get(13))
+        return got, watch.stats()["response_obj_oom"]
+
+
+@pytest.mark.parametrize("io", [[], ["-o", "io=epoll"]], ids=["io-default", "io-epoll"])
+def test_noreply_requests_keep_no_response_objects(io):
+    want = _noreply(MEMCACHED, [])
+    got = _noreply(CELLARD, io if CELLARD != MEMCACHED else [])
+    assert got == want, (got, want)
+    assert want == (b"END\r\n", "0"), want

@@ -388,4 +388,55 @@ TEST(moves_under_concurrent_load) {
     engine_destroy(&e);
 }
 
+
+/*
+ * Transient items (in their class's wheel) rescued after `lru temp_ttl`
+ * was turned off: the copy is linked where its TTL now puts it (the
+ * policy's queue) and is not marked transient, so deleting it later takes
+ * it off the queue it is in, and the wheel's count comes back to 0.
+ */
+TEST(rescued_transient_items_leave_the_wheel) {
+    struct engine_config cfg;
+    engine_config_defaults(&cfg);
+    cfg.mem_limit = 64 * MiB;
+    cfg.temp_ttl = 61;
+    char err[256] = "";
+    struct engine *e = engine_create(&cfg, err, sizeof(err));
+    ASSERT(e != NULL);
+    engine_clock_set(e, T0);
+    unsigned n = 1000, id = engine_class_for(e, 56 + 8 + VAL), dst = 5;
+    for (unsigned k = 0; k < n; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "key%u", k);
+        enum engine_alloc_err ae;
+        struct item *it = engine_item_alloc(e, key, strlen(key), k, 30, VAL, &ae);
+        ASSERT(it != NULL);
+        ASSERT_EQ(engine_store(e, it, ENGINE_SET, 0, NULL), ENGINE_STORED);
+        engine_item_unref(e, it);
+    }
+    struct engine_class_stats cs;
+    engine_class_stats(e, id, &cs);
+    ASSERT_U64(cs.seg.number[EVICT_TEMP], n);
+    for (unsigned k = 0; k < n; k += 2) {
+        char key[32];
+        snprintf(key, sizeof(key), "key%u", k);
+        ASSERT_EQ(engine_delete(e, key, strlen(key), 0), ENGINE_DELETED);
+    }
+    engine_lru_temp(e, -1);
+    ASSERT_EQ(engine_slabs_reassign(e, id, dst), ENGINE_REASSIGN_OK);
+    settle(e);
+    ASSERT(st(e).slab_reassign_rescues > 0);
+    for (unsigned k = 1; k < n; k += 2) {
+        char key[32];
+        snprintf(key, sizeof(key), "key%u", k);
+        ASSERT_EQ(engine_delete(e, key, strlen(key), 0), ENGINE_DELETED);
+    }
+    engine_class_stats(e, id, &cs);
+    ASSERT_U64(cs.seg.number[EVICT_TEMP], 0);
+    ASSERT_U64(st(e).curr_items, 0);
+    for (unsigned k = 0; k < 100; k++)      /* the class still works */
+        ASSERT(put(e, k, VAL));
+    engine_destroy(&e);
+}
+
 int main(void) { return RUN_TESTS(); }
