@@ -155,6 +155,30 @@ TEST(reclaim_is_bounded_per_step) {
 }
 
 /*
+ * A step that fills its batch of dead items (64, ENGINE_TEMP_BATCH) with
+ * the last items of one second must not pass over the next second unseen:
+ * its items go in the next step, not a turn of the wheel (1,024 s) later.
+ */
+TEST(a_full_batch_does_not_skip_the_next_second) {
+    struct engine *e = mk_temp(61);
+    char key[32];
+    for (int i = 0; i < 64; i++) {
+        snprintf(key, sizeof(key), "a%d", i);
+        ASSERT_EQ(set(e, key, 1), ENGINE_STORED);
+    }
+    for (int i = 0; i < 5; i++) {
+        snprintf(key, sizeof(key), "b%d", i);
+        ASSERT_EQ(set(e, key, 2), ENGINE_STORED);
+    }
+    at(e, 3);
+    for (int i = 0; i < 10 && engine_step(e, 100000) != 0; i++)
+        ;
+    ASSERT_EQ(cls(e, C1).seg.number[EVICT_TEMP], 0);
+    ASSERT_EQ(cls(e, C1).reclaimed, 69);
+    engine_destroy(&e);
+}
+
+/*
  * memcached's t/lru-maintainer.t: a transient item is never evicted, even
  * unread while the class churns through items of a longer TTL.
  */
