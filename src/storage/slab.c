@@ -221,7 +221,15 @@ static bool page_new_locked(struct slab *s, struct slab_class *c) {
     return true;
 }
 
-void *slab_alloc(struct slab *s, unsigned id) {
+/*
+ * A chunk of class id: a freed one, else the next of its last page, else
+ * (with grow) one of a new page.  slab_alloc_spare() is the page mover's:
+ * it may not take a page, since the mover is giving pages away.  Inlined
+ * into both, so the set path keeps its instruction count (callgrind: +1 %
+ * on w4 at depth 16 when left to the compiler).
+ */
+static inline __attribute__((always_inline)) void *chunk_take(struct slab *s, unsigned id,
+                                                             bool grow) {
     struct slab_class *c = &s->cls[id];
     void *p = NULL;
     mtx_lock(&c->lock);
@@ -231,7 +239,7 @@ void *slab_alloc(struct slab *s, unsigned id) {
         c->free = f->next;
         c->nfree--;
         p = f;
-    } else if (c->nend > 0 || page_new_locked(s, c)) {
+    } else if (c->nend > 0 || (grow && page_new_locked(s, c))) {
         p = c->end;
         UNPOISON(p, c->size);
         c->end += c->size;
@@ -241,25 +249,9 @@ void *slab_alloc(struct slab *s, unsigned id) {
     return p;
 }
 
-void *slab_alloc_spare(struct slab *s, unsigned id) {
-    struct slab_class *c = &s->cls[id];
-    void *p = NULL;
-    mtx_lock(&c->lock);
-    if (c->free != NULL) {
-        struct free_chunk *f = c->free;
-        UNPOISON(f, c->size);
-        c->free = f->next;
-        c->nfree--;
-        p = f;
-    } else if (c->nend > 0) {
-        p = c->end;
-        UNPOISON(p, c->size);
-        c->end += c->size;
-        c->nend--;
-    }
-    mtx_unlock(&c->lock);
-    return p;
-}
+void *slab_alloc(struct slab *s, unsigned id) { return chunk_take(s, id, true); }
+
+void *slab_alloc_spare(struct slab *s, unsigned id) { return chunk_take(s, id, false); }
 
 /* Whether chunk lies in the page c is moving out (lock held). */
 static bool in_moving_page(const struct slab *s, const struct slab_class *c, const void *chunk) {
