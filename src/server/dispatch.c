@@ -340,9 +340,14 @@ static void do_shutdown(struct conn *c, struct mc_req *req) {
         out_copy(&c->net.out, S("ERROR: shutdown not enabled\r\n"));
         return;
     }
-    if (req->ntokens <= 1 || mc_req_word_is(req, 1, "graceful")) {
+    if (req->ntokens <= 1) {
         atomic_store(&s->net.stop, true);
         kill(getpid(), SIGUSR2);    /* wakes the acceptor */
+        conn_set_state(c, CONN_CLOSING);
+        return;
+    }
+    if (mc_req_word_is(req, 1, "graceful")) {
+        kill(getpid(), SIGUSR1);    /* as memcached: the stop that saves a -e file */
         conn_set_state(c, CONN_CLOSING);
         return;
     }

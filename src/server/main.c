@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
@@ -40,6 +41,7 @@
 #include "server/stats.h"
 #include "server/watch.h"
 #include "server/worker.h"
+#include "storage/persist.h"
 
 static uint32_t unix_now(void) {
     struct timespec ts;
@@ -265,12 +267,41 @@ int main(int argc, char **argv) {
     ec.temp_ttl = cfg.temp_lru ? cfg.temporary_ttl : -1;
     ec.lru_flat = !cfg.lru_segmented;
     char err[256] = "";
+    /* -e: what the last graceful stop saved, read before the table is sized (persist.h) */
+    struct persist_meta saved;
+    enum persist_check restart = PERSIST_NONE;
+    if (cfg.memory_file != NULL) {
+        if (!persist_usable(cfg.memory_file, err, sizeof(err))) {
+            fprintf(stderr, "[restart] %s\n", err);
+            return 1;
+        }
+        restart = persist_check(cfg.memory_file, &ec, &saved, err, sizeof(err));
+        if (restart == PERSIST_CORRUPT) {
+            fprintf(stderr, "[restart] %s: not starting; remove it to start with a clean cache\n",
+                    err);
+            return 1;
+        }
+        if (restart != PERSIST_OK)
+            fprintf(stderr, "[restart] %s, starting with a clean cache\n", err);
+        else if (saved.hashpower > ec.hashpower_init)
+            ec.hashpower_init = saved.hashpower;
+    }
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
     engine_clock_set(engine, unix_now());
+    if (restart == PERSIST_OK) {
+        uint64_t restored, dropped;
+        if (!persist_restore(engine, cfg.memory_file, &saved, &restored, &dropped, err,
+                             sizeof(err)))
+            fprintf(stderr, "[restart] %s, starting with a clean cache\n", err);
+        else if (dropped > 0 || cfg.verbose)
+            fprintf(stderr, "[restart] restored %" PRIu64 " items saved %" PRId64
+                    " seconds ago; %" PRIu64 " found no memory\n", restored,
+                    (int64_t)unix_now() - saved.saved, dropped);
+    }
 
     struct server srv;
     memset(&srv, 0, sizeof(srv));
@@ -352,6 +383,7 @@ int main(int argc, char **argv) {
      * daemon's stderr goes, and a port below 1024 needs root kept.
      */
     rc = 0;
+    bool save = false;
     struct evloop *loop = NULL;
     struct httpd *metrics = NULL;
     if (cfg.metrics != NULL) {
@@ -380,6 +412,9 @@ int main(int argc, char **argv) {
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                     if (cfg.verbose)
                         fprintf(stderr, "Signal handled: %s.\n", strsignal((int)si.ssi_signo));
+                    /* memcached's graceful stop (also `shutdown graceful`): -e saves */
+                    if (si.ssi_signo == SIGUSR1)
+                        save = cfg.memory_file != NULL;
                     atomic_store(&srv.net.stop, true);
                 }
             } else if (ev[i].ptr != NULL) {
@@ -394,6 +429,15 @@ stop:
     watch_stop(&srv);
     worker_stop_all(&srv);
     pthread_join(maint, NULL);
+    if (save) {
+        uint64_t items;
+        if (!persist_save(engine, cfg.memory_file, &items, err, sizeof(err))) {
+            fprintf(stderr, "[restart] %s: the cache is not saved\n", err);
+            rc = 1;
+        } else if (cfg.verbose) {
+            fprintf(stderr, "[restart] saved %" PRIu64 " items to %s\n", items, cfg.memory_file);
+        }
+    }
     evloop_destroy(&loop);
     close(sfd);
     watch_free(&srv);

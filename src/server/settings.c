@@ -374,7 +374,7 @@ const struct opt settings_opts[] = {
     {'e', "memory-file", required_argument, "<file>",
      "(EXPERIMENTAL) mmap a file for item memory.\n"
      "use only in ram disks or persistent memory mounts!\n"
-     "enables restartable cache (stop with SIGUSR1)", F_NONE, 0, opt_memory_file, OPT_TODO},
+     "enables restartable cache (stop with SIGUSR1)", F_NONE, 0, opt_memory_file, 0},
     {'Z', "enable-ssl", no_argument, NULL, "enable TLS/SSL", F_NONE, 0, opt_ssl, OPT_HIDDEN},
     {'o', "extended", required_argument, NULL,
      "comma separated list of extended options\n"

@@ -380,6 +380,14 @@ static int sub_ext_path(struct parse *p, const char *v) {
     return need(p, v, "missing argument to ext_path, ie: ext_path=/d/file:5G");
 }
 
+/* -o memory_file=FILE: -e FILE by another name. */
+static int sub_memory_file(struct parse *p, const char *v) {
+    if (need(p, v != NULL && *v != '\0' ? v : NULL,
+             "missing argument to memory_file, ie: memory_file=/dev/shm/cellard"))
+        return 1;
+    return settings_str_set(p, &p->s->memory_file, v);
+}
+
 /* ------------------------------------------------------------------ */
 /* The table.                                                          */
 
@@ -390,6 +398,7 @@ const struct subopt settings_subs[] = {
     {"hashpower", "an integer multiplier for how large the hash\n"
      "table should be. normally grows at runtime. (default starts at: %s)\n"
      "set based on \"STAT hash_power_level\"", F_INT, FIELD(hashpower_init), sub_hashpower, 0},
+    {"memory_file", NULL, F_NONE, 0, sub_memory_file, 0},
     {"tail_repair_time", "time in seconds for how long to wait before\n"
      "forcefully killing LRU tail item.\n"
      "disabled by default; very dangerous option.", F_NONE, 0, sub_tail_repair_time, OPT_TODO},

@@ -371,6 +371,10 @@ struct engine_dump_item {
     uint64_t ntotal;            /* header, key and value bytes */
     unsigned clsid;
     bool fetched;
+    uint32_t flags;             /* client flags */
+    const struct item *it;      /* the item itself: its value through
+                                   engine_item_iov() and its state bits
+                                   (item.h), readable in the call only */
 };
 /* Called with the item's stripe held: copy what is needed, call nothing in the engine. */
 typedef void (*engine_dump_fn)(const struct engine_dump_item *d, void *arg);

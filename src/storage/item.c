@@ -739,6 +739,8 @@ static void dump_visit(struct item *it, uint64_t hv, void *arg) {
         .ntotal = item_ntotal(it),
         .clsid = it->clsid,
         .fetched = item_has(it, ITEM_FETCHED),
+        .flags = it->flags,
+        .it = it,
     };
     dv->fn(&d, dv->arg);
 }

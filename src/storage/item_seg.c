@@ -533,7 +533,8 @@ static void dump_one(void *arg, const struct seg_at *at) {
     struct engine *e = w->e;
     struct segv *v = &spare.v;     /* (nobody keeps what a dump sees) */
     view_fill(e, v, at);
-    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | iflags_of(at->h.hflags)));
+    ext_set(&v->it, at->value);     /* its value where it lies, for the caller's reads */
+    atomic_init(&v->it.iflags, (uint8_t)(ITEM_LINKED | ITEM_CHAINED | iflags_of(at->h.hflags)));
     /* as the slab dump: an item of the expiring second is still listed */
     uint32_t now = expire_now(e);
     enum engine_miss dead = expire_dead(e, &v->it, now);
@@ -551,6 +552,8 @@ static void dump_one(void *arg, const struct seg_at *at) {
         .ntotal = seg_item_len(&at->h, 0) + ((at->h.hflags & SEG_F_EXT) ? at->nbytes : 0),
         .clsid = 1,
         .fetched = (at->h.hflags & SEG_F_FETCHED) != 0,
+        .flags = at->h.cflags,
+        .it = &v->it,
     };
     w->fn(&d, w->arg);
 }

@@ -1,0 +1,101 @@
+/*
+ * persist.h -- the memory file: the cache kept across a restart (-e FILE).
+ *
+ * What a graceful stop writes and the next start reads back, so that an
+ * upgrade or a restart does not empty the cache ("Scaling Memcache at
+ * Facebook", 6.4; memcached 1.6's -e).  Two files, both the caller's
+ * path:
+ *
+ *   FILE        every live item, one record after another: its key, value,
+ *               client flags, CAS, expiry (a unix time, so the time spent
+ *               stopped counts against the TTL) and its lease and stale
+ *               state.  Only live items are written: the file is as large
+ *               as the data, not as -m.
+ *   FILE.meta   a short text written last, by rename, so that it exists
+ *               only beside a complete FILE: the format version, the
+ *               settings the items were stored under, the CAS counter, the
+ *               hash table's size, and FILE's length and 64-bit hash; its
+ *               last line hashes the lines before it.
+ *
+ * The items are read back through the store interface (store.h), so a
+ * file written by one back end or eviction policy restores into any other:
+ * the slab classes and segments are rebuilt, not mapped.  persist_check()
+ * is the start's decision, made before the engine exists (the hash table
+ * is sized from the file):
+ *
+ *   no FILE.meta                       PERSIST_NONE      start empty
+ *   FILE.meta unreadable or damaged    PERSIST_CORRUPT   refuse to start
+ *                                                        (memcached aborts)
+ *   settings that would lose items     PERSIST_MISMATCH  start empty
+ *   (a smaller -m or -I, -C changed)
+ *   else                               PERSIST_OK        persist_restore()
+ *
+ * A FILE.meta that was read (OK or MISMATCH) is removed at once, as
+ * memcached does: a later crash must never bring back this old copy.
+ * persist_restore() checks FILE's length and hash before it stores a
+ * single item, so a damaged or cut FILE restores nothing (never garbage).
+ * A stop killed while writing leaves no FILE.meta (persist_save() removes
+ * the old one first and renames the new one in last): the next start is
+ * empty.
+ *
+ * Threading: both calls run with nothing else using the engine (before the
+ * workers start, after they stopped).  They allocate a write buffer, and
+ * block on the file.
+ */
+#ifndef CELLAR_STORAGE_PERSIST_H
+#define CELLAR_STORAGE_PERSIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/engine.h"
+
+#define PERSIST_VERSION 1
+
+/* What FILE.meta says. */
+struct persist_meta {
+    uint64_t items, bytes, hash;        /* FILE: records, length, hash */
+    uint64_t maxbytes;                  /* the settings the items were stored under */
+    uint32_t item_size_max;
+    bool use_cas;
+    uint32_t hashpower;                 /* the hash table's size at the stop */
+    uint64_t cas;                       /* the last CAS handed out */
+    int64_t saved;                      /* unix time of the stop */
+    char storage[8];                    /* "slab" or "seg", to say so */
+};
+
+enum persist_check { PERSIST_NONE, PERSIST_OK, PERSIST_CORRUPT, PERSIST_MISMATCH };
+
+/*
+ * Reads path.meta and compares it with the settings in cfg.  why says
+ * what was found for every result but PERSIST_OK.  Removes path.meta
+ * unless PERSIST_NONE or PERSIST_CORRUPT.
+ */
+enum persist_check persist_check(const char *path, const struct engine_config *cfg,
+                                 struct persist_meta *m, char *why, size_t whylen);
+
+/*
+ * Checks FILE against m, then stores its unexpired items into e (empty,
+ * clock set), with their CAS and state; raises e's CAS counter to m's.
+ * Frees FILE's space once read (it is truncated).  *restored counts the
+ * items stored, *dropped those that found no memory.  false with err when
+ * FILE is missing, cut or damaged: e is left empty.
+ */
+bool persist_restore(struct engine *e, const char *path, const struct persist_meta *m,
+                     uint64_t *restored, uint64_t *dropped, char *err, size_t errlen);
+
+/*
+ * Writes every live item of e to path, then path.meta.  false with err
+ * when a write fails (no path.meta is left then).  *items counts the items
+ * written.
+ */
+bool persist_save(struct engine *e, const char *path, uint64_t *items, char *err, size_t errlen);
+
+/*
+ * Whether path can be written, for a start that takes -e: a stop should
+ * not be the first to find out.  false with err.
+ */
+bool persist_usable(const char *path, char *err, size_t errlen);
+
+#endif
