@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/httpd.h"
 #include "server/detail.h"
 #include "server/metrics.h"
@@ -293,14 +294,18 @@ int main(int argc, char **argv) {
     }
     engine_clock_set(engine, unix_now());
     if (restart == PERSIST_OK) {
-        uint64_t restored, dropped;
-        if (!persist_restore(engine, cfg.memory_file, &saved, &restored, &dropped, err,
-                             sizeof(err)))
+        uint64_t restored, dropped, t0 = clock_mono_ms();
+        bool ok = persist_restore(engine, cfg.memory_file, &saved, &restored, &dropped, err,
+                                  sizeof(err));
+        if (!ok)
             fprintf(stderr, "[restart] %s, starting with a clean cache\n", err);
-        else if (dropped > 0 || cfg.verbose)
+        else if (err[0] != '\0')
+            fprintf(stderr, "[restart] warning: %s\n", err);
+        if (ok && (dropped > 0 || cfg.verbose))
             fprintf(stderr, "[restart] restored %" PRIu64 " items saved %" PRId64
-                    " seconds ago; %" PRIu64 " found no memory\n", restored,
-                    (int64_t)unix_now() - saved.saved, dropped);
+                    " seconds ago in %.3f s; %" PRIu64 " found no memory\n", restored,
+                    (int64_t)unix_now() - saved.saved, (double)(clock_mono_ms() - t0) / 1e3,
+                    dropped);
     }
 
     struct server srv;
@@ -430,12 +435,15 @@ stop:
     worker_stop_all(&srv);
     pthread_join(maint, NULL);
     if (save) {
-        uint64_t items;
-        if (!persist_save(engine, cfg.memory_file, &items, err, sizeof(err))) {
+        uint64_t items, t0 = clock_mono_ms();
+        /* a part a worker thread: the workers are stopped, their cores are free */
+        if (!persist_save(engine, cfg.memory_file, (unsigned)cfg.num_threads, &items, err,
+                          sizeof(err))) {
             fprintf(stderr, "[restart] %s: the cache is not saved\n", err);
             rc = 1;
         } else if (cfg.verbose) {
-            fprintf(stderr, "[restart] saved %" PRIu64 " items to %s\n", items, cfg.memory_file);
+            fprintf(stderr, "[restart] saved %" PRIu64 " items to %s in %.3f s\n", items,
+                    cfg.memory_file, (double)(clock_mono_ms() - t0) / 1e3);
         }
     }
     evloop_destroy(&loop);

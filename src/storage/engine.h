@@ -385,6 +385,15 @@ bool engine_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engin
                       void *arg);
 /* Ends a walk, complete or not. */
 void engine_dump_end(struct engine *e);
+/*
+ * The part-th of nparts slices of a walk, whole (between engine_dump_begin()
+ * and engine_dump_end()): the slices of one walk see every item exactly
+ * once between them, so that threads can share a dump (persist.c).  The
+ * step's budget is one bucket or item, so a slice never reads into the
+ * next.
+ */
+void engine_dump_part(struct engine *e, unsigned part, unsigned nparts, engine_dump_fn fn,
+                      void *arg);
 
 /*
  * ---- Meta commands: leases and stale values ----

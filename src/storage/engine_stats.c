@@ -96,6 +96,14 @@ bool engine_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engin
     return store_dump_step(e, cursor, budget, fn, arg);
 }
 
+void engine_dump_part(struct engine *e, unsigned part, unsigned nparts, engine_dump_fn fn,
+                      void *arg) {
+    uint64_t cursor, hi;
+    store_dump_span(e, part, nparts, &cursor, &hi);
+    while (cursor < hi && store_dump_step(e, &cursor, 1, fn, arg))
+        ;
+}
+
 unsigned engine_nclasses(const struct engine *e) { return e->nclasses; }
 
 unsigned engine_class_for(const struct engine *e, size_t ntotal) {

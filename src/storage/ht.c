@@ -20,6 +20,8 @@ struct ht {
     _Atomic unsigned readers;       /* inside ht_prefetch(), which takes no lock */
 };
 
+#define HT_VISIT_AHEAD 16           /* buckets ht_visit() loads ahead */
+
 static uint64_t mask(unsigned power) { return ((uint64_t)1 << power) - 1; }
 
 struct ht *ht_create(unsigned hashpower, struct lock_stripes *locks) {
@@ -240,6 +242,11 @@ unsigned ht_visit(struct ht *h, uint64_t *cursor, unsigned budget, bool *wrapped
     unsigned work = 0;
     uint64_t b = *cursor < n ? *cursor : 0;
     while (work < budget) {
+        /* the walk goes where the hash put the items, all over memory: start
+           loading the first item of a bucket a little ahead (its slot read
+           without its stripe: what it holds is only prefetched) */
+        if (b + HT_VISIT_AHEAD < n)
+            __builtin_prefetch(__atomic_load_n(&h->primary[b + HT_VISIT_AHEAD], __ATOMIC_RELAXED));
         struct mtx *m = lock_of(h->locks, b);
         mtx_lock(m);
         for (struct item *it = h->primary[b], *next; it != NULL; it = next) {

@@ -745,6 +745,22 @@ static void dump_visit(struct item *it, uint64_t hv, void *arg) {
     dv->fn(&d, dv->arg);
 }
 
+/*
+ * The buckets of the part-th of nparts slices of a dump.  The table must
+ * not change size under the slices: a doubling under way is finished first
+ * (engine_dump_begin() lets none start).
+ */
+void item_dump_span(struct engine *e, unsigned part, unsigned nparts, uint64_t *lo,
+                    uint64_t *hi) {
+    mtx_lock(&e->step_lock);
+    while (ht_expanding(e->ht))
+        ht_expand_step(e->ht, 1u << 16);
+    mtx_unlock(&e->step_lock);
+    uint64_t n = (uint64_t)1 << ht_power(e->ht);
+    *lo = n * part / nparts;
+    *hi = n * (part + 1) / nparts;
+}
+
 /* One slice of a dump: the table's buckets from *cursor on; false once wrapped. */
 bool item_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
                     void *arg) {

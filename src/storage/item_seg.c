@@ -558,6 +558,11 @@ static void dump_one(void *arg, const struct seg_at *at) {
     w->fn(&d, w->arg);
 }
 
+void segv_dump_span(struct engine *e, unsigned part, unsigned nparts, uint64_t *lo,
+                    uint64_t *hi) {
+    seg_store_walk_span(e->seg, part, nparts, lo, hi);
+}
+
 bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
                     void *arg) {
     struct dump_walk w = {e, fn, arg};
@@ -602,7 +607,10 @@ bool segv_create(struct engine *e, char *err, size_t errlen) {
         sc.seg_size /= 2;
     e->cfg.page_size = sc.seg_size;     /* a segment is the page here */
     sc.lock_power = e->cfg.lock_power;
+    /* eight slots a bucket: -o hashpower (or a restart's table size) counts items */
     sc.index_power = e->cfg.lock_power + 2;
+    if (e->cfg.hashpower_init > sc.index_power + 2)
+        sc.index_power = e->cfg.hashpower_init - 2;
     e->locks = lock_create(e->cfg.lock_power, !e->cfg.single_thread);
     sc.locks = e->locks;
     sc.cas = &e->cas;

@@ -686,6 +686,39 @@ void seg_store_stats(struct seg_store *s, struct seg_stats *out) {
  * whether it still points there.  Segments not sealed or open are
  * skipped.  Returns false once past the last segment.
  */
+/*
+ * The slices share out the segments that hold items, not the ids: a cache
+ * that fills a quarter of its memory has its items in the lowest quarter.
+ */
+void seg_store_walk_span(struct seg_store *s, unsigned part, unsigned nparts, uint64_t *lo,
+                         uint64_t *hi) {
+    uint64_t used = 0, rank = 0;
+    for (uint32_t id = 0; id < s->nseg; id++) {
+        uint8_t st = atomic_load(&s->segs[id].state);
+        used += st == ST_OPEN || st == ST_SEALED;
+    }
+    uint64_t from = used * part / nparts, to = used * (part + 1) / nparts;
+    uint32_t first = s->nseg, end = s->nseg;
+    for (uint32_t id = 0; id < s->nseg; id++) {
+        uint8_t st = atomic_load(&s->segs[id].state);
+        if (st != ST_OPEN && st != ST_SEALED)
+            continue;
+        if (rank == from && first == s->nseg)
+            first = id;
+        if (rank == to && part + 1 < nparts) {
+            end = id;
+            break;
+        }
+        rank++;
+    }
+    if (part == 0)
+        first = 0;
+    if (first > end)
+        first = end;
+    *lo = loc_of(first, 0);
+    *hi = loc_of(end, 0);
+}
+
 bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
                     void (*fn)(void *arg, const struct seg_at *at), void *arg) {
     uint32_t id = (uint32_t)(*cursor >> OFF_BITS), off = (uint32_t)(*cursor & (SEG_SIZE_MAX - 1));

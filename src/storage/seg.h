@@ -196,6 +196,13 @@ uint64_t seg_store_prefetch(struct seg_store *s, const uint64_t *hv, unsigned n)
  * get's miss, certain); false: look it up under the stripe.
  */
 bool seg_store_absent(struct seg_store *s, uint64_t hv);
+/*
+ * The cursors of seg_store_walk() that bound the part-th of nparts slices
+ * of a walk (by segment): [*lo, *hi).  A walk from *lo is in its slice
+ * while its cursor is below *hi.
+ */
+void seg_store_walk_span(struct seg_store *s, unsigned part, unsigned nparts, uint64_t *lo,
+                         uint64_t *hi);
 /* A walk over every linked item, budget items a call; false when done (seg.c). */
 bool seg_store_walk(struct seg_store *s, uint64_t *cursor, unsigned budget,
                     void (*fn)(void *arg, const struct seg_at *at), void *arg);

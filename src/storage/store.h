@@ -352,6 +352,15 @@ static inline bool store_dump_step(struct engine *e, uint64_t *cursor, unsigned 
     return item_dump_step(e, cursor, budget, fn, arg);
 }
 
+/* The cursors that bound the part-th of nparts slices of a dump: [*lo, *hi). */
+static inline void store_dump_span(struct engine *e, unsigned part, unsigned nparts,
+                                   uint64_t *lo, uint64_t *hi) {
+    if (e->seg != NULL)
+        segv_dump_span(e, part, nparts, lo, hi);
+    else
+        item_dump_span(e, part, nparts, lo, hi);
+}
+
 /* ---- sizes and stats ---- */
 
 /* The class an item of ntotal bytes would take (1 <= id <= nclasses; 0: too large). */

@@ -28,6 +28,8 @@ bool segv_replace_locked(struct engine *e, struct item *old, struct item *it, ui
 void segv_unlink_locked(struct engine *e, struct item *it, uint64_t hv);
 bool segv_sync_locked(struct engine *e, struct item *it, uint64_t hv);
 unsigned segv_step_locked(struct engine *e, unsigned budget);
+void segv_dump_span(struct engine *e, unsigned part, unsigned nparts, uint64_t *lo,
+                    uint64_t *hi);
 bool segv_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
                     void *arg);
 bool segv_class_stats(struct engine *e, struct engine_class_stats *out);

@@ -21,6 +21,8 @@ void item_hit_locked(struct engine *e, struct item *it);
 unsigned item_step_locked(struct engine *e, unsigned budget);
 void item_lru_temp(struct engine *e, int32_t ttl);
 enum engine_crawl_result item_crawl_request_locked(struct engine *e, uint64_t classes);
+void item_dump_span(struct engine *e, unsigned part, unsigned nparts, uint64_t *lo,
+                    uint64_t *hi);
 bool item_dump_step(struct engine *e, uint64_t *cursor, unsigned budget, engine_dump_fn fn,
                     void *arg);
 bool item_class_stats(struct engine *e, unsigned id, struct engine_class_stats *out);
