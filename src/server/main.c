@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
@@ -271,12 +272,20 @@ int main(int argc, char **argv) {
     /* -e: what the last graceful stop saved, read before the table is sized (persist.h) */
     struct persist_meta saved;
     enum persist_check restart = PERSIST_NONE;
+    /* the path as the stop will need it: -d changes the directory */
+    char memfile[PATH_MAX] = "";
     if (cfg.memory_file != NULL) {
-        if (!persist_usable(cfg.memory_file, err, sizeof(err))) {
-            fprintf(stderr, "[restart] %s\n", err);
+        size_t at = 0;
+        if (cfg.memory_file[0] != '/' && getcwd(memfile, sizeof(memfile)) != NULL) {
+            at = strlen(memfile);
+            memfile[at++] = '/';
+        }
+        if (at + strlen(cfg.memory_file) >= sizeof(memfile)) {
+            fprintf(stderr, "[restart] the memory file's path is too long\n");
             return 1;
         }
-        restart = persist_check(cfg.memory_file, &ec, &saved, err, sizeof(err));
+        memcpy(memfile + at, cfg.memory_file, strlen(cfg.memory_file) + 1);
+        restart = persist_check(memfile, &ec, &saved, err, sizeof(err));
         if (restart == PERSIST_CORRUPT) {
             fprintf(stderr, "[restart] %s: not starting; remove it to start with a clean cache\n",
                     err);
@@ -295,7 +304,7 @@ int main(int argc, char **argv) {
     engine_clock_set(engine, unix_now());
     if (restart == PERSIST_OK) {
         uint64_t restored, dropped, t0 = clock_mono_ms();
-        bool ok = persist_restore(engine, cfg.memory_file, &saved, &restored, &dropped, err,
+        bool ok = persist_restore(engine, memfile, &saved, &restored, &dropped, err,
                                   sizeof(err));
         if (!ok)
             fprintf(stderr, "[restart] %s, starting with a clean cache\n", err);
@@ -343,6 +352,11 @@ int main(int argc, char **argv) {
     ports_write(&srv);
     if (drop_privileges(&cfg) < 0)
         return 71;
+    /* the stop writes as the user that runs: find out now, not then */
+    if (cfg.memory_file != NULL && !persist_usable(memfile, err, sizeof(err))) {
+        fprintf(stderr, "[restart] %s\n", err);
+        return 1;
+    }
     if (cfg.daemonize && daemonize() < 0) {
         fprintf(stderr, "failed to daemon() in order to daemonize\n");
         return 1;
@@ -437,13 +451,13 @@ stop:
     if (save) {
         uint64_t items, t0 = clock_mono_ms();
         /* a part a worker thread: the workers are stopped, their cores are free */
-        if (!persist_save(engine, cfg.memory_file, (unsigned)cfg.num_threads, &items, err,
+        if (!persist_save(engine, memfile, (unsigned)cfg.num_threads, &items, err,
                           sizeof(err))) {
             fprintf(stderr, "[restart] %s: the cache is not saved\n", err);
             rc = 1;
         } else if (cfg.verbose) {
             fprintf(stderr, "[restart] saved %" PRIu64 " items to %s in %.3f s\n", items,
-                    cfg.memory_file, (double)(clock_mono_ms() - t0) / 1e3);
+                    memfile, (double)(clock_mono_ms() - t0) / 1e3);
         }
     }
     evloop_destroy(&loop);

@@ -104,10 +104,10 @@ static void w_flush(struct writer *w) {
     w->hash = block_hash(w->buf, w->n, w->hash);
     for (size_t off = 0; off < w->n && w->err == 0;) {
         ssize_t k = write(w->fd, w->buf + off, w->n - off);
-        if (k < 0 && errno != EINTR)
-            w->err = errno;
-        else if (k > 0)
+        if (k > 0)
             off += (size_t)k;
+        else if (k == 0 || errno != EINTR)
+            w->err = k == 0 ? EIO : errno;
     }
     w->total += w->n;
     w->n = 0;

@@ -295,3 +295,33 @@ def test_a_stop_killed_while_it_writes_leaves_nothing_to_restore(memfile):
     with srv:
         assert int(srv.stats()["curr_items"]) == 0
         assert "no metadata save file, starting with a clean cache" in srv.stderr_text()
+
+
+@pytest.mark.skipif(IS_MEMCACHED, reason="cellard writes its file at the stop")
+def test_a_relative_path_survives_daemonizing(memfile):
+    """-d moves the daemon to /: the stop still writes where -e meant."""
+    from util import HOST, free_port, root_args
+    import socket
+    import subprocess
+    d = os.path.dirname(memfile)
+    port, pidfile = free_port(), os.path.join(d, "pid")
+    subprocess.run([CELLARD, "-d", "-P", pidfile, "-l", HOST, "-p", str(port), "-U", "0",
+                    "-e", "cache"] + root_args(), cwd=d, check=True, timeout=10)
+    pid = int(wait_for(lambda: os.path.exists(pidfile) and open(pidfile).read().strip(), 10,
+                       what="the pid file"))
+    try:
+        def up():
+            try:
+                return socket.create_connection((HOST, port), timeout=1)
+            except OSError:
+                return None
+        s = wait_for(up, 10, what="the daemon to listen")
+        s.sendall(b"set k 0 0 1\r\nx\r\n")
+        assert s.recv(100) == b"STORED\r\n"
+        s.close()
+        os.kill(pid, signal.SIGUSR1)
+        wait_for(lambda: not os.path.exists("/proc/%d" % pid), 30, what="the daemon to exit")
+    finally:
+        if os.path.exists("/proc/%d" % pid):
+            os.kill(pid, signal.SIGKILL)
+    assert os.path.exists(os.path.join(d, "cache.meta"))
