@@ -358,7 +358,12 @@ integration-router: $(B)/cellard $(B)/cellar-router
 	  tests/integration/test_differential.py tests/integration/test_differential_meta.py \
 	  tests/integration/test_differential_binary.py
 
-check: unit integration integration-router check-graph
+check: unit integration integration-router check-graph check-layers
+
+# The layers of src/ (tools/check_layers.py): no #include points up a layer.
+.PHONY: check-layers
+check-layers:
+	/usr/bin/python3 tools/check_layers.py src
 
 # The file graphs of storage/ and server/ (tools/check_graph.py): no circle of
 # includes or of calls between their files, no file over 1,000 lines.

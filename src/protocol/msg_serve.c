@@ -16,7 +16,6 @@
 
 #include <string.h>
 
-#include "cellar.h"             /* enum cellar_status: constants only, nothing linked */
 #include "protocol/mc_put.h"
 
 #define SPAN(lit) ((struct mc_span){lit, sizeof(lit) - 1})
@@ -240,29 +239,8 @@ void msg_bin_create(struct msg *m, const struct mc_bin_req *req, char *digits) {
 /* Failures and errors                                                      */
 /* ---------------------------------------------------------------------- */
 
-/* libcellar's words for a request that got no reply (cellar_strerror's). */
-void msg_serve_fail(struct msg_reply *r, int status) {
-    static const struct { int status; enum msg_res res; const char *why; } words[] = {
-        {CELLAR_EINVAL, MSG_RES_CLIENT_ERROR, "bad command line format"},
-        {CELLAR_ENOMEM, MSG_RES_SERVER_ERROR, "out of memory"},
-        {CELLAR_ETIMEDOUT, MSG_RES_SERVER_ERROR, "server timed out"},
-        {CELLAR_ECONNECT, MSG_RES_SERVER_ERROR, "cannot connect to server"},
-        {CELLAR_ECLOSED, MSG_RES_SERVER_ERROR, "connection closed"},
-        {CELLAR_EDOWN, MSG_RES_SERVER_ERROR, "server marked down"},
-        {CELLAR_EPROTO, MSG_RES_SERVER_ERROR, "protocol error in server reply"},
-        {CELLAR_ENOTSUP, MSG_RES_SERVER_ERROR, "not supported by the pool's protocol"},
-        {CELLAR_ESERVER, MSG_RES_SERVER_ERROR, "server error"},
-        {CELLAR_ECLIENT, MSG_RES_CLIENT_ERROR, "client error (refused by server)"},
-        {CELLAR_EUNKNOWN, MSG_RES_ERROR, ""},
-    };
-    *r = (struct msg_reply){.res = MSG_RES_SERVER_ERROR, .ttl = -1,
-                            .msg = SPAN("unknown status")};
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
-        if (words[i].status == status) {
-            r->res = words[i].res;
-            r->msg = (struct mc_span){words[i].why, strlen(words[i].why)};
-        }
-    }
+void msg_serve_error(struct msg_reply *r, enum msg_res res, const char *why) {
+    *r = (struct msg_reply){.res = res, .ttl = -1, .msg = {why, strlen(why)}};
 }
 
 bool msg_serve_is_error(const struct msg_reply *r) {
@@ -314,7 +292,7 @@ static bool res_fits(enum msg_op op, enum msg_res res) {
 /* A reply that cannot answer this request (the wires already check, so: never). */
 static size_t put_proto_error(char *out, size_t cap) {
     struct msg_reply e;
-    msg_serve_fail(&e, CELLAR_EPROTO);
+    msg_serve_error(&e, MSG_RES_SERVER_ERROR, "protocol error in server reply");
     return put_error(out, cap, &e);
 }
 
@@ -486,7 +464,7 @@ size_t msg_serve_bin(char *out, size_t cap, const struct mc_bin_req *req, const 
         break;
     }
     struct msg_reply e;
-    msg_serve_fail(&e, CELLAR_EPROTO);
+    msg_serve_error(&e, MSG_RES_SERVER_ERROR, "protocol error in server reply");
     return bin_fail(out, cap, req, m, &e);
 }
 

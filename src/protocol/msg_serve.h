@@ -21,8 +21,8 @@
  * mcrouter:
  *
  *   - A request that got no reply (server down, timeout, broken
- *     connection) is answered as an error: msg_serve_fail() turns the
- *     route tree's cellar_status into a SERVER_ERROR reply, which every
+ *     connection) is answered as an error: the router turns the route
+ *     tree's status into a SERVER_ERROR reply (msg_serve_error()), which every
  *     formatter then spells in its protocol ("SERVER_ERROR server timed
  *     out", binary status 0x84 with that text, meta the same line).
  *   - A text multi-get in which any key's reply is an error (see
@@ -153,14 +153,12 @@ void msg_bin_create(struct msg *m, const struct mc_bin_req *req, char *digits);
 /* ---------------------------------------------------------------------- */
 
 /*
- * Fills *r as the answer to a request that got no reply: status is a
- * negative enum cellar_status (include/cellar.h) from the route tree.
- * res is SERVER_ERROR with libcellar's words for it ("server marked
- * down"), or CLIENT_ERROR "bad command line format" for CELLAR_EINVAL
- * (a key the pools cannot carry, as memcached answers a bad key).
- * r->msg points at static text.
+ * Fills *r as an error answer: res is MSG_RES_ERROR, MSG_RES_CLIENT_ERROR
+ * or MSG_RES_SERVER_ERROR, why its words (static text, kept by pointer).
+ * The caller picks the words: for a request that got no reply, the
+ * router says what its route tree's status means.
  */
-void msg_serve_fail(struct msg_reply *r, int status);
+void msg_serve_error(struct msg_reply *r, enum msg_res res, const char *why);
 
 /* Is r an error (ERROR, CLIENT_ERROR, SERVER_ERROR) rather than an answer? */
 bool msg_serve_is_error(const struct msg_reply *r);

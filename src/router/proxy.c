@@ -475,13 +475,43 @@ static bool drain(struct rconn *c) {
     return true;
 }
 
+/*
+ * The answer to a request that got no reply: status is a negative enum
+ * cellar_status from the route tree.  SERVER_ERROR with libcellar's words
+ * for it ("server marked down"), or CLIENT_ERROR "bad command line
+ * format" for CELLAR_EINVAL (a key the pools cannot carry, as memcached
+ * answers a bad key).
+ */
+static void status_reply(struct msg_reply *r, int status) {
+    static const struct { int status; enum msg_res res; const char *why; } words[] = {
+        {CELLAR_EINVAL, MSG_RES_CLIENT_ERROR, "bad command line format"},
+        {CELLAR_ENOMEM, MSG_RES_SERVER_ERROR, "out of memory"},
+        {CELLAR_ETIMEDOUT, MSG_RES_SERVER_ERROR, "server timed out"},
+        {CELLAR_ECONNECT, MSG_RES_SERVER_ERROR, "cannot connect to server"},
+        {CELLAR_ECLOSED, MSG_RES_SERVER_ERROR, "connection closed"},
+        {CELLAR_EDOWN, MSG_RES_SERVER_ERROR, "server marked down"},
+        {CELLAR_EPROTO, MSG_RES_SERVER_ERROR, "protocol error in server reply"},
+        {CELLAR_ENOTSUP, MSG_RES_SERVER_ERROR, "not supported by the pool's protocol"},
+        {CELLAR_ESERVER, MSG_RES_SERVER_ERROR, "server error"},
+        {CELLAR_ECLIENT, MSG_RES_CLIENT_ERROR, "client error (refused by server)"},
+        {CELLAR_EUNKNOWN, MSG_RES_ERROR, ""},
+    };
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (words[i].status == status) {
+            msg_serve_error(r, words[i].res, words[i].why);
+            return;
+        }
+    }
+    msg_serve_error(r, MSG_RES_SERVER_ERROR, "unknown status");
+}
+
 /* A key's answer (or failure) from the route tree. */
 static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct rsub *s = q->arg;
     struct rreq *r = s->r;
     struct msg_reply failed;
     if (rep == NULL) {
-        msg_serve_fail(&failed, status);
+        status_reply(&failed, status);
         rep = &failed;
     }
     if (r->plan == MSG_BIN_SEND_CREATE && !s->created && rep->res == MSG_RES_NOT_FOUND) {
@@ -521,7 +551,7 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
     if (nval > 0) {
         s->val = val_new(w, nval);
         if (s->val == NULL) {
-            msg_serve_fail(&s->rep, CELLAR_ENOMEM);
+            status_reply(&s->rep, CELLAR_ENOMEM);
         } else {
             if (rep->value.len)
                 memcpy(s->val, rep->value.p, rep->value.len);

@@ -22,7 +22,6 @@
 #include "protocol/mc_text.h"
 #include "protocol/msg.h"
 #include "protocol/msg_serve.h"
-#include "cellar.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -126,50 +125,48 @@ TEST(text_requests) {
 struct text_reply_row {
     const char *line;           /* the client's request */
     struct msg_reply r;
-    int fail;                   /* != 0: no reply, r = msg_serve_fail(fail) */
     const char *want;
 };
 
 #define R(res_, ...) {.res = res_, .ttl = -1, __VA_ARGS__}
 
 static const struct text_reply_row text_reply_rows[] = {
-    {"get foo\r\n", R(MSG_RES_HIT, .value = SPAN("bar"), .flags = 5, .cas = 42), 0,
+    {"get foo\r\n", R(MSG_RES_HIT, .value = SPAN("bar"), .flags = 5, .cas = 42),
      "VALUE foo 5 3\r\nbar\r\n"},
-    {"gets foo\r\n", R(MSG_RES_HIT, .value = SPAN("bar"), .flags = 5, .cas = 42), 0,
+    {"gets foo\r\n", R(MSG_RES_HIT, .value = SPAN("bar"), .flags = 5, .cas = 42),
      "VALUE foo 5 3 42\r\nbar\r\n"},
-    {"gat 1 foo\r\n", R(MSG_RES_HIT, .value = SPAN(""), .cas = 42), 0, "VALUE foo 0 0\r\n\r\n"},
-    {"gats 1 foo\r\n", R(MSG_RES_HIT, .value = SPAN("x"), .flags = 4294967295u, .cas = 1), 0,
+    {"gat 1 foo\r\n", R(MSG_RES_HIT, .value = SPAN(""), .cas = 42), "VALUE foo 0 0\r\n\r\n"},
+    {"gats 1 foo\r\n", R(MSG_RES_HIT, .value = SPAN("x"), .flags = 4294967295u, .cas = 1),
      "VALUE foo 4294967295 1 1\r\nx\r\n"},
-    {"get foo\r\n", R(MSG_RES_MISS), 0, ""},
-    {"set foo 0 0 3\r\n", R(MSG_RES_STORED), 0, "STORED\r\n"},
-    {"add foo 0 0 3\r\n", R(MSG_RES_NOT_STORED), 0, "NOT_STORED\r\n"},
-    {"cas foo 0 0 3 1\r\n", R(MSG_RES_EXISTS), 0, "EXISTS\r\n"},
-    {"cas foo 0 0 3 1\r\n", R(MSG_RES_NOT_FOUND), 0, "NOT_FOUND\r\n"},
-    {"set foo 0 0 3 noreply\r\n", R(MSG_RES_STORED), 0, ""},
-    {"set foo 0 0 3 noreply\r\n", R(MSG_RES_SERVER_ERROR), CELLAR_EDOWN, ""},
-    {"delete foo\r\n", R(MSG_RES_DELETED), 0, "DELETED\r\n"},
-    {"delete foo 30\r\n", R(MSG_RES_NOT_FOUND), 0, "NOT_FOUND\r\n"},
-    {"incr n 5\r\n", R(MSG_RES_NUMBER, .number = 15), 0, "15\r\n"},
-    {"decr n 5\r\n", R(MSG_RES_NUMBER, .number = UINT64_MAX), 0, "18446744073709551615\r\n"},
+    {"get foo\r\n", R(MSG_RES_MISS), ""},
+    {"set foo 0 0 3\r\n", R(MSG_RES_STORED), "STORED\r\n"},
+    {"add foo 0 0 3\r\n", R(MSG_RES_NOT_STORED), "NOT_STORED\r\n"},
+    {"cas foo 0 0 3 1\r\n", R(MSG_RES_EXISTS), "EXISTS\r\n"},
+    {"cas foo 0 0 3 1\r\n", R(MSG_RES_NOT_FOUND), "NOT_FOUND\r\n"},
+    {"set foo 0 0 3 noreply\r\n", R(MSG_RES_STORED), ""},
+    {"set foo 0 0 3 noreply\r\n", R(MSG_RES_SERVER_ERROR, .msg = SPAN("server marked down")), ""},
+    {"delete foo\r\n", R(MSG_RES_DELETED), "DELETED\r\n"},
+    {"delete foo 30\r\n", R(MSG_RES_NOT_FOUND), "NOT_FOUND\r\n"},
+    {"incr n 5\r\n", R(MSG_RES_NUMBER, .number = 15), "15\r\n"},
+    {"decr n 5\r\n", R(MSG_RES_NUMBER, .number = UINT64_MAX), "18446744073709551615\r\n"},
     {"incr n 5\r\n", R(MSG_RES_CLIENT_ERROR,
-                       .msg = SPAN("cannot increment or decrement non-numeric value")), 0,
+                       .msg = SPAN("cannot increment or decrement non-numeric value")),
      "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n"},
-    {"touch foo 1\r\n", R(MSG_RES_TOUCHED), 0, "TOUCHED\r\n"},
-    {"flush_all\r\n", R(MSG_RES_OK), 0, "OK\r\n"},
-    {"flush_all noreply\r\n", R(MSG_RES_OK), 0, ""},
-    {"version\r\n", R(MSG_RES_VERSION, .msg = SPAN("1.6.18")), 0, "VERSION 1.6.18\r\n"},
-    {"set foo 0 0 3\r\n", R(MSG_RES_SERVER_ERROR, .msg = SPAN("object too large for cache")), 0,
+    {"touch foo 1\r\n", R(MSG_RES_TOUCHED), "TOUCHED\r\n"},
+    {"flush_all\r\n", R(MSG_RES_OK), "OK\r\n"},
+    {"flush_all noreply\r\n", R(MSG_RES_OK), ""},
+    {"version\r\n", R(MSG_RES_VERSION, .msg = SPAN("1.6.18")), "VERSION 1.6.18\r\n"},
+    {"set foo 0 0 3\r\n", R(MSG_RES_SERVER_ERROR, .msg = SPAN("object too large for cache")),
      "SERVER_ERROR object too large for cache\r\n"},
-    {"get foo\r\n", R(MSG_RES_ERROR), 0, "ERROR\r\n"},
+    {"get foo\r\n", R(MSG_RES_ERROR), "ERROR\r\n"},
     /* the router's own failures */
-    {"get foo\r\n", R(0), CELLAR_ETIMEDOUT, "SERVER_ERROR server timed out\r\n"},
-    {"set foo 0 0 3\r\n", R(0), CELLAR_EDOWN, "SERVER_ERROR server marked down\r\n"},
-    {"delete foo\r\n", R(0), CELLAR_ECONNECT, "SERVER_ERROR cannot connect to server\r\n"},
-    {"get foo\r\n", R(0), CELLAR_EINVAL, "CLIENT_ERROR bad command line format\r\n"},
-    {"get foo\r\n", R(0), -99, "SERVER_ERROR unknown status\r\n"},
+    {"get foo\r\n", R(MSG_RES_SERVER_ERROR, .msg = SPAN("server timed out")), "SERVER_ERROR server timed out\r\n"},
+    {"set foo 0 0 3\r\n", R(MSG_RES_SERVER_ERROR, .msg = SPAN("server marked down")), "SERVER_ERROR server marked down\r\n"},
+    {"delete foo\r\n", R(MSG_RES_SERVER_ERROR, .msg = SPAN("cannot connect to server")), "SERVER_ERROR cannot connect to server\r\n"},
+    {"get foo\r\n", R(MSG_RES_CLIENT_ERROR, .msg = SPAN("bad command line format")), "CLIENT_ERROR bad command line format\r\n"},
     /* a reply that cannot be this request's */
-    {"set foo 0 0 3\r\n", R(MSG_RES_HIT), 0, "SERVER_ERROR protocol error in server reply\r\n"},
-    {"get foo\r\n", R(MSG_RES_STORED), 0, "SERVER_ERROR protocol error in server reply\r\n"},
+    {"set foo 0 0 3\r\n", R(MSG_RES_HIT), "SERVER_ERROR protocol error in server reply\r\n"},
+    {"get foo\r\n", R(MSG_RES_STORED), "SERVER_ERROR protocol error in server reply\r\n"},
 };
 
 TEST(text_replies) {
@@ -181,8 +178,6 @@ TEST(text_replies) {
         struct msg m;
         ASSERT(msg_from_text(&m, &req, (struct mc_span){0}, SPAN("bar")));
         struct msg_reply r = t->r;
-        if (t->fail)
-            msg_serve_fail(&r, t->fail);
         char head[MSG_SERVE_HEAD_MAX], got[MSG_SERVE_HEAD_MAX + 64];
         struct msg_serve_out o;
         size_t n = msg_serve_text(head, sizeof(head), &req, &m, &r, &o);
@@ -225,7 +220,7 @@ TEST(text_multi_get_rule) {
     size_t n = serve_get(got, "get a bb ccc\r\n", r, 3);
     static const char all[] = "VALUE a 0 1\r\n1\r\nVALUE ccc 2 3\r\n333\r\nEND\r\n";
     ASSERT_BYTES(got, n, all, sizeof(all) - 1);
-    msg_serve_fail(&r[1], CELLAR_ECLOSED);
+    msg_serve_error(&r[1], MSG_RES_SERVER_ERROR, "connection closed");
     n = serve_get(got, "get a bb ccc\r\n", r, 3);
     static const char fail[] = "SERVER_ERROR connection closed\r\n";
     ASSERT_BYTES(got, n, fail, sizeof(fail) - 1);
@@ -386,10 +381,10 @@ TEST(meta_replies_match_cellard) {
 /* Errors and the router's failures are sent whatever q says; a non-meta answer is refused. */
 TEST(meta_errors) {
     static const char line[] = "mg foo v O1 q\r\n";
-    static const struct { struct msg_reply r; int fail; const char *want; } rows[] = {
-        {R(0), CELLAR_ETIMEDOUT, "SERVER_ERROR server timed out\r\n"},
-        {R(MSG_RES_CLIENT_ERROR, .msg = SPAN("bad data chunk")), 0, "CLIENT_ERROR bad data chunk\r\n"},
-        {R(MSG_RES_STORED), 0, "SERVER_ERROR protocol error in server reply\r\n"},
+    static const struct { struct msg_reply r; const char *want; } rows[] = {
+        {R(MSG_RES_SERVER_ERROR, .msg = SPAN("server timed out")), "SERVER_ERROR server timed out\r\n"},
+        {R(MSG_RES_CLIENT_ERROR, .msg = SPAN("bad data chunk")), "CLIENT_ERROR bad data chunk\r\n"},
+        {R(MSG_RES_STORED), "SERVER_ERROR protocol error in server reply\r\n"},
     };
     struct mc_meta_req req;
     size_t used;
@@ -398,8 +393,6 @@ TEST(meta_errors) {
         char head[MSG_SERVE_HEAD_MAX];
         struct msg_serve_out o;
         struct msg_reply r = rows[i].r;
-        if (rows[i].fail)
-            msg_serve_fail(&r, rows[i].fail);
         size_t n = msg_serve_meta(head, sizeof(head), &req, &r, &o);
         ASSERT_BYTES(head, n, rows[i].want, strlen(rows[i].want));
         ASSERT_EQ(o.value.len + o.tail.len, 0);
@@ -536,7 +529,6 @@ enum bin_want { W_NONE, W_GET, W_GETK, W_GETK_MISS, W_TOUCH, W_OK, W_INCR, W_ERR
 struct bin_reply_row {
     struct bin_row in;
     struct msg_reply r;
-    int fail;
     enum bin_want kind;
     uint16_t status;            /* W_ERR, W_TEXT */
     const char *text;           /* W_TEXT */
@@ -593,8 +585,8 @@ static const struct bin_reply_row bin_reply_rows[] = {
     {BIN(GET), R(MSG_RES_CLIENT_ERROR, .msg = SPAN("bad command line format")),
      ERR(MC_BIN_ST_EINVAL)},
     /* the router's own failures: 84 with libcellar's words, quiet or not */
-    {BIN(GETQ), R(0), .fail = CELLAR_ETIMEDOUT, TEXT(0x84, "server timed out")},
-    {BIN(SETQ, .value = "bar"), R(0), .fail = CELLAR_EDOWN, TEXT(0x84, "server marked down")},
+    {BIN(GETQ), R(MSG_RES_SERVER_ERROR, .msg = SPAN("server timed out")), TEXT(0x84, "server timed out")},
+    {BIN(SETQ, .value = "bar"), R(MSG_RES_SERVER_ERROR, .msg = SPAN("server marked down")), TEXT(0x84, "server marked down")},
     {BIN(GET), R(MSG_RES_STORED), TEXT(0x84, "protocol error in server reply")},
     /* the creating incr's add: `initial` itself, 05 if the add lost a race, 82 on no memory */
     {CREATE(), R(MSG_RES_STORED), .kind = W_INCR, .number = 1000, .create = true},
@@ -640,8 +632,6 @@ TEST(bin_replies) {
             ASSERT_BYTES(m.value.p, m.value.len, "1000", 4);
         }
         struct msg_reply r = t->r;
-        if (t->fail)
-            msg_serve_fail(&r, t->fail);
         struct msg_serve_out o = {{0}, {0}};
         size_t n = msg_serve_bin(head, sizeof(head), &req, &m, &r, &o);
         n = collect(got, head, n, &o);
