@@ -612,14 +612,27 @@ TEST(warnings_that_do_not_stop) {
     done(r);
 }
 
+/* -o memory_file= is -e by another name; empty, it is refused. */
+TEST(memory_file_as_extended_option) {
+    struct run *r = P("-o", "memory_file=/dev/shm/c");
+    ASSERT_EQ(r->rc, 0);
+    ASSERT_STR(stat_of(&r->s, "memory_file"), "/dev/shm/c");
+    ASSERT_STR(r->err, "");
+    done(r);
+    r = P("-o", "memory_file=");
+    ASSERT(r->rc != 0);
+    ASSERT_STR(r->err, "missing argument to memory_file, ie: memory_file=/dev/shm/cellard\n");
+    done(r);
+}
+
 /* One line per option accepted but not acted on, once, and only on success. */
 TEST(not_implemented_warned_once_after_success) {
+    /* (-e is implemented: no line for it) */
     struct run *r = P("-L", "-L", "-o", "lru_crawler_sleep=30,lru_crawler_sleep=31", "-e", "/f",
                       "-o", "ext_path=/x:1G,ext_drop_unread", "-L");  /* -L again: no second line */
     ASSERT_EQ(r->rc, 0);
     ASSERT_STR(r->err, "cellard: option -L accepted but not implemented yet\n"
                        "cellard: option -o lru_crawler_sleep accepted but not implemented yet\n"
-                       "cellard: option -e accepted but not implemented yet\n"
                        "cellard: option -o ext_path accepted but not implemented yet\n"
                        "cellard: option -o ext_drop_unread accepted but not implemented yet\n");
     done(r);
