@@ -476,6 +476,97 @@ CELLAR_API int cellar_server_stats(struct cellar *h, unsigned i, const char *gro
                                    void *arg);
 
 /* ---------------------------------------------------------------------- */
+/* The asynchronous face                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * For a program with an event loop of its own (libuv's caller-driven
+ * style).  The handle has one descriptor to watch for reading,
+ * cellar_fd().  cellar_submit() takes a request and a callback and
+ * returns at once; requests go out, and answers come in, only inside
+ * cellar_run(), which the program calls after submitting, whenever the
+ * descriptor is readable, and again within the milliseconds cellar_run()
+ * returned (timeouts, the window, probes of down servers).  A callback is
+ * called exactly once per request accepted, from inside cellar_run() (or
+ * cellar_poll(), a blocking call, or cellar_destroy() on the same handle,
+ * which run the handle too): never from inside cellar_submit().  The
+ * requests share the handle's connections, window and routes with the
+ * blocking calls, which are the same requests run until answered.
+ *
+ *   static void got(void *arg, int status, const struct cellar_reply *r) {
+ *       if (status == CELLAR_OK) use(r->value, r->nvalue);
+ *   }
+ *   struct cellar_request rq = {.op = CELLAR_OP_GET, .key = "k", .nkey = 1};
+ *   cellar_submit(h, &rq, got, NULL);
+ *   for (int ms; (ms = cellar_run(h)) >= 0;) {   or in the program's own loop
+ *       struct pollfd p = {cellar_fd(h), POLLIN, 0};
+ *       poll(&p, 1, ms);
+ *   }
+ */
+enum cellar_op {
+    CELLAR_OP_GET, CELLAR_OP_GETS, CELLAR_OP_GAT, CELLAR_OP_GATS,
+    CELLAR_OP_SET, CELLAR_OP_ADD, CELLAR_OP_REPLACE, CELLAR_OP_APPEND, CELLAR_OP_PREPEND,
+    CELLAR_OP_CAS, CELLAR_OP_DELETE, CELLAR_OP_TOUCH, CELLAR_OP_INCR, CELLAR_OP_DECR,
+};
+
+/* What to send; read during cellar_submit() only (the key and value are copied). */
+struct cellar_request {
+    enum cellar_op op;
+    const char *key;
+    size_t nkey;
+    const void *value;          /* the stores */
+    size_t nvalue;
+    uint32_t flags;             /* the stores */
+    int64_t exptime;            /* the stores, touch, gat, gats */
+    uint64_t cas;               /* CELLAR_OP_CAS */
+    uint64_t delta;             /* incr, decr */
+};
+
+/*
+ * An answer, readable during the callback only (value points into the
+ * connection's buffer: copy what you keep).  value, flags and cas for a
+ * get-family hit (cas for gets and gats), number for incr and decr.
+ */
+struct cellar_reply {
+    const char *value;
+    size_t nvalue;
+    uint32_t flags;
+    uint64_t cas;
+    uint64_t number;
+};
+
+/*
+ * status is what the blocking call would return: CELLAR_OK, an answer
+ * (CELLAR_NOT_FOUND, ...) or an error.  r is never NULL (all zero when no
+ * server answered).
+ */
+typedef void (*cellar_cb)(void *arg, int status, const struct cellar_reply *r);
+
+/* The descriptor to watch for reading; the same for the handle's life. */
+CELLAR_API int cellar_fd(const struct cellar *h);
+
+/*
+ * Takes a request down the handle's routes.  CELLAR_OK: cb (if not NULL;
+ * NULL: nobody is told, fire and forget) will be called once.
+ * CELLAR_EINVAL (a key memcache cannot carry, an op out of range) or
+ * CELLAR_ENOMEM, and CELLAR_ECLOSED during cellar_destroy(): not taken,
+ * cb is never called.  A write drops the key from the handle's near-cache.
+ */
+CELLAR_API int cellar_submit(struct cellar *h, const struct cellar_request *rq, cellar_cb cb,
+                             void *arg);
+
+/*
+ * Reads what has come, answers (the callbacks), writes what the window
+ * lets out, and times out what is late; never waits.  Returns the
+ * milliseconds within which to call it again even if the descriptor stays
+ * quiet, or -1 when nothing is in flight and nothing is due.
+ */
+CELLAR_API int cellar_run(struct cellar *h);
+
+/* Requests submitted whose callback has not run yet. */
+CELLAR_API size_t cellar_pending(const struct cellar *h);
+
+/* ---------------------------------------------------------------------- */
 /* Counters                                                                 */
 /* ---------------------------------------------------------------------- */
 

@@ -143,6 +143,13 @@ void cellar_destroy(struct cellar **hp) {
     h->closing = true;
     for (unsigned i = 0; i < h->nconns; i++)
         cl_conn_deinit(&h->conns[i]);
+    /* asynchronous requests answered inside cellar_submit() and not yet told
+       (async.c): told now, through their own done */
+    while (h->deferred != NULL) {
+        struct cl_req *q = h->deferred;
+        h->deferred = q->next;
+        q->done(q, q->status, NULL);
+    }
     cl_ring_destroy(h);
     free(h->conns);
     free(h->udp_buf);

@@ -124,6 +124,7 @@ struct cl_req {
     uint32_t opaque;
     bool batched;               /* sent on a batched get line (msg_wire.batches) */
     bool batch_last;            /* and the line's last key: its END is this one's */
+    int status;                 /* deferred (async.c): the status to deliver */
 };
 
 /* The status a reply maps to (CELLAR_OK, CELLAR_NOT_FOUND, ..., CELLAR_E*). */
@@ -368,6 +369,10 @@ struct cellar {
                                    configuration, by route id (cl_count; readable so) */
     unsigned nroutes;
     struct cl_ring *ring;       /* NULL: connections read and write with send()/recv() */
+    /* The asynchronous face (async.c): */
+    size_t async_pending;       /* submitted, callback not run yet */
+    bool submitting;            /* inside cellar_submit(): answers wait in deferred */
+    struct cl_req *deferred, *deferred_tail; /* answered inside cellar_submit(), by q->next */
 };
 
 /*

@@ -28,6 +28,7 @@
  * in the background it polls for it (cellar_poll and the fake's table or
  * counters) up to a generous deadline.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -1965,6 +1966,216 @@ ETEST(spool_replay_keeps_failures_and_compacts) {
     }
     long hdr = spool_file_size(e);
     ASSERT(hdr > 0 && hdr < 80);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The asynchronous face (async.c)                                          */
+/* ---------------------------------------------------------------------- */
+
+struct got {
+    int n;                          /* callbacks so far */
+    int status[32];
+    char value[32][16];
+    uint32_t flags[32];
+    uint64_t cas[32], number[32];
+};
+
+static void got_one(void *arg, int status, const struct cellar_reply *r) {
+    struct got *g = arg;
+    int i = g->n++;
+    if (i >= 32)
+        return;
+    g->status[i] = status;
+    snprintf(g->value[i], sizeof(g->value[i]), "%.*s", (int)r->nvalue,
+             r->value ? r->value : "");
+    g->flags[i] = r->flags;
+    g->cas[i] = r->cas;
+    g->number[i] = r->number;
+}
+
+/* Runs h as an event loop would (poll on cellar_fd), until nothing is pending. */
+static bool run_until_idle(struct cellar *h, int ms) {
+    int64_t end = now_ms() + ms;
+    while (cellar_pending(h) > 0 && now_ms() < end) {
+        int wait = cellar_run(h);
+        if (cellar_pending(h) == 0)
+            break;
+        struct pollfd p = {cellar_fd(h), POLLIN, 0};
+        poll(&p, 1, wait < 0 || wait > 50 ? 50 : wait);
+    }
+    return cellar_pending(h) == 0;
+}
+
+#define RQ(op_, k_, ...) (struct cellar_request){.op = (op_), .key = (k_), .nkey = strlen(k_), __VA_ARGS__}
+
+/* Every op through cellar_submit, one after another, each answered as the blocking call is. */
+ETEST(async_every_operation) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
+    struct cellar *h = e->h;
+    struct got g = {0};
+    const struct cellar_request rqs[] = {
+        RQ(CELLAR_OP_SET, "a", .value = "hello", .nvalue = 5, .flags = 7, .exptime = 100),
+        RQ(CELLAR_OP_GET, "a"),
+        RQ(CELLAR_OP_GETS, "a"),
+        RQ(CELLAR_OP_ADD, "a", .value = "x", .nvalue = 1),
+        RQ(CELLAR_OP_REPLACE, "nope", .value = "x", .nvalue = 1),
+        RQ(CELLAR_OP_APPEND, "a", .value = "!", .nvalue = 1),
+        RQ(CELLAR_OP_PREPEND, "a", .value = "<", .nvalue = 1),
+        RQ(CELLAR_OP_GET, "a"),
+        RQ(CELLAR_OP_SET, "n", .value = "10", .nvalue = 2),
+        RQ(CELLAR_OP_INCR, "n", .delta = 5),
+        RQ(CELLAR_OP_DECR, "n", .delta = 20),
+        RQ(CELLAR_OP_TOUCH, "a", .exptime = 50),
+        RQ(CELLAR_OP_GAT, "a", .exptime = 60),
+        RQ(CELLAR_OP_DELETE, "a"),
+        RQ(CELLAR_OP_GET, "a"),
+        RQ(CELLAR_OP_DELETE, "a"),
+    };
+    const int want[] = {CELLAR_OK, CELLAR_OK, CELLAR_OK, CELLAR_NOT_STORED, CELLAR_NOT_STORED,
+                        CELLAR_OK, CELLAR_OK, CELLAR_OK, CELLAR_OK, CELLAR_OK, CELLAR_OK,
+                        CELLAR_OK, CELLAR_OK, CELLAR_OK, CELLAR_NOT_FOUND, CELLAR_NOT_FOUND};
+    for (size_t i = 0; i < sizeof(rqs) / sizeof(rqs[0]); i++) {
+        ASSERT_EQ(cellar_submit(h, &rqs[i], got_one, &g), CELLAR_OK);
+        ASSERT_EQ(g.n, (int)i);             /* never called back inside cellar_submit */
+        ASSERT(run_until_idle(h, 2000));
+        ASSERT_EQ(g.n, (int)i + 1);
+        ASSERT_EQ(g.status[i], want[i]);
+    }
+    ASSERT_STR(g.value[1], "hello");
+    ASSERT_EQ(g.flags[1], 7);
+    ASSERT(g.cas[2] != 0);
+    ASSERT_STR(g.value[7], "<hello!");
+    ASSERT_U64(g.number[9], 15);
+    ASSERT_U64(g.number[10], 0);
+    ASSERT_STR(g.value[12], "<hello!");
+    ASSERT_STR(g.value[14], "");
+    /* a cas with the gets' cas of an item changed since: EXISTS; with its own: OK */
+    struct cellar_item it = {0};
+    ASSERT_EQ(cellar_set(h, K("c"), "1", 1, 0, 0), CELLAR_OK);
+    ASSERT_EQ(cellar_gets(h, K("c"), &it), CELLAR_OK);
+    struct cellar_request cas = RQ(CELLAR_OP_CAS, "c", .value = "2", .nvalue = 1, .cas = it.cas + 1);
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_submit(h, &cas, got_one, &g), CELLAR_OK);
+    ASSERT(run_until_idle(h, 2000));
+    ASSERT_EQ(g.status[16], CELLAR_EXISTS);
+    /* what cannot be taken is refused, and nobody is called back */
+    struct cellar_request bad = RQ(CELLAR_OP_GET, "has space");
+    ASSERT_EQ(cellar_submit(h, &bad, got_one, &g), CELLAR_EINVAL);
+    bad = RQ(CELLAR_OP_DECR + 1, "k");
+    ASSERT_EQ(cellar_submit(h, &bad, got_one, &g), CELLAR_EINVAL);
+    /* fire and forget: no callback, still sent */
+    struct cellar_request ff = RQ(CELLAR_OP_SET, "ff", .value = "v", .nvalue = 1);
+    ASSERT_EQ(cellar_submit(h, &ff, NULL, NULL), CELLAR_OK);
+    ASSERT(run_until_idle(h, 2000));
+    ASSERT_EQ(g.n, 17);
+    ASSERT(fake_is(e->f[0], "ff", "v"));
+    ASSERT_EQ(cellar_run(h), -1);          /* nothing in flight, nothing due */
+}
+
+/* A request a route fails at once is told in cellar_run(), not in cellar_submit(). */
+ETEST(async_fails_at_once_later) {
+    struct cellar_options opt = {.server_timeout_ms = 200, .probe_min_ms = 60000};
+    ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
+    struct cellar_item it = {0};
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);
+    fake_stop(&e->f[0]);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_ECLOSED);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_ECONNECT);
+    ASSERT(cellar_server_down(e->h, 0));
+    struct got g = {0};
+    struct cellar_request rq = RQ(CELLAR_OP_GET, "k");
+    ASSERT_EQ(cellar_submit(e->h, &rq, got_one, &g), CELLAR_OK);
+    ASSERT_EQ(g.n, 0);
+    ASSERT_U64(cellar_pending(e->h), 1);
+    ASSERT(cellar_run(e->h) >= 0);          /* a probe is due some day */
+    ASSERT_EQ(g.n, 1);
+    ASSERT_EQ(g.status[0], CELLAR_EDOWN);
+    ASSERT_U64(cellar_pending(e->h), 0);
+}
+
+/* Requests still in flight when the handle goes: each callback runs once, nothing leaks. */
+ETEST(async_destroy_tells_what_is_in_flight) {
+    struct cellar_options opt = {.server_timeout_ms = 5000};
+    ASSERT_EQ(env_list(e, 2, &opt), CELLAR_OK);
+    atomic_store(&e->f[0]->mode, FK_HANG);
+    atomic_store(&e->f[1]->mode, FK_HANG);
+    struct got g = {0};
+    char k[16];
+    for (int i = 0; i < 20; i++) {
+        snprintf(k, sizeof(k), "k%d", i);
+        struct cellar_request rq = RQ(i % 2 ? CELLAR_OP_GET : CELLAR_OP_SET, k, .value = "v",
+                                      .nvalue = 1);
+        ASSERT_EQ(cellar_submit(e->h, &rq, got_one, &g), CELLAR_OK);
+    }
+    cellar_run(e->h);                       /* out on the wire, unanswered */
+    ASSERT_EQ(g.n, 0);
+    cellar_destroy(&e->h);
+    ASSERT_EQ(g.n, 20);
+    for (int i = 0; i < 20; i++)
+        ASSERT(g.status[i] < 0);
+}
+
+/* 10,000 gets in flight at once over 8 servers through one poll loop, every answer checked. */
+struct many {
+    int answered, wrong;
+};
+
+static void many_got(void *arg, int status, const struct cellar_reply *r) {
+    struct many *m = arg;
+    m->answered++;
+    /* the key's number is in the value; the callback's arg says which it was */
+    if (status != CELLAR_OK || r->nvalue < 2 || r->value[0] != 'v')
+        m->wrong++;
+}
+
+struct many_key {
+    struct many *m;
+    int i;
+};
+
+static void many_got_key(void *arg, int status, const struct cellar_reply *r) {
+    struct many_key *mk = arg;
+    char want[32];
+    int n = snprintf(want, sizeof(want), "v%d", mk->i);
+    many_got(mk->m, status, r);
+    if (status == CELLAR_OK && (r->nvalue != (size_t)n || memcmp(r->value, want, (size_t)n) != 0))
+        mk->m->wrong++;
+}
+
+ETEST(async_ten_thousand_in_flight) {
+    struct cellar_options opt = {.server_timeout_ms = 5000, .window_max = 16384,
+                                 .window_init = 16384, .window_bytes = -1};
+    ASSERT_EQ(env_list(e, 8, &opt), CELLAR_OK);
+    enum { N = 10000 };
+    struct many m = {0};
+    struct many_key *keys = calloc(N, sizeof(*keys));
+    ASSERT(keys != NULL);
+    char k[32], v[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof(k), "key:%d", i);
+        snprintf(v, sizeof(v), "v%d", i);
+        struct cellar_request rq = RQ(CELLAR_OP_SET, k, .value = v, .nvalue = strlen(v));
+        ASSERT_EQ(cellar_submit(e->h, &rq, many_got, &m), CELLAR_OK);
+    }
+    ASSERT(run_until_idle(e->h, 20000));
+    ASSERT_EQ(m.answered, N);
+    m = (struct many){0};
+    for (int i = 0; i < N; i++) {
+        snprintf(k, sizeof(k), "key:%d", i);
+        keys[i] = (struct many_key){&m, i};
+        struct cellar_request rq = RQ(CELLAR_OP_GET, k);
+        ASSERT_EQ(cellar_submit(e->h, &rq, many_got_key, &keys[i]), CELLAR_OK);
+    }
+    ASSERT_U64(cellar_pending(e->h), N);    /* all in flight (submitted, none answered) */
+    ASSERT(run_until_idle(e->h, 20000));
+    ASSERT_EQ(m.answered, N);
+    ASSERT_EQ(m.wrong, 0);
+    unsigned used = 0;
+    for (unsigned i = 0; i < 8; i++)
+        used += atomic_load(&e->f[i]->requests) > 0;
+    ASSERT_EQ(used, 8);
+    free(keys);
 }
 
 int main(void) { return RUN_TESTS(); }
