@@ -174,6 +174,7 @@ void cl_window_timeout(struct cellar *h) {
 }
 
 void cl_pump_add(struct cellar *h, struct cl_conn *c) {
+    cl_active_add(h, c);
     if (c->in_pump)
         return;
     c->in_pump = true;
@@ -253,16 +254,53 @@ static void handle_events(const struct ev_fired *ev, int n, uint64_t now) {
 
 #define RING_PASSES 4
 
-/* Lets waiting requests out and runs every connection's due deadlines; the next one (0: none). */
+#define SPOOL_SCAN_MS 10
+
+static uint64_t sooner(uint64_t a, uint64_t b) { return a == 0 || (b != 0 && b < a) ? b : a; }
+
+/*
+ * Ticks the active connections (struct cellar): each runs its due
+ * deadlines and says its next one; one with none leaves the list.  A tick
+ * may fail requests that a route sends on to another connection, which
+ * then joins the list: it is ticked from the next turn.  Returns the
+ * soonest deadline (0: none).
+ */
+static uint64_t tick_active(struct cellar *h, uint64_t now) {
+    struct cl_conn *list = h->active, *kept = NULL, *kept_tail = NULL;
+    uint64_t next = 0;
+    h->active = NULL;
+    while (list != NULL) {
+        struct cl_conn *c = list;
+        list = c->active_next;
+        uint64_t d = cl_conn_tick(c, now);
+        if (d == 0 && !c->in_pump) {
+            c->in_active = false;
+            continue;
+        }
+        next = sooner(next, d);
+        c->active_next = NULL;
+        if (kept_tail != NULL)
+            kept_tail->active_next = c;
+        else
+            kept = c;
+        kept_tail = c;
+    }
+    if (kept_tail != NULL) {            /* those that joined meanwhile, then the kept */
+        kept_tail->active_next = h->active;
+        h->active = kept;
+    }
+    return next;
+}
+
+/* Lets waiting requests out and runs the due deadlines; the next one (0: none). */
 static uint64_t pump_and_tick(struct cellar *h, uint64_t now, uint64_t next) {
     pump(h, now);
-    for (unsigned i = 0; i < h->nconns; i++) {
-        uint64_t d = cl_conn_tick(&h->conns[i], now);
-        if (d && (next == 0 || d < next))
-            next = d;
-        d = cl_spool_tick(&h->conns[i], now);
-        if (d && (next == 0 || d < next))
-            next = d;
+    next = sooner(next, tick_active(h, now));
+    /* a spool fills from other threads: its servers are looked at now and then */
+    if (h->spooled && now >= h->spool_scan_ns) {
+        h->spool_scan_ns = now + (uint64_t)SPOOL_SCAN_MS * 1000000u;
+        for (unsigned i = 0; i < h->nconns; i++)
+            next = sooner(next, cl_spool_tick(&h->conns[i], now));
     }
     pump(h, now);
     /*

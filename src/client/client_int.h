@@ -287,6 +287,8 @@ struct cl_conn {
     int events;                 /* what the loop watches the socket for (EV_*) */
     bool in_pump;               /* on the handle's pump list */
     struct cl_conn *pump_next;
+    bool in_active;             /* on the handle's active list (cl_active_add) */
+    struct cl_conn *active_next;
     struct cl_udp udp;          /* the pool's gets, when it sends them over UDP */
     struct cl_spool_dest *spool;/* the server's spool (the handle's spool), or NULL */
     struct cl_replay *replay;   /* replaying it from this connection (made on first use) */
@@ -369,6 +371,17 @@ struct cellar {
                                    configuration, by route id (cl_count; readable so) */
     unsigned nroutes;
     struct cl_ring *ring;       /* NULL: connections read and write with send()/recv() */
+    /*
+     * The connections that may have a deadline (connecting, requests out,
+     * marked down): the only ones each turn of the loop ticks, so that a
+     * handle over a thousand servers that uses four pays for four.  A
+     * connection joins when its state changes or requests wait on it, and
+     * leaves when its tick finds nothing due.
+     */
+    struct cl_conn *active;
+    bool spooled;               /* a delete spool was ever attached: its servers are
+                                   looked at every SPOOL_SCAN_MS (client.c) */
+    uint64_t spool_scan_ns;     /* when they are looked at next */
     /* The asynchronous face (async.c): */
     size_t async_pending;       /* submitted, callback not run yet */
     bool submitting;            /* inside cellar_submit(): answers wait in deferred */
@@ -430,6 +443,15 @@ void cl_pause(struct cellar *h, int ms);
 void cl_window_answered(struct cellar *h, size_t reply_bytes);
 void cl_window_timeout(struct cellar *h);
 void cl_pump_add(struct cellar *h, struct cl_conn *c);
+
+/* Puts c on its handle's active list (struct cellar), if not there yet. */
+static inline void cl_active_add(struct cellar *h, struct cl_conn *c) {
+    if (!c->in_active) {
+        c->in_active = true;
+        c->active_next = h->active;
+        h->active = c;
+    }
+}
 
 uint64_t cl_now_ns(void);
 

@@ -74,6 +74,7 @@ void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const str
 
 /* Shows the connection's state to other threads (after every change of state or probing). */
 static void publish(struct cl_conn *c) {
+    cl_active_add(c->h, c);         /* a new state may bring a deadline: ticked from now */
     int health = c->probing ? CL_CONN_DOWN : (int)c->state;
     if (atomic_load_explicit(&c->ctr.health, memory_order_relaxed) != health)
         atomic_store_explicit(&c->ctr.health, health, memory_order_relaxed);

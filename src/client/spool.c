@@ -777,6 +777,8 @@ uint64_t cl_spool_tick(struct cl_conn *c, uint64_t now) {
 }
 
 void cl_spool_attach(struct cellar *h, struct cellar_spool *sp) {
+    if (sp != NULL)
+        h->spooled = true;
     for (unsigned i = 0; i < h->nconns; i++) {
         struct cl_conn *c = &h->conns[i];
         if (c->replay && c->replay->active)
