@@ -134,7 +134,7 @@ int cellar_run(struct cellar *h) {
     deliver_deferred(h);
     if (next == 0)
         return h->async_pending > 0 ? 1000 : -1;
-    uint64_t now = cl_now_ns();
+    uint64_t now = clock_mono_ns();
     if (next <= now)
         return 0;
     uint64_t ms = (next - now + 999999) / 1000000;

@@ -31,59 +31,6 @@
 #define EVENTS_MAX 64
 /* What a reply is reckoned at before any came, and the running mean's weight (1/16). */
 #define REPLY_BYTES_FIRST 1024.0
-#define REPLY_BYTES_WEIGHT 16
-
-uint64_t cl_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-const char *cellar_strerror(int status) {
-    switch (status) {
-    case CELLAR_OK:          return "ok";
-    case CELLAR_NOT_FOUND:   return "not found";
-    case CELLAR_NOT_STORED:  return "not stored";
-    case CELLAR_EXISTS:      return "exists (cas mismatch)";
-    case CELLAR_DROPPED:     return "UDP reply lost, late or out of order";
-    case CELLAR_EINVAL:      return "invalid argument";
-    case CELLAR_ENOMEM:      return "out of memory";
-    case CELLAR_ETIMEDOUT:   return "server timed out";
-    case CELLAR_ECONNECT:    return "cannot connect to server";
-    case CELLAR_ECLOSED:     return "connection closed";
-    case CELLAR_EDOWN:       return "server marked down";
-    case CELLAR_EPROTO:      return "protocol error in server reply";
-    case CELLAR_ENOTSUP:     return "not supported by the pool's protocol";
-    case CELLAR_ESERVER:     return "server error";
-    case CELLAR_ECLIENT:     return "client error (refused by server)";
-    case CELLAR_EUNKNOWN:    return "command unknown to server";
-    case CELLAR_ECONFIG:     return "invalid configuration";
-    default:                 return "unknown status";
-    }
-}
-
-int cl_status_of(const struct msg_reply *r) {
-    switch (r->res) {
-    case MSG_RES_HIT: case MSG_RES_STORED: case MSG_RES_DELETED: case MSG_RES_TOUCHED:
-    case MSG_RES_NUMBER: case MSG_RES_OK: case MSG_RES_VERSION: case MSG_RES_STATS:
-    case MSG_RES_META:
-        return CELLAR_OK;
-    case MSG_RES_MISS: case MSG_RES_NOT_FOUND:
-        return CELLAR_NOT_FOUND;
-    case MSG_RES_NOT_STORED:
-        return CELLAR_NOT_STORED;
-    case MSG_RES_EXISTS:
-        return CELLAR_EXISTS;
-    case MSG_RES_CLIENT_ERROR:
-        return CELLAR_ECLIENT;
-    case MSG_RES_SERVER_ERROR:
-        return CELLAR_ESERVER;
-    case MSG_RES_ERROR:
-        return CELLAR_EUNKNOWN;
-    default:
-        return CELLAR_EPROTO;
-    }
-}
 
 /* ---------------------------------------------------------------------- */
 /* The handle                                                               */
@@ -160,32 +107,6 @@ void cellar_destroy(struct cellar **hp) {
     *hp = NULL;
 }
 
-void cl_window_answered(struct cellar *h, size_t reply_bytes) {
-    h->reply_bytes += ((double)reply_bytes - h->reply_bytes) / REPLY_BYTES_WEIGHT;
-    h->window += 1.0 / h->window;
-    if (h->window > h->cfg->window_max)
-        h->window = h->cfg->window_max;
-}
-
-void cl_window_timeout(struct cellar *h) {
-    h->window /= 2;
-    if (h->window < h->cfg->window_min)
-        h->window = h->cfg->window_min;
-}
-
-void cl_pump_add(struct cellar *h, struct cl_conn *c) {
-    cl_active_add(h, c);
-    if (c->in_pump)
-        return;
-    c->in_pump = true;
-    c->pump_next = NULL;
-    if (h->pump_tail)
-        h->pump_tail->pump_next = c;
-    else
-        h->pump_head = c;
-    h->pump_tail = c;
-}
-
 static struct cl_conn *pump_pop(struct cellar *h) {
     struct cl_conn *c = h->pump_head;
     if (c) {
@@ -197,24 +118,13 @@ static struct cl_conn *pump_pop(struct cellar *h) {
     return c;
 }
 
-/* The requests the window lets be in flight: the count, or fewer by bytes. */
-static unsigned window_now(const struct cellar *h) {
-    unsigned limit = (unsigned)h->window;
-    if (h->cfg->window_bytes > 0) {
-        double by_bytes = h->cfg->window_bytes / (h->reply_bytes > 1 ? h->reply_bytes : 1);
-        if (by_bytes < limit)
-            limit = by_bytes < 1 ? 1 : (unsigned)by_bytes;
-    }
-    return limit;
-}
-
 /*
  * Lets waiting requests out while the window has room, a share per
  * connection in turn, so that one server's long queue does not keep the
  * others' requests from the wire.
  */
 static void pump(struct cellar *h, uint64_t now) {
-    unsigned limit = window_now(h);
+    unsigned limit = cl_window_now(h);
     while (h->pump_head && h->outstanding < limit) {
         struct cl_conn *c = pump_pop(h);
         unsigned room = limit - h->outstanding, share = room / 4 + 1;
@@ -327,7 +237,7 @@ static uint64_t pump_and_tick(struct cellar *h, uint64_t now, uint64_t next) {
 static void run(struct cellar *h, const unsigned *left, uint64_t until) {
     struct ev_fired ev[EVENTS_MAX];
     for (;;) {
-        uint64_t now = cl_now_ns(), next = pump_and_tick(h, now, until);
+        uint64_t now = clock_mono_ns(), next = pump_and_tick(h, now, until);
         if (left ? *left == 0 : (!busy(h) || (until && now >= until)))
             return;
         int ms = 1000;
@@ -340,7 +250,7 @@ static void run(struct cellar *h, const unsigned *left, uint64_t until) {
             continue;
         }
         int n = evloop_wait(h->loop, ev, EVENTS_MAX, ms);
-        handle_events(ev, n, cl_now_ns());
+        handle_events(ev, n, clock_mono_ns());
     }
 }
 
@@ -364,15 +274,15 @@ void cl_async_submit_to(struct cellar *h, unsigned server, struct cl_req *q) {
 
 uint64_t cl_async_run(struct cellar *h, bool io) {
     if (io && h->ring) {
-        cl_ring_io(h->ring, cl_now_ns());
+        cl_ring_io(h->ring, clock_mono_ns());
         io = evloop_count(h->loop) > 1;     /* the loop has more than the ring's descriptor */
     }
     if (io) {
         struct ev_fired ev[EVENTS_MAX];
         int n = evloop_wait(h->loop, ev, EVENTS_MAX, 0);
-        handle_events(ev, n, cl_now_ns());
+        handle_events(ev, n, clock_mono_ns());
     }
-    return pump_and_tick(h, cl_now_ns(), 0);
+    return pump_and_tick(h, clock_mono_ns(), 0);
 }
 
 void cellar_poll(struct cellar *h, int timeout_ms) {
@@ -380,7 +290,7 @@ void cellar_poll(struct cellar *h, int timeout_ms) {
         cl_async_run(h, true);
         return;
     }
-    run(h, NULL, cl_now_ns() + (uint64_t)timeout_ms * 1000000u);
+    run(h, NULL, clock_mono_ns() + (uint64_t)timeout_ms * 1000000u);
 }
 
 int cellar_server_of(struct cellar *h, const char *key, size_t nkey) {
@@ -395,7 +305,7 @@ int cellar_server_down(const struct cellar *h, unsigned i) {
 
 void cellar_stats(const struct cellar *h, struct cellar_stats *out) {
     *out = h->st;
-    out->window = window_now(h);
+    out->window = cl_window_now(h);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -526,9 +436,9 @@ static int call_one(struct cellar *h, struct msg m, struct cellar_item *it, uint
 }
 
 void cl_pause(struct cellar *h, int ms) {
-    uint64_t until = cl_now_ns() + (uint64_t)ms * 1000000u;
+    uint64_t until = clock_mono_ns() + (uint64_t)ms * 1000000u;
     run(h, NULL, until);
-    uint64_t now = cl_now_ns();
+    uint64_t now = clock_mono_ns();
     if (now < until) {
         struct timespec ts = {(time_t)((until - now) / 1000000000u),
                               (long)((until - now) % 1000000000u)};

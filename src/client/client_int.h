@@ -30,6 +30,7 @@
 #include "cellar.h"
 #include "client/ring.h"
 #include "client/route.h"
+#include "core/clock.h"
 #include "core/evloop.h"
 #include "protocol/msg.h"
 
@@ -102,8 +103,19 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
 struct cellar_config *cl_config_ref(struct cellar_config *cfg);
 
 /* The pool's server for key (an index into cfg->servers). */
-unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool, const char *key,
-                      size_t nkey);
+/* config.c: an empty configuration with opt's defaults (NULL and err when
+   refused); its end; a server list's pools and routes into it (< 0 and err
+   when refused). */
+struct cellar_config *cl_config_new(const struct cellar_options *opt, char *err, size_t errlen);
+void cl_config_free(struct cellar_config *cfg);
+int cl_config_list(struct cellar_config *cfg, const char *text, const struct cellar_options *opt,
+                   char *err, size_t errlen);
+
+static inline unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool,
+                                    const char *key, size_t nkey) {
+    const struct cl_pool *pl = &cfg->pools[pool];
+    return pl->first + ring_pick(pl->ring, key, nkey);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Requests                                                                 */
@@ -440,9 +452,22 @@ int cl_call_one(struct cellar *h, const struct msg *m, struct cellar_item *it,
 void cl_pause(struct cellar *h, int ms);
 
 /* Connection events the handle keeps count of or adjusts the window by. */
+/* The window (window.c): an answer of reply_bytes came; a request timed out; the
+   requests it lets be in flight now. */
 void cl_window_answered(struct cellar *h, size_t reply_bytes);
 void cl_window_timeout(struct cellar *h);
-void cl_pump_add(struct cellar *h, struct cl_conn *c);
+unsigned cl_window_now(const struct cellar *h);
+
+/*
+ * Dispatches q (q->m, q->done, q->arg set) down the route tree from r,
+ * counting it in the handle's requests per route (route_requests[r->id];
+ * routes made after the handle are not counted).
+ */
+static inline void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    if (r->id < h->nroutes)
+        cl_count(&h->route_requests[r->id], 1);
+    r->ops->dispatch(r, h, q);
+}
 
 /* Puts c on its handle's active list (struct cellar), if not there yet. */
 static inline void cl_active_add(struct cellar *h, struct cl_conn *c) {
@@ -453,14 +478,27 @@ static inline void cl_active_add(struct cellar *h, struct cl_conn *c) {
     }
 }
 
-uint64_t cl_now_ns(void);
+/* Puts c, which has requests waiting, at the end of its handle's pump list. */
+static inline void cl_pump_add(struct cellar *h, struct cl_conn *c) {
+    cl_active_add(h, c);
+    if (c->in_pump)
+        return;
+    c->in_pump = true;
+    c->pump_next = NULL;
+    if (h->pump_tail)
+        h->pump_tail->pump_next = c;
+    else
+        h->pump_head = c;
+    h->pump_tail = c;
+}
+
 
 /*
  * The handle driven by somebody else's loop (cellar-router's workers):
  * watch cl_async_fd() for reading; submit requests with done callbacks;
  * call cl_async_run() after submitting (it writes what the window lets
  * out) with io when that descriptor was readable (it reads and answers),
- * and again by the deadline it returns (a clock time of cl_now_ns(), 0:
+ * and again by the deadline it returns (a clock time of clock_mono_ns(), 0:
  * none) for timeouts and probes.  Callbacks run inside these calls.
  */
 int cl_async_fd(const struct cellar *h);

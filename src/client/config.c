@@ -190,7 +190,7 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
 /* The configuration                                                        */
 /* ---------------------------------------------------------------------- */
 
-static void config_free(struct cellar_config *cfg) {
+void cl_config_free(struct cellar_config *cfg) {
     for (unsigned i = 0; i < cfg->nservers; i++) {
         free(cfg->servers[i].name);
         free(cfg->servers[i].host);
@@ -325,7 +325,7 @@ nomem:
 }
 
 /* An empty configuration with a route set and opt's window settings. */
-static struct cellar_config *config_new(const struct cellar_options *opt, char *err,
+struct cellar_config *cl_config_new(const struct cellar_options *opt, char *err,
                                         size_t errlen) {
     struct cellar_config *cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL || (cfg->routes = route_set_create()) == NULL) {
@@ -335,12 +335,12 @@ static struct cellar_config *config_new(const struct cellar_options *opt, char *
     }
     atomic_init(&cfg->refs, 1);
     if (window_settings(cfg, opt, err, errlen) < 0) {
-        config_free(cfg);
+        cl_config_free(cfg);
         return NULL;
     }
     if (opt->io != NULL && strcmp(opt->io, "uring") != 0 && strcmp(opt->io, "epoll") != 0) {
         say(err, errlen, "io \"%s\": epoll or uring", opt->io);
-        config_free(cfg);
+        cl_config_free(cfg);
         return NULL;
     }
     cfg->io_uring = opt->io != NULL && strcmp(opt->io, "uring") == 0;
@@ -351,7 +351,7 @@ static struct cellar_config *config_new(const struct cellar_options *opt, char *
 }
 
 /* A server list: one pool, and every request goes to it. */
-static int parse_list(struct cellar_config *cfg, const char *text,
+int cl_config_list(struct cellar_config *cfg, const char *text,
                       const struct cellar_options *opt, char *err, size_t errlen) {
     unsigned n = 0, cap = 0;
     char **entries = NULL;
@@ -392,68 +392,6 @@ out:
 }
 
 /* Does text start (after blanks) like a JSON object or a comment? */
-static bool looks_json(const char *text) {
-    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
-        text++;
-    return *text == '{' || (text[0] == '/' && (text[1] == '/' || text[1] == '*'));
-}
-
-int cellar_config_parse(struct cellar_config **out, const char *text,
-                        const struct cellar_options *opt, char *err, size_t errlen) {
-    const struct cellar_options none = {0};
-    *out = NULL;
-    if (errlen)
-        err[0] = '\0';
-    if (opt == NULL)
-        opt = &none;
-    if (text == NULL) {
-        say(err, errlen, "no configuration");
-        return CELLAR_ECONFIG;
-    }
-    struct cellar_config *cfg = config_new(opt, err, errlen);
-    if (cfg == NULL)
-        return CELLAR_ECONFIG;
-    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, err, errlen)
-                              : parse_list(cfg, text, opt, err, errlen);
-    if (rc < 0 || cfg->root == NULL) {
-        if (errlen && err[0] == '\0')
-            say(err, errlen, "out of memory");
-        config_free(cfg);
-        return CELLAR_ECONFIG;
-    }
-    *out = cfg;
-    return CELLAR_OK;
-}
-
-int cellar_config_load(struct cellar_config **out, const char *path,
-                       const struct cellar_options *opt, char *err, size_t errlen) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        say(err, errlen, "%s: %s", path, strerror(errno));
-        return CELLAR_ECONFIG;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    char buf[8192];
-    size_t n;
-    while (m && (n = fread(buf, 1, sizeof(buf), f)) > 0)
-        fwrite(buf, 1, n, m);
-    bool bad = ferror(f) || m == NULL;
-    fclose(f);
-    if (m)
-        fclose(m);
-    if (bad) {
-        free(text);
-        say(err, errlen, "%s: cannot read", path);
-        return CELLAR_ECONFIG;
-    }
-    int rc = cellar_config_parse(out, text, opt, err, errlen);
-    free(text);
-    return rc;
-}
-
 struct cellar_config *cl_config_ref(struct cellar_config *cfg) {
     atomic_fetch_add_explicit(&cfg->refs, 1, memory_order_relaxed);
     return cfg;
@@ -465,7 +403,7 @@ void cellar_config_release(struct cellar_config **cfgp) {
         return;
     *cfgp = NULL;
     if (atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) == 1)
-        config_free(cfg);
+        cl_config_free(cfg);
 }
 
 unsigned cellar_config_servers(const struct cellar_config *cfg) {
@@ -476,8 +414,3 @@ const char *cellar_config_server_name(const struct cellar_config *cfg, unsigned 
     return i < cfg->nservers ? cfg->servers[i].name : NULL;
 }
 
-unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool, const char *key,
-                      size_t nkey) {
-    const struct cl_pool *pl = &cfg->pools[pool];
-    return pl->first + ring_pick(pl->ring, key, nkey);
-}

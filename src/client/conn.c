@@ -305,7 +305,7 @@ void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
     }
     cl_queue_push(&c->waiting, q);
     if (c->state == CL_CONN_IDLE)
-        conn_open(c, cl_now_ns());
+        conn_open(c, clock_mono_ns());
     else if (c->state == CL_CONN_UP)
         cl_pump_add(c->h, c);
 }

@@ -40,7 +40,7 @@ static int lease_read(struct cellar *h, const char *key, size_t nkey, int lease_
         return CELLAR_EINVAL;
     }
     struct msg m = {.op = MSG_LEASE_GET, .key = {key, nkey}, .exptime = lease_ttl};
-    uint64_t deadline = cl_now_ns() + (uint64_t)h->cfg->lease_wait_ms * 1000000u;
+    uint64_t deadline = clock_mono_ns() + (uint64_t)h->cfg->lease_wait_ms * 1000000u;
     int backoff = h->cfg->lease_retry_ms;
     for (;;) {
         struct cl_answer ans;
@@ -61,7 +61,7 @@ static int lease_read(struct cellar *h, const char *key, size_t nkey, int lease_
             lease->state = CELLAR_LEASE_HIT;
             return CELLAR_OK;
         }
-        uint64_t now = cl_now_ns();
+        uint64_t now = clock_mono_ns();
         if (now >= deadline) {
             lease->state = CELLAR_LEASE_WAIT;
             return CELLAR_OK;

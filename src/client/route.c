@@ -84,12 +84,6 @@ const struct route *route_set_at(const struct route_set *rs, unsigned i) {
     return rs && i < rs->n ? rs->all[i] : NULL;
 }
 
-void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    if (r->id < h->nroutes)         /* routes made after the handle are not counted */
-        cl_count(&h->route_requests[r->id], 1);
-    r->ops->dispatch(r, h, q);
-}
-
 struct route *route_server(struct route_set *rs, unsigned server) {
     struct route *r = make(rs, ROUTE_SERVER, &route_server_ops, NULL, 0);
     if (r)

@@ -113,10 +113,10 @@ unsigned route_set_count(const struct route_set *rs);
 const struct route *route_set_at(const struct route_set *rs, unsigned i);
 
 /*
- * Dispatches q (q->m, q->done, q->arg set) down the tree from r, counting
- * it in the handle's requests per route (cellar's route_requests[r->id]).
+ * route_dispatch(r, h, q) (client_int.h, inline: every kind calls it for
+ * its children) dispatches q (q->m, q->done, q->arg set) down the tree
+ * from r, counting it in the handle's requests per route.
  */
-void route_dispatch(const struct route *r, struct cellar *h, struct cl_req *q);
 
 /* mcrouter's name of a kind ("PoolRoute", ...). */
 const char *route_kind_name(enum route_kind kind);

@@ -658,7 +658,7 @@ static void batch_done(struct cl_replay *rp) {
         atomic_fetch_add(&d->replayed, rp->good);
     }
     if (rp->failed)
-        rp->next_ns = cl_now_ns() + RETRY_NS;
+        rp->next_ns = clock_mono_ns() + RETRY_NS;
     rp->active = false;
     atomic_store(&d->claimed, false);
 }

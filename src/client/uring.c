@@ -95,7 +95,7 @@ static uint64_t data_of(const struct cl_conn *c, bool send) {
 static struct io_uring_sqe *op_sqe(struct cl_conn *c, bool send) {
     struct io_uring_sqe *sqe = sqe_get(c->h->ring);
     if (sqe == NULL) {
-        cl_conn_ring_done(c, send, -EBUSY, cl_now_ns());
+        cl_conn_ring_done(c, send, -EBUSY, clock_mono_ns());
         return NULL;
     }
     if (send)
@@ -205,7 +205,7 @@ void cl_ring_wait(struct cellar *h, int ms) {
     struct __kernel_timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long long)(ms % 1000) * 1000000};
     struct io_uring_cqe *cqe;
     io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);    /* (a timeout or a signal: no matter) */
-    cl_ring_io(r, cl_now_ns());
+    cl_ring_io(r, clock_mono_ns());
 }
 
 bool cl_ring_submit(struct cellar *h) {
@@ -228,7 +228,7 @@ void cl_ring_destroy(struct cellar *h) {
         struct io_uring_cqe *cqe;
         if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts) < 0)
             break;              /* the kernel keeps it: the buffers below are leaked, not reused */
-        cl_ring_io(r, cl_now_ns());
+        cl_ring_io(r, clock_mono_ns());
     }
     evloop_del(h->loop, r->ring.ring_fd);
     io_uring_queue_exit(&r->ring);

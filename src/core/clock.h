@@ -19,6 +19,13 @@ static inline uint64_t clock_mono_ms(void) {
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Monotonic nanoseconds (since an arbitrary start). */
+static inline uint64_t clock_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Microseconds since the unix epoch. */
 static inline int64_t clock_unix_us(void) {
     struct timeval tv;

@@ -89,7 +89,7 @@ struct rhandle {
     struct rworker *w;
     unsigned gen;
     unsigned inflight;              /* requests submitted and not yet done */
-    uint64_t deadline;              /* h's next timeout or probe (cl_now_ns), 0: none */
+    uint64_t deadline;              /* h's next timeout or probe (clock_mono_ns), 0: none */
     struct rhandle *older;          /* handles of earlier configurations, draining */
 };
 

@@ -124,7 +124,7 @@ static int worker_wait_ms(struct net_worker *nw) {
     }
     if (next == 0)
         return 1000;
-    uint64_t now = cl_now_ns();
+    uint64_t now = clock_mono_ns();
     if (next <= now)
         return 0;
     uint64_t ms = (next - now + 999999) / 1000000;

@@ -1,0 +1,89 @@
+/*
+ * config_text.c -- a configuration from its text (cellar_config_parse())
+ * or its file (cellar_config_load()): mcrouter's JSON (config_json.c) or
+ * a server list (config.c), told apart by the first character.  Above
+ * both, so that neither calls the other to be chosen.
+ */
+#include "cellar.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+
+static void say(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(char *err, size_t errlen, const char *fmt, ...) {
+    if (errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+static bool looks_json(const char *text) {
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
+        text++;
+    return *text == '{' || (text[0] == '/' && (text[1] == '/' || text[1] == '*'));
+}
+
+int cellar_config_parse(struct cellar_config **out, const char *text,
+                        const struct cellar_options *opt, char *err, size_t errlen) {
+    const struct cellar_options none = {0};
+    *out = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (opt == NULL)
+        opt = &none;
+    if (text == NULL) {
+        say(err, errlen, "no configuration");
+        return CELLAR_ECONFIG;
+    }
+    struct cellar_config *cfg = cl_config_new(opt, err, errlen);
+    if (cfg == NULL)
+        return CELLAR_ECONFIG;
+    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, err, errlen)
+                              : cl_config_list(cfg, text, opt, err, errlen);
+    if (rc < 0 || cfg->root == NULL) {
+        if (errlen && err[0] == '\0')
+            say(err, errlen, "out of memory");
+        cl_config_free(cfg);
+        return CELLAR_ECONFIG;
+    }
+    *out = cfg;
+    return CELLAR_OK;
+}
+
+int cellar_config_load(struct cellar_config **out, const char *path,
+                       const struct cellar_options *opt, char *err, size_t errlen) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        say(err, errlen, "%s: %s", path, strerror(errno));
+        return CELLAR_ECONFIG;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    char buf[8192];
+    size_t n;
+    while (m && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+        fwrite(buf, 1, n, m);
+    bool bad = ferror(f) || m == NULL;
+    fclose(f);
+    if (m)
+        fclose(m);
+    if (bad) {
+        free(text);
+        say(err, errlen, "%s: cannot read", path);
+        return CELLAR_ECONFIG;
+    }
+    int rc = cellar_config_parse(out, text, opt, err, errlen);
+    free(text);
+    return rc;
+}
