@@ -42,6 +42,7 @@ int cellar_create(struct cellar **out, struct cellar_config *cfg) {
     if (h == NULL)
         return CELLAR_ENOMEM;
     h->loop = evloop_create();
+    h->ring_done = cl_conn_ring_done;
     h->conns = calloc(cfg->nservers, sizeof(*h->conns));
     if (h->loop == NULL || h->conns == NULL) {
         evloop_destroy(&h->loop);
@@ -88,8 +89,10 @@ void cellar_destroy(struct cellar **hp) {
      * every such submission fail at once, so nothing is left queued.
      */
     h->closing = true;
-    for (unsigned i = 0; i < h->nconns; i++)
+    for (unsigned i = 0; i < h->nconns; i++) {
         cl_conn_deinit(&h->conns[i]);
+        cl_spool_detach(&h->conns[i]);  /* once the connection failed what it held */
+    }
     /* asynchronous requests answered inside cellar_submit() and not yet told
        (async.c): told now, through their own done */
     while (h->deferred != NULL) {

@@ -339,26 +339,32 @@ void cl_udp_reset(struct cl_conn *c, int status);
 void cl_udp_deinit(struct cl_conn *c);
 
 /*
+ * A server as the handle uses it (server.c): its TCP connection (conn.c)
+ * and its UDP gets (udp.c), which both stand below it.
+ *
  * Takes q (q->m, q->done set): over UDP when the pool sends gets that way,
- * else over TCP.  It completes at once when the server is down.
+ * else over TCP.  It completes at once when the server is down or the
+ * handle is going.
  */
 void cl_conn_submit(struct cl_conn *c, struct cl_req *q);
-/* Takes q for the TCP connection, whatever the pool's UDP setting. */
-void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q);
-
-/* Writes up to `room` waiting requests; returns how many went out. */
+/* Writes up to `room` waiting requests, UDP first; returns how many went out. */
 unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now);
-
-/* The socket is ready (EV_* events). */
-void cl_conn_io(struct cl_conn *c, int events, uint64_t now);
-
-/* Checks the connection's deadlines and probe time; returns its next deadline (0: none). */
+/* Checks the deadlines and probe time; returns the next deadline (0: none). */
 uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now);
-
 /* Fails everything queued with status and closes the socket (destroy, errors). */
 void cl_conn_reset(struct cl_conn *c, int status);
-
+/* Resets with CELLAR_ECLOSED and frees; the caller detaches the spool after. */
 void cl_conn_deinit(struct cl_conn *c);
+
+/* The TCP connection (conn.c): cl_conn_submit()'s and the others' TCP halves. */
+/* Takes q for the TCP connection, whatever the pool's UDP setting. */
+void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q);
+unsigned cl_tcp_send(struct cl_conn *c, unsigned room, uint64_t now);
+uint64_t cl_tcp_tick(struct cl_conn *c, uint64_t now);
+void cl_tcp_reset(struct cl_conn *c, int status);
+void cl_tcp_deinit(struct cl_conn *c);
+/* The socket is ready (EV_* events). */
+void cl_conn_io(struct cl_conn *c, int events, uint64_t now);
 
 /* ---------------------------------------------------------------------- */
 /* The handle (client.c)                                                    */
@@ -383,6 +389,9 @@ struct cellar {
                                    configuration, by route id (cl_count; readable so) */
     unsigned nroutes;
     struct cl_ring *ring;       /* NULL: connections read and write with send()/recv() */
+    /* a ring's completion, to its connection: cl_conn_ring_done (set by
+       cellar_create(), so that uring.c, below conn.c, names nothing above it) */
+    void (*ring_done)(struct cl_conn *c, bool send, int res, uint64_t now);
     /*
      * The connections that may have a deadline (connecting, requests out,
      * marked down): the only ones each turn of the loop ticks, so that a

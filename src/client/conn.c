@@ -282,23 +282,12 @@ static void start_probe(struct cl_conn *c, uint64_t now) {
     conn_open(c, now);
 }
 
-void cl_conn_submit(struct cl_conn *c, struct cl_req *q) {
-    if (c->h->closing) {                /* a route resending while the handle goes */
+/* The clock is read only when a connection must be opened (not once per key of a multi-get). */
+void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
+    if (c->h->closing) {                /* a resend while the handle goes */
         cl_conn_complete(c, q, CELLAR_ECLOSED, NULL);
         return;
     }
-    if (c->state == CL_CONN_DOWN || c->probing) {
-        cl_conn_complete(c, q, CELLAR_EDOWN, NULL);
-        return;
-    }
-    if (cl_udp_wants(c, q))
-        cl_udp_submit(c, q);
-    else
-        cl_conn_submit_tcp(c, q);
-}
-
-/* The clock is read only when a connection must be opened (not once per key of a multi-get). */
-void cl_conn_submit_tcp(struct cl_conn *c, struct cl_req *q) {
     if (c->state == CL_CONN_DOWN || c->probing) {   /* a UDP get sent back to TCP */
         cl_conn_complete(c, q, CELLAR_EDOWN, NULL);
         return;
@@ -428,11 +417,10 @@ static bool fits(const struct cl_conn *c, const struct cl_req *q) {
     return c->wcap - c->wlen >= MSG_HEAD_MAX + vlen + w->value_end_len;
 }
 
-unsigned cl_conn_send(struct cl_conn *c, unsigned room, uint64_t now) {
-    unsigned sent = cl_udp_send(c, room, now);
-    room -= sent;
+unsigned cl_tcp_send(struct cl_conn *c, unsigned room, uint64_t now) {
+    unsigned sent = 0;
     if (c->state != CL_CONN_UP)
-        return sent;
+        return 0;
     uint64_t deadline = now + ms_ns(c->pool->server_timeout_ms);
     for (unsigned tcp = 0; tcp < room && c->waiting.head;) {
         if (c->ring_send && !fits(c, c->waiting.head)) {
@@ -628,17 +616,6 @@ void cl_conn_ring_done(struct cl_conn *c, bool send, int res, uint64_t now) {
 /* Deadlines                                                                */
 /* ---------------------------------------------------------------------- */
 
-static uint64_t tcp_tick(struct cl_conn *c, uint64_t now);
-
-/* The connection's next deadline, or the UDP gets' if sooner (0: none). */
-static uint64_t sooner(uint64_t a, uint64_t b) {
-    return a == 0 ? b : b == 0 ? a : a < b ? a : b;
-}
-
-uint64_t cl_conn_tick(struct cl_conn *c, uint64_t now) {
-    uint64_t udp = c->udp.inflight ? cl_udp_tick(c, now) : 0;
-    return sooner(udp, tcp_tick(c, now));
-}
 
 /*
  * When a connection's oldest request has waited the stall time for its
@@ -666,7 +643,7 @@ static void stall(struct cl_conn *c) {
     c->stalled = true;
 }
 
-static uint64_t tcp_tick(struct cl_conn *c, uint64_t now) {
+uint64_t cl_tcp_tick(struct cl_conn *c, uint64_t now) {
     bool watch_stall = c->state == CL_CONN_UP && c->windowed && c->sent.head;
     if (watch_stall && now >= stall_at(c)) {
         stall(c);
@@ -692,8 +669,7 @@ static uint64_t tcp_tick(struct cl_conn *c, uint64_t now) {
     }
 }
 
-void cl_conn_reset(struct cl_conn *c, int status) {
-    cl_udp_reset(c, status);
+void cl_tcp_reset(struct cl_conn *c, int status) {
     c->probing = false;
     drop(c, status, status);
     if (c->state != CL_CONN_DOWN)
@@ -701,10 +677,7 @@ void cl_conn_reset(struct cl_conn *c, int status) {
     publish(c);
 }
 
-void cl_conn_deinit(struct cl_conn *c) {
-    cl_conn_reset(c, CELLAR_ECLOSED);
-    cl_spool_detach(c);
-    cl_udp_deinit(c);
+void cl_tcp_deinit(struct cl_conn *c) {
     free(c->wbuf);
     free(c->rbuf);
     c->wbuf = c->rbuf = NULL;

@@ -95,7 +95,7 @@ static uint64_t data_of(const struct cl_conn *c, bool send) {
 static struct io_uring_sqe *op_sqe(struct cl_conn *c, bool send) {
     struct io_uring_sqe *sqe = sqe_get(c->h->ring);
     if (sqe == NULL) {
-        cl_conn_ring_done(c, send, -EBUSY, clock_mono_ns());
+        c->h->ring_done(c, send, -EBUSY, clock_mono_ns());
         return NULL;
     }
     if (send)
@@ -186,7 +186,7 @@ static void dispatch(struct cellar *h, const struct uring_done *d, uint64_t now)
         c->ring_send = false;
     else
         c->ring_recv = false;
-    cl_conn_ring_done(c, send, d->res, now);
+    c->h->ring_done(c, send, d->res, now);
 }
 
 void cl_ring_io(void *ring, uint64_t now) {
