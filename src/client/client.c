@@ -762,3 +762,19 @@ int cellar_version(struct cellar *h, unsigned i, char *buf, size_t cap) {
     call_run(h, &k, 1, &i);
     return k.status;
 }
+
+/* ---- the route interface's accessors (route_api.h) ---- */
+
+const struct cellar_config *cl_handle_config(const struct cellar *h) { return h->cfg; }
+
+uint64_t cl_handle_failovers(const struct cellar *h) { return cl_count_get(&h->failovers); }
+
+uint64_t cl_handle_route_requests(const struct cellar *h, unsigned i) {
+    return i < h->nroutes ? cl_count_get(&h->route_requests[i]) : 0;
+}
+
+unsigned cl_handle_servers(const struct cellar *h) { return h->nconns; }
+
+const struct cl_conn_counters *cl_handle_server_counters(const struct cellar *h, unsigned i) {
+    return &h->conns[i].ctr;
+}

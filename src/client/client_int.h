@@ -30,6 +30,7 @@
 #include "cellar.h"
 #include "client/ring.h"
 #include "client/route.h"
+#include "client/route_api.h"
 #include "core/clock.h"
 #include "core/evloop.h"
 #include "protocol/msg.h"
@@ -99,10 +100,7 @@ int cl_config_find_pool(const struct cellar_config *cfg, const char *name);
 int cl_config_json(struct cellar_config *cfg, const char *text,
                    const struct cellar_options *opt, char *err, size_t errlen);
 
-/* Takes a reference (cellar_config_release() drops one). */
-struct cellar_config *cl_config_ref(struct cellar_config *cfg);
 
-/* The pool's server for key (an index into cfg->servers). */
 /* config.c: an empty configuration with opt's defaults (NULL and err when
    refused); its end; a server list's pools and routes into it (< 0 and err
    when refused). */
@@ -111,6 +109,7 @@ void cl_config_free(struct cellar_config *cfg);
 int cl_config_list(struct cellar_config *cfg, const char *text, const struct cellar_options *opt,
                    char *err, size_t errlen);
 
+/* The pool's server for key (an index into cfg->servers). */
 static inline unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool,
                                     const char *key, size_t nkey) {
     const struct cl_pool *pl = &cfg->pools[pool];
@@ -121,32 +120,9 @@ static inline unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned po
 /* Requests                                                                 */
 /* ---------------------------------------------------------------------- */
 
-struct cl_req {
-    struct msg m;
-    /*
-     * Called once with the request's status (enum cellar_status) and, when
-     * the server answered, its reply (else NULL).  The reply's spans point
-     * into the connection's buffer: valid during the call only.
-     */
-    void (*done)(struct cl_req *q, int status, const struct msg_reply *r);
-    void *arg;                  /* the caller's */
-    /* The handle's, while the request is in its hands: */
-    struct cl_req *next;        /* in a connection's waiting or sent queue */
-    uint64_t deadline_ns;       /* sent: when it times out */
-    uint32_t opaque;
-    bool batched;               /* sent on a batched get line (msg_wire.batches) */
-    bool batch_last;            /* and the line's last key: its END is this one's */
-    int status;                 /* deferred (async.c): the status to deliver */
-};
 
 /* The status a reply maps to (CELLAR_OK, CELLAR_NOT_FOUND, ..., CELLAR_E*). */
 int cl_status_of(const struct msg_reply *r);
-
-/* Is op a read (get, gets, gat, gats, lease-get)? */
-static inline bool cl_op_reads(enum msg_op op) {
-    return op == MSG_GET || op == MSG_GETS || op == MSG_GAT || op == MSG_GATS ||
-           op == MSG_LEASE_GET;
-}
 
 /* Does op carry an exptime that sets an item's (storage, touch, gat, gats)? */
 static inline bool cl_op_sets_exptime(enum msg_op op) {
@@ -176,13 +152,6 @@ void cl_answer_null(struct cl_req *q);
 /* ---------------------------------------------------------------------- */
 /* Connections (conn.c): one per server per handle                          */
 /* ---------------------------------------------------------------------- */
-
-enum cl_conn_state {
-    CL_CONN_IDLE = 0,           /* no socket; the next request opens one */
-    CL_CONN_CONNECTING,         /* connect() in progress */
-    CL_CONN_UP,                 /* connected */
-    CL_CONN_DOWN,               /* marked down (TKO): no socket, requests fail at once */
-};
 
 /* A FIFO of requests, linked through cl_req.next. */
 struct cl_queue {
@@ -237,35 +206,6 @@ struct cl_udp {
     struct cl_queue waiting;    /* submitted, not yet sent (held by the window) */
     unsigned inflight;
 };
-
-/*
- * One server's counters in one handle, for a reader on another thread
- * (cellar-router's `stats servers` and /metrics): each is written by the
- * handle's thread alone, with cl_count() (a relaxed load and store, no
- * locked instruction), and read with relaxed loads.  health is the state
- * as such a reader should see it: CL_CONN_DOWN also while a probe is out.
- */
-struct cl_conn_counters {
-    _Atomic uint64_t requests;      /* sent (TCP and UDP; probes too) */
-    _Atomic uint64_t replies;       /* answered over TCP ... */
-    _Atomic uint64_t latency_ns;    /* ... and their time from send to reply, summed */
-    _Atomic uint64_t timeouts;      /* failed for want of an answer in time */
-    _Atomic uint64_t errors;        /* failed otherwise on the way (connection, protocol) */
-    _Atomic uint64_t down_fails;    /* failed at once, the server marked down */
-    _Atomic uint64_t tko_events;    /* times marked down */
-    _Atomic int health;             /* enum cl_conn_state */
-};
-
-/* Adds n to a counter only one thread writes. */
-static inline void cl_count(_Atomic uint64_t *var, uint64_t n) {
-    atomic_store_explicit(var, atomic_load_explicit(var, memory_order_relaxed) + n,
-                          memory_order_relaxed);
-}
-
-/* Reads a counter another thread writes. */
-static inline uint64_t cl_count_get(const _Atomic uint64_t *var) {
-    return atomic_load_explicit(var, memory_order_relaxed);
-}
 
 struct cl_conn {
     enum cl_io io;              /* CL_IO_TCP */
@@ -501,21 +441,5 @@ static inline void cl_pump_add(struct cellar *h, struct cl_conn *c) {
     h->pump_tail = c;
 }
 
-
-/*
- * The handle driven by somebody else's loop (cellar-router's workers):
- * watch cl_async_fd() for reading; submit requests with done callbacks;
- * call cl_async_run() after submitting (it writes what the window lets
- * out) with io when that descriptor was readable (it reads and answers),
- * and again by the deadline it returns (a clock time of clock_mono_ns(), 0:
- * none) for timeouts and probes.  Callbacks run inside these calls.
- */
-int cl_async_fd(const struct cellar *h);
-void cl_async_submit(struct cellar *h, struct cl_req *q);          /* down the route tree */
-void cl_async_submit_to(struct cellar *h, unsigned server, struct cl_req *q); /* to one server */
-uint64_t cl_async_run(struct cellar *h, bool io);
-/* Drives the handle's connections through an io_uring of its own (before
-   any request): 0, or a negative errno and the handle stays as it was. */
-int cl_async_ring(struct cellar *h);
 
 #endif

@@ -414,3 +414,6 @@ const char *cellar_config_server_name(const struct cellar_config *cfg, unsigned 
     return i < cfg->nservers ? cfg->servers[i].name : NULL;
 }
 
+unsigned cl_config_nroutes(const struct cellar_config *cfg) { return route_set_count(cfg->routes); }
+
+const struct route_set *cl_config_routes(const struct cellar_config *cfg) { return cfg->routes; }

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "protocol/mc_bin.h"
+#include "protocol/mc_stat.h"
 #include "router/router.h"
 
 /* One backend server as the workers see it together. */
@@ -126,13 +127,13 @@ static void view_worker(struct view *v, struct rworker *w) {
     v->v[ST_FAILOVERS] += w->failovers_gone;
     for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older) {
         const struct cellar *h = rh->h;
-        v->v[ST_FAILOVERS] += cl_count_get(&h->failovers);
-        if (h->cfg != v->cfg)
+        v->v[ST_FAILOVERS] += cl_handle_failovers(h);
+        if (cl_handle_config(h) != v->cfg)
             continue;
-        for (unsigned i = 0; i < h->nroutes && i < v->nroutes; i++)
-            v->routes[i] += cl_count_get(&h->route_requests[i]);
-        for (unsigned i = 0; i < h->nconns && i < v->nservers; i++) {
-            const struct cl_conn_counters *c = &h->conns[i].ctr;
+        for (unsigned i = 0; i < v->nroutes; i++)
+            v->routes[i] += cl_handle_route_requests(h, i);
+        for (unsigned i = 0; i < cl_handle_servers(h) && i < v->nservers; i++) {
+            const struct cl_conn_counters *c = cl_handle_server_counters(h, i);
             struct server_view *s = &v->servers[i];
             int health = atomic_load_explicit(&c->health, memory_order_relaxed);
             if (health_rank(health) > health_rank(s->state))
@@ -161,9 +162,9 @@ static bool view_take(struct router *rt, struct view *v) {
     pthread_mutex_lock(&rt->cfg_lock);
     v->cfg = cl_config_ref(rt->cfg);
     pthread_mutex_unlock(&rt->cfg_lock);
-    v->nservers = v->cfg->nservers;
+    v->nservers = cellar_config_servers(v->cfg);
     v->servers = calloc(v->nservers ? v->nservers : 1, sizeof(*v->servers));
-    v->nroutes = route_set_count(v->cfg->routes);
+    v->nroutes = cl_config_nroutes(v->cfg);
     v->routes = calloc(v->nroutes ? v->nroutes : 1, sizeof(*v->routes));
     if (v->servers == NULL || v->routes == NULL) {
         free(v->servers);
@@ -172,7 +173,7 @@ static bool view_take(struct router *rt, struct view *v) {
         return false;
     }
     for (unsigned i = 0; i < v->nservers; i++)
-        v->servers[i].name = v->cfg->servers[i].name;
+        v->servers[i].name = cellar_config_server_name(v->cfg, i);
     for (int i = 0; i < rt->nworkers; i++) {
         struct rworker *w = &rt->workers[i];
 #define X(n, ...) v->v[ST_##n] += NET_STAT_GET(w->st.n);
@@ -243,13 +244,9 @@ __attribute__((format(printf, 3, 4))) static void stat_put(struct stat_out *o, c
     if ((size_t)vl >= sizeof(val))
         vl = (int)sizeof(val) - 1;
     size_t nname = strlen(name);
-    if (o->binary) {
-        if (text_room(&o->t, 24 + nname + (size_t)vl))
-            o->t.len += mc_bin_fmt_stat(o->t.p + o->t.len, o->opaque, name, nname, val,
-                                        (size_t)vl);
-    } else {
-        text_printf(&o->t, "STAT %s %s\r\n", name, val);
-    }
+    if (text_room(&o->t, MC_STAT_MAX(nname, (size_t)vl)))
+        o->t.len += mc_stat_fmt(o->t.p + o->t.len, o->binary, o->opaque, name, nname, val,
+                                (size_t)vl);
 }
 
 static void stats_general(struct stat_out *o, const struct view *v) {
@@ -289,7 +286,7 @@ static void stats_servers(struct stat_out *o, const struct view *v) {
 
 /* A route's label with no spaces (a stat name cannot hold one). */
 static void route_name(const struct view *v, unsigned i, char *out, size_t cap) {
-    route_label(route_set_at(v->cfg->routes, i), v->cfg, out, cap);
+    route_label(route_set_at(cl_config_routes(v->cfg), i), v->cfg, out, cap);
     for (char *p = out; *p; p++)
         if (*p == ' ' || (unsigned char)*p < 0x21)
             *p = '_';

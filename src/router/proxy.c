@@ -687,7 +687,7 @@ static enum take take_text(struct rconn *c) {
     }
     /* keyed requests and flush_all: made again from the rreq's own copy */
     unsigned nsub = req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS ? req.nkeys
-                  : req.cmd == MC_CMD_FLUSH_ALL ? c->w->cur->h->nconns : 1;
+                  : req.cmd == MC_CMD_FLUSH_ALL ? cl_handle_servers(c->w->cur->h) : 1;
     if (nsub == 0 && req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS) {
         answer_local(c, RP_TEXT, MSG_SERVE_END, MSG_SERVE_END_LEN);    /* "gat 10" */
         return TAKEN;
@@ -860,7 +860,7 @@ static enum take take_bin(struct rconn *c) {
         return TAKEN;
     }
     bool flush = probe.op == MSG_FLUSH_ALL;
-    unsigned nsub = flush ? c->w->cur->h->nconns : 1;
+    unsigned nsub = flush ? cl_handle_servers(c->w->cur->h) : 1;
     struct rreq *r = rreq_new(c, RP_BIN, p, total, nsub, 0);
     if (r == NULL) {
         char e[MC_BIN_ERROR_MAX];

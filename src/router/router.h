@@ -31,7 +31,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "client/client_int.h"
+#include "client/route.h"
+#include "client/route_api.h"
+#include "core/clock.h"
 #include "core/httpd.h"
 #include "net/listener.h"
 #include "net/worker.h"

@@ -105,7 +105,7 @@ static void worker_tick(struct net_worker *nw) {
         if (rh->inflight == 0) {
             pthread_mutex_lock(&w->lock);
             *pp = rh->older;
-            w->failovers_gone += cl_count_get(&rh->h->failovers);
+            w->failovers_gone += cl_handle_failovers(rh->h);
             pthread_mutex_unlock(&w->lock);
             handle_free(w, rh);
         } else {

@@ -248,13 +248,6 @@ static void bin_arith(struct conn *c, struct mc_bin_req *r) {
     }
 }
 
-static void bin_stat_emit(struct stat_sink *k, const char *name, const char *val) {
-    size_t nn = strlen(name), nv = strlen(val);
-    char *p = out_reserve(&k->c->net.out, MC_BIN_HDR_LEN + nn + nv);
-    if (p != NULL)
-        out_commit(&k->c->net.out, p, mc_bin_fmt_stat(p, k->opaque, name, nn, val, nv));
-}
-
 static bool has_prefix(const struct mc_span *s, const char *lit) {
     size_t n = strlen(lit);
     return s->len >= n && memcmp(s->p, lit, n) == 0;
@@ -266,7 +259,7 @@ static bool has_prefix(const struct mc_span *s, const char *lit) {
  * others; an unknown group is "Not found" with no terminator.
  */
 static void bin_stat(struct conn *c, struct mc_bin_req *r) {
-    struct stat_sink k = {.emit = bin_stat_emit, .c = c, .binary = true, .opaque = r->opaque};
+    struct stat_sink k = {.emit = stats_emit, .c = c, .binary = true, .opaque = r->opaque};
     const char *sub = r->key.p;
     size_t len = r->key.len;
     if (has_prefix(&r->key, "settings")) {
@@ -275,7 +268,7 @@ static void bin_stat(struct conn *c, struct mc_bin_req *r) {
         len = 5;
     } else if (has_prefix(&r->key, "detail")) {
         /* FIXME: per-prefix detail stats are not collected yet. */
-        bin_stat_emit(&k, "", "");     /* just the terminator */
+        stats_emit(&k, "", "");     /* just the terminator */
         return;
     }
     if (stats_run(c, &k, sub, len) == STATS_UNKNOWN) {

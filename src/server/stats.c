@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "protocol/mc_stat.h"
 #include "server/conn.h"
 #include "server/ctx.h"
 #include "server/detail.h"
@@ -529,8 +530,12 @@ static void stats_conns(struct conn *c, struct stat_sink *o) {
 }
 
 
-static void text_emit(struct stat_sink *k, const char *name, const char *val) {
-    out_printf(&k->c->net.out, "STAT %s %s\r\n", name, val);
+/* A line of either protocol onto the asking connection (protocol/mc_stat.h). */
+void stats_emit(struct stat_sink *k, const char *name, const char *val) {
+    size_t nn = strlen(name), nv = strlen(val);
+    char *p = out_reserve(&k->c->net.out, MC_STAT_MAX(nn, nv));
+    if (p != NULL)
+        out_commit(&k->c->net.out, p, mc_stat_fmt(p, k->binary, k->opaque, name, nn, val, nv));
 }
 
 /*
@@ -612,7 +617,7 @@ enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub,
 }
 
 void stats_text(struct conn *c, struct mc_req *req) {
-    struct stat_sink k = {.emit = text_emit, .c = c};
+    struct stat_sink k = {.emit = stats_emit, .c = c};
     const char *sub = req->ntokens > 1 ? req->tok[1].p : "";
     size_t len = req->ntokens > 1 ? req->tok[1].len : 0;
     if (mc_req_word_is(req, 1, "cachedump")) {

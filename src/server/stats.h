@@ -86,6 +86,8 @@ enum stats_group { STATS_LINES, STATS_RESET, STATS_NOEND, STATS_UNKNOWN };
 bool stats_sizes_start(struct server *s);
 /* The lines of `stats <sub>` (len bytes) into k; says what kind of answer it was. */
 enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub, size_t len);
+/* The emit of a sink that answers on its connection, text or binary (k->binary, k->opaque). */
+void stats_emit(struct stat_sink *k, const char *name, const char *val);
 /* The text protocol's `stats ...` request, answered on c's output. */
 void stats_text(struct conn *c, struct mc_req *req);
 /* Every worker's counters added into out (zeroed by the caller). */
