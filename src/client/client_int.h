@@ -105,6 +105,9 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
    refused); its end; a server list's pools and routes into it (< 0 and err
    when refused). */
 struct cellar_config *cl_config_new(const struct cellar_options *opt, char *err, size_t errlen);
+/* A configuration error's words into err (errlen bytes; none when 0). */
+void cl_config_say(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void cl_config_free(struct cellar_config *cfg);
 int cl_config_list(struct cellar_config *cfg, const char *text, const struct cellar_options *opt,
                    char *err, size_t errlen);

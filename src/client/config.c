@@ -46,7 +46,7 @@ static const struct cl_defaults defaults = {
     .lease_retry_ms = 10, .lease_wait_ms = 1000,
 };
 
-static void say(char *err, size_t errlen, const char *fmt, ...) {
+void cl_config_say(char *err, size_t errlen, const char *fmt, ...) {
     if (errlen == 0)
         return;
     va_list ap;
@@ -91,7 +91,7 @@ static int resolve(struct cl_server *s, char *err, size_t errlen) {
     if (s->port == 0) {
         struct sockaddr_un *un = (struct sockaddr_un *)&s->addr;
         if (strlen(s->host) >= sizeof(un->sun_path)) {
-            say(err, errlen, "server \"%s\": socket path too long", s->name);
+            cl_config_say(err, errlen, "server \"%s\": socket path too long", s->name);
             return -1;
         }
         un->sun_family = AF_UNIX;
@@ -105,7 +105,7 @@ static int resolve(struct cl_server *s, char *err, size_t errlen) {
     struct addrinfo *ai = NULL;
     int rc = getaddrinfo(s->host, port, &hints, &ai);
     if (rc != 0 || ai == NULL) {
-        say(err, errlen, "server \"%s\": cannot resolve \"%s\": %s", s->name, s->host,
+        cl_config_say(err, errlen, "server \"%s\": cannot resolve \"%s\": %s", s->name, s->host,
             gai_strerror(rc));
         return -1;
     }
@@ -123,7 +123,7 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
                         size_t errlen) {
     s->name = strndup(p, (size_t)(end - p));
     if (s->name == NULL) {
-        say(err, errlen, "out of memory");
+        cl_config_say(err, errlen, "out of memory");
         return -1;
     }
     s->weight = 1;
@@ -139,7 +139,7 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
         host = p + 1;
         host_end = memchr(host, ']', (size_t)(end - host));
         if (host_end == NULL || host_end == host) {
-            say(err, errlen, "server \"%s\": unterminated [address]", s->name);
+            cl_config_say(err, errlen, "server \"%s\": unterminated [address]", s->name);
             return -1;
         }
         rest = host_end + 1;
@@ -153,30 +153,30 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
             }
         }
         if (colons > 2) {
-            say(err, errlen, "server \"%s\": IPv6 addresses go in brackets: [addr]:port",
+            cl_config_say(err, errlen, "server \"%s\": IPv6 addresses go in brackets: [addr]:port",
                 s->name);
             return -1;
         }
         rest = host_end;
         if (host_end == host) {
-            say(err, errlen, "server \"%s\": no host", s->name);
+            cl_config_say(err, errlen, "server \"%s\": no host", s->name);
             return -1;
         }
     }
     unsigned long port = DEFAULT_PORT, weight = 1;
     if (rest < end) {
         if (*rest != ':') {
-            say(err, errlen, "server \"%s\": expected ':' after the host", s->name);
+            cl_config_say(err, errlen, "server \"%s\": expected ':' after the host", s->name);
             return -1;
         }
         const char *q = rest + 1, *colon = memchr(q, ':', (size_t)(end - q));
         const char *port_end = colon ? colon : end;
         if (!read_num(q, port_end, 1, 65535, &port)) {
-            say(err, errlen, "server \"%s\": bad port (IPv6 addresses go in brackets)", s->name);
+            cl_config_say(err, errlen, "server \"%s\": bad port (IPv6 addresses go in brackets)", s->name);
             return -1;
         }
         if (colon && !read_num(colon + 1, end, 1, UINT32_MAX, &weight)) {
-            say(err, errlen, "server \"%s\": bad weight", s->name);
+            cl_config_say(err, errlen, "server \"%s\": bad weight", s->name);
             return -1;
         }
     }
@@ -215,7 +215,7 @@ static int pool_settings(struct cl_pool *pl, const struct cellar_options *opt, c
     const char *proto = opt->protocol ? opt->protocol : defaults.protocol;
     pl->wire = msg_wire_find(proto);
     if (pl->wire == NULL) {
-        say(err, errlen, "pool \"%s\": unknown protocol \"%s\" (meta, text, binary)", pl->name,
+        cl_config_say(err, errlen, "pool \"%s\": unknown protocol \"%s\" (meta, text, binary)", pl->name,
             proto);
         return -1;
     }
@@ -237,7 +237,7 @@ static int window_settings(struct cellar_config *cfg, const struct cellar_option
     cfg->window_max = pick(opt->window_max, defaults.window_max);
     cfg->window_init = pick(opt->window_init, defaults.window_init);
     if (cfg->window_min > cfg->window_max) {
-        say(err, errlen, "window_min %d is above window_max %d", cfg->window_min,
+        cl_config_say(err, errlen, "window_min %d is above window_max %d", cfg->window_min,
             cfg->window_max);
         return -1;
     }
@@ -246,7 +246,7 @@ static int window_settings(struct cellar_config *cfg, const struct cellar_option
     if (cfg->window_init > cfg->window_max)
         cfg->window_init = cfg->window_max;
     if (opt->window_bytes < -1) {
-        say(err, errlen, "window_bytes %d: a size, 0 for the default or -1 for none",
+        cl_config_say(err, errlen, "window_bytes %d: a size, 0 for the default or -1 for none",
             opt->window_bytes);
         return -1;
     }
@@ -259,7 +259,7 @@ static int build_ring(struct cellar_config *cfg, struct cl_pool *pl, const char 
                       char *err, size_t errlen) {
     struct ring_server *rs = calloc(pl->n, sizeof(*rs));
     if (rs == NULL) {
-        say(err, errlen, "out of memory");
+        cl_config_say(err, errlen, "out of memory");
         return -1;
     }
     for (unsigned i = 0; i < pl->n; i++) {
@@ -270,7 +270,7 @@ static int build_ring(struct cellar_config *cfg, struct cl_pool *pl, const char 
     pl->ring = ring_create(kind, rs, pl->n, &why);
     free(rs);
     if (pl->ring == NULL) {
-        say(err, errlen, "pool \"%s\": hash \"%s\": %s", pl->name, kind, why ? why : "failed");
+        cl_config_say(err, errlen, "pool \"%s\": hash \"%s\": %s", pl->name, kind, why ? why : "failed");
         return -1;
     }
     return 0;
@@ -287,11 +287,11 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
                        const char *const *entries, unsigned n,
                        const struct cellar_options *opt, char *err, size_t errlen) {
     if (n == 0) {
-        say(err, errlen, "pool \"%s\": no servers", name);
+        cl_config_say(err, errlen, "pool \"%s\": no servers", name);
         return -1;
     }
     if (cl_config_find_pool(cfg, name) >= 0) {
-        say(err, errlen, "pool \"%s\" defined twice", name);
+        cl_config_say(err, errlen, "pool \"%s\" defined twice", name);
         return -1;
     }
     struct cl_server *sv = realloc(cfg->servers, (cfg->nservers + n) * sizeof(*sv));
@@ -320,7 +320,7 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
         return -1;
     return (int)idx;
 nomem:
-    say(err, errlen, "out of memory");
+    cl_config_say(err, errlen, "out of memory");
     return -1;
 }
 
@@ -330,7 +330,7 @@ struct cellar_config *cl_config_new(const struct cellar_options *opt, char *err,
     struct cellar_config *cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL || (cfg->routes = route_set_create()) == NULL) {
         free(cfg);
-        say(err, errlen, "out of memory");
+        cl_config_say(err, errlen, "out of memory");
         return NULL;
     }
     atomic_init(&cfg->refs, 1);
@@ -339,7 +339,7 @@ struct cellar_config *cl_config_new(const struct cellar_options *opt, char *err,
         return NULL;
     }
     if (opt->io != NULL && strcmp(opt->io, "uring") != 0 && strcmp(opt->io, "epoll") != 0) {
-        say(err, errlen, "io \"%s\": epoll or uring", opt->io);
+        cl_config_say(err, errlen, "io \"%s\": epoll or uring", opt->io);
         cl_config_free(cfg);
         return NULL;
     }
@@ -377,7 +377,7 @@ int cl_config_list(struct cellar_config *cfg, const char *text,
         p = e;
     }
     if (n == 0) {
-        say(err, errlen, "no servers");
+        cl_config_say(err, errlen, "no servers");
         goto out;
     }
     if (cl_config_add_pool(cfg, "default", (const char *const *)entries, n, opt, err, errlen) < 0)

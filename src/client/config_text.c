@@ -7,24 +7,12 @@
 #include "cellar.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client_int.h"
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void say(char *err, size_t errlen, const char *fmt, ...) {
-    if (errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static bool looks_json(const char *text) {
     while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
@@ -41,7 +29,7 @@ int cellar_config_parse(struct cellar_config **out, const char *text,
     if (opt == NULL)
         opt = &none;
     if (text == NULL) {
-        say(err, errlen, "no configuration");
+        cl_config_say(err, errlen, "no configuration");
         return CELLAR_ECONFIG;
     }
     struct cellar_config *cfg = cl_config_new(opt, err, errlen);
@@ -51,7 +39,7 @@ int cellar_config_parse(struct cellar_config **out, const char *text,
                               : cl_config_list(cfg, text, opt, err, errlen);
     if (rc < 0 || cfg->root == NULL) {
         if (errlen && err[0] == '\0')
-            say(err, errlen, "out of memory");
+            cl_config_say(err, errlen, "out of memory");
         cl_config_free(cfg);
         return CELLAR_ECONFIG;
     }
@@ -64,7 +52,7 @@ int cellar_config_load(struct cellar_config **out, const char *path,
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        say(err, errlen, "%s: %s", path, strerror(errno));
+        cl_config_say(err, errlen, "%s: %s", path, strerror(errno));
         return CELLAR_ECONFIG;
     }
     char *text = NULL;
@@ -80,7 +68,7 @@ int cellar_config_load(struct cellar_config **out, const char *path,
         fclose(m);
     if (bad) {
         free(text);
-        say(err, errlen, "%s: cannot read", path);
+        cl_config_say(err, errlen, "%s: cannot read", path);
         return CELLAR_ECONFIG;
     }
     int rc = cellar_config_parse(out, text, opt, err, errlen);

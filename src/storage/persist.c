@@ -544,7 +544,8 @@ static bool part_load(struct reader *r, const char *p, size_t size) {
     uint64_t count = 0;
     struct rec rc;
     size_t off = PERSIST_HEAD;
-    for (; off < size && rec_at(p, size, off, &rc) != NULL; off += sizeof(rc) + rc.nkey + rc.nbytes) {
+    for (; off < size && rec_at(p, size, off, &rc) != NULL;
+         off += sizeof(rc) + rc.nkey + rc.nbytes) {
         count++;
         if (rc.exptime != 0 && rc.exptime <= now)
             continue;       /* expired while stopped */
