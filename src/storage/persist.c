@@ -31,6 +31,7 @@ static const char file_magic[8] = {'C', 'E', 'L', 'L', 'A', 'R', 'M', 'F'};
 #define PERSIST_HEAD 16
 #define PERSIST_BLOCK (1u << 20)
 #define PERSIST_SEED 0x63656c6c61726d66ull      /* "cellarmf" */
+#define PERSIST_HASHPOWER_MAX 28                /* the most a save asks the next start for */
 
 /* The item's state bits in a record (their own values, not item.h's). */
 enum {
@@ -277,8 +278,9 @@ bool persist_save(struct engine *e, const char *path, unsigned nparts, uint64_t 
         m.items += w[i].items;
     }
     snprintf(m.storage, sizeof(m.storage), "%s", e->seg != NULL ? "seg" : "slab");
-    /* a table of 2^hashpower buckets for the items (the segment index reports none) */
-    while (m.hashpower < 32 && ((uint64_t)1 << m.hashpower) < m.items)
+    /* a table of 2^hashpower buckets for the items (the segment index reports
+       none), within what a start accepts */
+    while (m.hashpower < PERSIST_HASHPOWER_MAX && ((uint64_t)1 << m.hashpower) < m.items)
         m.hashpower++;
     char text[2048];
     int len = meta_format(text, sizeof(text), &m);
@@ -372,7 +374,8 @@ static bool meta_parse(const char *text, size_t len, struct persist_meta *m) {
     if (sum != m->items || !meta_num(&p, "maxbytes", 10, &m->maxbytes) ||
         !meta_num(&p, "item_size_max", 10, &ismax) || ismax > UINT32_MAX ||
         !meta_num(&p, "use_cas", 10, &use_cas) || use_cas > 1 ||
-        !meta_num(&p, "hashpower", 10, &hp) || hp > 32 || !meta_num(&p, "cas", 10, &m->cas) ||
+        !meta_num(&p, "hashpower", 10, &hp) || hp > PERSIST_HASHPOWER_MAX ||
+        !meta_num(&p, "cas", 10, &m->cas) ||
         !meta_num(&p, "saved", 10, &saved) || saved > INT64_MAX)
         return false;
     m->item_size_max = (uint32_t)ismax;
