@@ -65,7 +65,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s host:port[,host:port...] n\n", argv[0]);
         return 2;
     }
-    int n = atoi(argv[2]);
+    char *end;
+    unsigned long count = strtoul(argv[2], &end, 10);
+    if (*end != '\0' || count < 1 || count > 10000000) {
+        fprintf(stderr, "n: 1 to 10000000\n");
+        return 2;
+    }
+    int n = (int)count;
     char err[256];
     struct cellar_config *cfg;
     /* a window as large as the batch: every get may be out at once */
@@ -96,7 +102,7 @@ int main(int argc, char **argv) {
     }
     loop(ep, h);
 
-    struct job *jobs = calloc((size_t)n, sizeof(*jobs));
+    struct job *jobs = calloc(count, sizeof(*jobs));
     int answered = 0, wrong = 0;
     for (int i = 0; i < n && jobs != NULL; i++) {
         jobs[i] = (struct job){i, &answered, &wrong};
