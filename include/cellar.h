@@ -476,6 +476,37 @@ CELLAR_API int cellar_server_stats(struct cellar *h, unsigned i, const char *gro
                                    void *arg);
 
 /* ---------------------------------------------------------------------- */
+/* Handles for threads that come and go                                     */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A set of handles over one configuration that threads borrow and give
+ * back (libmemcachedutil's memcached_pool), for programs whose threads do
+ * not live long enough to own a handle each: a handle keeps its
+ * connections open between borrowers.  At most max handles are made, on
+ * demand.  A borrowed handle is the borrower's alone until it is given
+ * back (the rule of every handle: one thread at a time); give it back with
+ * nothing in flight (cellar_pending() == 0).  The set's calls may come
+ * from any thread.
+ */
+struct cellar_handles;
+
+/* CELLAR_OK, CELLAR_EINVAL (max 0), CELLAR_ENOMEM.  The set takes its own reference on cfg. */
+CELLAR_API int cellar_handles_create(struct cellar_handles **out, struct cellar_config *cfg,
+                                     unsigned max);
+/*
+ * Lends a handle: an idle one, or a new one while fewer than max exist;
+ * else waits up to wait_ms (0: not at all, -1: for ever) for one to be
+ * given back.  CELLAR_OK with *h, CELLAR_ETIMEDOUT when none came in
+ * time, CELLAR_ENOMEM.
+ */
+CELLAR_API int cellar_handles_take(struct cellar_handles *p, int wait_ms, struct cellar **h);
+/* Gives a handle back (and sets *h to NULL); CELLAR_EINVAL if it is not the set's. */
+CELLAR_API int cellar_handles_give(struct cellar_handles *p, struct cellar **h);
+/* Destroys the set and its handles; every handle must have been given back.  NULL-safe. */
+CELLAR_API void cellar_handles_destroy(struct cellar_handles **p);
+
+/* ---------------------------------------------------------------------- */
 /* The asynchronous face                                                    */
 /* ---------------------------------------------------------------------- */
 

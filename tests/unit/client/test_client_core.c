@@ -2178,4 +2178,100 @@ ETEST(async_ten_thousand_in_flight) {
     free(keys);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Handles for threads that come and go (handles.c)                        */
+/* ---------------------------------------------------------------------- */
+
+struct borrower {
+    struct cellar_handles *set;
+    int id, ok, wrong, timeouts;
+    struct cellar *seen[64];            /* the distinct handles this thread was lent */
+    int nseen;
+};
+
+static void *borrow_loop(void *arg) {
+    struct borrower *b = arg;
+    char k[32], v[32];
+    for (int i = 0; i < 100; i++) {
+        struct cellar *h;
+        if (cellar_handles_take(b->set, 5000, &h) != CELLAR_OK) {
+            b->timeouts++;
+            continue;
+        }
+        bool known = false;
+        for (int j = 0; j < b->nseen; j++)
+            known = known || b->seen[j] == h;
+        if (!known && b->nseen < 64)
+            b->seen[b->nseen++] = h;
+        snprintf(k, sizeof(k), "t%d:%d", b->id, i);
+        snprintf(v, sizeof(v), "v%d", i);
+        struct cellar_item it = {0};
+        if (cellar_set(h, k, strlen(k), v, strlen(v), 0, 0) == CELLAR_OK &&
+            cellar_get(h, k, strlen(k), &it) == CELLAR_OK && it.nvalue == strlen(v) &&
+            memcmp(it.value, v, it.nvalue) == 0)
+            b->ok++;
+        else
+            b->wrong++;
+        cellar_item_clear(&it);
+        if (cellar_handles_give(b->set, &h) != CELLAR_OK || h != NULL)
+            b->wrong++;
+    }
+    return NULL;
+}
+
+/* 8 threads, 3 handles: every call answered, never more than 3 made, each lent to one at a time. */
+ETEST(handle_set_lends_at_most_max) {
+    struct cellar_options opt = {.server_timeout_ms = 2000};
+    ASSERT_EQ(env_list(e, 2, &opt), CELLAR_OK);
+    struct cellar_handles *set = NULL;
+    ASSERT_EQ(cellar_handles_create(&set, e->cfg, 0), CELLAR_EINVAL);
+    ASSERT_EQ(cellar_handles_create(&set, e->cfg, 3), CELLAR_OK);
+    struct borrower b[8];
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) {
+        b[i] = (struct borrower){.set = set, .id = i};
+        ASSERT_EQ(pthread_create(&t[i], NULL, borrow_loop, &b[i]), 0);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    struct cellar *all[24];
+    int nall = 0;
+    for (int i = 0; i < 8; i++) {
+        ASSERT_EQ(b[i].ok, 100);
+        ASSERT_EQ(b[i].wrong, 0);
+        ASSERT_EQ(b[i].timeouts, 0);
+        for (int j = 0; j < b[i].nseen; j++) {
+            bool known = false;
+            for (int k = 0; k < nall; k++)
+                known = known || all[k] == b[i].seen[j];
+            if (!known && nall < 24)
+                all[nall++] = b[i].seen[j];
+        }
+    }
+    ASSERT(nall >= 1 && nall <= 3);
+    /* all three out: the next waits, then gives up; a give wakes a waiter */
+    struct cellar *h[4] = {NULL};
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(cellar_handles_take(set, 0, &h[i]), CELLAR_OK);
+    int64_t t0 = now_ms();
+    ASSERT_EQ(cellar_handles_take(set, 50, &h[3]), CELLAR_ETIMEDOUT);
+    ASSERT(now_ms() - t0 >= 45);
+    ASSERT_EQ(cellar_handles_take(set, 0, &h[3]), CELLAR_ETIMEDOUT);
+    struct cellar *keep = h[1];
+    ASSERT_EQ(cellar_handles_give(set, &h[1]), CELLAR_OK);
+    ASSERT_EQ(cellar_handles_give(set, &keep), CELLAR_EINVAL);    /* given twice */
+    struct cellar *other = NULL;
+    ASSERT_EQ(cellar_create(&other, e->cfg), CELLAR_OK);
+    ASSERT_EQ(cellar_handles_give(set, &other), CELLAR_EINVAL);   /* not the set's */
+    cellar_destroy(&other);
+    ASSERT_EQ(cellar_handles_take(set, 1000, &h[3]), CELLAR_OK);
+    ASSERT(h[3] == keep);
+    for (int i = 0; i < 4; i++)
+        if (h[i] != NULL)
+            ASSERT_EQ(cellar_handles_give(set, &h[i]), CELLAR_OK);
+    cellar_handles_destroy(&set);
+    ASSERT(set == NULL);
+    cellar_handles_destroy(&set);
+}
+
 int main(void) { return RUN_TESTS(); }
