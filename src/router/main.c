@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/options.h"
 #include "router/router.h"
 
 /*
@@ -103,42 +104,61 @@ static void reload(struct router *rt, const char *why) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'C'},
-        {"config-file", required_argument, NULL, 'C'},
-        {"port", required_argument, NULL, 'p'},
-        {"listen", required_argument, NULL, 'l'},
-        {"unix-socket", required_argument, NULL, 's'},
-        {"unix-mask", required_argument, NULL, 'a'},
-        {"conn-limit", required_argument, NULL, 'c'},
-        {"listen-backlog", required_argument, NULL, 'b'},
-        {"threads", required_argument, NULL, 't'},
-        {"io", required_argument, NULL, 'I'},
-        {"pidfile", required_argument, NULL, 'P'},
-        {"metrics", required_argument, NULL, 'M'},
-        {"async-dir", required_argument, NULL, 'D'},
-        {"async-max-bytes", required_argument, NULL, 'X'},
-        {"client-max-bytes", required_argument, NULL, 'B'},
-        {"client-hard-max-bytes", required_argument, NULL, 'H'},
-        {"client-output-timeout", required_argument, NULL, 'T'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    /* the options: a short form and a long one, or a long one alone (core/options.h) */
+    static const struct {
+        int key;
+        const char *name;
+        int has_arg;
+    } opts[] = {
+        {'C' | OPTIONS_LONG_ONLY, "config", required_argument},
+        {'F' | OPTIONS_LONG_ONLY, "config-file", required_argument},
+        {'p', "port", required_argument},
+        {'l', "listen", required_argument},
+        {'s', "unix-socket", required_argument},
+        {'a', "unix-mask", required_argument},
+        {'c', "conn-limit", required_argument},
+        {'b', "listen-backlog", required_argument},
+        {'t', "threads", required_argument},
+        {'o', NULL, required_argument},
+        {'I' | OPTIONS_LONG_ONLY, "io", required_argument},
+        {'P', "pidfile", required_argument},
+        {'M' | OPTIONS_LONG_ONLY, "metrics", required_argument},
+        {'D' | OPTIONS_LONG_ONLY, "async-dir", required_argument},
+        {'X' | OPTIONS_LONG_ONLY, "async-max-bytes", required_argument},
+        {'B' | OPTIONS_LONG_ONLY, "client-max-bytes", required_argument},
+        {'H' | OPTIONS_LONG_ONLY, "client-hard-max-bytes", required_argument},
+        {'T' | OPTIONS_LONG_ONLY, "client-output-timeout", required_argument},
+        {'v', "verbose", no_argument},
+        {'V', "version", no_argument},
+        {'h', "help", no_argument},
     };
+    static struct options_getopt g;
+    options_getopt_init(&g, "cellar-router");
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+        options_getopt_add(&g, opts[i].key, opts[i].name, opts[i].has_arg, opts[i].has_arg);
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto";
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "p:l:s:a:c:b:t:o:P:vVh", longopts, NULL)) != -1) {
+    char *optarg_;
+    while ((ch = options_getopt_next(&g, argc, argv, &optarg_)) != -1) {
+        if (ch == '?' || ch == ':') {
+            options_getopt_complain(&g, stderr, ch, argv);
+            usage(stderr);
+            return 64;
+        }
+        ch &= ~OPTIONS_LONG_ONLY;           /* the long-only keys carry their letter */
+        char *optarg = optarg_;
         char *end = NULL;
         bool numeric = optarg != NULL && strchr("pacbt", ch) != NULL;
         long v = numeric ? strtol(optarg, &end, ch == 'a' ? 8 : 10) : 0;
         bool bad = numeric && (end == optarg || *end != '\0');
+        uint64_t u = 0;
         switch (ch) {
-        case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
+        case 'C':
+        case 'F': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
         case 's': socketpath = optarg; break;
@@ -155,17 +175,17 @@ int main(int argc, char **argv) {
         case 'M': metrics = optarg; break;
         case 'D': async_dir = optarg; break;
         case 'X':
-            async_max = strtoull(optarg, &end, 10);
-            bad = end == optarg || *end != '\0' || async_max < 1024 || optarg[0] == '-';
+            bad = !options_strtou64(optarg, &u) || u < 1024;
+            async_max = u;
             break;
         case 'B':
         case 'H':
         case 'T': {
             unsigned long long *to = ch == 'B' ? &client_max : ch == 'H' ? &client_hard
                                                                          : &output_timeout;
-            *to = strtoull(optarg, &end, 10);
-            bad = end == optarg || *end != '\0' || optarg[0] == '-' ||
-                  (ch != 'T' && *to < 1024) || (ch == 'T' && *to > 86400);
+            bad = !options_strtou64(optarg, &u) || (ch != 'T' && u < 1024) ||
+                  (ch == 'T' && u > 86400);
+            *to = u;
             break;
         }
         case 'v': verbose++; break;
@@ -190,7 +210,7 @@ int main(int argc, char **argv) {
             return 64;
         }
     }
-    if (config == NULL || optind < argc) {
+    if (config == NULL || optind < argc) {       /* (options_getopt_next() runs getopt_long) */
         fprintf(stderr, "cellar-router: %s\n",
                 config == NULL ? "--config FILE is required" : "unexpected arguments");
         usage(stderr);
