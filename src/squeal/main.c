@@ -57,6 +57,7 @@
 
 #include "cellar.h"
 #include "core/clock.h"
+#include "core/options.h"
 #include "squeal/cluster.h"
 #include "squeal/metrics.h"
 #include "squeal/pgout.h"
@@ -1124,25 +1125,33 @@ static int follow(struct squeal *s) {
 }
 
 int main(int argc, char **argv) {
-    static const struct option longopts[] = {
-        {"dsn", required_argument, NULL, 'd'},
-        {"cluster", required_argument, NULL, 'c'},
-        {"slot", required_argument, NULL, 's'},
-        {"create-slot", no_argument, NULL, 'C'},
-        {"publication", required_argument, NULL, 'P'},
-        {"prefix", required_argument, NULL, 'x'},
-        {"async-dir", required_argument, NULL, 'A'},
-        {"async-max-bytes", required_argument, NULL, 'B'},
-        {"metrics", required_argument, NULL, 'M'},
-        {"batch", required_argument, NULL, 'b'},
-        {"report", required_argument, NULL, 'r'},
-        {"on-lost-slot", required_argument, NULL, 'L'},
-        {"markers", no_argument, NULL, 'm'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    /* every option long, but -v, -V and -h (core/options.h) */
+    static const struct {
+        int key;
+        const char *name;
+        int has_arg;
+    } opts[] = {
+        {'d' | OPTIONS_LONG_ONLY, "dsn", required_argument},
+        {'c' | OPTIONS_LONG_ONLY, "cluster", required_argument},
+        {'s' | OPTIONS_LONG_ONLY, "slot", required_argument},
+        {'C' | OPTIONS_LONG_ONLY, "create-slot", no_argument},
+        {'P' | OPTIONS_LONG_ONLY, "publication", required_argument},
+        {'x' | OPTIONS_LONG_ONLY, "prefix", required_argument},
+        {'A' | OPTIONS_LONG_ONLY, "async-dir", required_argument},
+        {'B' | OPTIONS_LONG_ONLY, "async-max-bytes", required_argument},
+        {'M' | OPTIONS_LONG_ONLY, "metrics", required_argument},
+        {'b' | OPTIONS_LONG_ONLY, "batch", required_argument},
+        {'r' | OPTIONS_LONG_ONLY, "report", required_argument},
+        {'L' | OPTIONS_LONG_ONLY, "on-lost-slot", required_argument},
+        {'m' | OPTIONS_LONG_ONLY, "markers", no_argument},
+        {'v', "verbose", no_argument},
+        {'V', "version", no_argument},
+        {'h', "help", no_argument},
     };
+    static struct options_getopt g;
+    options_getopt_init(&g, "cellar-squeal");
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+        options_getopt_add(&g, opts[i].key, opts[i].name, opts[i].has_arg, opts[i].has_arg);
     static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX, .on_lost = LOST_FAIL,
                               .slot = "cellar_squeal", .pub = "cellar_squeal", .wake_fd = -1};
     static struct metrics metrics = {NULL};
@@ -1152,8 +1161,11 @@ int main(int argc, char **argv) {
     uint64_t async_max = 0;
     int ch, status = 1;
     pthread_mutex_init(&s.lat_lock, NULL);
-    while ((ch = getopt_long(argc, argv, "vVh", longopts, NULL)) != -1) {
-        switch (ch) {
+    char *optarg;
+    while ((ch = options_getopt_next(&g, argc, argv, &optarg)) != -1) {
+        if (ch == '?' || ch == ':')
+            options_getopt_complain(&g, stderr, ch, argv);
+        switch (ch & ~OPTIONS_LONG_ONLY) {
         case 'd': s.dsn = optarg; break;
         case 'c':
             if (ncluster_args == CLUSTERS_MAX) {
