@@ -122,6 +122,13 @@ bool options_getopt_add(struct options_getopt *g, int key, const char *name, int
     return true;
 }
 
+bool options_getopt_table(struct options_getopt *g, const struct option *longs) {
+    for (; longs->name != NULL; longs++)
+        if (!options_getopt_add(g, longs->val, longs->name, longs->has_arg, longs->has_arg))
+            return false;
+    return true;
+}
+
 int options_getopt_next(struct options_getopt *g, int argc, char **argv, char **arg) {
     if (!g->started) {
         g->shortopts[g->ns] = '\0';

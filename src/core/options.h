@@ -96,6 +96,13 @@ bool options_getopt_add(struct options_getopt *g, int key, const char *name, int
                         int long_has_arg);
 
 /*
+ * Adds every row of a getopt_long() table (up to its all-zero row): a long
+ * form each, and a short one for a val below OPTIONS_LONG_ONLY.  Returns
+ * false when the table is full.
+ */
+bool options_getopt_table(struct options_getopt *g, const struct option *longs);
+
+/*
  * The next option, as getopt_long() returns it: its key, -1 at the end,
  * '?' for an unknown option or one given an argument it does not take,
  * ':' for a missing argument.  *arg is its argument, or NULL.  The first

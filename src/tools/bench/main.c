@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/options.h"
 #include "tools/bench/bench.h"
 
 static void usage(FILE *f) {
@@ -159,7 +160,13 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg) {
     };
     int o;
     bool have_duration = false;
-    while ((o = getopt_long(argc, argv, "s:p:P:t:c:d:D:n:w:r:m:k:v:h", long_opts, NULL)) != -1) {
+    static struct options_getopt g;
+    char *arg;
+    options_getopt_init(&g, "cellar-bench");
+    options_getopt_table(&g, long_opts);
+    while ((o = options_getopt_next(&g, argc, argv, &arg)) != -1) {
+        if (o == '?' || o == ':')
+            options_getopt_complain(&g, stderr, o, argv);
         switch (o) {
         case 's': cfg->host = optarg; break;
         case 'p': cfg->port = optarg; break;

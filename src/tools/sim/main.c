@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/options.h"
 #include "storage/evict.h"
 #include "tools/sim/opt.h"
 #include "tools/sim/replay.h"
@@ -233,8 +234,14 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     int rc, c;
     if ((rc = parse_policies(o, "all")) != 0 || (rc = parse_sizes(o, "0.001,0.01,0.1")) != 0)
         return rc;
-    while ((c = getopt_long(argc, argv, "t:F:g:s:p:c:bj:qlh", longs, NULL)) != -1) {
+    static struct options_getopt g;
+    char *arg;
+    options_getopt_init(&g, "cellar-sim");
+    options_getopt_table(&g, longs);
+    while ((c = options_getopt_next(&g, argc, argv, &arg)) != -1) {
         double v;
+        if (c == '?' || c == ':')
+            options_getopt_complain(&g, stderr, c, argv);
         switch (c) {
         case 't': o->trace = optarg; break;
         case 'F': o->format = optarg; break;

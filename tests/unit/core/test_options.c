@@ -350,6 +350,37 @@ TEST(getopt_from_table) {
     ASSERT_STR(RUN("--daemon=1"), "[?] prog: option '--daemon' doesn't allow an argument\n");
 }
 
+/* A getopt_long() table taken whole: long forms, and short ones below OPTIONS_LONG_ONLY. */
+TEST(getopt_from_a_getopt_long_table) {
+    static const struct option longs[] = {
+        {"port", required_argument, 0, 'p'},
+        {"quiet", no_argument, 0, 'q'},
+        {"stall", required_argument, 0, OPTIONS_LONG_ONLY + 1},
+        {0, 0, 0, 0},
+    };
+    struct options_getopt g;
+    options_getopt_init(&g, "prog");
+    ASSERT(options_getopt_table(&g, longs));
+    char *argv[] = {"prog", "-p", "7", "--quiet", "--stall=3", "-q", NULL};
+    int c, n = 0, keys[8];
+    char *arg, *args[8];
+    while ((c = options_getopt_next(&g, 6, argv, &arg)) != -1 && n < 8) {
+        keys[n] = c;
+        args[n++] = arg;
+    }
+    ASSERT_EQ(n, 4);
+    ASSERT_EQ(keys[0], 'p');
+    ASSERT_STR(args[0], "7");
+    ASSERT_EQ(keys[1], 'q');
+    ASSERT_EQ(keys[2], OPTIONS_LONG_ONLY + 1);
+    ASSERT_STR(args[2], "3");
+    ASSERT_EQ(keys[3], 'q');
+    char *bad[] = {"prog", "-s", NULL};         /* a long-only key has no short form */
+    options_getopt_init(&g, "prog");
+    options_getopt_table(&g, longs);
+    ASSERT_EQ(options_getopt_next(&g, 2, bad, &arg), '?');
+}
+
 TEST(getopt_table_full) {
     struct options_getopt g;
     options_getopt_init(&g, NULL);
