@@ -194,7 +194,13 @@ CELLAR_API void cellar_destroy(struct cellar **h);
  */
 CELLAR_API void cellar_poll(struct cellar *h, int timeout_ms);
 
-/* Which server (index into the configuration) key goes to in the first pool. */
+/*
+ * Which server (index into the configuration) a get of key goes to first,
+ * following the configuration's routes (the key's server of a pool, the
+ * first child of a failover, the child a selector picks for a get, ...).
+ * CELLAR_EINVAL for a key memcache cannot carry, CELLAR_ENOTSUP when the
+ * routes send it nowhere (NullRoute).
+ */
 CELLAR_API int cellar_server_of(struct cellar *h, const char *key, size_t nkey);
 
 /* Is server i marked down (TKO) in this handle's view? */

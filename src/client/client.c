@@ -297,9 +297,10 @@ void cellar_poll(struct cellar *h, int timeout_ms) {
 }
 
 int cellar_server_of(struct cellar *h, const char *key, size_t nkey) {
-    if (h->cfg->npools == 0 || !msg_key_ok((struct mc_span){key, nkey}))
+    if (!msg_key_ok((struct mc_span){key, nkey}))
         return CELLAR_EINVAL;
-    return (int)cl_pool_pick(h->cfg, 0, key, nkey);
+    int s = route_server_of(h->cfg->root, h->cfg, key, nkey);
+    return s >= 0 ? s : CELLAR_ENOTSUP;
 }
 
 int cellar_server_down(const struct cellar *h, unsigned i) {

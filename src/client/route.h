@@ -29,6 +29,7 @@
 #include "protocol/msg.h"
 
 struct cellar;
+struct cellar_config;
 struct cl_req;
 
 enum route_kind {
@@ -52,7 +53,16 @@ struct route;
 struct route_ops {
     /* Sends q on its way; q->done is called once, now or later. */
     void (*dispatch)(const struct route *r, struct cellar *h, struct cl_req *q);
+    /*
+     * The server (an index into the configuration's servers) a get of key
+     * is sent to first, or -1 when it goes to none (NullRoute, a selector
+     * that chooses nothing): cellar_server_of().  Reads nothing but the
+     * tree and the configuration.
+     */
+    int (*server_of)(const struct route *r, const struct cellar_config *cfg, const char *key,
+                     size_t nkey);
 };
+
 
 struct route {
     enum route_kind kind;
@@ -71,6 +81,12 @@ struct route {
     struct route *dflt;         /* OPERATION_SELECTOR default_policy; PREFIX wildcard */
     char **prefixes;            /* PREFIX_SELECTOR: prefixes[i] -> children[i], longest wins */
 };
+
+/* r's ops->server_of(), or -1 for a NULL route. */
+static inline int route_server_of(const struct route *r, const struct cellar_config *cfg,
+                                  const char *key, size_t nkey) {
+    return r != NULL ? r->ops->server_of(r, cfg, key, nkey) : -1;
+}
 
 /* All the routes of one configuration: made together, freed together. */
 struct route_set;

@@ -129,4 +129,10 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         route_dispatch(r->children[i], h, &f->kids[i].q);
 }
 
-const struct route_ops route_all_ops = {all_dispatch};
+/* Every child gets it; the first is where it goes first. */
+static int all_server_of(const struct route *r, const struct cellar_config *cfg,
+                         const char *key, size_t nkey) {
+    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
+}
+
+const struct route_ops route_all_ops = {all_dispatch, all_server_of};

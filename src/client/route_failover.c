@@ -105,6 +105,19 @@ static void latest_dispatch(const struct route *r, struct cellar *h, struct cl_r
     seq_dispatch(r, h, q, n ? (unsigned)(h->cfg->host_id % n) : 0, limit < n ? limit : n);
 }
 
-const struct route_ops route_failover_ops = {failover_dispatch};
-const struct route_ops route_miss_failover_ops = {miss_failover_dispatch};
-const struct route_ops route_latest_ops = {latest_dispatch};
+/* A get tries the first child first. */
+static int first_server_of(const struct route *r, const struct cellar_config *cfg,
+                           const char *key, size_t nkey) {
+    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
+}
+
+/* The child this host reads first (latest_dispatch()'s). */
+static int latest_server_of(const struct route *r, const struct cellar_config *cfg,
+                            const char *key, size_t nkey) {
+    unsigned n = r->nchildren;
+    return route_server_of(n ? r->children[cfg->host_id % n] : NULL, cfg, key, nkey);
+}
+
+const struct route_ops route_failover_ops = {failover_dispatch, first_server_of};
+const struct route_ops route_miss_failover_ops = {miss_failover_dispatch, first_server_of};
+const struct route_ops route_latest_ops = {latest_dispatch, latest_server_of};

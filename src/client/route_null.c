@@ -23,4 +23,10 @@ static void null_dispatch(const struct route *r, struct cellar *h, struct cl_req
     cl_answer_null(q);
 }
 
-const struct route_ops route_null_ops = {null_dispatch};
+static int null_server_of(const struct route *r, const struct cellar_config *cfg,
+                          const char *key, size_t nkey) {
+    (void)r, (void)cfg, (void)key, (void)nkey;
+    return -1;
+}
+
+const struct route_ops route_null_ops = {null_dispatch, null_server_of};

@@ -29,5 +29,16 @@ static void server_dispatch(const struct route *r, struct cellar *h, struct cl_r
     leaf_submit(h, r->target, q);
 }
 
-const struct route_ops route_pool_ops = {pool_dispatch};
-const struct route_ops route_server_ops = {server_dispatch};
+static int pool_server_of(const struct route *r, const struct cellar_config *cfg,
+                          const char *key, size_t nkey) {
+    return (int)cl_pool_pick(cfg, r->target, key, nkey);
+}
+
+static int server_server_of(const struct route *r, const struct cellar_config *cfg,
+                            const char *key, size_t nkey) {
+    (void)cfg, (void)key, (void)nkey;
+    return (int)r->target;
+}
+
+const struct route_ops route_pool_ops = {pool_dispatch, pool_server_of};
+const struct route_ops route_server_ops = {server_dispatch, server_server_of};

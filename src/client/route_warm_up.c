@@ -151,4 +151,10 @@ static void warm_up_dispatch(const struct route *r, struct cellar *h, struct cl_
     route_dispatch(r->children[0], h, &w->q);
 }
 
-const struct route_ops route_warm_up_ops = {warm_up_dispatch};
+/* A get reads cold first (children[0]). */
+static int warm_up_server_of(const struct route *r, const struct cellar_config *cfg,
+                             const char *key, size_t nkey) {
+    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
+}
+
+const struct route_ops route_warm_up_ops = {warm_up_dispatch, warm_up_server_of};

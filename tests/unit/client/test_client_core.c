@@ -2274,4 +2274,30 @@ ETEST(handle_set_lends_at_most_max) {
     cellar_handles_destroy(&set);
 }
 
+/* cellar_server_of() follows the routes: a selector's pick for a get, a failover's first child. */
+ETEST(server_of_follows_the_routes) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 4, &opt), 0);
+    struct route *rs_kids[2] = {P(e, 1), P(e, 2)};
+    struct route *fo = route_failover(e->cfg->routes, rs_kids, 2, -1);
+    struct route *by_op[MSG_OP_COUNT] = {NULL};
+    by_op[MSG_GET] = P(e, 3);
+    struct route *ops = route_operation_selector(e->cfg->routes, by_op, P(e, 0));
+    struct route *null = route_null(e->cfg->routes);
+    struct route *kids[2] = {fo, null};
+    const char *pre[2] = {"a:", "none:"};
+    e->cfg->root = route_prefix_selector(e->cfg->routes, pre, kids, 2, ops);
+    struct route *warm = route_warm_up(e->cfg->routes, P(e, 2), P(e, 1), 0);
+    ASSERT(e->cfg->root != NULL && warm != NULL);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    ASSERT_EQ(cellar_server_of(e->h, K("a:x")), 1);     /* prefix -> failover's first: p1 */
+    ASSERT_EQ(cellar_server_of(e->h, K("zz")), 3);      /* wildcard -> a get's pick: p3 */
+    ASSERT_EQ(cellar_server_of(e->h, K("none:x")), CELLAR_ENOTSUP);
+    ASSERT_EQ(cellar_server_of(e->h, K("bad key")), CELLAR_EINVAL);
+    ASSERT_EQ(route_server_of(warm, e->cfg, K("k")), 2);     /* cold first */
+    /* and a get of each goes there */
+    ASSERT_EQ(cellar_set(e->h, K("zz"), "v", 1, 0, 0), CELLAR_OK);  /* a set: the default, p0 */
+    ASSERT(fake_is(e->f[0], "zz", "v"));
+}
+
 int main(void) { return RUN_TESTS(); }
