@@ -195,6 +195,21 @@ CELLAR_API void cellar_destroy(struct cellar **h);
 CELLAR_API void cellar_poll(struct cellar *h, int timeout_ms);
 
 /*
+ * The handle's most recent failure at a server: its status (0: none yet),
+ * the server (an index into the configuration), and words for it: the
+ * server's name, then the server's own words for SERVER_ERROR and
+ * CLIENT_ERROR, else cellar_strerror()'s.  Every call's result, and each
+ * key's status of a multi-get, says whether a failure happened; this says
+ * where and what.
+ */
+struct cellar_error {
+    int status;
+    int server;
+    char text[192];
+};
+CELLAR_API void cellar_last_error(const struct cellar *h, struct cellar_error *out);
+
+/*
  * Which server (index into the configuration) a get of key goes to first,
  * following the configuration's routes (the key's server of a pool, the
  * first child of a failover, the child a selector picks for a get, ...).

@@ -296,6 +296,10 @@ void cellar_poll(struct cellar *h, int timeout_ms) {
     run(h, NULL, clock_mono_ns() + (uint64_t)timeout_ms * 1000000u);
 }
 
+void cellar_last_error(const struct cellar *h, struct cellar_error *out) {
+    *out = h->last_error;
+}
+
 int cellar_server_of(struct cellar *h, const char *key, size_t nkey) {
     if (!msg_key_ok((struct mc_span){key, nkey}))
         return CELLAR_EINVAL;

@@ -346,6 +346,7 @@ struct cellar {
     bool spooled;               /* a delete spool was ever attached: its servers are
                                    looked at every SPOOL_SCAN_MS (client.c) */
     uint64_t spool_scan_ns;     /* when they are looked at next */
+    struct cellar_error last_error; /* the most recent failure at a server (conn.c) */
     /* The asynchronous face (async.c): */
     size_t async_pending;       /* submitted, callback not run yet */
     bool submitting;            /* inside cellar_submit(): answers wait in deferred */

@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -52,6 +53,17 @@ static uint64_t ms_ns(int ms) {
 }
 
 /* Hands q back to its owner, counting what the handle (and the server's counters) count. */
+/* Keeps a failure's status, server and words for cellar_last_error(). */
+static void note_error(struct cl_conn *c, int status, const struct msg_reply *r) {
+    struct cellar_error *e = &c->h->last_error;
+    e->status = status;
+    e->server = (int)(c - c->h->conns);
+    if (r != NULL && r->msg.len > 0)
+        snprintf(e->text, sizeof(e->text), "%s: %.*s", c->srv->name, (int)r->msg.len, r->msg.p);
+    else
+        snprintf(e->text, sizeof(e->text), "%s: %s", c->srv->name, cellar_strerror(status));
+}
+
 void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const struct msg_reply *r) {
     struct cellar_stats *st = &c->h->st;
     if (r && cl_op_reads(q->m.op)) {
@@ -69,6 +81,8 @@ void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const str
         st->errors++;               /* what went wrong on the way: not the caller's request */
         cl_count(&c->ctr.errors, 1);
     }
+    if (status < 0)
+        note_error(c, status, r);
     q->done(q, status, r);
 }
 

@@ -2078,11 +2078,23 @@ ETEST(async_fails_at_once_later) {
     struct cellar_options opt = {.server_timeout_ms = 200, .probe_min_ms = 60000};
     ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
     struct cellar_item it = {0};
+    struct cellar_error err;
+    cellar_last_error(e->h, &err);
+    ASSERT_EQ(err.status, 0);
     ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_OK);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "%s", e->f[0]->addr);
     fake_stop(&e->f[0]);
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_ECLOSED);
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_ECONNECT);
     ASSERT(cellar_server_down(e->h, 0));
+    /* where and what: the server, its name, the words */
+    cellar_last_error(e->h, &err);
+    ASSERT_EQ(err.status, CELLAR_ECONNECT);
+    ASSERT_EQ(err.server, 0);
+    char want[128];
+    snprintf(want, sizeof(want), "%s: %s", addr, cellar_strerror(CELLAR_ECONNECT));
+    ASSERT_STR(err.text, want);
     struct got g = {0};
     struct cellar_request rq = RQ(CELLAR_OP_GET, "k");
     ASSERT_EQ(cellar_submit(e->h, &rq, got_one, &g), CELLAR_OK);
@@ -2092,6 +2104,23 @@ ETEST(async_fails_at_once_later) {
     ASSERT_EQ(g.n, 1);
     ASSERT_EQ(g.status[0], CELLAR_EDOWN);
     ASSERT_U64(cellar_pending(e->h), 0);
+}
+
+/* A server's own words for a refusal are kept, with its name. */
+ETEST(last_error_keeps_the_servers_words) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_list(e, 1, &opt), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("word"), "abc", 3, 0, 0), CELLAR_OK);
+    uint64_t n;
+    ASSERT_EQ(cellar_incr(e->h, K("word"), 1, &n), CELLAR_ECLIENT);
+    struct cellar_error err;
+    cellar_last_error(e->h, &err);
+    ASSERT_EQ(err.status, CELLAR_ECLIENT);
+    ASSERT_EQ(err.server, 0);
+    char want[128];
+    snprintf(want, sizeof(want), "%s: cannot increment or decrement non-numeric value",
+             e->f[0]->addr);
+    ASSERT_STR(err.text, want);
 }
 
 /* Requests still in flight when the handle goes: each callback runs once, nothing leaks. */
