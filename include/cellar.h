@@ -282,6 +282,16 @@ CELLAR_API int cellar_delete(struct cellar *h, const char *key, size_t nkey);
  */
 CELLAR_API int cellar_mdelete(struct cellar *h, const char *const *keys, const size_t *nkeys,
                               size_t n, int *statuses);
+
+/*
+ * Sets n keys at once, pipelined per server under the window, as
+ * cellar_mdelete() deletes: values[i]/nvalues[i] with the same flags and
+ * exptime for all; statuses[i] answers keys[i] (CELLAR_OK or that key's
+ * error).  Returns CELLAR_OK, or CELLAR_ENOMEM when it could not start.
+ */
+CELLAR_API int cellar_mset(struct cellar *h, const char *const *keys, const size_t *nkeys,
+                           const void *const *values, const size_t *nvalues, size_t n,
+                           uint32_t flags, int64_t exptime, int *statuses);
 CELLAR_API int cellar_touch(struct cellar *h, const char *key, size_t nkey, int64_t exptime);
 
 /* Adds (subtracts, stopping at 0) delta; *value (may be NULL) gets the result. */

@@ -559,32 +559,60 @@ static void forget(struct cellar *h, const char *key, size_t nkey) {
         cl_near_forget(h->near, key, nkey);
 }
 
-int cellar_mdelete(struct cellar *h, const char *const *keys, const size_t *nkeys, size_t n,
-                   int *statuses) {
-    if (n == 0)
-        return CELLAR_OK;
-    if (n > UINT32_MAX)
-        return CELLAR_EINVAL;
-    struct cl_req *reqs = calloc(n, sizeof(*reqs));
+/*
+ * Runs n writes at once (reqs from calloc, their msgs filled; both freed
+ * here), pipelined per server under the window, the near-cache's copies
+ * of their keys dropped before and after; statuses[i] is each one's.
+ */
+static int write_batch(struct cellar *h, struct cl_req *reqs, size_t n, int *statuses) {
     struct cellar_item *items = calloc(n, sizeof(*items));
-    if (reqs == NULL || items == NULL) {
+    if (items == NULL) {
         free(reqs);
-        free(items);
         return CELLAR_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++) {
-        forget(h, keys[i], nkeys[i]);
-        reqs[i].m = (struct msg){.op = MSG_DELETE, .key = span(keys[i], nkeys[i])};
-    }
+    for (size_t i = 0; i < n; i++)
+        forget(h, reqs[i].m.key.p, reqs[i].m.key.len);
     struct call k = {.reqs = reqs, .items = items};
     call_run(h, &k, (unsigned)n, NULL);
     for (size_t i = 0; i < n; i++) {
-        forget(h, keys[i], nkeys[i]);
+        forget(h, reqs[i].m.key.p, reqs[i].m.key.len);
         statuses[i] = items[i].status;
     }
     free(reqs);
     free(items);
     return CELLAR_OK;
+}
+
+/* n requests for write_batch(); NULL with *rc (CELLAR_OK for none at all). */
+static struct cl_req *batch_new(size_t n, int *rc) {
+    struct cl_req *reqs = n == 0 || n > UINT32_MAX ? NULL : calloc(n, sizeof(*reqs));
+    *rc = reqs != NULL || n == 0 ? CELLAR_OK : n > UINT32_MAX ? CELLAR_EINVAL : CELLAR_ENOMEM;
+    return reqs;
+}
+
+int cellar_mdelete(struct cellar *h, const char *const *keys, const size_t *nkeys, size_t n,
+                   int *statuses) {
+    int rc = CELLAR_OK;
+    struct cl_req *reqs = batch_new(n, &rc);
+    if (reqs == NULL)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        reqs[i].m = (struct msg){.op = MSG_DELETE, .key = span(keys[i], nkeys[i])};
+    return write_batch(h, reqs, n, statuses);
+}
+
+int cellar_mset(struct cellar *h, const char *const *keys, const size_t *nkeys,
+                const void *const *values, const size_t *nvalues, size_t n, uint32_t flags,
+                int64_t exptime, int *statuses) {
+    int rc = CELLAR_OK;
+    struct cl_req *reqs = batch_new(n, &rc);
+    if (reqs == NULL)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        reqs[i].m = (struct msg){.op = MSG_SET, .key = span(keys[i], nkeys[i]),
+                                 .value = span(values[i], nvalues[i]), .flags = flags,
+                                 .exptime = exptime};
+    return write_batch(h, reqs, n, statuses);
 }
 
 static int store_op(struct cellar *h, enum msg_op op, const char *key, size_t nkey,

@@ -2329,4 +2329,38 @@ ETEST(server_of_follows_the_routes) {
     ASSERT(fake_is(e->f[0], "zz", "v"));
 }
 
+/* A multi-set: every key's status, pipelined over the pool's servers; a dead server fails only its keys. */
+ETEST(mset_sets_every_key) {
+    struct cellar_options opt = {.server_timeout_ms = 500};
+    ASSERT_EQ(env_list(e, 3, &opt), CELLAR_OK);
+    enum { N = 60 };
+    char kb[N][16], vb[N][16];
+    const char *keys[N];
+    const void *vals[N];
+    size_t nk[N], nv[N];
+    int st[N];
+    for (int i = 0; i < N; i++) {
+        snprintf(kb[i], sizeof(kb[i]), "ms%d", i);
+        snprintf(vb[i], sizeof(vb[i]), "value%d", i);
+        keys[i] = kb[i], nk[i] = strlen(kb[i]);
+        vals[i] = vb[i], nv[i] = strlen(vb[i]);
+    }
+    ASSERT_EQ(cellar_mset(e->h, keys, nk, vals, nv, N, 9, 0, st), CELLAR_OK);
+    for (int i = 0; i < N; i++) {
+        ASSERT_EQ(st[i], CELLAR_OK);
+        int s = cellar_server_of(e->h, kb[i], nk[i]);
+        ASSERT(s >= 0 && fake_is(e->f[s], kb[i], vb[i]));
+    }
+    ASSERT_EQ(cellar_mset(e->h, keys, nk, vals, nv, 0, 0, 0, st), CELLAR_OK);
+    fake_stop(&e->f[1]);
+    ASSERT_EQ(cellar_mset(e->h, keys, nk, vals, nv, N, 0, 0, st), CELLAR_OK);
+    int failed = 0;
+    for (int i = 0; i < N; i++) {
+        bool on_dead = cellar_server_of(e->h, kb[i], nk[i]) == 1;
+        ASSERT(on_dead ? st[i] < 0 : st[i] == CELLAR_OK);
+        failed += on_dead;
+    }
+    ASSERT(failed > 0 && failed < N);
+}
+
 int main(void) { return RUN_TESTS(); }
