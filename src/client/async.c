@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_int.h"
+#include "client/handle_int.h"
 #include "client/route.h"
 
 struct areq {

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/client_int.h"
+#include "client/handle_int.h"
 
 #define EVENTS_MAX 64
 /* What a reply is reckoned at before any came, and the running mean's weight (1/16). */

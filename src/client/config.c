@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client/client_int.h"
+#include "client/config_int.h"
 #include "core/hash.h"
 
 #define DEFAULT_PORT 11211

@@ -71,7 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_int.h"
+#include "client/config_int.h"
 
 #define PATH_LEN 512            /* longer paths are cut short in messages */
 #define DEPTH_MAX 100           /* routes nested deeper than this are refused */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_int.h"
+#include "client/config_int.h"
 
 static bool looks_json(const char *text) {
     while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')

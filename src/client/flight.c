@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_int.h"
+#include "client/config_int.h"
 #include "core/hash.h"
 
 #define FLIGHT_BUCKETS 256

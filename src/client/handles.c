@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "client/client_int.h"
+#include "client/conn_int.h"
 
 struct cellar_handles {
     pthread_mutex_t lock;

@@ -15,7 +15,7 @@
  * more), for lease_wait_ms in all (a last
  * read at the deadline); the handle's connections keep running meanwhile.
  */
-#include "client/client_int.h"
+#include "client/handle_int.h"
 
 #define RETRY_MAX_MS 100
 

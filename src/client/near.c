@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "client/client_int.h"
+#include "client/handle_int.h"
 #include "storage/engine.h"
 
 #define NEAR_PAGE (64u * 1024)

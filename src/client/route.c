@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_int.h"
+#include "client/config_int.h"
 
 extern const struct route_ops route_server_ops, route_pool_ops, route_failover_ops,
     route_miss_failover_ops, route_all_ops, route_latest_ops, route_opsel_ops,

@@ -5,7 +5,7 @@
  * connection in the dispatching handle (through its spool, spool.c, for
  * the ops the pool spools when the handle has one).
  */
-#include "client/client_int.h"
+#include "client/handle_int.h"
 
 /* To server s: through its spool when the op is one to keep if it fails. */
 static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {

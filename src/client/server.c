@@ -12,7 +12,7 @@
  *                udp.c -------> conn.c    (a UDP get sent back to TCP,
  *                                          and every request's completion)
  */
-#include "client/client_int.h"
+#include "client/handle_int.h"
 
 void cl_conn_submit(struct cl_conn *c, struct cl_req *q) {
     if (c->h->closing) {                /* a route resending while the handle goes */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "client/client_int.h"
+#include "client/handle_int.h"
 #include "core/uring.h"
 
 #define CANCEL_DATA UINT64_MAX      /* a cancellation's own completion: nothing to do */

@@ -7,7 +7,7 @@
  * window_bytes by the running mean of the replies' sizes.  The handle's
  * thread only; no allocation.
  */
-#include "client/client_int.h"
+#include "client/handle_int.h"
 
 #define REPLY_BYTES_WEIGHT 16           /* the running mean's weight of the past */
 
