@@ -1231,10 +1231,11 @@ static int check_routes_entry(struct jp *jp, json_t *e) {
 }
 
 /*
- * "routes": each entry's route is checked and built, and the first one
- * is the root.  FIXME: the library has no routing prefixes yet, so the
- * aliases ("/region/cluster/") choose nothing and every key takes the
- * first entry's route.
+ * "routes": the entry's route is checked and built as the root.  FIXME:
+ * the library has no routing prefixes yet, so the aliases
+ * ("/region/cluster/") choose nothing: one entry takes every key, and a
+ * list of several, which mcrouter would route between by prefix, is
+ * refused rather than reduced to its first entry.
  */
 static int scan_routes(struct jp *jp, json_t *routes, bool build) {
     size_t mark = path_key(jp, "routes");
@@ -1255,6 +1256,11 @@ static int scan_routes(struct jp *jp, json_t *routes, bool build) {
         if (i == 0)
             jp->cfg->root = r;
         path_set(jp, m);
+    }
+    if (build && json_array_size(routes) > 1) {  /* every entry was well formed: say why not */
+        path_index(jp, 1);
+        return fail(jp, "routing prefixes are not supported yet: a second routes entry "
+                        "would choose nothing");
     }
     path_set(jp, mark);
     return 0;

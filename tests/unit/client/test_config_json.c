@@ -333,11 +333,16 @@ TEST(every_route_kind) {
     }
 }
 
-TEST(routes_list_takes_the_first_route) {
+/* Without routing prefixes, one routes entry takes every key; several are refused, not cut to one. */
+TEST(routes_list_of_one_or_refused) {
+    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
+                       " {\"aliases\": [\"/r/a/\"], \"route\": \"PoolRoute|A\"}]}"),
+               "PoolRoute(A)");
     ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
                        " {\"aliases\": [\"/r/a/\"], \"route\": \"PoolRoute|A\"},"
                        " {\"aliases\": [\"/r/b/\", \"/r/c/\"], \"route\": \"PoolRoute|B\"}]}"),
-               "PoolRoute(A)");
+               "ERROR: routes[1]: routing prefixes are not supported yet: a second routes "
+               "entry would choose nothing");
 }
 
 /* distributed.md 1.2, its macro call written out, on local addresses. */
