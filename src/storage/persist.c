@@ -413,6 +413,14 @@ enum persist_check persist_check(const char *path, const struct engine_config *c
         return PERSIST_CORRUPT;
     }
     text[len] = '\0';
+    /* another format (a newer or older cellard's): not damage, just not ours to read */
+    unsigned ver;
+    if (sscanf(text, "cellar memory file %u\n", &ver) == 1 && ver != PERSIST_VERSION) {
+        unlink(meta);
+        snprintf(why, whylen, "%s is format %u; this cellard reads format %d", meta, ver,
+                 PERSIST_VERSION);
+        return PERSIST_MISMATCH;
+    }
     if ((size_t)len == sizeof(text) - 1 || strlen(text) != (size_t)len ||
         !meta_parse(text, (size_t)len, m)) {
         snprintf(why, whylen, "corrupt metadata file %s", meta);

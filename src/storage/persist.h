@@ -27,7 +27,8 @@
  *   FILE.meta unreadable or damaged    PERSIST_CORRUPT   refuse to start
  *                                                        (memcached aborts)
  *   settings that would lose items     PERSIST_MISMATCH  start empty
- *   (a smaller -m or -I, -C changed)
+ *   (a smaller -m or -I, -C changed),
+ *   or another format version
  *   else                               PERSIST_OK        persist_restore()
  *
  * A FILE.meta that was read (OK or MISMATCH) is removed at once, as

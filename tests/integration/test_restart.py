@@ -236,6 +236,21 @@ def test_a_damaged_meta_file_stops_the_start(memfile, damage):
         assert os.path.exists(memfile + ".meta")    # kept, for the operator to look at
 
 
+@pytest.mark.skipif(IS_MEMCACHED, reason="cellard's format version")
+def test_another_format_version_starts_empty(memfile):
+    _saved(memfile)
+    with open(memfile + ".meta") as f:
+        text = f.read()
+    with open(memfile + ".meta", "w") as f:
+        f.write(text.replace("cellar memory file 1\n", "cellar memory file 2\n"))
+    srv = Server(args=restart_args(memfile))
+    with srv:
+        assert int(srv.stats()["curr_items"]) == 0
+        assert "format 2; this cellard reads format 1, starting with a clean cache" in \
+            srv.stderr_text()
+    assert not os.path.exists(memfile + ".meta")
+
+
 @pytest.mark.parametrize("change", [["-m", "64"], ["-I", "512k"], ["-C"]],
                          ids=["smaller-m", "smaller-I", "cas-off"])
 def test_settings_that_would_lose_items_start_empty(memfile, change):
