@@ -225,7 +225,13 @@ CELLAR_API int cellar_server_down(const struct cellar *h, unsigned i);
 /* Operations                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* A fetched item; value is the handle's copy, NUL-terminated, freed by cellar_item_clear(). */
+/*
+ * A fetched item.  value is the caller's: a copy of the server's bytes
+ * (NUL-terminated, from malloc()), which outlives the call and the handle
+ * until cellar_item_clear() frees it (and zeroes the item).  Every call
+ * that fills an item overwrites it whole: clear an item before giving it
+ * to another call, or its old value is lost to the caller (a leak).
+ */
 struct cellar_item {
     int status;                 /* CELLAR_OK (a hit), CELLAR_NOT_FOUND, or an error */
     char *value;
