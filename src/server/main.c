@@ -15,10 +15,10 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
