@@ -151,10 +151,24 @@ void options_getopt_complain(const struct options_getopt *g, FILE *err, int c, c
     const char *prog = argv[0] ? argv[0] : g->prog;
     const char *arg = optind > 0 ? argv[optind - 1] : "";
     bool is_long = arg != NULL && arg[0] == '-' && arg[1] == '-';
+    /* the option's long name: of several with its key, the one the word typed abbreviates */
     const char *name = NULL;
-    for (size_t i = 0; i < g->nlo; i++)
-        if (optopt != 0 && g->lo[i].val == optopt)
-            name = g->lo[i].name;
+    size_t typed = is_long ? strcspn(arg + 2, "=") : 0;
+    bool abbreviates = false;
+    for (size_t i = 0; i < g->nlo; i++) {
+        const char *n = g->lo[i].name;
+        if (optopt == 0 || g->lo[i].val != optopt)
+            continue;
+        bool prefix = is_long && strncmp(n, arg + 2, typed) == 0;
+        if (prefix && n[typed] == '\0') {
+            name = n;           /* typed whole */
+            break;
+        }
+        if (name == NULL || (prefix && !abbreviates)) {
+            name = n;           /* else the first it abbreviates, as glibc names it */
+            abbreviates = prefix;
+        }
+    }
 
     if (c == ':' && is_long && name) {
         fprintf(err, "%s: option '--%s' requires an argument\n", prog, name);

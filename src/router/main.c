@@ -105,37 +105,33 @@ static void reload(struct router *rt, const char *why) {
 
 int main(int argc, char **argv) {
     /* the options: a short form and a long one, or a long one alone (core/options.h) */
-    static const struct {
-        int key;
-        const char *name;
-        int has_arg;
-    } opts[] = {
-        {'C' | OPTIONS_LONG_ONLY, "config", required_argument},
-        {'F' | OPTIONS_LONG_ONLY, "config-file", required_argument},
-        {'p', "port", required_argument},
-        {'l', "listen", required_argument},
-        {'s', "unix-socket", required_argument},
-        {'a', "unix-mask", required_argument},
-        {'c', "conn-limit", required_argument},
-        {'b', "listen-backlog", required_argument},
-        {'t', "threads", required_argument},
-        {'o', NULL, required_argument},
-        {'I' | OPTIONS_LONG_ONLY, "io", required_argument},
-        {'P', "pidfile", required_argument},
-        {'M' | OPTIONS_LONG_ONLY, "metrics", required_argument},
-        {'D' | OPTIONS_LONG_ONLY, "async-dir", required_argument},
-        {'X' | OPTIONS_LONG_ONLY, "async-max-bytes", required_argument},
-        {'B' | OPTIONS_LONG_ONLY, "client-max-bytes", required_argument},
-        {'H' | OPTIONS_LONG_ONLY, "client-hard-max-bytes", required_argument},
-        {'T' | OPTIONS_LONG_ONLY, "client-output-timeout", required_argument},
-        {'v', "verbose", no_argument},
-        {'V', "version", no_argument},
-        {'h', "help", no_argument},
+    static const struct option longs[] = {
+        {"config", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
+        {"config-file", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
+        {"port", required_argument, NULL, 'p'},
+        {"listen", required_argument, NULL, 'l'},
+        {"unix-socket", required_argument, NULL, 's'},
+        {"unix-mask", required_argument, NULL, 'a'},
+        {"conn-limit", required_argument, NULL, 'c'},
+        {"listen-backlog", required_argument, NULL, 'b'},
+        {"threads", required_argument, NULL, 't'},
+        {"io", required_argument, NULL, 'I' | OPTIONS_LONG_ONLY},
+        {"pidfile", required_argument, NULL, 'P'},
+        {"metrics", required_argument, NULL, 'M' | OPTIONS_LONG_ONLY},
+        {"async-dir", required_argument, NULL, 'D' | OPTIONS_LONG_ONLY},
+        {"async-max-bytes", required_argument, NULL, 'X' | OPTIONS_LONG_ONLY},
+        {"client-max-bytes", required_argument, NULL, 'B' | OPTIONS_LONG_ONLY},
+        {"client-hard-max-bytes", required_argument, NULL, 'H' | OPTIONS_LONG_ONLY},
+        {"client-output-timeout", required_argument, NULL, 'T' | OPTIONS_LONG_ONLY},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     static struct options_getopt g;
     options_getopt_init(&g, "cellar-router");
-    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-        options_getopt_add(&g, opts[i].key, opts[i].name, opts[i].has_arg, opts[i].has_arg);
+    options_getopt_table(&g, longs);
+    options_getopt_add(&g, 'o', NULL, required_argument, required_argument); /* -o io=MODE */
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto";
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
@@ -157,8 +153,7 @@ int main(int argc, char **argv) {
         bool bad = numeric && (end == optarg || *end != '\0');
         uint64_t u = 0;
         switch (ch) {
-        case 'C':
-        case 'F': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
+        case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
         case 's': socketpath = optarg; break;

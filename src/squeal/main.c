@@ -1126,32 +1126,28 @@ static int follow(struct squeal *s) {
 
 int main(int argc, char **argv) {
     /* every option long, but -v, -V and -h (core/options.h) */
-    static const struct {
-        int key;
-        const char *name;
-        int has_arg;
-    } opts[] = {
-        {'d' | OPTIONS_LONG_ONLY, "dsn", required_argument},
-        {'c' | OPTIONS_LONG_ONLY, "cluster", required_argument},
-        {'s' | OPTIONS_LONG_ONLY, "slot", required_argument},
-        {'C' | OPTIONS_LONG_ONLY, "create-slot", no_argument},
-        {'P' | OPTIONS_LONG_ONLY, "publication", required_argument},
-        {'x' | OPTIONS_LONG_ONLY, "prefix", required_argument},
-        {'A' | OPTIONS_LONG_ONLY, "async-dir", required_argument},
-        {'B' | OPTIONS_LONG_ONLY, "async-max-bytes", required_argument},
-        {'M' | OPTIONS_LONG_ONLY, "metrics", required_argument},
-        {'b' | OPTIONS_LONG_ONLY, "batch", required_argument},
-        {'r' | OPTIONS_LONG_ONLY, "report", required_argument},
-        {'L' | OPTIONS_LONG_ONLY, "on-lost-slot", required_argument},
-        {'m' | OPTIONS_LONG_ONLY, "markers", no_argument},
-        {'v', "verbose", no_argument},
-        {'V', "version", no_argument},
-        {'h', "help", no_argument},
+    static const struct option longs[] = {
+        {"dsn", required_argument, NULL, 'd' | OPTIONS_LONG_ONLY},
+        {"cluster", required_argument, NULL, 'c' | OPTIONS_LONG_ONLY},
+        {"slot", required_argument, NULL, 's' | OPTIONS_LONG_ONLY},
+        {"create-slot", no_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
+        {"publication", required_argument, NULL, 'P' | OPTIONS_LONG_ONLY},
+        {"prefix", required_argument, NULL, 'x' | OPTIONS_LONG_ONLY},
+        {"async-dir", required_argument, NULL, 'A' | OPTIONS_LONG_ONLY},
+        {"async-max-bytes", required_argument, NULL, 'B' | OPTIONS_LONG_ONLY},
+        {"metrics", required_argument, NULL, 'M' | OPTIONS_LONG_ONLY},
+        {"batch", required_argument, NULL, 'b' | OPTIONS_LONG_ONLY},
+        {"report", required_argument, NULL, 'r' | OPTIONS_LONG_ONLY},
+        {"on-lost-slot", required_argument, NULL, 'L' | OPTIONS_LONG_ONLY},
+        {"markers", no_argument, NULL, 'm' | OPTIONS_LONG_ONLY},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     static struct options_getopt g;
     options_getopt_init(&g, "cellar-squeal");
-    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
-        options_getopt_add(&g, opts[i].key, opts[i].name, opts[i].has_arg, opts[i].has_arg);
+    options_getopt_table(&g, longs);
     static struct squeal s = {.prefix = "squeal", .batch_max = BATCH_MAX, .on_lost = LOST_FAIL,
                               .slot = "cellar_squeal", .pub = "cellar_squeal", .wake_fd = -1};
     static struct metrics metrics = {NULL};

@@ -375,6 +375,26 @@ TEST(getopt_from_a_getopt_long_table) {
     ASSERT_EQ(keys[2], OPTIONS_LONG_ONLY + 1);
     ASSERT_STR(args[2], "3");
     ASSERT_EQ(keys[3], 'q');
+    /* two names for one key: a complaint names the one typed */
+    static const struct option twins[] = {
+        {"config", required_argument, 0, OPTIONS_LONG_ONLY + 2},
+        {"config-file", required_argument, 0, OPTIONS_LONG_ONLY + 2},
+        {0, 0, 0, 0},
+    };
+    for (int t = 0; t < 2; t++) {
+        char *targv[] = {"prog", t ? "--config-file" : "--config", NULL};
+        options_getopt_init(&g, "prog");
+        options_getopt_table(&g, twins);
+        ASSERT_EQ(options_getopt_next(&g, 2, targv, &arg), ':');
+        char *p = NULL;
+        size_t len = 0;
+        FILE *err = open_memstream(&p, &len);
+        options_getopt_complain(&g, err, ':', targv);
+        fclose(err);
+        ASSERT_STR(p, t ? "prog: option '--config-file' requires an argument\n"
+                        : "prog: option '--config' requires an argument\n");
+        free(p);
+    }
     char *bad[] = {"prog", "-s", NULL};         /* a long-only key has no short form */
     options_getopt_init(&g, "prog");
     options_getopt_table(&g, longs);
