@@ -276,13 +276,6 @@ static int build_ring(struct cellar_config *cfg, struct cl_pool *pl, const char 
     return 0;
 }
 
-int cl_config_find_pool(const struct cellar_config *cfg, const char *name) {
-    for (unsigned i = 0; i < cfg->npools; i++)
-        if (strcmp(cfg->pools[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
-
 int cl_config_add_pool(struct cellar_config *cfg, const char *name,
                        const char *const *entries, unsigned n,
                        const struct cellar_options *opt, char *err, size_t errlen) {

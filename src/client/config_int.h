@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "cellar.h"
@@ -70,7 +71,12 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
                        const struct cellar_options *opt, char *err, size_t errlen);
 
 /* The index of the pool named name, or -1. */
-int cl_config_find_pool(const struct cellar_config *cfg, const char *name);
+static inline int cl_config_find_pool(const struct cellar_config *cfg, const char *name) {
+    for (unsigned i = 0; i < cfg->npools; i++)
+        if (strcmp(cfg->pools[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
 
 /*
  * Fills cfg (made empty, with its route set, by the caller) from an

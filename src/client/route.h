@@ -32,25 +32,17 @@ struct cellar;
 struct cellar_config;
 struct cl_req;
 
-enum route_kind {
-    ROUTE_SERVER = 0,           /* one server (mcrouter's destination; "Pool|A" expands to these) */
-    ROUTE_POOL,                 /* PoolRoute: the key's server in a pool */
-    ROUTE_FAILOVER,             /* FailoverRoute, FailoverWithExptimeRoute */
-    ROUTE_MISS_FAILOVER,        /* MissFailoverRoute */
-    ROUTE_ALL_SYNC,             /* AllSyncRoute */
-    ROUTE_ALL_ASYNC,            /* AllAsyncRoute */
-    ROUTE_ALL_INITIAL,          /* AllInitialRoute */
-    ROUTE_LATEST,               /* LatestRoute */
-    ROUTE_OPERATION_SELECTOR,   /* OperationSelectorRoute */
-    ROUTE_PREFIX_SELECTOR,      /* PrefixSelectorRoute */
-    ROUTE_WARM_UP,              /* WarmUpRoute */
-    ROUTE_NULL,                 /* NullRoute: a miss / not stored, nothing sent */
-    ROUTE_KIND_COUNT
-};
-
 struct route;
+struct mc_put;
 
+/*
+ * A route kind: mcrouter's route handle class.  Each kind is one file,
+ * route_<kind>.c, holding its struct (a struct route first, then its own
+ * settings), its constructor, these ops, and its JSON builder (a struct
+ * route_type, route_build.h), registered in route_types.c.
+ */
 struct route_ops {
+    const char *name;           /* mcrouter's ("PoolRoute", ...) */
     /* Sends q on its way; q->done is called once, now or later. */
     void (*dispatch)(const struct route *r, struct cellar *h, struct cl_req *q);
     /*
@@ -61,25 +53,26 @@ struct route_ops {
      */
     int (*server_of)(const struct route *r, const struct cellar_config *cfg, const char *key,
                      size_t nkey);
+    /* Writes r's settings after its name, "(main)", "(exptime=10)"; NULL: none. */
+    void (*label)(const struct route *r, const struct cellar_config *cfg, struct mc_put *w);
+    /*
+     * Writes what follows the label when r's children are not a plain
+     * "[a,b]" list (the selectors' "{op:route,...}"), calling describe for
+     * each child; NULL: the list.
+     */
+    void (*children)(const struct route *r, const struct cellar_config *cfg, struct mc_put *w,
+                     void (*describe)(struct mc_put *w, const struct route *r,
+                                      const struct cellar_config *cfg));
+    /* Frees what the kind allocated beside the struct; NULL: nothing. */
+    void (*release)(struct route *r);
 };
 
-
+/* What every route has; a kind's struct starts with it. */
 struct route {
-    enum route_kind kind;
     const struct route_ops *ops;
     unsigned id;                /* its place in its route set: 0, 1, ... in the order made */
-    struct route **children;    /* failover, all, latest: in order; warm-up: cold, warm */
+    struct route **children;    /* in order (each kind says what they mean) */
     unsigned nchildren;
-    unsigned target;            /* SERVER: server index; POOL: pool index */
-    int exptime;                /* FAILOVER: cap on the failover children's exptime
-                                   (-1: none); WARM_UP: TTL of an add into cold when
-                                   warm cannot tell the remaining one */
-    unsigned failover_count;    /* LATEST: children tried after the first */
-    unsigned hold;              /* WARM_UP: deletes reach cold with this delete hold-off
-                                   (seconds; cellard -o delete_hold), 0: plain deletes */
-    struct route *by_op[MSG_OP_COUNT]; /* OPERATION_SELECTOR: NULL -> dflt */
-    struct route *dflt;         /* OPERATION_SELECTOR default_policy; PREFIX wildcard */
-    char **prefixes;            /* PREFIX_SELECTOR: prefixes[i] -> children[i], longest wins */
 };
 
 /* r's ops->server_of(), or -1 for a NULL route. */
@@ -95,8 +88,17 @@ struct route_set *route_set_create(void);
 void route_set_destroy(struct route_set **rs);
 
 /*
- * Constructors.  Arrays are copied; children must belong to the same set.
- * Each returns NULL only when out of memory.
+ * A new route of size bytes (the kind's struct; its settings zeroed) with
+ * ops and a copy of children, owned by rs; NULL when out of memory.  For
+ * the kinds' constructors.
+ */
+struct route *route_make(struct route_set *rs, const struct route_ops *ops, size_t size,
+                         struct route *const *children, unsigned n);
+
+/*
+ * The kinds' constructors (each in its route_<kind>.c).  Arrays are
+ * copied; children must belong to the same set.  Each returns NULL only
+ * when out of memory.
  */
 struct route *route_server(struct route_set *rs, unsigned server);
 struct route *route_pool(struct route_set *rs, unsigned pool);
@@ -106,8 +108,13 @@ struct route *route_failover(struct route_set *rs, struct route *const *children
                              int failover_exptime);
 struct route *route_miss_failover(struct route_set *rs, struct route *const *children,
                                   unsigned n);
-/* kind: ROUTE_ALL_SYNC, ROUTE_ALL_ASYNC or ROUTE_ALL_INITIAL. */
-struct route *route_all(struct route_set *rs, enum route_kind kind,
+/* Which of the children answers an AllRoute. */
+enum route_all_mode {
+    ROUTE_ALL_SYNC,             /* AllSyncRoute: the worst answer, after every child */
+    ROUTE_ALL_ASYNC,            /* AllAsyncRoute: NullRoute's at once */
+    ROUTE_ALL_INITIAL,          /* AllInitialRoute: the first child's */
+};
+struct route *route_all(struct route_set *rs, enum route_all_mode mode,
                         struct route *const *children, unsigned n);
 /* One child picked by the handle's host id, then up to failover_count others. */
 struct route *route_latest(struct route_set *rs, struct route *const *children, unsigned n,
@@ -120,8 +127,10 @@ struct route *route_operation_selector(struct route_set *rs,
 struct route *route_prefix_selector(struct route_set *rs, const char *const *prefixes,
                                     struct route *const *routes, unsigned n,
                                     struct route *wildcard);
+/* Cold filled from warm; adds into cold carry exptime when warm cannot tell
+ * the TTL left; deletes reach cold with hold seconds of hold-off (0: none). */
 struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
-                            int exptime);
+                            int exptime, unsigned hold);
 struct route *route_null(struct route_set *rs);
 
 /* How many routes the set holds, and route i (ids 0 .. count - 1). */
@@ -129,25 +138,22 @@ unsigned route_set_count(const struct route_set *rs);
 const struct route *route_set_at(const struct route_set *rs, unsigned i);
 
 /*
- * route_dispatch(r, h, q) (client_int.h, inline: every kind calls it for
+ * route_dispatch(r, h, q) (handle_int.h, inline: every kind calls it for
  * its children) dispatches q (q->m, q->done, q->arg set) down the tree
  * from r, counting it in the handle's requests per route.
  */
-
-/* mcrouter's name of a kind ("PoolRoute", ...). */
-const char *route_kind_name(enum route_kind kind);
 
 /*
  * Writes the tree below r as one line into out (for tests and the
  * router's `__mcrouter__.route_handles`-style introspection), e.g.
  * "FailoverRoute(exptime=10)[PoolRoute(main),PoolRoute(gutter)]"; pools
- * and servers are named from the configuration.  Returns the length it
- * needed (as snprintf).
+ * and servers are named from the configuration.  Returns its length, or
+ * -1 when it did not fit (out then holds the part that did).
  */
-struct cellar_config;
 int route_describe(const struct route *r, const struct cellar_config *cfg, char *out,
                    size_t cap);
-/* r alone, without its children: "PoolRoute(main)", "FailoverRoute(exptime=10)", ... */
+/* r alone, without its children: "PoolRoute(main)", "FailoverRoute(exptime=10)", ...
+ * (returns as route_describe()). */
 int route_label(const struct route *r, const struct cellar_config *cfg, char *out, size_t cap);
 
 #endif

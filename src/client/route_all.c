@@ -18,6 +18,16 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "client/route_build.h"
+
+struct all {
+    struct route r;
+    enum route_all_mode mode;
+};
+
+static enum route_all_mode mode_of(const struct route *r) {
+    return ((const struct all *)r)->mode;
+}
 
 struct fan_child {
     struct cl_req q;            /* first, so done() finds the child */
@@ -81,9 +91,9 @@ static void fan_free(struct fan *f) {
 static void child_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct fan_child *k = (struct fan_child *)q;
     struct fan *f = k->f;
-    if (f->r->kind == ROUTE_ALL_SYNC && f->parent)
+    if (mode_of(f->r) == ROUTE_ALL_SYNC && f->parent)
         keep_worst(f, status, rep);
-    else if (f->r->kind == ROUTE_ALL_INITIAL && k == &f->kids[0] && f->parent)
+    else if (mode_of(f->r) == ROUTE_ALL_INITIAL && k == &f->kids[0] && f->parent)
         answer(f, status, rep);
     if (--f->left > 0)
         return;
@@ -120,7 +130,7 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         m.meta_flags = (struct mc_span){nf ? copy + nk + nv : NULL, nf};
     for (unsigned i = 0; i < n; i++)
         f->kids[i] = (struct fan_child){.q = {.m = m, .done = child_done}, .f = f};
-    if (r->kind == ROUTE_ALL_ASYNC) {
+    if (mode_of(r) == ROUTE_ALL_ASYNC) {
         f->parent = NULL;
         cl_answer_null(q);
     }
@@ -135,4 +145,35 @@ static int all_server_of(const struct route *r, const struct cellar_config *cfg,
     return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
 }
 
-const struct route_ops route_all_ops = {all_dispatch, all_server_of};
+static const struct route_ops ops[] = {
+    [ROUTE_ALL_SYNC] = {.name = "AllSyncRoute", .dispatch = all_dispatch,
+                        .server_of = all_server_of},
+    [ROUTE_ALL_ASYNC] = {.name = "AllAsyncRoute", .dispatch = all_dispatch,
+                         .server_of = all_server_of},
+    [ROUTE_ALL_INITIAL] = {.name = "AllInitialRoute", .dispatch = all_dispatch,
+                           .server_of = all_server_of},
+};
+
+struct route *route_all(struct route_set *rs, enum route_all_mode mode,
+                        struct route *const *children, unsigned n) {
+    if ((unsigned)mode > ROUTE_ALL_INITIAL)
+        return NULL;
+    struct route *r = route_make(rs, &ops[mode], sizeof(struct all), children, n);
+    if (r)
+        ((struct all *)r)->mode = mode;
+    return r;
+}
+
+static struct route *all_over(struct route_set *rs, const struct route_type *t,
+                              struct route *const *v, unsigned n) {
+    return route_all(rs, (enum route_all_mode)t->mode, v, n);
+}
+
+#define ALL_TYPE(name, m)                                                              \
+    {.type = name, .keys = "children", .route_keys = "children", .map_keys = "",       \
+     .pool_keys = "", .build = rb_build_over, .over = all_over, .mode = m}
+
+const struct route_type route_type_all_sync = ALL_TYPE("AllSyncRoute", ROUTE_ALL_SYNC);
+const struct route_type route_type_all_async = ALL_TYPE("AllAsyncRoute", ROUTE_ALL_ASYNC);
+const struct route_type route_type_all_initial =
+    ALL_TYPE("AllInitialRoute", ROUTE_ALL_INITIAL);

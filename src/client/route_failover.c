@@ -20,12 +20,30 @@
  * When every child failed, the parent gets the last one's answer.  Each
  * sending on to a later child counts one in the handle's failovers.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "client/client_int.h"
+#include "client/route_build.h"
+#include "protocol/mc_put.h"
 
 #define THIRTY_DAYS 2592000
+#define FAILOVER_COUNT 5        /* LatestRoute's default */
+#define FAILOVER_EXPTIME 60     /* FailoverWithExptimeRoute's default */
+
+/* The three kinds share one struct and the walk below. */
+struct failover {
+    struct route r;
+    int exptime;                /* FailoverRoute: cap on the failover children's exptime
+                                   (-1: none) */
+    unsigned failover_count;    /* LatestRoute: children tried after the first */
+    bool on_miss;               /* MissFailoverRoute: a read's miss moves on too */
+};
+
+static const struct failover *fo(const struct route *r) {
+    return (const struct failover *)r;
+}
 
 struct seq {
     struct cl_req q;            /* the child request: first, so done() finds the seq */
@@ -48,7 +66,7 @@ int64_t cl_cap_exptime(int64_t exptime, int cap) {
 static bool moves_on(const struct seq *s, int status) {
     if (cl_failover_error(status))
         return true;
-    return s->r->kind == ROUTE_MISS_FAILOVER && status == CELLAR_NOT_FOUND;
+    return fo(s->r)->on_miss && status == CELLAR_NOT_FOUND;
 }
 
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep);
@@ -59,8 +77,9 @@ static void seq_send(struct seq *s) {
     s->q = (struct cl_req){.m = s->parent->m, .done = seq_done};
     if (s->tried > 0) {
         cl_count(&s->h->failovers, 1);
-        if (r->exptime >= 0 && cl_op_sets_exptime(s->q.m.op))
-            s->q.m.exptime = cl_cap_exptime(s->q.m.exptime, r->exptime);
+        int cap = fo(r)->exptime;
+        if (cap >= 0 && cl_op_sets_exptime(s->q.m.op))
+            s->q.m.exptime = cl_cap_exptime(s->q.m.exptime, cap);
     }
     s->tried++;
     route_dispatch(r->children[i], s->h, &s->q);
@@ -101,7 +120,7 @@ static void miss_failover_dispatch(const struct route *r, struct cellar *h, stru
 }
 
 static void latest_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    unsigned n = r->nchildren, limit = r->failover_count + 1;
+    unsigned n = r->nchildren, limit = fo(r)->failover_count + 1;
     seq_dispatch(r, h, q, n ? (unsigned)(h->cfg->host_id % n) : 0, limit < n ? limit : n);
 }
 
@@ -118,6 +137,171 @@ static int latest_server_of(const struct route *r, const struct cellar_config *c
     return route_server_of(n ? r->children[cfg->host_id % n] : NULL, cfg, key, nkey);
 }
 
-const struct route_ops route_failover_ops = {failover_dispatch, first_server_of};
-const struct route_ops route_miss_failover_ops = {miss_failover_dispatch, first_server_of};
-const struct route_ops route_latest_ops = {latest_dispatch, latest_server_of};
+static void failover_label(const struct route *r, const struct cellar_config *cfg,
+                           struct mc_put *w) {
+    (void)cfg;
+    if (fo(r)->exptime >= 0) {
+        MC_PUT_LIT(w, "(exptime=");
+        mc_put_i64(w, fo(r)->exptime);
+        MC_PUT_LIT(w, ")");
+    }
+}
+
+static void latest_label(const struct route *r, const struct cellar_config *cfg,
+                         struct mc_put *w) {
+    (void)cfg;
+    MC_PUT_LIT(w, "(failover_count=");
+    mc_put_u64(w, fo(r)->failover_count);
+    MC_PUT_LIT(w, ")");
+}
+
+static const struct route_ops failover_ops = {
+    .name = "FailoverRoute",
+    .dispatch = failover_dispatch,
+    .server_of = first_server_of,
+    .label = failover_label,
+};
+
+static const struct route_ops miss_failover_ops = {
+    .name = "MissFailoverRoute",
+    .dispatch = miss_failover_dispatch,
+    .server_of = first_server_of,
+};
+
+static const struct route_ops latest_ops = {
+    .name = "LatestRoute",
+    .dispatch = latest_dispatch,
+    .server_of = latest_server_of,
+    .label = latest_label,
+};
+
+static struct failover *make(struct route_set *rs, const struct route_ops *ops,
+                             struct route *const *children, unsigned n) {
+    struct failover *f = (struct failover *)route_make(rs, ops, sizeof(*f), children, n);
+    if (f)
+        f->exptime = -1;
+    return f;
+}
+
+struct route *route_failover(struct route_set *rs, struct route *const *children, unsigned n,
+                             int failover_exptime) {
+    struct failover *f = make(rs, &failover_ops, children, n);
+    if (f)
+        f->exptime = failover_exptime < 0 ? -1 : failover_exptime;
+    return f ? &f->r : NULL;
+}
+
+struct route *route_miss_failover(struct route_set *rs, struct route *const *children,
+                                  unsigned n) {
+    struct failover *f = make(rs, &miss_failover_ops, children, n);
+    if (f)
+        f->on_miss = true;
+    return f ? &f->r : NULL;
+}
+
+struct route *route_latest(struct route_set *rs, struct route *const *children, unsigned n,
+                           unsigned failover_count) {
+    struct failover *f = make(rs, &latest_ops, children, n);
+    if (f)
+        f->failover_count = failover_count;
+    return f ? &f->r : NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* JSON                                                                     */
+/* ---------------------------------------------------------------------- */
+
+static struct route *failover_over(struct route_set *rs, const struct route_type *t,
+                                   struct route *const *v, unsigned n) {
+    (void)t;
+    return route_failover(rs, v, n, -1);
+}
+
+static struct route *miss_failover_over(struct route_set *rs, const struct route_type *t,
+                                        struct route *const *v, unsigned n) {
+    (void)t;
+    return route_miss_failover(rs, v, n);
+}
+
+static struct route *latest_over(struct route_set *rs, const struct route_type *t,
+                                 struct route *const *v, unsigned n) {
+    (void)t;
+    return route_latest(rs, v, n, FAILOVER_COUNT);
+}
+
+/* {"type": "LatestRoute", "children": route, "failover_count": INT} */
+static int build_latest(struct rb *b, const struct route_type *t, json_t *obj,
+                        struct route **out) {
+    (void)t;
+    struct route_list l = {0};
+    long long count = FAILOVER_COUNT;
+    int rc = rb_build_key_list(b, obj, "children", &l);
+    if (rc == 0)
+        rc = rb_get_int(b, obj, "failover_count", 0, UINT_MAX, FAILOVER_COUNT, &count);
+    if (rc == 0 && (*out = route_latest(b->cfg->routes, l.v, l.n, (unsigned)count)) == NULL)
+        rc = rb_nomem(b);
+    free(l.v);
+    return rc;
+}
+
+/*
+ * {"type": "FailoverWithExptimeRoute", "normal": route, "failover": route,
+ *  "failover_exptime": INT}: FailoverRoute over normal + failover, capped.
+ */
+static int build_failover_exptime(struct rb *b, const struct route_type *t, json_t *obj,
+                                  struct route **out) {
+    (void)t;
+    struct route_list l = {0};
+    struct route *normal = NULL;
+    long long exptime;
+    int rc = rb_build_key(b, obj, "normal", true, &normal);
+    if (rc == 0)
+        rc = rb_push(b, &l, normal);
+    if (rc == 0 && json_object_get(obj, "failover"))
+        rc = rb_build_key_list(b, obj, "failover", &l);
+    if (rc == 0)
+        rc = rb_get_int(b, obj, "failover_exptime", 0, INT_MAX, FAILOVER_EXPTIME, &exptime);
+    if (rc == 0 && (*out = route_failover(b->cfg->routes, l.v, l.n, (int)exptime)) == NULL)
+        rc = rb_nomem(b);
+    free(l.v);
+    return rc;
+}
+
+const struct route_type route_type_failover = {
+    .type = "FailoverRoute",
+    .keys = "children",
+    .route_keys = "children",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = rb_build_over,
+    .over = failover_over,
+};
+
+const struct route_type route_type_failover_exptime = {
+    .type = "FailoverWithExptimeRoute",
+    .keys = "normal failover failover_exptime",
+    .route_keys = "normal failover",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = build_failover_exptime,
+};
+
+const struct route_type route_type_miss_failover = {
+    .type = "MissFailoverRoute",
+    .keys = "children",
+    .route_keys = "children",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = rb_build_over,
+    .over = miss_failover_over,
+};
+
+const struct route_type route_type_latest = {
+    .type = "LatestRoute",
+    .keys = "children failover_count",
+    .route_keys = "children",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = build_latest,
+    .over = latest_over,
+};

@@ -1,21 +1,10 @@
 /*
  * route_null.c -- NullRoute: answers at once with the reply a request gets
- * when nothing has it (mcrouter's default reply), sending nothing.  Also
- * the answer an AllAsyncRoute gives before its children are done, and
- * that of a selector with no route for a request.
+ * when nothing has it (mcrouter's default reply, cl_answer_null() in
+ * status.c), sending nothing.
  */
 #include "client/client_int.h"
-
-void cl_answer_null(struct cl_req *q) {
-    struct msg_reply r = {.ttl = -1};
-    if (cl_op_reads(q->m.op))
-        r.res = MSG_RES_MISS;
-    else if (msg_op_stores(q->m.op))
-        r.res = MSG_RES_NOT_STORED;
-    else
-        r.res = MSG_RES_NOT_FOUND;
-    q->done(q, cl_status_of(&r), &r);
-}
+#include "client/route_build.h"
 
 static void null_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     (void)r;
@@ -29,4 +18,37 @@ static int null_server_of(const struct route *r, const struct cellar_config *cfg
     return -1;
 }
 
-const struct route_ops route_null_ops = {null_dispatch, null_server_of};
+static const struct route_ops null_ops = {
+    .name = "NullRoute",
+    .dispatch = null_dispatch,
+    .server_of = null_server_of,
+};
+
+struct route *route_null(struct route_set *rs) {
+    return route_make(rs, &null_ops, sizeof(struct route), NULL, 0);
+}
+
+static int build_null(struct rb *b, const struct route_type *t, json_t *obj,
+                      struct route **out) {
+    (void)t, (void)obj;
+    *out = route_null(b->cfg->routes);
+    return *out ? 0 : rb_nomem(b);
+}
+
+/* "NullRoute", nothing after a bar */
+static int null_from_string(struct rb *b, const char *s, const char *arg,
+                            struct route_list *l) {
+    if (arg != NULL)
+        return rb_fail(b, "NullRoute takes nothing after '|', not \"%s\"", s);
+    return rb_push(b, l, route_null(b->cfg->routes));
+}
+
+const struct route_type route_type_null = {
+    .type = "NullRoute",
+    .keys = "",
+    .route_keys = "",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = build_null,
+    .from_string = null_from_string,
+};

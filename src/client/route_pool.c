@@ -5,7 +5,21 @@
  * connection in the dispatching handle (through its spool, spool.c, for
  * the ops the pool spools when the handle has one).
  */
+#include <string.h>
+
 #include "client/handle_int.h"
+#include "client/route_build.h"
+#include "protocol/mc_put.h"
+
+/* PoolRoute and a single server: which pool or server. */
+struct leaf {
+    struct route r;
+    unsigned target;            /* pool: index in the configuration's pools; server: in servers */
+};
+
+static unsigned target_of(const struct route *r) {
+    return ((const struct leaf *)r)->target;
+}
 
 /* To server s: through its spool when the op is one to keep if it fails. */
 static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
@@ -21,24 +35,106 @@ static void pool_dispatch(const struct route *r, struct cellar *h, struct cl_req
         q->done(q, CELLAR_ENOTSUP, NULL);   /* keyless ops go to servers, not pools */
         return;
     }
-    unsigned s = cl_pool_pick(h->cfg, r->target, q->m.key.p, q->m.key.len);
+    unsigned s = cl_pool_pick(h->cfg, target_of(r), q->m.key.p, q->m.key.len);
     leaf_submit(h, s, q);
 }
 
 static void server_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    leaf_submit(h, r->target, q);
+    leaf_submit(h, target_of(r), q);
 }
 
 static int pool_server_of(const struct route *r, const struct cellar_config *cfg,
                           const char *key, size_t nkey) {
-    return (int)cl_pool_pick(cfg, r->target, key, nkey);
+    return (int)cl_pool_pick(cfg, target_of(r), key, nkey);
 }
 
 static int server_server_of(const struct route *r, const struct cellar_config *cfg,
                             const char *key, size_t nkey) {
     (void)cfg, (void)key, (void)nkey;
-    return (int)r->target;
+    return (int)target_of(r);
 }
 
-const struct route_ops route_pool_ops = {pool_dispatch, pool_server_of};
-const struct route_ops route_server_ops = {server_dispatch, server_server_of};
+static void put_name(struct mc_put *w, const char *name) {
+    MC_PUT_LIT(w, "(");
+    mc_put(w, name, strlen(name));
+    MC_PUT_LIT(w, ")");
+}
+
+static void pool_label(const struct route *r, const struct cellar_config *cfg,
+                       struct mc_put *w) {
+    put_name(w, cfg->pools[target_of(r)].name);
+}
+
+static void server_label(const struct route *r, const struct cellar_config *cfg,
+                         struct mc_put *w) {
+    put_name(w, cfg->servers[target_of(r)].name);
+}
+
+static const struct route_ops pool_ops = {
+    .name = "PoolRoute",
+    .dispatch = pool_dispatch,
+    .server_of = pool_server_of,
+    .label = pool_label,
+};
+
+static const struct route_ops server_ops = {
+    .name = "Server",
+    .dispatch = server_dispatch,
+    .server_of = server_server_of,
+    .label = server_label,
+};
+
+static struct route *leaf(struct route_set *rs, const struct route_ops *ops, unsigned target) {
+    struct route *r = route_make(rs, ops, sizeof(struct leaf), NULL, 0);
+    if (r)
+        ((struct leaf *)r)->target = target;
+    return r;
+}
+
+struct route *route_server(struct route_set *rs, unsigned server) {
+    return leaf(rs, &server_ops, server);
+}
+
+struct route *route_pool(struct route_set *rs, unsigned pool) {
+    return leaf(rs, &pool_ops, pool);
+}
+
+/* {"type": "PoolRoute", "pool": NAME | pool with "name"} */
+static int build_pool(struct rb *b, const struct route_type *t, json_t *obj,
+                      struct route **out) {
+    (void)t;
+    json_t *v = rb_need(b, obj, "pool");
+    if (v == NULL)
+        return -1;
+    size_t mark = rb_path_key(b, "pool");
+    /* An inline pool was added by the scan; here it is only looked up. */
+    json_t *name = json_is_object(v) ? json_object_get(v, "name") : v;
+    if (!json_is_string(name))
+        return rb_fail(b, json_is_object(v) ? "an inline pool needs a \"name\""
+                                            : "expected a pool's name or a pool object");
+    int pool = rb_find_pool(b, json_string_value(name));
+    if (pool < 0)
+        return -1;
+    rb_path_set(b, mark);
+    *out = route_pool(b->cfg->routes, (unsigned)pool);
+    return *out ? 0 : rb_nomem(b);
+}
+
+/* "PoolRoute|P" */
+static int pool_from_string(struct rb *b, const char *s, const char *arg,
+                            struct route_list *l) {
+    if (arg == NULL)
+        return rb_fail(b, "\"%s\" needs a pool, as \"PoolRoute|A\"", s);
+    int pool = rb_find_pool(b, arg);
+    return pool < 0 ? -1 : rb_push(b, l, route_pool(b->cfg->routes, (unsigned)pool));
+}
+
+const struct route_type route_type_pool = {
+    .type = "PoolRoute",
+    .keys = "pool",
+    .route_keys = "",
+    .map_keys = "",
+    .pool_keys = "pool",
+    .build = build_pool,
+    .from_string = pool_from_string,
+};

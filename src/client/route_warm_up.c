@@ -24,10 +24,26 @@
  * the hold-off (memcached answers `delete <key> <n>` with CLIENT_ERROR) gets
  * the plain delete instead, so the key is deleted all the same.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client_int.h"
+#include "client/route_build.h"
+#include "protocol/mc_put.h"
+
+/* children[0] is cold, children[1] warm. */
+struct warm_up {
+    struct route r;
+    int exptime;                /* TTL of an add into cold when warm cannot tell the
+                                   remaining one */
+    unsigned hold;              /* deletes reach cold with this delete hold-off (seconds;
+                                   cellard -o delete_hold), 0: plain deletes */
+};
+
+static const struct warm_up *wu(const struct route *r) {
+    return (const struct warm_up *)r;
+}
 
 struct warm {
     struct cl_req q;            /* first, so done() finds it */
@@ -59,7 +75,7 @@ static void fill_cold(struct warm *w, const struct msg_reply *rep) {
     memcpy(a->bytes, pm->key.p, nk);
     if (nv)
         memcpy(a->bytes + nk, rep->value.p, nv);
-    int64_t ttl = rep->ttl > 0 ? rep->ttl : w->r->exptime > 0 ? w->r->exptime : 0;
+    int64_t ttl = rep->ttl > 0 ? rep->ttl : wu(w->r)->exptime > 0 ? wu(w->r)->exptime : 0;
     a->q = (struct cl_req){
         .m = {.op = MSG_ADD, .key = {a->bytes, nk}, .value = {a->bytes + nk, nv},
               .flags = rep->flags, .exptime = ttl},
@@ -112,7 +128,7 @@ static void delete_held(const struct route *r, struct cellar *h, struct cl_req *
         return;
     }
     *d = (struct held){.q = {.m = q->m, .done = held_done}, .parent = q, .r = r, .h = h};
-    d->q.m.hold = r->hold;
+    d->q.m.hold = wu(r)->hold;
     route_dispatch(r->children[0], h, &d->q);
 }
 
@@ -136,7 +152,7 @@ static void cold_done(struct cl_req *q, int status, const struct msg_reply *rep)
 static void warm_up_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (q->m.op != MSG_GET && q->m.op != MSG_GETS && q->m.op != MSG_GAT &&
         q->m.op != MSG_GATS) {
-        if (q->m.op == MSG_DELETE && r->hold)
+        if (q->m.op == MSG_DELETE && wu(r)->hold)
             delete_held(r, h, q);
         else
             route_dispatch(r->children[0], h, q);
@@ -157,4 +173,56 @@ static int warm_up_server_of(const struct route *r, const struct cellar_config *
     return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
 }
 
-const struct route_ops route_warm_up_ops = {warm_up_dispatch, warm_up_server_of};
+static void warm_up_label(const struct route *r, const struct cellar_config *cfg,
+                          struct mc_put *w) {
+    (void)cfg;
+    MC_PUT_LIT(w, "(exptime=");
+    mc_put_i64(w, wu(r)->exptime);
+    if (wu(r)->hold) {
+        MC_PUT_LIT(w, ",delete_hold=");
+        mc_put_u64(w, wu(r)->hold);
+    }
+    MC_PUT_LIT(w, ")");
+}
+
+static const struct route_ops warm_up_ops = {
+    .name = "WarmUpRoute",
+    .dispatch = warm_up_dispatch,
+    .server_of = warm_up_server_of,
+    .label = warm_up_label,
+};
+
+struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
+                            int exptime, unsigned hold) {
+    struct route *const pair[2] = {cold, warm};
+    struct warm_up *w = (struct warm_up *)route_make(rs, &warm_up_ops, sizeof(*w), pair, 2);
+    if (w == NULL)
+        return NULL;
+    w->exptime = exptime;
+    w->hold = hold;
+    return &w->r;
+}
+
+/* {"cold": route, "warm": route, "exptime": INT, "delete_hold": seconds} */
+static int build_warm_up(struct rb *b, const struct route_type *t, json_t *obj,
+                         struct route **out) {
+    (void)t;
+    struct route *cold = NULL, *warm = NULL;
+    long long exptime, hold;
+    if (rb_build_key(b, obj, "cold", true, &cold) < 0 ||
+        rb_build_key(b, obj, "warm", true, &warm) < 0 ||
+        rb_get_int(b, obj, "exptime", 0, INT_MAX, 0, &exptime) < 0 ||
+        rb_get_int(b, obj, "delete_hold", 0, 86400, 0, &hold) < 0)
+        return -1;
+    *out = route_warm_up(b->cfg->routes, cold, warm, (int)exptime, (unsigned)hold);
+    return *out ? 0 : rb_nomem(b);
+}
+
+const struct route_type route_type_warm_up = {
+    .type = "WarmUpRoute",
+    .keys = "cold warm exptime delete_hold",
+    .route_keys = "cold warm",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = build_warm_up,
+};

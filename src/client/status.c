@@ -1,7 +1,8 @@
 /*
  * status.c -- libcellar's statuses: the text of each (cellar_strerror())
- * and the status a server's reply stands for (cl_status_of()).  Pure
- * functions.
+ * and the status a server's reply stands for (cl_status_of()); NullRoute's
+ * answer (cl_answer_null(): also an AllAsyncRoute's before its children
+ * are done, and a selector's with no route for a request).
  */
 #include "cellar.h"
 #include "client/client_int.h"
@@ -50,4 +51,16 @@ int cl_status_of(const struct msg_reply *r) {
     default:
         return CELLAR_EPROTO;
     }
+}
+
+/* A miss, NOT_STORED or NOT_FOUND, as q->m.op would get from an empty cache. */
+void cl_answer_null(struct cl_req *q) {
+    struct msg_reply r = {.ttl = -1};
+    if (cl_op_reads(q->m.op))
+        r.res = MSG_RES_MISS;
+    else if (msg_op_stores(q->m.op))
+        r.res = MSG_RES_NOT_STORED;
+    else
+        r.res = MSG_RES_NOT_FOUND;
+    q->done(q, cl_status_of(&r), &r);
 }

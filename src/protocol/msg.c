@@ -86,6 +86,13 @@ const char *msg_op_name(enum msg_op op) {
     return (unsigned)op < MSG_OP_COUNT ? op_names[op] : "?";
 }
 
+int msg_op_by_name(const char *name) {
+    for (int op = 0; op < MSG_OP_COUNT; op++)
+        if (op_names[op] != NULL && strcmp(op_names[op], name) == 0)
+            return op;
+    return -1;
+}
+
 const char *msg_res_name(enum msg_res res) {
     return (unsigned)res < MSG_RES_COUNT ? res_names[res] : "?";
 }

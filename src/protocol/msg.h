@@ -263,6 +263,8 @@ bool msg_meta_ok(char cmd, struct mc_span flags);
 
 /* Names, for messages and tests ("get", "HIT", ...). */
 const char *msg_op_name(enum msg_op op);
+/* The op msg_op_name() calls name, or -1. */
+int msg_op_by_name(const char *name);
 const char *msg_res_name(enum msg_res res);
 
 #endif

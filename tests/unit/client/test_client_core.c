@@ -1513,7 +1513,7 @@ ETEST(route_prefix_selector) {
 ETEST(route_warm_up) {
     struct cellar_options opt = {.server_timeout_ms = 1000};
     ASSERT_EQ(env_pools(e, 2, &opt), 0);
-    e->cfg->root = route_warm_up(e->cfg->routes, P(e, 0), P(e, 1), 7);
+    e->cfg->root = route_warm_up(e->cfg->routes, P(e, 0), P(e, 1), 7, 0);
     describe_is(e, "WarmUpRoute(exptime=7)[PoolRoute(default),PoolRoute(p1)]", th_failed);
     if (*th_failed)
         return;
@@ -2316,7 +2316,7 @@ ETEST(server_of_follows_the_routes) {
     struct route *kids[2] = {fo, null};
     const char *pre[2] = {"a:", "none:"};
     e->cfg->root = route_prefix_selector(e->cfg->routes, pre, kids, 2, ops);
-    struct route *warm = route_warm_up(e->cfg->routes, P(e, 2), P(e, 1), 0);
+    struct route *warm = route_warm_up(e->cfg->routes, P(e, 2), P(e, 1), 0, 0);
     ASSERT(e->cfg->root != NULL && warm != NULL);
     ASSERT_EQ(env_handle(e), CELLAR_OK);
     ASSERT_EQ(cellar_server_of(e->h, K("a:x")), 1);     /* prefix -> failover's first: p1 */
@@ -2334,7 +2334,7 @@ ETEST(mset_sets_every_key) {
     struct cellar_options opt = {.server_timeout_ms = 500};
     ASSERT_EQ(env_list(e, 3, &opt), CELLAR_OK);
     enum { N = 60 };
-    char kb[N][16], vb[N][16];
+    char kb[N][24], vb[N][24];
     const char *keys[N];
     const void *vals[N];
     size_t nk[N], nv[N];

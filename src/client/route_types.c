@@ -1,0 +1,37 @@
+/*
+ * route_types.c -- every route type the JSON configuration may name, in
+ * one table: each kind's file defines its struct route_type (route_build.h),
+ * and a new kind is one file plus one line here.
+ */
+#include <string.h>
+
+#include "client/route_build.h"
+
+extern const struct route_type route_type_pool, route_type_failover,
+    route_type_failover_exptime, route_type_miss_failover, route_type_all_sync,
+    route_type_all_async, route_type_all_initial, route_type_latest,
+    route_type_operation_selector, route_type_prefix_policy, route_type_prefix_selector,
+    route_type_warm_up, route_type_null;
+
+static const struct route_type *const types[] = {
+    &route_type_pool,               /* route_pool.c */
+    &route_type_failover,           /* route_failover.c */
+    &route_type_failover_exptime,
+    &route_type_miss_failover,
+    &route_type_latest,
+    &route_type_all_sync,           /* route_all.c */
+    &route_type_all_async,
+    &route_type_all_initial,
+    &route_type_operation_selector, /* route_selector.c */
+    &route_type_prefix_policy,
+    &route_type_prefix_selector,
+    &route_type_warm_up,            /* route_warm_up.c */
+    &route_type_null,               /* route_null.c */
+};
+
+const struct route_type *route_type_find(const char *type, size_t len) {
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        if (strlen(types[i]->type) == len && memcmp(types[i]->type, type, len) == 0)
+            return types[i];
+    return NULL;
+}
