@@ -258,6 +258,14 @@ CELLAR_API int cellar_gats(struct cellar *h, const char *key, size_t nkey, int64
  */
 CELLAR_API int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys,
                            size_t n, struct cellar_item *items);
+/*
+ * cellar_mget(), and *nfailed = how many keys failed: answered neither a
+ * hit nor a miss (0: every key's server answered).  cellar_last_error()
+ * then tells the last of those failures.
+ */
+CELLAR_API int cellar_mget_failures(struct cellar *h, const char *const *keys,
+                                    const size_t *nkeys, size_t n, struct cellar_item *items,
+                                    size_t *nfailed);
 
 /*
  * Stores.  exptime as memcached reads it: 0 never, up to 30 days a

@@ -550,6 +550,16 @@ int cellar_mget(struct cellar *h, const char *const *keys, const size_t *nkeys, 
     return CELLAR_OK;
 }
 
+int cellar_mget_failures(struct cellar *h, const char *const *keys, const size_t *nkeys,
+                         size_t n, struct cellar_item *items, size_t *nfailed) {
+    int rc = cellar_mget(h, keys, nkeys, n, items);
+    size_t failed = 0;
+    for (size_t i = 0; rc == CELLAR_OK && i < n; i++)
+        failed += items[i].status != CELLAR_OK && items[i].status != CELLAR_NOT_FOUND;
+    *nfailed = rc == CELLAR_OK ? failed : n;
+    return rc;
+}
+
 /*
  * A write of the handle's own: its key leaves the near-cache before it is
  * sent and again once it is answered (near.c says why both).

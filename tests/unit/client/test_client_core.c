@@ -633,7 +633,9 @@ ETEST(window_bound) {
     ASSERT_EQ(st.window, 4);
     struct cellar_item *items = calloc(N, sizeof(*items));
     ASSERT(items != NULL);
-    ASSERT_EQ(cellar_mget(e->h, keys, nk, N, items), CELLAR_OK);
+    size_t nfailed = N;
+    ASSERT_EQ(cellar_mget_failures(e->h, keys, nk, N, items, &nfailed), CELLAR_OK);
+    ASSERT_EQ(nfailed, 0);
     int bad = -1;
     for (int i = 0; i < N; i++) {
         if (items[i].status != CELLAR_OK)
@@ -656,7 +658,7 @@ ETEST(window_bound) {
     ASSERT_EQ(cellar_get(e->h, K(key), &one), CELLAR_ETIMEDOUT);
     cellar_stats(e->h, &st);
     ASSERT_EQ(st.window, 4);
-    ASSERT_EQ(cellar_mget(e->h, keys, nk, N, items), CELLAR_OK);
+    ASSERT_EQ(cellar_mget_failures(e->h, keys, nk, N, items, &nfailed), CELLAR_OK);
     unsigned timeouts = 0;
     for (int i = 0; i < N; i++) {
         timeouts += items[i].status == CELLAR_ETIMEDOUT;
@@ -664,6 +666,11 @@ ETEST(window_bound) {
     }
     free(items);
     ASSERT(timeouts > 0);
+    ASSERT_EQ(nfailed, timeouts);           /* the hung server's keys, and no others */
+    struct cellar_error err;
+    cellar_last_error(e->h, &err);
+    ASSERT_EQ(err.status, CELLAR_ETIMEDOUT);
+    ASSERT_EQ(err.server, 1);
     cellar_stats(e->h, &st);
     ASSERT(st.window_peak <= 8);
     ASSERT(st.window <= 8 && st.window >= 2);
