@@ -141,6 +141,15 @@ struct cellar_options {
                                    1 KB before any), at most: 32768 (-1: no bound).
                                    The window is then window_bytes / that mean when
                                    smaller (at least 1): bench/incast */
+    const char *route_prefix;   /* mcrouter's default route (-R), "/region/cluster/": keys
+                                   "/region/cluster/rest" go to the JSON configuration's
+                                   routes of that alias (stars match any part), as rest,
+                                   and other keys to this one's.  NULL: a "route" takes
+                                   keys as they are, and a "routes" list's first alias is
+                                   the default */
+    int send_invalid_route_to_default; /* 1: a prefix no alias names goes to the default
+                                   route, not answered "SERVER_ERROR RootRoute: No rh
+                                   found": 0 */
 };
 
 struct cellar_config;
@@ -198,9 +207,10 @@ CELLAR_API void cellar_poll(struct cellar *h, int timeout_ms);
  * The handle's most recent failure at a server: its status (0: none yet),
  * the server (an index into the configuration), and words for it: the
  * server's name, then the server's own words for SERVER_ERROR and
- * CLIENT_ERROR, else cellar_strerror()'s.  Every call's result, and each
- * key's status of a multi-get, says whether a failure happened; this says
- * where and what.
+ * CLIENT_ERROR, else cellar_strerror()'s.  A failure of the routes
+ * themselves (a routing prefix no alias names) has server -1 and the
+ * route's words.  Every call's result, and each key's status of a
+ * multi-get, says whether a failure happened; this says where and what.
  */
 struct cellar_error {
     int status;
@@ -214,7 +224,7 @@ CELLAR_API void cellar_last_error(const struct cellar *h, struct cellar_error *o
  * following the configuration's routes (the key's server of a pool, the
  * first child of a failover, the child a selector picks for a get, ...).
  * CELLAR_EINVAL for a key memcache cannot carry, CELLAR_ENOTSUP when the
- * routes send it nowhere (NullRoute).
+ * routes send it nowhere (NullRoute, a routing prefix no alias names).
  */
 CELLAR_API int cellar_server_of(struct cellar *h, const char *key, size_t nkey);
 

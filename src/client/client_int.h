@@ -71,6 +71,14 @@ static inline bool cl_failover_error(int status) {
  */
 int64_t cl_cap_exptime(int64_t exptime, int cap);
 
+/*
+ * Sends q to each of children[0..n) at once, answering as an AllRoute of
+ * mode does (route_all.c); children may be a caller's array, read only
+ * during the call.
+ */
+void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *children,
+                     unsigned n, enum route_all_mode mode);
+
 /* Answers q as NullRoute does: get -> miss, storage -> not stored, else not found. */
 void cl_answer_null(struct cl_req *q);
 

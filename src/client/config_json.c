@@ -93,6 +93,9 @@ struct jp {
     struct rb b;
     struct named *named;
     unsigned nnamed, capnamed;
+    char **aliases;             /* the routing prefixes, normalised, */
+    struct route **alias_to;    /* and the route each names */
+    unsigned naliases, capaliases;
 };
 
 static struct jp *jp_of(struct rb *b) {
@@ -798,18 +801,58 @@ static int check_routes_entry(struct rb *b, json_t *e) {
     return 0;
 }
 
+/* Adds alias (as written; normalised here) for r to the routing prefixes. */
+static int alias_add(struct rb *b, const char *alias, struct route *r) {
+    struct jp *jp = jp_of(b);
+    char norm[RB_PATH_LEN];
+    if (route_prefix_norm(alias, norm, sizeof(norm)) < 0)
+        return rb_fail(b, "\"%s\" is not a routing prefix (/region/cluster/)", alias);
+    for (unsigned i = 0; i < jp->naliases; i++)
+        if (strcmp(jp->aliases[i], norm) == 0)
+            return rb_fail(b, "routing prefix \"%s\" is given twice", norm);
+    if (jp->naliases == jp->capaliases) {
+        unsigned cap = jp->capaliases ? jp->capaliases * 2 : 8;
+        char **v = realloc(jp->aliases, cap * sizeof(*v));
+        struct route **to = v ? realloc(jp->alias_to, cap * sizeof(*to)) : NULL;
+        if (v)
+            jp->aliases = v;
+        if (to == NULL)
+            return rb_nomem(b);
+        jp->alias_to = to;
+        jp->capaliases = cap;
+    }
+    if ((jp->aliases[jp->naliases] = strdup(norm)) == NULL)
+        return rb_nomem(b);
+    jp->alias_to[jp->naliases++] = r;
+    return 0;
+}
+
 /*
- * "routes": the entry's route is checked and built as the root.  FIXME:
- * the library has no routing prefixes yet, so the aliases
- * ("/region/cluster/") choose nothing: one entry takes every key, and a
- * list of several, which mcrouter would route between by prefix, is
- * refused rather than reduced to its first entry.
+ * "routes": a list of {"aliases": [PREFIX, ...], "route": route} or an
+ * object of PREFIX: route, each route scanned (build false) or built and
+ * its aliases kept for the root.
  */
 static int scan_routes(struct rb *b, json_t *routes, bool build) {
     size_t mark = rb_path_key(b, "routes");
+    if (json_is_object(routes) && json_object_size(routes) > 0) {
+        const char *alias;
+        json_t *v;
+        json_object_foreach(routes, alias, v) {
+            size_t m = rb_path_key(b, alias);
+            struct route *r = NULL;
+            if (build ? rb_build_one(b, v, &r) < 0 || alias_add(b, alias, r) < 0
+                      : scan_route(b, v) < 0)
+                return -1;
+            rb_path_set(b, m);
+        }
+        rb_path_set(b, mark);
+        return 0;
+    }
     if (!json_is_array(routes) || json_array_size(routes) == 0)
         return rb_fail(b, "expected a list of {\"aliases\", \"route\"} entries, not %s",
-                    json_is_array(routes) ? "an empty list" : rb_type_name(routes));
+                       json_is_array(routes)    ? "an empty list"
+                       : json_is_object(routes) ? "an empty object"
+                                                : rb_type_name(routes));
     for (size_t i = 0; i < json_array_size(routes); i++) {
         size_t m = rb_path_index(b, i), entry = b->plen;
         json_t *e = json_array_get(routes, i);
@@ -821,17 +864,48 @@ static int scan_routes(struct rb *b, json_t *routes, bool build) {
         if (build ? rb_build_one(b, json_object_get(e, "route"), &r) < 0
                   : scan_route(b, json_object_get(e, "route")) < 0)
             return -1;
-        if (i == 0)
-            b->cfg->root = r;
+        json_t *aliases = json_object_get(e, "aliases");
+        for (size_t k = 0; build && k < json_array_size(aliases); k++) {
+            rb_path_set(b, entry);
+            rb_path_key(b, "aliases");
+            rb_path_index(b, k);
+            if (alias_add(b, json_string_value(json_array_get(aliases, k)), r) < 0)
+                return -1;
+        }
         rb_path_set(b, m);
-    }
-    if (build && json_array_size(routes) > 1) {  /* every entry was well formed: say why not */
-        rb_path_index(b, 1);
-        return rb_fail(b, "routing prefixes are not supported yet: a second routes entry "
-                        "would choose nothing");
     }
     rb_path_set(b, mark);
     return 0;
+}
+
+/*
+ * The root: with routing prefixes (a "routes", or a route prefix in the
+ * options), a RootRoute over them whose default is the options' prefix
+ * (else the first alias); else the one route itself.
+ */
+static int build_root(struct rb *b, struct route *route) {
+    struct jp *jp = jp_of(b);
+    const char *want = b->opt ? b->opt->route_prefix : NULL;
+    char norm[RB_PATH_LEN];
+    if (want && route_prefix_norm(want, norm, sizeof(norm)) < 0)
+        return rb_fail(b, "route prefix \"%s\" is not of the form /region/cluster/", want);
+    if (route && want == NULL) {
+        b->cfg->root = route;
+        return 0;
+    }
+    if (route && alias_add(b, norm, route) < 0)
+        return -1;
+    unsigned dflt = 0;
+    if (want) {
+        while (dflt < jp->naliases && strcmp(jp->aliases[dflt], norm) != 0)
+            dflt++;
+        if (dflt == jp->naliases)
+            return rb_fail(b, "invalid default route: no routes entry has the alias \"%s\"",
+                           norm);
+    }
+    b->cfg->root = route_root(b->cfg->routes, (const char *const *)jp->aliases, jp->alias_to,
+                              jp->naliases, dflt, b->opt && b->opt->send_invalid_route_to_default);
+    return b->cfg->root ? 0 : rb_nomem(b);
 }
 
 static int check_top(struct rb *b, json_t *root) {
@@ -867,10 +941,16 @@ static int parse_config(struct rb *b, json_t *root) {
         return -1;
     if (nh && build_named_handles(b, nh) < 0)
         return -1;
-    if (routes)
-        return scan_routes(b, routes, true);
-    rb_path_key(b, "route");
-    return rb_build_one(b, route, &b->cfg->root);
+    struct route *one = NULL;
+    if (routes && scan_routes(b, routes, true) < 0)
+        return -1;
+    if (route) {
+        size_t mark = rb_path_key(b, "route");
+        if (rb_build_one(b, route, &one) < 0)
+            return -1;
+        rb_path_set(b, mark);
+    }
+    return build_root(b, one);
 }
 
 int cl_config_json(struct cellar_config *cfg, const char *text,
@@ -895,5 +975,9 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
     for (unsigned i = 0; i < jp.nnamed; i++)
         free(jp.named[i].path);
     free(jp.named);
+    for (unsigned i = 0; i < jp.naliases; i++)
+        free(jp.aliases[i]);
+    free(jp.aliases);
+    free(jp.alias_to);
     return rc;
 }

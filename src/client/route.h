@@ -132,6 +132,23 @@ struct route *route_prefix_selector(struct route_set *rs, const char *const *pre
 struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
                             int exptime, unsigned hold);
 struct route *route_null(struct route_set *rs);
+/*
+ * mcrouter's routing prefixes (route_root.c): keys "/region/cluster/rest"
+ * go to the routes whose aliases the prefix names (or matches, with
+ * stars), as rest; other keys to routes[dflt].  aliases[i] (normalised by
+ * route_prefix_norm()) names routes[i]; a route may have several.  With
+ * invalid_to_default, a prefix that names no route goes to the default
+ * instead of failing.  NULL when out of memory or dflt >= n.
+ */
+struct route *route_root(struct route_set *rs, const char *const *aliases,
+                         struct route *const *routes, unsigned n, unsigned dflt,
+                         bool invalid_to_default);
+/*
+ * A routing prefix as mcrouter writes it, "/region/cluster/" (a missing
+ * first or last '/' added), into out; its length, or -1 when it is not of
+ * that form or does not fit in cap.
+ */
+int route_prefix_norm(const char *in, char *out, size_t cap);
 
 /* How many routes the set holds, and route i (ids 0 .. count - 1). */
 unsigned route_set_count(const struct route_set *rs);

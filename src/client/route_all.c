@@ -36,7 +36,7 @@ struct fan_child {
 
 struct fan {
     struct cl_req *parent;      /* NULL once answered */
-    const struct route *r;
+    enum route_all_mode mode;
     unsigned left;              /* children not done */
     int worst;                  /* AllSync: the worst status so far, and its reply */
     bool have_worst;
@@ -91,9 +91,9 @@ static void fan_free(struct fan *f) {
 static void child_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct fan_child *k = (struct fan_child *)q;
     struct fan *f = k->f;
-    if (mode_of(f->r) == ROUTE_ALL_SYNC && f->parent)
+    if (f->mode == ROUTE_ALL_SYNC && f->parent)
         keep_worst(f, status, rep);
-    else if (mode_of(f->r) == ROUTE_ALL_INITIAL && k == &f->kids[0] && f->parent)
+    else if (f->mode == ROUTE_ALL_INITIAL && k == &f->kids[0] && f->parent)
         answer(f, status, rep);
     if (--f->left > 0)
         return;
@@ -102,8 +102,8 @@ static void child_done(struct cl_req *q, int status, const struct msg_reply *rep
     fan_free(f);
 }
 
-static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    unsigned n = r->nchildren;
+void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *children,
+                     unsigned n, enum route_all_mode mode) {
     if (n == 0) {
         cl_answer_null(q);
         return;
@@ -115,7 +115,7 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         q->done(q, CELLAR_ENOMEM, NULL);
         return;
     }
-    *f = (struct fan){.parent = q, .r = r, .left = n};
+    *f = (struct fan){.parent = q, .mode = mode, .left = n};
     struct msg m = q->m;
     char *copy = (char *)&f->kids[n];
     if (nk)
@@ -130,13 +130,17 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         m.meta_flags = (struct mc_span){nf ? copy + nk + nv : NULL, nf};
     for (unsigned i = 0; i < n; i++)
         f->kids[i] = (struct fan_child){.q = {.m = m, .done = child_done}, .f = f};
-    if (mode_of(r) == ROUTE_ALL_ASYNC) {
+    if (mode == ROUTE_ALL_ASYNC) {
         f->parent = NULL;
         cl_answer_null(q);
     }
     /* The fan may be freed by the last child: nothing of it is read after the loop. */
     for (unsigned i = 0; i < n; i++)
-        route_dispatch(r->children[i], h, &f->kids[i].q);
+        route_dispatch(children[i], h, &f->kids[i].q);
+}
+
+static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    cl_all_dispatch(h, q, r->children, r->nchildren, mode_of(r));
 }
 
 /* Every child gets it; the first is where it goes first. */

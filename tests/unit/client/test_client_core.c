@@ -1423,6 +1423,85 @@ ETEST(route_miss_failover) {
     ASSERT_EQ(cellar_set(e->h, K("w"), "v", 1, 0, 0), CELLAR_EPROTO);
 }
 
+/*
+ * RootRoute (routing prefixes): /r/c/key goes to that alias's route as
+ * key; /r/fallback/ stands in for an unknown cluster; stars reach every
+ * matching route once, the default first (its answer is the answer); an
+ * unknown prefix fails, or goes to the default when told; a key without
+ * a prefix goes to the default whole.
+ */
+ETEST(route_root_prefixes) {
+    struct cellar_options opt = {.server_timeout_ms = 1000};
+    ASSERT_EQ(env_pools(e, 4, &opt), 0);
+    /* /a/a/ -> 0 (default), /a/b/ and /a/fallback/ -> 1, /b/a/ -> 2, /b/b/ -> 3 */
+    const char *aliases[5] = {"/a/a/", "/a/b/", "/b/a/", "/b/b/", "/a/fallback/"};
+    struct route *to[5] = {P(e, 0), P(e, 1), P(e, 2), P(e, 3), NULL};
+    to[4] = to[1];
+    e->cfg->root = route_root(e->cfg->routes, aliases, to, 5, 0, false);
+    describe_is(e, "RootRoute(default=/a/a/){/a/a/:PoolRoute(default),/a/b/:PoolRoute(p1),"
+                   "/b/a/:PoolRoute(p2),/b/b/:PoolRoute(p3),/a/fallback/:PoolRoute(p1)}",
+                th_failed);
+    if (*th_failed)
+        return;
+    ASSERT_EQ(e->cfg->root->nchildren, 4);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    struct cellar_item it;
+    /* no prefix: the default route, the key whole (a '/' or two are no prefix) */
+    ASSERT_EQ(cellar_set(e->h, K("plain"), "v0", 2, 0, 0), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("/x/plain"), "v0", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[0], "plain", "v0") && fake_is(e->f[0], "/x/plain", "v0"));
+    /* an exact alias: its route, the prefix off */
+    ASSERT_EQ(cellar_set(e->h, K("/b/a/k1"), "v1", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[2], "k1", "v1") && !fake_has(e->f[0], "k1"));
+    ASSERT_EQ(cellar_get(e->h, K("/b/a/k1"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "v1");
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_get(e->h, K("/b/b/k1"), &it), CELLAR_NOT_FOUND);
+    ASSERT_EQ(cellar_server_of(e->h, K("/b/b/k1")), 3);
+    ASSERT_EQ(cellar_server_of(e->h, K("k1")), 0);
+    /* an unknown cluster of a region with a fallback */
+    ASSERT_EQ(cellar_set(e->h, K("/a/zz/k2"), "v2", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[1], "k2", "v2"));
+    /* unknown: refused, as mcrouter answers, with nothing sent */
+    unsigned sent = fake_reqs(e->f[0]) + fake_reqs(e->f[1]) + fake_reqs(e->f[2]) +
+                    fake_reqs(e->f[3]);
+    ASSERT_EQ(cellar_set(e->h, K("/c/c/k3"), "v", 1, 0, 0), CELLAR_ESERVER);
+    struct cellar_error err;
+    cellar_last_error(e->h, &err);
+    ASSERT_EQ(err.server, -1);
+    ASSERT_STR(err.text, "RootRoute: No rh found");
+    ASSERT_EQ(cellar_get(e->h, K("/c/c/k3"), &it), CELLAR_ESERVER);
+    ASSERT_EQ(cellar_server_of(e->h, K("/c/c/k3")), CELLAR_ENOTSUP);
+    ASSERT_EQ(cellar_set(e->h, K("/a/a/"), "v", 1, 0, 0), CELLAR_EINVAL);  /* no key */
+    ASSERT_EQ(fake_reqs(e->f[0]) + fake_reqs(e->f[1]) + fake_reqs(e->f[2]) +
+                  fake_reqs(e->f[3]), sent);
+    /* every route once, the default's answer */
+    ASSERT_EQ(cellar_set(e->h, K("/*/*/all"), "va", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[0], "all", "va"));
+    ASSERT(POLL_FOR(e->h, fake_is(e->f[1], "all", "va") && fake_is(e->f[2], "all", "va") &&
+                              fake_is(e->f[3], "all", "va"), 2000));
+    /* a region: its routes only */
+    ASSERT_EQ(cellar_set(e->h, K("/b/*/reg"), "vr", 2, 0, 0), CELLAR_OK);
+    ASSERT(POLL_FOR(e->h, fake_is(e->f[2], "reg", "vr") && fake_is(e->f[3], "reg", "vr"), 2000));
+    ASSERT(!fake_has(e->f[0], "reg") && !fake_has(e->f[1], "reg"));
+    /* other patterns: a star within one part */
+    ASSERT_EQ(cellar_set(e->h, K("/*/a/pa"), "vp", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[0], "pa", "vp"));                       /* the default, first */
+    ASSERT(POLL_FOR(e->h, fake_is(e->f[2], "pa", "vp"), 2000));
+    ASSERT_EQ(cellar_set(e->h, K("/b*/*b*/pb"), "vq", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[3], "pb", "vq"));
+    ASSERT_EQ(cellar_get(e->h, K("/b/a/pb"), &it), CELLAR_NOT_FOUND);
+    ASSERT(!fake_has(e->f[0], "pb") && !fake_has(e->f[1], "pb") && !fake_has(e->f[2], "pb"));
+    ASSERT_EQ(cellar_set(e->h, K("/*z/*/none"), "v", 1, 0, 0), CELLAR_ESERVER);
+    cellar_destroy(&e->h);
+    /* told to: an unknown prefix goes to the default, its prefix off */
+    e->cfg->root = route_root(e->cfg->routes, aliases, to, 5, 3, true);
+    ASSERT_EQ(env_handle(e), CELLAR_OK);
+    ASSERT_EQ(cellar_set(e->h, K("/c/c/k4"), "v4", 2, 0, 0), CELLAR_OK);
+    ASSERT(fake_is(e->f[3], "k4", "v4"));
+    ASSERT_EQ(cellar_server_of(e->h, K("/c/c/k4")), 3);
+}
+
 /* LatestRoute: host_id picks the first child; failover_count more are tried after it. */
 ETEST(route_latest) {
     struct cellar_options opt = {.server_timeout_ms = 1000, .host_id = 4};

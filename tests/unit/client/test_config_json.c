@@ -333,16 +333,67 @@ TEST(every_route_kind) {
     }
 }
 
-/* Without routing prefixes, one routes entry takes every key; several are refused, not cut to one. */
-TEST(routes_list_of_one_or_refused) {
-    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
-                       " {\"aliases\": [\"/r/a/\"], \"route\": \"PoolRoute|A\"}]}"),
-               "PoolRoute(A)");
-    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
+/* The root of text parsed with route prefix want (NULL: none), or "ERROR: why". */
+static const char *root_with(const char *text, const char *want, int invalid_to_default) {
+    struct cellar_options opt = {.route_prefix = want,
+                                 .send_invalid_route_to_default = invalid_to_default};
+    struct cellar_config *cfg = parse_opt(text, &opt);
+    if (cfg == NULL) {
+        snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
+        return descbuf;
+    }
+    desc(cfg, cfg->root);
+    cellar_config_release(&cfg);
+    return descbuf;
+}
+
+/*
+ * Routing prefixes: "routes" as a list or an object, aliases normalised,
+ * the default from the options (else the first alias), a "route" under
+ * the options' prefix; each route once among the root's children.
+ */
+TEST(routing_prefixes_make_a_root) {
+    const char *list = "{" POOLS_AB ", \"routes\": ["
                        " {\"aliases\": [\"/r/a/\"], \"route\": \"PoolRoute|A\"},"
-                       " {\"aliases\": [\"/r/b/\", \"/r/c/\"], \"route\": \"PoolRoute|B\"}]}"),
-               "ERROR: routes[1]: routing prefixes are not supported yet: a second routes "
-               "entry would choose nothing");
+                       " {\"aliases\": [\"/r/b/\", \"s/b\"], \"route\": \"PoolRoute|B\"}]}";
+    ASSERT_STR(root_of(list),
+               "RootRoute(default=/r/a/){/r/a/:PoolRoute(A),/r/b/:PoolRoute(B),"
+               "/s/b/:PoolRoute(B)}");
+    ASSERT_STR(root_with(list, "/s/b/", 0),
+               "RootRoute(default=/s/b/){/r/a/:PoolRoute(A),/r/b/:PoolRoute(B),"
+               "/s/b/:PoolRoute(B)}");
+    ASSERT_STR(root_with(list, "r/b", 1),
+               "RootRoute(default=/r/b/,send_invalid_route_to_default){/r/a/:PoolRoute(A),"
+               "/r/b/:PoolRoute(B),/s/b/:PoolRoute(B)}");
+    ASSERT_STR(root_with("{" POOLS_AB ", \"routes\": {\"/x/y/\": \"PoolRoute|A\","
+                         " \"/x/z/\": \"NullRoute\"}}", "/x/z/", 0),
+               "RootRoute(default=/x/z/){/x/y/:PoolRoute(A),/x/z/:NullRoute}");
+    ASSERT_STR(root_with("{" POOLS_AB ", \"route\": \"PoolRoute|A\"}", "/a/a/", 0),
+               "RootRoute(default=/a/a/){/a/a/:PoolRoute(A)}");
+    ASSERT_STR(root_of("{" POOLS_AB ", \"route\": \"PoolRoute|A\"}"), "PoolRoute(A)");
+    /* the same route under two entries' aliases is one child */
+    struct cellar_options opt = {.route_prefix = "/r/b/"};
+    struct cellar_config *cfg = parse_opt(list, &opt);
+    ASSERT_PARSED(cfg);
+    ASSERT_EQ(cfg->root->nchildren, 2);
+    ASSERT_STR(desc(cfg, cfg->root->children[0]), "PoolRoute(B)");
+    cellar_config_release(&cfg);
+    /* what is refused */
+    ASSERT_STR(root_with(list, "/q/q/", 0),
+               "ERROR: invalid default route: no routes entry has the alias \"/q/q/\"");
+    ASSERT_STR(root_with(list, "/q/", 0),
+               "ERROR: route prefix \"/q/\" is not of the form /region/cluster/");
+    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
+                       " {\"aliases\": [\"/r/a/\", \"/r/b/c/\"], \"route\": \"NullRoute\"}]}"),
+               "ERROR: routes[0].aliases[1]: \"/r/b/c/\" is not a routing prefix "
+               "(/region/cluster/)");
+    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": ["
+                       " {\"aliases\": [\"/r/a/\"], \"route\": \"NullRoute\"},"
+                       " {\"aliases\": [\"r/a\"], \"route\": \"PoolRoute|A\"}]}"),
+               "ERROR: routes[1].aliases[0]: routing prefix \"/r/a/\" is given twice");
+    ASSERT_STR(root_of("{" POOLS_AB ", \"routes\": {}}"),
+               "ERROR: routes: expected a list of {\"aliases\", \"route\"} entries, not an "
+               "empty object");
 }
 
 /* distributed.md 1.2, its macro call written out, on local addresses. */

@@ -1,0 +1,329 @@
+/*
+ * route_root.c -- RootRoute: mcrouter's routing prefixes, where the
+ * paper's regions and clusters meet the route tree.
+ *
+ * A configuration's "routes" give each route one or more aliases, routing
+ * prefixes of the form /region/cluster/; one of them is this host's own,
+ * the default route (mcrouter's -R).  A key is read as mcrouter reads it:
+ *
+ *   /region/cluster/rest   the prefix picks the routes, rest is the key
+ *                          they see (and the servers store)
+ *   anything else          the whole key, to the default route
+ *
+ * and the prefix picks:
+ *
+ *   /r/c/      the route aliased so; else the route aliased /r/fallback/;
+ *              else none
+ *   /STAR/STAR/   every route, the default first
+ *   /r/STAR/   every route of region r (the default first, if it is one)
+ *   other stars   every route whose alias the pattern matches, a star
+ *              matching within one part (never a '/'), the default first
+ *
+ * (STAR is '*', which a C comment cannot hold after a '/'.)
+ *
+ * One route gets the request as it is; several get it as AllInitialRoute
+ * sends it (the first one's answer is the answer; the rest finish in the
+ * background), each route once however many of its aliases matched.  None:
+ * "SERVER_ERROR RootRoute: No rh found", as mcrouter answers, or the
+ * default route's answer with send_invalid_route_to_default.
+ *
+ * The key without its prefix is a child request's, so that the parent's
+ * own (the client's, which the router echoes in VALUE lines) stays whole.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/client_int.h"
+#include "protocol/mc_put.h"
+
+#define TARGETS_ON_STACK 32
+
+struct alias {
+    char *prefix;               /* "/region/cluster/" */
+    size_t len;
+    struct route *to;
+};
+
+/* children: each distinct route once, the default's first. */
+struct root {
+    struct route r;
+    struct alias *aliases;
+    unsigned naliases;
+    unsigned dflt;              /* the default route's alias */
+    bool invalid_to_default;
+};
+
+static const struct root *root_of(const struct route *r) {
+    return (const struct root *)r;
+}
+
+int route_prefix_norm(const char *in, char *out, size_t cap) {
+    size_t n = strlen(in), len = 0;
+    if (n == 0 || n + 3 > cap)
+        return -1;
+    if (in[0] != '/')
+        out[len++] = '/';
+    memcpy(out + len, in, n);
+    len += n;
+    if (out[len - 1] != '/')
+        out[len++] = '/';
+    out[len] = '\0';
+    /* exactly "/region/cluster/", both parts non-empty */
+    const char *mid = memchr(out + 1, '/', len - 1);
+    if (mid == NULL || mid == out + 1 || mid + 1 >= out + len - 1 ||
+        memchr(mid + 1, '/', (size_t)(out + len - 1 - (mid + 1))) != NULL)
+        return -1;
+    return (int)len;
+}
+
+/* The routing prefix of key (0 when it has none): "/a/b/" of "/a/b/rest". */
+static size_t prefix_len(const char *key, size_t nkey) {
+    if (nkey == 0 || key[0] != '/')
+        return 0;
+    const char *second = memchr(key + 1, '/', nkey - 1);
+    if (second == NULL)
+        return 0;
+    const char *third = memchr(second + 1, '/', (size_t)(key + nkey - second - 1));
+    return third ? (size_t)(third - key) + 1 : 0;
+}
+
+/*
+ * Does pattern p match the alias a?  mcrouter's rule: a star matches
+ * within one part, never a '/'; a star before a '/' runs to the next '/'.
+ */
+static bool glob(const char *p, const char *pend, const char *a, const char *aend) {
+    while (p != pend) {
+        if (a == aend)
+            return false;
+        if (*p != '*') {
+            if (*p++ != *a++)
+                return false;
+            continue;
+        }
+        while (p != pend && *p == '*')
+            p++;
+        if (p == pend)
+            return memchr(a, '/', (size_t)(aend - a)) == NULL;
+        if (*p == '/') {
+            a = memchr(a, '/', (size_t)(aend - a));
+            if (a == NULL)
+                return false;
+            continue;
+        }
+        for (; a != aend && *a != '/'; a++)
+            if (glob(p, pend, a, aend))
+                return true;
+        return false;
+    }
+    return a == aend;
+}
+
+/* Adds to to t[0..*n) unless it is there already. */
+static void add_target(struct route **t, unsigned *n, struct route *to) {
+    for (unsigned i = 0; i < *n; i++)
+        if (t[i] == to)
+            return;
+    t[(*n)++] = to;
+}
+
+/* The exact alias p[0..n), or -1. */
+static int find_alias(const struct root *rt, const char *p, size_t n) {
+    for (unsigned i = 0; i < rt->naliases; i++)
+        if (rt->aliases[i].len == n && memcmp(rt->aliases[i].prefix, p, n) == 0)
+            return (int)i;
+    return -1;
+}
+
+/*
+ * The routes a key of prefix p[0..n) (n > 0) goes to, into t (room for
+ * every distinct route), the default's first; returns how many.
+ */
+static unsigned targets(const struct root *rt, const char *p, size_t n, struct route **t) {
+    unsigned nt = 0;
+    const struct alias *d = &rt->aliases[rt->dflt];
+    const char *star = memchr(p, '*', n);
+    if (star == NULL) {
+        int i = find_alias(rt, p, n);
+        if (i < 0) {                /* /region/fallback/ */
+            const char *mid = memchr(p + 1, '/', n - 1);
+            char fb[256];
+            size_t rl = (size_t)(mid - p) + 1;
+            if (rl + sizeof("fallback/") <= sizeof(fb)) {
+                memcpy(fb, p, rl);
+                memcpy(fb + rl, "fallback/", sizeof("fallback/") - 1);
+                i = find_alias(rt, fb, rl + sizeof("fallback/") - 1);
+            }
+        }
+        if (i >= 0)
+            t[nt++] = rt->aliases[i].to;
+        return nt;
+    }
+    if (n == 5 && memcmp(p, "/*/*/", 5) == 0) {
+        for (unsigned i = 0; i < rt->r.nchildren; i++)
+            t[nt++] = rt->r.children[i];
+        return nt;
+    }
+    if (glob(p, p + n, d->prefix, d->prefix + d->len))
+        t[nt++] = d->to;
+    for (unsigned i = 0; i < rt->naliases; i++) {
+        const struct alias *a = &rt->aliases[i];
+        if (glob(p, p + n, a->prefix, a->prefix + a->len))
+            add_target(t, &nt, a->to);
+    }
+    return nt;
+}
+
+/* A request with the prefix taken off its key, answering its parent. */
+struct strip {
+    struct cl_req q;            /* first, so done() finds the strip */
+    struct cl_req *parent;
+};
+
+static void strip_done(struct cl_req *q, int status, const struct msg_reply *rep) {
+    struct cl_req *parent = ((struct strip *)q)->parent;
+    free(q);
+    parent->done(parent, status, rep);
+}
+
+/* mcrouter's answer when no route has the prefix; cellar_last_error() says it too. */
+static void no_route(struct cellar *h, struct cl_req *q) {
+    static const char why[] = "RootRoute: No rh found";
+    struct msg_reply rep = {.res = MSG_RES_SERVER_ERROR, .msg = {why, sizeof(why) - 1},
+                            .ttl = -1};
+    int status = cl_status_of(&rep);
+    h->last_error.status = status;
+    h->last_error.server = -1;
+    snprintf(h->last_error.text, sizeof(h->last_error.text), "%s", why);
+    q->done(q, status, &rep);
+}
+
+static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    const struct root *rt = root_of(r);
+    struct route *dflt = rt->aliases[rt->dflt].to;
+    size_t n = msg_op_keyed(q->m.op) ? prefix_len(q->m.key.p, q->m.key.len) : 0;
+    if (n == 0) {
+        route_dispatch(dflt, h, q);
+        return;
+    }
+    if (n == q->m.key.len) {            /* a prefix and no key */
+        q->done(q, CELLAR_EINVAL, NULL);
+        return;
+    }
+    struct route *stack[TARGETS_ON_STACK], **t = stack;
+    if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL) {
+        q->done(q, CELLAR_ENOMEM, NULL);
+        return;
+    }
+    unsigned nt = targets(rt, q->m.key.p, n, t);
+    if (nt == 0 && rt->invalid_to_default)
+        t[nt++] = dflt;
+    struct strip *s = nt ? malloc(sizeof(*s)) : NULL;
+    if (nt == 0) {
+        no_route(h, q);
+    } else if (s == NULL) {
+        q->done(q, CELLAR_ENOMEM, NULL);
+    } else {
+        *s = (struct strip){.q = {.m = q->m, .done = strip_done}, .parent = q};
+        s->q.m.key.p += n;
+        s->q.m.key.len -= n;
+        if (nt == 1)
+            route_dispatch(t[0], h, &s->q);
+        else
+            cl_all_dispatch(h, &s->q, t, nt, ROUTE_ALL_INITIAL);
+    }
+    if (t != stack)
+        free(t);
+}
+
+/* Where a get goes first: the first target's server for the key without its prefix. */
+static int root_server_of(const struct route *r, const struct cellar_config *cfg,
+                          const char *key, size_t nkey) {
+    const struct root *rt = root_of(r);
+    struct route *dflt = rt->aliases[rt->dflt].to;
+    size_t n = prefix_len(key, nkey);
+    if (n == 0)
+        return route_server_of(dflt, cfg, key, nkey);
+    struct route *stack[TARGETS_ON_STACK], **t = stack;
+    if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL)
+        return -1;
+    unsigned nt = targets(rt, key, n, t);
+    const struct route *first = nt ? t[0] : rt->invalid_to_default ? dflt : NULL;
+    if (t != stack)
+        free(t);
+    return route_server_of(first, cfg, key + n, nkey - n);
+}
+
+static void root_label(const struct route *r, const struct cellar_config *cfg,
+                       struct mc_put *w) {
+    (void)cfg;
+    const struct alias *d = &root_of(r)->aliases[root_of(r)->dflt];
+    MC_PUT_LIT(w, "(default=");
+    mc_put(w, d->prefix, d->len);
+    if (root_of(r)->invalid_to_default)
+        MC_PUT_LIT(w, ",send_invalid_route_to_default");
+    MC_PUT_LIT(w, ")");
+}
+
+/* {alias:route,...} in the configuration's order */
+static void root_children(const struct route *r, const struct cellar_config *cfg,
+                          struct mc_put *w,
+                          void (*describe)(struct mc_put *, const struct route *,
+                                           const struct cellar_config *)) {
+    const struct root *rt = root_of(r);
+    MC_PUT_LIT(w, "{");
+    for (unsigned i = 0; i < rt->naliases; i++) {
+        if (i)
+            MC_PUT_LIT(w, ",");
+        mc_put(w, rt->aliases[i].prefix, rt->aliases[i].len);
+        MC_PUT_LIT(w, ":");
+        describe(w, rt->aliases[i].to, cfg);
+    }
+    MC_PUT_LIT(w, "}");
+}
+
+static void root_release(struct route *r) {
+    struct root *rt = (struct root *)r;
+    for (unsigned i = 0; rt->aliases && i < rt->naliases; i++)
+        free(rt->aliases[i].prefix);
+    free(rt->aliases);
+}
+
+static const struct route_ops root_ops = {
+    .name = "RootRoute",
+    .dispatch = root_dispatch,
+    .server_of = root_server_of,
+    .label = root_label,
+    .children = root_children,
+    .release = root_release,
+};
+
+struct route *route_root(struct route_set *rs, const char *const *aliases,
+                         struct route *const *routes, unsigned n, unsigned dflt,
+                         bool invalid_to_default) {
+    if (n == 0 || dflt >= n)
+        return NULL;
+    /* the distinct routes, the default's first */
+    struct route **kids = malloc(n * sizeof(*kids));
+    unsigned nk = 0;
+    if (kids == NULL)
+        return NULL;
+    kids[nk++] = routes[dflt];
+    for (unsigned i = 0; i < n; i++)
+        add_target(kids, &nk, routes[i]);
+    struct root *rt = (struct root *)route_make(rs, &root_ops, sizeof(*rt), kids, nk);
+    free(kids);
+    if (rt == NULL || (rt->aliases = calloc(n, sizeof(*rt->aliases))) == NULL)
+        return NULL;                /* rt stays in the set and is freed with it */
+    rt->naliases = n;
+    rt->dflt = dflt;
+    rt->invalid_to_default = invalid_to_default;
+    for (unsigned i = 0; i < n; i++) {
+        struct alias *a = &rt->aliases[i];
+        if ((a->prefix = strdup(aliases[i])) == NULL)
+            return NULL;
+        a->len = strlen(a->prefix);
+        a->to = routes[i];
+    }
+    return &rt->r;
+}
