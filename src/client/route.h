@@ -53,6 +53,13 @@ struct route_ops {
      */
     int (*server_of)(const struct route *r, const struct cellar_config *cfg, const char *key,
                      size_t nkey);
+    /*
+     * For a route that only chooses by key (PrefixSelectorRoute): the
+     * route a request for key goes on to, or NULL when none; RootRoute
+     * reads it to send a request once to each route its prefix reaches.
+     * NULL for the other kinds.
+     */
+    const struct route *(*select)(const struct route *r, const char *key, size_t nkey);
     /* Writes r's settings after its name, "(main)", "(exptime=10)"; NULL: none. */
     void (*label)(const struct route *r, const struct cellar_config *cfg, struct mc_put *w);
     /*

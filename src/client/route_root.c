@@ -23,7 +23,9 @@
  *
  * One route gets the request as it is; several get it as AllInitialRoute
  * sends it (the first one's answer is the answer; the rest finish in the
- * background), each route once however many of its aliases matched.  None:
+ * background), each route once however many of its aliases matched, and
+ * once for each route the key leads to behind a PrefixSelectorRoute (so a
+ * regional pool shared by a region's clusters gets a broadcast once).  None:
  * "SERVER_ERROR RootRoute: No rh found", as mcrouter answers, or the
  * default route's answer with send_invalid_route_to_default.
  *
@@ -137,7 +139,8 @@ static int find_alias(const struct root *rt, const char *p, size_t n) {
 
 /*
  * The routes a key of prefix p[0..n) (n > 0) goes to, into t (room for
- * every distinct route), the default's first; returns how many.
+ * every distinct route), the default's first; returns how many.  See
+ * distinct() for what the key then chooses.
  */
 static unsigned targets(const struct root *rt, const char *p, size_t n, struct route **t) {
     unsigned nt = 0;
@@ -172,6 +175,30 @@ static unsigned targets(const struct root *rt, const char *p, size_t n, struct r
             add_target(t, &nt, a->to);
     }
     return nt;
+}
+
+/* Where t goes for key: the route a selector picks (NULL: none), else t itself. */
+static const struct route *resolve(const struct route *t, const char *key, size_t nkey) {
+    return t->ops->select ? t->ops->select(t, key, nkey) : t;
+}
+
+/*
+ * Keeps in t[0..n) the routes that take key (a selector may choose none)
+ * and, of those that lead to the same route for it, the first only: a
+ * broadcast reaches each route once, as mcrouter's does, even where the
+ * aliases' routes share a named handle behind their selectors.
+ */
+static unsigned distinct(struct route **t, unsigned n, const char *key, size_t nkey) {
+    unsigned kept = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const struct route *to = resolve(t[i], key, nkey);
+        bool seen = to == NULL;
+        for (unsigned j = 0; !seen && j < kept; j++)
+            seen = resolve(t[j], key, nkey) == to;
+        if (!seen)
+            t[kept++] = t[i];
+    }
+    return kept;
 }
 
 /* A request with the prefix taken off its key, answering its parent. */
@@ -218,6 +245,7 @@ static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req
     unsigned nt = targets(rt, q->m.key.p, n, t);
     if (nt == 0 && rt->invalid_to_default)
         t[nt++] = dflt;
+    nt = distinct(t, nt, q->m.key.p + n, q->m.key.len - n);
     struct strip *s = nt ? malloc(sizeof(*s)) : NULL;
     if (nt == 0) {
         no_route(h, q);
@@ -248,7 +276,10 @@ static int root_server_of(const struct route *r, const struct cellar_config *cfg
     if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL)
         return -1;
     unsigned nt = targets(rt, key, n, t);
-    const struct route *first = nt ? t[0] : rt->invalid_to_default ? dflt : NULL;
+    if (nt == 0 && rt->invalid_to_default)
+        t[nt++] = dflt;
+    nt = distinct(t, nt, key + n, nkey - n);
+    const struct route *first = nt ? t[0] : NULL;
     if (t != stack)
         free(t);
     return route_server_of(first, cfg, key + n, nkey - n);

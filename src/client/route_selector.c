@@ -130,6 +130,7 @@ static const struct route_ops prefix_ops = {
     .name = "PrefixSelectorRoute",
     .dispatch = prefix_dispatch,
     .server_of = prefix_server_of,
+    .select = prefix_pick,
     .children = prefix_children,
     .release = prefix_release,
 };

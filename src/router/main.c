@@ -38,6 +38,11 @@ static void usage(FILE *f) {
             "cellar-router " ROUTER_VERSION " -- a memcache router on libcellar's routes\n"
             "  --config FILE   mcrouter-format JSON (or a server list); \"file:PATH\" works too\n"
             "  --config-file FILE  the same (mcrouter's name)\n"
+            "  -R, --route-prefix=/REGION/CLUSTER/  this router's routing prefix: keys\n"
+            "                          without one go to the routes of that alias\n"
+            "                          (default /././, as mcrouter's)\n"
+            "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
+            "                          route goes to the default route, not refused\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
             "  -l, --listen=A  addresses to listen on, comma separated (default 127.0.0.1)\n"
             "  -s, --unix-socket=PATH  listen on a unix socket instead\n"
@@ -68,7 +73,10 @@ static void usage(FILE *f) {
 
 int router_config_load(struct router *rt, const char *path, char *err, size_t errlen) {
     struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
-                                 .window_max = ROUTER_WINDOW, .window_bytes = -1};
+                                 .window_max = ROUTER_WINDOW, .window_bytes = -1,
+                                 .route_prefix = rt->route_prefix,
+                                 .send_invalid_route_to_default =
+                                     rt->send_invalid_route_to_default};
     struct cellar_config *cfg = NULL;
     if (cellar_config_load(&cfg, path, &opt, err, errlen) != CELLAR_OK)
         return -1;
@@ -108,6 +116,8 @@ int main(int argc, char **argv) {
     static const struct option longs[] = {
         {"config", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
         {"config-file", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
+        {"route-prefix", required_argument, NULL, 'R'},
+        {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
         {"port", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
         {"unix-socket", required_argument, NULL, 's'},
@@ -133,7 +143,8 @@ int main(int argc, char **argv) {
     options_getopt_table(&g, longs);
     options_getopt_add(&g, 'o', NULL, required_argument, required_argument); /* -o io=MODE */
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
-               *pidfile = NULL, *async_dir = NULL, *io = "auto";
+               *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././";
+    bool invalid_to_default = false;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
@@ -154,6 +165,8 @@ int main(int argc, char **argv) {
         uint64_t u = 0;
         switch (ch) {
         case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
+        case 'R': route_prefix = optarg; break;
+        case 'S': invalid_to_default = true; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
         case 's': socketpath = optarg; break;
@@ -214,6 +227,8 @@ int main(int argc, char **argv) {
 
     static struct router rt;
     rt.config_path = config;
+    rt.route_prefix = route_prefix;
+    rt.send_invalid_route_to_default = invalid_to_default;
     rt.verbose = verbose;
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);

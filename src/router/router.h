@@ -120,6 +120,8 @@ struct router {
     int nworkers;
     struct net_listeners listeners;
     const char *config_path;
+    const char *route_prefix;       /* -R: the default routing prefix */
+    bool send_invalid_route_to_default;
     pthread_mutex_t cfg_lock;       /* cfg and cfg_gen */
     struct cellar_config *cfg;
     _Atomic unsigned cfg_gen;

@@ -177,8 +177,9 @@ def test_failovers_counted():
 
 def test_requests_per_route():
     """`stats routes` counts the requests each route of the tree was given,
-    summed over workers: the root and the normal pool every key, the gutter
-    only what failed over; /metrics says the same."""
+    summed over workers: the root (the routing prefixes' RootRoute, then the
+    configuration's route) and the normal pool every key, the gutter only
+    what failed over; /metrics says the same."""
     main, gutter = backend("main"), backend("gutter")
     with main, gutter:
         cfg = json.dumps({
@@ -193,14 +194,14 @@ def test_requests_per_route():
                 return {k.split(":", 1)[1]: int(v) for k, v in st.items()
                         if k.startswith("route_")}
             got = by_label()
-            assert got == {"FailoverRoute(exptime=10)": 40, "PoolRoute(main)": 40,
-                           "PoolRoute(gutter)": 0}, got
+            assert got == {"RootRoute(default=/././)": 40, "FailoverRoute(exptime=10)": 40,
+                           "PoolRoute(main)": 40, "PoolRoute(gutter)": 0}, got
             main.proc.kill()
             main.proc.wait()
             assert traffic(r.port, KEYS[:10]) == {}
             got = by_label()
-            assert got == {"FailoverRoute(exptime=10)": 60, "PoolRoute(main)": 60,
-                           "PoolRoute(gutter)": 20}, got
+            assert got == {"RootRoute(default=/././)": 60, "FailoverRoute(exptime=10)": 60,
+                           "PoolRoute(main)": 60, "PoolRoute(gutter)": 20}, got
             _status, _ctype, body = r.http("GET", "/metrics")
             m = re.findall(r'cellar_router_route_requests_total\{id="\d+",route="([^"]+)"\} '
                            r'(\d+)', body)
