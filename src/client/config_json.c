@@ -15,8 +15,10 @@
  *   config   := { "pools": { NAME: pool, ... },            optional
  *                 "named_handles": [ route-object-with-name, ... ]
  *                                | { NAME: route-object, ... },
- *                 "route": route  |  "routes": [ { "aliases": [STRING...],
- *                                                  "route": route }, ... ] }
+ *                 "route": route  |  "routes": [ { "aliases": [PREFIX...],
+ *                                                  "route": route }, ... ]
+ *                                  |  "routes": { PREFIX: route, ... } }
+ *   PREFIX   := "/region/cluster/": a RootRoute (route_root.c) over them
  *   pool     := { "servers": [ "host:port" | "[v6]:port" | "/path" ... ],
  *                 "weights": [ INT >= 1, ... ],            ketama pools only
  *                 "protocol": "ascii" | "text" | "meta" | "binary",
