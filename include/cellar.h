@@ -149,7 +149,9 @@ struct cellar_options {
                                    the default */
     int send_invalid_route_to_default; /* 1: a prefix no alias names goes to the default
                                    route, not answered "SERVER_ERROR RootRoute: No rh
-                                   found": 0 */
+                                   found": 0 */    const char *config_params;  /* mcrouter's --config-params, "NAME:VALUE,...": each
+                                   a string the JSON configuration's macros see as
+                                   %NAME%: NULL */
 };
 
 struct cellar_config;

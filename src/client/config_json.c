@@ -4,6 +4,7 @@
  *
  *   text --strip comments and trailing commas (line/column kept)--> JSON
  *        --json_loads (jansson)--> tree
+ *        --macros (config_macro.c: mcrouter's JSONM)--> plain tree
  *        --pools--> cl_config_add_pool() for each pool
  *        --scan--> every named handle and inline pool, wherever it is
  *        --build--> each object's type (route_types.c) builds its route
@@ -75,6 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/config_macro.h"
 #include "client/route_build.h"
 
 #define MSG_LEN 512
@@ -913,8 +915,6 @@ static int build_root(struct rb *b, struct route *route) {
 static int check_top(struct rb *b, json_t *root) {
     if (!json_is_object(root))
         return rb_fail(b, "the configuration is not a JSON object");
-    if (json_object_get(root, "macros"))
-        return rb_fail(b, "macros: macros are not supported yet");
     if (rb_check_keys(b, root, "pools route routes named_handles", "the configuration") < 0)
         return -1;
     bool one = json_object_get(root, "route") != NULL, many = json_object_get(root, "routes");
@@ -969,8 +969,17 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
         rb_fail(&jp.b, "line %d, column %d: unterminated /* comment", line, col);
     } else if ((root = json_loads(clean, JSON_REJECT_DUPLICATES, &je)) == NULL) {
         rb_fail(&jp.b, "line %d, column %d: %s", je.line, je.column, je.text);
+    } else if (!json_is_object(root)) {
+        rc = parse_config(&jp.b, root);         /* which refuses it */
     } else {
-        rc = parse_config(&jp.b, root);
+        char why[512] = "";
+        json_t *plain = cl_macro_expand(root, opt ? opt->config_params : NULL, why,
+                                        sizeof(why));
+        if (plain == NULL)
+            rb_fail(&jp.b, "%s", why[0] ? why : "out of memory");
+        else
+            rc = parse_config(&jp.b, plain);
+        json_decref(plain);
     }
     json_decref(root);
     free(clean);

@@ -36,6 +36,26 @@ static int add_listener(struct net_listeners *ls, int fd, bool is_unix, const ch
 }
 
 /* Opens TCP listeners for one "host[:port]" entry. */
+/* "tcp:127.0.0.1:11211" or "tcp6:[::1]:11211": the address fd listens on. */
+static void tcp_name(int fd, char *name, size_t cap) {
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+        ss.ss_family = AF_UNSPEC;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *a = (void *)&ss;
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+        snprintf(name, cap, "tcp:%s:%u", ip, ntohs(a->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (void *)&ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+        snprintf(name, cap, "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
+    } else {
+        snprintf(name, cap, "fd:%d", fd);
+    }
+}
+
 static int listen_one(struct net_listeners *ls, const char *entry, int port, int backlog) {
     char host[256];
     snprintf(host, sizeof(host), "%s", entry);
@@ -82,19 +102,8 @@ static int listen_one(struct net_listeners *ls, const char *entry, int port, int
             return -1;
         }
         set_nonblock(fd);
-        struct sockaddr_storage ss;
-        socklen_t len = sizeof(ss);
-        getsockname(fd, (struct sockaddr *)&ss, &len);
-        char ip[INET6_ADDRSTRLEN] = "?", name[128];
-        if (ss.ss_family == AF_INET) {
-            struct sockaddr_in *a = (void *)&ss;
-            inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
-            snprintf(name, sizeof(name), "tcp:%s:%u", ip, ntohs(a->sin_port));
-        } else {
-            struct sockaddr_in6 *a = (void *)&ss;
-            inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
-            snprintf(name, sizeof(name), "tcp6:[%s]:%u", ip, ntohs(a->sin6_port));
-        }
+        char name[128];
+        tcp_name(fd, name, sizeof(name));
         if (add_listener(ls, fd, false, name) < 0) {
             freeaddrinfo(ai);
             return -1;
@@ -114,6 +123,20 @@ int net_listen_tcp(struct net_listeners *ls, const char *list, int port, int bac
             return -1;
     }
     return 0;
+}
+
+int net_listen_fd(struct net_listeners *ls, int fd) {
+    int listening = 0, type = 0;
+    socklen_t n = sizeof(listening), m = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &n) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &m) < 0 || !listening ||
+        type != SOCK_STREAM)
+        return -1;
+    if (set_nonblock(fd) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+        return -1;
+    char name[128];
+    tcp_name(fd, name, sizeof(name));
+    return add_listener(ls, fd, false, name);
 }
 
 int net_listen_unix(struct net_listeners *ls, const char *path, int mask, int backlog) {

@@ -37,6 +37,11 @@ struct net_listeners {
  * opened stays in ls, for net_listeners_close()).
  */
 int net_listen_tcp(struct net_listeners *ls, const char *list, int port, int backlog);
+/*
+ * Takes fd, a listening TCP socket the process was given (mcrouter's
+ * --listen-sock-fd), as a listener: 0, or -1 when it is not one.
+ */
+int net_listen_fd(struct net_listeners *ls, int fd);
 /* Listens on the unix socket path, made with permissions mask (as -a). 0 or -1. */
 int net_listen_unix(struct net_listeners *ls, const char *path, int mask, int backlog);
 /* Closes them (and removes a unix socket's file). */

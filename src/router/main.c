@@ -41,10 +41,13 @@ static void usage(FILE *f) {
             "  -R, --route-prefix=/REGION/CLUSTER/  this router's routing prefix: keys\n"
             "                          without one go to the routes of that alias\n"
             "                          (default /././, as mcrouter's)\n"
+            "  --config-params=NAME:VALUE,...  values the config's macros see as %%NAME%%\n"
             "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
             "                          route goes to the default route, not refused\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
             "  -l, --listen=A  addresses to listen on, comma separated (default 127.0.0.1)\n"
+            "  --listen-sock-fd=FD     accept on FD, a listening TCP socket given to the\n"
+            "                          router (mcrouter's), instead of -p/-l/-s\n"
             "  -s, --unix-socket=PATH  listen on a unix socket instead\n"
             "  -a, --unix-mask=MASK    its permissions (octal, default 0700)\n"
             "  -c, --conn-limit=N      client connections at most (default 1024)\n"
@@ -75,6 +78,7 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
     struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
                                  .window_max = ROUTER_WINDOW, .window_bytes = -1,
                                  .route_prefix = rt->route_prefix,
+                                 .config_params = rt->config_params,
                                  .send_invalid_route_to_default =
                                      rt->send_invalid_route_to_default};
     struct cellar_config *cfg = NULL;
@@ -117,9 +121,11 @@ int main(int argc, char **argv) {
         {"config", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
         {"config-file", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
         {"route-prefix", required_argument, NULL, 'R'},
+        {"config-params", required_argument, NULL, 'Q' | OPTIONS_LONG_ONLY},
         {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
         {"port", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
+        {"listen-sock-fd", required_argument, NULL, 'F' | OPTIONS_LONG_ONLY},
         {"unix-socket", required_argument, NULL, 's'},
         {"unix-mask", required_argument, NULL, 'a'},
         {"conn-limit", required_argument, NULL, 'c'},
@@ -143,11 +149,13 @@ int main(int argc, char **argv) {
     options_getopt_table(&g, longs);
     options_getopt_add(&g, 'o', NULL, required_argument, required_argument); /* -o io=MODE */
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
-               *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././";
+               *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
+               *config_params = NULL;
     bool invalid_to_default = false;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
+    int listen_fd = -1;
     int ch;
     char *optarg_;
     while ((ch = options_getopt_next(&g, argc, argv, &optarg_)) != -1) {
@@ -159,16 +167,18 @@ int main(int argc, char **argv) {
         ch &= ~OPTIONS_LONG_ONLY;           /* the long-only keys carry their letter */
         char *optarg = optarg_;
         char *end = NULL;
-        bool numeric = optarg != NULL && strchr("pacbt", ch) != NULL;
+        bool numeric = optarg != NULL && strchr("pacbtF", ch) != NULL;
         long v = numeric ? strtol(optarg, &end, ch == 'a' ? 8 : 10) : 0;
         bool bad = numeric && (end == optarg || *end != '\0');
         uint64_t u = 0;
         switch (ch) {
         case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
         case 'R': route_prefix = optarg; break;
+        case 'Q': config_params = optarg; break;
         case 'S': invalid_to_default = true; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
+        case 'F': listen_fd = (int)v; bad = bad || v < 0; break;
         case 's': socketpath = optarg; break;
         case 'a': mask = (int)v; bad = bad || v < 0 || v > 0777; break;
         case 'c': maxconns = (int)v; bad = bad || v <= 0; break;
@@ -213,6 +223,8 @@ int main(int argc, char **argv) {
                                 "(seconds, 0 to 86400): %s\n", optarg);
             else if (ch == 'I')
                 fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
+            else if (ch == 'F')
+                fprintf(stderr, "cellar-router: bad value for --listen-sock-fd: %s\n", optarg);
             else
                 fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
             return 64;
@@ -228,6 +240,7 @@ int main(int argc, char **argv) {
     static struct router rt;
     rt.config_path = config;
     rt.route_prefix = route_prefix;
+    rt.config_params = config_params;
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.verbose = verbose;
     rt.nworkers = threads;
@@ -297,11 +310,16 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    int lrc = socketpath != NULL ? net_listen_unix(&rt.listeners, socketpath, mask, backlog)
+    int lrc = listen_fd >= 0       ? net_listen_fd(&rt.listeners, listen_fd)
+            : socketpath != NULL ? net_listen_unix(&rt.listeners, socketpath, mask, backlog)
             : port != 0          ? net_listen_tcp(&rt.listeners, inter, port, backlog)
                                  : 0;
     if (lrc < 0) {
-        fprintf(stderr, "cellar-router: failed to listen\n");
+        if (listen_fd >= 0)
+            fprintf(stderr, "cellar-router: --listen-sock-fd %d is not a listening TCP socket\n",
+                    listen_fd);
+        else
+            fprintf(stderr, "cellar-router: failed to listen\n");
         return 71;
     }
     /* the workers are made (not yet running): what the scraper reads exists */

@@ -121,6 +121,7 @@ struct router {
     struct net_listeners listeners;
     const char *config_path;
     const char *route_prefix;       /* -R: the default routing prefix */
+    const char *config_params;      /* --config-params: the config's %NAME%s */
     bool send_invalid_route_to_default;
     pthread_mutex_t cfg_lock;       /* cfg and cfg_gen */
     struct cellar_config *cfg;
