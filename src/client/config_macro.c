@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEPTH_MAX 200
+#define DEPTH_MAX 200           /* macro calls inside macro calls */
 
 /* One binding of a name to a value, in a chain to the outer ones. */
 struct frame {
@@ -481,9 +481,23 @@ done:
     return out;
 }
 
-/* Calls name: a built-in (args an object of raw values) or a macro. */
+static json_t *call_at_depth(struct mx *x, const char *name, json_t *const *strs, size_t nstr,
+                             json_t *obj, const struct frame *f);
+
+/* Calls name: a built-in (args an object of raw values) or a macro; NULL without an error: neither. */
 static json_t *call(struct mx *x, const char *name, json_t *const *strs, size_t nstr,
                     json_t *obj, const struct frame *f) {
+    if (++x->depth > DEPTH_MAX) {
+        x->depth--;
+        return fail(x, "macros nested more than %d deep", DEPTH_MAX);
+    }
+    json_t *out = call_at_depth(x, name, strs, nstr, obj, f);
+    x->depth--;
+    return out;
+}
+
+static json_t *call_at_depth(struct mx *x, const char *name, json_t *const *strs, size_t nstr,
+                             json_t *obj, const struct frame *f) {
     const struct builtin *b = builtin_find(name);
     if (b) {
         json_t *args = obj ? json_incref(obj) : json_object();
@@ -560,10 +574,6 @@ static json_t *expand_string(struct mx *x, const char *s, size_t n, const struct
 }
 
 static json_t *expand(struct mx *x, json_t *v, const struct frame *f) {
-    if (++x->depth > DEPTH_MAX) {
-        x->depth--;
-        return fail(x, "macros nested more than %d deep", DEPTH_MAX);
-    }
     json_t *out = NULL;
     if (json_is_string(v)) {
         out = expand_string(x, json_string_value(v), json_string_length(v), f);
@@ -606,7 +616,6 @@ static json_t *expand(struct mx *x, json_t *v, const struct frame *f) {
     } else {
         out = json_incref(v);
     }
-    x->depth--;
     return out;
 }
 

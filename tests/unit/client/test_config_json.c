@@ -4,7 +4,7 @@
  * strings), the pools' settings and weights, comments and trailing commas,
  * named handles (shared, inline, used before their definition), every
  * route kind in both the object and the string form, the example of
- * distributed.md 1.2 without its macros, and a table of invalid
+ * distributed.md 1.2 with and without its macro, mcrouter's macros, and a table of invalid
  * configurations, each with the place and the reason it is refused.
  * Nothing is connected: addresses are only resolved.
  */
@@ -436,9 +436,103 @@ TEST(mcrouter_example) {
     cellar_config_release(&cfg);
 }
 
-TEST(the_example_with_its_macros_is_refused) {
-    ASSERT_STR(root_of("{\"macros\": {}, \"route\": \"NullRoute\"}"),
-               "ERROR: macros: macros are not supported yet");
+/* distributed.md 1.2 as written, its macro and all: the same tree as above. */
+TEST(the_example_with_its_macro) {
+    const char *call = "\"wildcard\": { \"type\": \"FailoverWithExptimeRoute\", \"normal\": "
+                       "\"PoolRoute|wildcard\",\n"
+                       "                  \"failover\": [\"PoolRoute|gutter\"], "
+                       "\"failover_exptime\": 10 } }\n";
+    const char *at = strstr(example, call);
+    ASSERT(at != NULL);
+    char text[4096];
+    snprintf(text, sizeof(text),
+             "{ \"macros\": { \"gutter\": { \"type\": \"macroDef\", \"params\": [\"pool\"],\n"
+             "  \"result\": { \"type\": \"FailoverWithExptimeRoute\", \"normal\": "
+             "\"PoolRoute|%%pool%%\",\n"
+             "  \"failover\": [\"PoolRoute|gutter\"], \"failover_exptime\": 10 } } },\n"
+             "%.*s\"wildcard\": \"@gutter(wildcard)\" }\n}\n",
+             (int)(at - (example + 1)), example + 1);
+    struct cellar_config *cfg = parse(example), *m = parse(text);
+    ASSERT_PARSED(cfg);
+    if (m == NULL)
+        cellar_config_release(&cfg);
+    ASSERT_PARSED(m);
+    char want[4096];
+    snprintf(want, sizeof(want), "%s", desc(cfg, cfg->root));
+    ASSERT_STR(desc(m, m->root), want);
+    cellar_config_release(&cfg);
+    cellar_config_release(&m);
+}
+
+/*
+ * mcrouter's JSON with macros: parameters whole (any value) and inside
+ * strings, defaults, constants, string and object calls, escapes, the
+ * built-ins, --config-params; and what is refused, with where and why.
+ */
+TEST(macros) {
+    struct cellar_options opt = {.config_params = "POOL:B,N:7"};
+    struct {
+        const char *text;
+        const char *want;
+    } cases[] = {
+        {"{\"macros\": {\"p\": {\"type\": \"macroDef\", \"params\": [\"x\", {\"name\": \"y\","
+         " \"default\": \"B\"}], \"result\": {\"type\": \"FailoverRoute\", \"children\":"
+         " [\"PoolRoute|%x%\", \"PoolRoute|%y%\"]}}}, " POOLS_AB ", \"route\": \"@p(A)\"}",
+         "FailoverRoute[PoolRoute(A),PoolRoute(B)]"},
+        {"{\"macros\": {\"p\": {\"type\": \"macroDef\", \"params\": [\"x\", \"y\"],"
+         " \"result\": \"%x%Route|%y%\"}}, " POOLS_AB ", \"route\": {\"type\": \"p\","
+         " \"x\": \"Pool\", \"y\": \"B\"}}",
+         "PoolRoute(B)"},
+        {"{\"macros\": {\"c\": {\"type\": \"constDef\", \"result\": [\"PoolRoute|A\","
+         " \"NullRoute\"]}}, " POOLS_AB ", \"route\": {\"type\": \"AllSyncRoute\","
+         " \"children\": \"%c%\"}}",
+         "AllSyncRoute[PoolRoute(A),NullRoute]"},
+        {"{" POOLS_AB ", \"route\": {\"type\": \"AllSyncRoute\", \"children\":"
+         " {\"type\": \"transform\", \"dictionary\": [\"A\", \"%POOL%\"],"
+         " \"itemTransform\": \"PoolRoute|%item%\"}}}",
+         "AllSyncRoute[PoolRoute(A),PoolRoute(B)]"},
+        {"{" POOLS_AB ", \"route\": {\"type\": \"LatestRoute\", \"children\": {\"type\":"
+         " \"merge\", \"params\": [[\"PoolRoute|A\"], [\"PoolRoute|B\"]]},"
+         " \"failover_count\": \"@int(%N%)\"}}",
+         "LatestRoute(failover_count=7)[PoolRoute(A),PoolRoute(B)]"},
+        {"{" POOLS_AB ", \"route\": {\"type\": \"select\", \"dictionary\": {\"a\":"
+         " \"PoolRoute|A\", \"b\": \"PoolRoute|B\"}, \"key\": \"b\"}}",
+         "PoolRoute(B)"},
+        {"{" POOLS_AB ", \"route\": {\"type\": \"if\", \"condition\": {\"type\": \"equals\","
+         " \"A\": \"%POOL%\", \"B\": \"B\"}, \"is_true\": \"NullRoute\", \"is_false\":"
+         " \"PoolRoute|A\"}}",
+         "NullRoute"},
+        {"{" POOLS_AB ", \"route\": {\"type\": \"PrefixSelectorRoute\", \"policies\":"
+         " {\"\\\\@a\\\\%\": \"PoolRoute|A\"}}}",
+         "PrefixSelectorRoute{@a%:PoolRoute(A),wildcard:-}"},
+        /* refused */
+        {"{\"route\": \"@nope(1)\"}", "ERROR: route: unknown macro \"nope\" in \"@nope(1)\""},
+        {"{\"route\": \"%NOPE%\"}", "ERROR: route: unknown parameter \"NOPE\""},
+        {"{\"route\": \"a%b\"}", "ERROR: route: an odd number of '%' in \"a%b\""},
+        {"{\"route\": \"@import(x.json)\"}",
+         "ERROR: route: mcrouter's built-in macro \"import\" is not supported"},
+        {"{\"macros\": {\"p\": {\"type\": \"macroDef\", \"params\": [\"x\"], \"result\": \"%x%\"}},"
+         " \"route\": \"@p(1,2)\"}",
+         "ERROR: route: macro p takes at most 1 arguments, not 2"},
+        {"{\"macros\": {\"p\": {\"type\": \"macroDef\", \"params\": [\"x\"], \"result\": \"%x%\"}},"
+         " \"route\": {\"type\": \"p\"}}",
+         "ERROR: route: macro p: parameter \"x\" is missing"},
+        {"{\"macros\": {\"p\": {\"type\": \"macroDef\", \"params\": [], \"result\": \"@p\"}},"
+         " \"route\": \"@p\"}",
+         "ERROR: route: macros nested more than 200 deep"},
+        {"{\"macros\": {\"p\": {\"type\": \"oops\"}}, \"route\": \"NullRoute\"}",
+         "ERROR: macros.p: expected {\"type\": \"macroDef\" or \"constDef\", ...}"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cellar_config *cfg = parse_opt(cases[i].text, &opt);
+        if (cfg == NULL)
+            snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
+        else
+            desc(cfg, cfg->root);
+        cellar_config_release(&cfg);
+        if (strcmp(descbuf, cases[i].want) != 0)
+            TH_FAIL("case %zu: got \"%s\", want \"%s\"", i, descbuf, cases[i].want);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -460,7 +554,7 @@ static const struct bad bad[] = {
     {"{\"pools\": {}}", "no route: give \"route\" or \"routes\""},
     {"{\"route\": \"NullRoute\", \"routes\": []}", "give \"route\" or \"routes\", not both"},
     {"{\"route\": \"NullRoute\", \"shadows\": []}", "unknown key \"shadows\" (the configuration"},
-    {"{\"macros\": {\"m\": {}}, \"route\": \"NullRoute\"}", "macros are not supported yet"},
+    {"{\"macros\": {\"m\": {}}, \"route\": \"NullRoute\"}", "macros.m: expected {\"type\""},
     {"{\"pools\": [], \"route\": \"NullRoute\"}", "pools: expected an object of pools, not a list"},
     /* Pools. */
     {P "\"route\": \"PoolRoute|C\"}", "route: unknown pool \"C\""},
