@@ -139,6 +139,25 @@ int net_listen_fd(struct net_listeners *ls, int fd) {
     return add_listener(ls, fd, false, name);
 }
 
+int net_listen_inherited(struct net_listeners *ls) {
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    if (pid == NULL || fds == NULL)
+        return 0;
+    char *end;
+    long p = strtol(pid, &end, 10), n = *end == '\0' ? strtol(fds, &end, 10) : -1;
+    unsetenv("LISTEN_PID");         /* not for children */
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    if (p != (long)getpid())
+        return 0;
+    if (*end != '\0' || n < 1 || n > 64)
+        return -1;
+    for (int fd = 3; fd < 3 + n; fd++)
+        if (net_listen_fd(ls, fd) < 0)
+            return -1;
+    return (int)n;
+}
+
 int net_listen_unix(struct net_listeners *ls, const char *path, int mask, int backlog) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)

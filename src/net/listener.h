@@ -42,6 +42,13 @@ int net_listen_tcp(struct net_listeners *ls, const char *list, int port, int bac
  * --listen-sock-fd), as a listener: 0, or -1 when it is not one.
  */
 int net_listen_fd(struct net_listeners *ls, int fd);
+/*
+ * systemd's socket activation: when LISTEN_PID is this process, takes the
+ * LISTEN_FDS listening sockets from fd 3 on (and clears the variables).
+ * How many it took (0: none were passed), or -1 when one is not a
+ * listening TCP socket.
+ */
+int net_listen_inherited(struct net_listeners *ls);
 /* Listens on the unix socket path, made with permissions mask (as -a). 0 or -1. */
 int net_listen_unix(struct net_listeners *ls, const char *path, int mask, int backlog);
 /* Closes them (and removes a unix socket's file). */

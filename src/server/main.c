@@ -53,6 +53,9 @@ static uint32_t unix_now(void) {
 
 static int open_listeners(struct server *s) {
     const struct settings *cfg = s->cfg;
+    int inherited = net_listen_inherited(&s->listeners);
+    if (inherited != 0)             /* systemd's sockets stand for -p, -l and -s */
+        return inherited < 0 ? -1 : 0;
     if (cfg->socketpath != NULL)
         return net_listen_unix(&s->listeners, cfg->socketpath, cfg->access, cfg->backlog);
     if (cfg->port == 0)
