@@ -42,6 +42,8 @@ static void usage(FILE *f) {
             "                          without one go to the routes of that alias\n"
             "                          (default /././, as mcrouter's)\n"
             "  --config-params=NAME:VALUE,...  values the config's macros see as %%NAME%%\n"
+            "  --enable-flush-cmd      send flush_all on to every backend (default: refused,\n"
+            "                          SERVER_ERROR Command disabled, as mcrouter does)\n"
             "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
             "                          route goes to the default route, not refused\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
@@ -123,6 +125,7 @@ int main(int argc, char **argv) {
         {"route-prefix", required_argument, NULL, 'R'},
         {"config-params", required_argument, NULL, 'Q' | OPTIONS_LONG_ONLY},
         {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
+        {"enable-flush-cmd", no_argument, NULL, 'E' | OPTIONS_LONG_ONLY},
         {"port", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
         {"listen-sock-fd", required_argument, NULL, 'F' | OPTIONS_LONG_ONLY},
@@ -151,7 +154,7 @@ int main(int argc, char **argv) {
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL;
-    bool invalid_to_default = false;
+    bool invalid_to_default = false, enable_flush = false;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
@@ -176,6 +179,7 @@ int main(int argc, char **argv) {
         case 'R': route_prefix = optarg; break;
         case 'Q': config_params = optarg; break;
         case 'S': invalid_to_default = true; break;
+        case 'E': enable_flush = true; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
         case 'F': listen_fd = (int)v; bad = bad || v < 0; break;
@@ -242,6 +246,7 @@ int main(int argc, char **argv) {
     rt.route_prefix = route_prefix;
     rt.config_params = config_params;
     rt.send_invalid_route_to_default = invalid_to_default;
+    rt.enable_flush = enable_flush;
     rt.verbose = verbose;
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);

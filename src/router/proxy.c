@@ -124,6 +124,9 @@ struct rreq {
     char *local;                    /* RK_LOCAL: the answer */
     struct rsub *subs;
     char *meta_flags;               /* msg_from_meta's room for edited flags */
+    bool barrier;                   /* what the client sent after r waits for its answer */
+    uint64_t due_ns;                /* a delayed flush_all: sent then (router_run_later) */
+    struct rreq *later;             /* ... in its worker's list of those */
     char bytes[];                   /* the request as it came; then room for local[] */
 };
 
@@ -249,8 +252,9 @@ static void submit(struct rreq *r, unsigned i, int server) {
     s->q.done = sub_done;
     s->q.arg = s;
     r->rh->inflight++;
-    r->c->inflight++;
-    r->c->w->st.keys_sent++;
+    if (r->c != NULL)               /* (a delayed flush_all may outlive its client) */
+        r->c->inflight++;
+    r->rh->w->st.keys_sent++;
     if (server >= 0)
         cl_async_submit_to(r->rh->h, (unsigned)server, &s->q);
     else
@@ -258,6 +262,64 @@ static void submit(struct rreq *r, unsigned i, int server) {
 }
 
 static void rreq_answered(struct rreq *r);
+
+/*
+ * flush_all with a delay, as mcrouter does it: the answer comes after the
+ * delay, once every server has flushed (the servers are sent a plain
+ * flush_all then), so that what the client reads next is gone.  r is
+ * queued now, in its place among the client's answers, and kept in the
+ * worker's list (its handle held) until it is due; what the client sends
+ * after it waits behind it.
+ */
+static void start_later(struct rconn *c, struct rreq *r, int64_t delay) {
+    struct rworker *w = c->w;
+    r->rh = w->cur;
+    r->rh->inflight++;              /* the handle stays until the flush is sent */
+    r->left = r->nsub + 1;
+    for (unsigned i = 0; i < r->nsub; i++)
+        r->subs[i].q.m.exptime = 0;
+    r->due_ns = clock_mono_ns() + (uint64_t)delay * 1000000000u;
+    r->barrier = c->barrier = true;     /* nothing after it overtakes it */
+    enqueue(c, r);
+    struct rreq **pp = &w->later;
+    while (*pp != NULL && (*pp)->due_ns <= r->due_ns)
+        pp = &(*pp)->later;
+    r->later = *pp;
+    *pp = r;
+}
+
+void router_run_later(struct rworker *w) {
+    uint64_t now = clock_mono_ns();
+    while (w->later != NULL && w->later->due_ns <= now) {
+        struct rreq *r = w->later;
+        w->later = r->later;
+        for (unsigned i = 0; i < r->nsub; i++)
+            submit(r, i, (int)i);
+        r->rh->inflight--;
+        rreq_answered(r);
+    }
+}
+
+void router_drop_later(struct rworker *w) {
+    while (w->later != NULL) {
+        struct rreq *r = w->later;
+        w->later = r->later;
+        r->rh->inflight--;
+        if (r->c == NULL)           /* (a client still here frees it with its queue) */
+            rreq_free(r);
+    }
+}
+
+uint64_t router_later_due(const struct rworker *w) {
+    return w->later != NULL ? w->later->due_ns : 0;
+}
+
+/* A flush_all's delay in seconds from its exptime (a unix time past 30 days). */
+static int64_t flush_delay(int64_t exptime) {
+    if (exptime > 2592000)
+        exptime -= (int64_t)time(NULL);
+    return exptime > 0 ? exptime : 0;
+}
 
 /*
  * Queues r and sends its rsubs (their msgs filled).  A done callback may
@@ -579,8 +641,8 @@ static void rreq_answered(struct rreq *r) {
         rreq_free(r);
         return;
     }
-    if (r->plan == MSG_BIN_SEND_CREATE && c->barrier) {
-        /* the two-step request is done: what came after it may go on */
+    if (r->barrier && c->barrier) {
+        /* the two-step or delayed request is done: what came after it may go on */
         c->barrier = false;
         c->resume = true;
     }
@@ -682,6 +744,13 @@ static enum take take_text(struct rconn *c) {
             stats_answer(c, RP_TEXT, req.ntokens > 1 ? req.tok[1].p : "",
                          req.ntokens > 1 ? req.tok[1].len : 0, 0, 0);
         return TAKEN;
+    case MC_CMD_FLUSH_ALL:
+        if (c->w->rt->enable_flush)
+            break;
+        c->w->st.cmd_flush++;
+        if (!req.noreply)           /* mcrouter's words */
+            answer_local(c, RP_TEXT, "SERVER_ERROR Command disabled\r\n", 31);
+        return TAKEN;
     default:
         break;
     }
@@ -720,6 +789,12 @@ static enum take take_text(struct rconn *c) {
         for (unsigned i = 0; i < nsub; i++)
             msg_from_text(&r->subs[i].q.m, &r->u.text, r->u.text.key, value);
         c->w->st.cmd_flush++;
+        int64_t delay = flush_delay(r->subs[0].q.m.exptime);
+        if (delay > 0) {
+            r->kind = RK_BROADCAST;
+            start_later(c, r, delay);
+            return TAKEN;
+        }
     } else {
         msg_from_text(&r->subs[0].q.m, &r->u.text, r->u.text.key, value);
         if (stores)
@@ -860,6 +935,12 @@ static enum take take_bin(struct rconn *c) {
         return TAKEN;
     }
     bool flush = probe.op == MSG_FLUSH_ALL;
+    if (flush && !c->w->rt->enable_flush) {
+        char e[MC_BIN_ERROR_MAX];
+        c->w->st.cmd_flush++;
+        answer_local(c, RP_BIN, e, mc_bin_fmt_error(e, req.opcode, MC_BIN_ST_EINVAL, req.opaque));
+        return TAKEN;
+    }
     unsigned nsub = flush ? cl_handle_servers(c->w->cur->h) : 1;
     struct rreq *r = rreq_new(c, RP_BIN, p, total, nsub, 0);
     if (r == NULL) {
@@ -878,12 +959,16 @@ static enum take take_bin(struct rconn *c) {
     r->kind = flush ? RK_BROADCAST : RK_KEYED;
     /* The incr's add goes out after the incr's answer: what the client sent
        after it must not overtake it. */
-    c->barrier = plan == MSG_BIN_SEND_CREATE;
+    r->barrier = c->barrier = plan == MSG_BIN_SEND_CREATE;
     if (cl_op_reads(probe.op))
         c->w->st.cmd_get++;
     else if (msg_op_stores(probe.op))
         c->w->st.cmd_set++;
-    start(c, r, flush);
+    int64_t delay = flush ? flush_delay(r->subs[0].q.m.exptime) : 0;
+    if (delay > 0)
+        start_later(c, r, delay);
+    else
+        start(c, r, flush);
     return TAKEN;
 }
 

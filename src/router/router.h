@@ -95,6 +95,8 @@ struct rhandle {
     struct rhandle *older;          /* handles of earlier configurations, draining */
 };
 
+struct rreq;
+
 struct rworker {
     struct net_worker net;
     struct router *rt;
@@ -111,6 +113,7 @@ struct rworker {
                                        estimates reckon it (proxy.c); a new client's first */
     uint32_t slow_check;            /* unix time of the last output-timeout check */
     uint64_t held_peak;             /* the most bytes_held since the heap was last trimmed */
+    struct rreq *later;             /* delayed flush_alls, the soonest first (proxy.c) */
     struct router_counters st;
 };
 
@@ -122,6 +125,7 @@ struct router {
     const char *config_path;
     const char *route_prefix;       /* -R: the default routing prefix */
     const char *config_params;      /* --config-params: the config's %NAME%s */
+    bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool send_invalid_route_to_default;
     pthread_mutex_t cfg_lock;       /* cfg and cfg_gen */
     struct cellar_config *cfg;
@@ -149,6 +153,11 @@ extern const struct net_conn_ops router_conn_ops;
 void router_close_stuck(struct rworker *w, uint32_t now);
 /* proxy.c: gives the heap's free pages back once a burst of held answers has gone. */
 void router_trim_heap(struct rworker *w);
+/* Sends the delayed flush_alls that are due; when the next is due (0: none). */
+void router_run_later(struct rworker *w);
+uint64_t router_later_due(const struct rworker *w);
+/* Forgets them, unsent, when the worker stops. */
+void router_drop_later(struct rworker *w);
 /* proxy.c: lets go of an answer's copy that a client's out held (net's release()). */
 void router_val_release(void *ctx, void *ref);
 /* worker.c: sets up and tears down a worker's handles. */

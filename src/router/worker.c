@@ -86,6 +86,7 @@ static void worker_tick(struct net_worker *nw) {
             pthread_mutex_unlock(&w->lock);
         }
     }
+    router_run_later(w);
     unsigned inflight = 0;
     for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older) {
         rh->deadline = cl_async_run(rh->h, false);
@@ -117,7 +118,7 @@ static void worker_tick(struct net_worker *nw) {
 /* Sleep no longer than the earliest deadline of any handle. */
 static int worker_wait_ms(struct net_worker *nw) {
     struct rworker *w = (struct rworker *)nw;
-    uint64_t next = 0;
+    uint64_t next = router_later_due(w);
     for (struct rhandle *rh = w->cur; rh != NULL; rh = rh->older) {
         if (rh->deadline && (next == 0 || rh->deadline < next))
             next = rh->deadline;
@@ -144,6 +145,7 @@ int router_worker_init(struct router *rt, struct rworker *w, int id) {
 
 void router_worker_deinit(struct rworker *w) {
     /* the clients are gone: every request still in flight is an orphan, failed here */
+    router_drop_later(w);
     while (w->cur != NULL) {
         struct rhandle *rh = w->cur;
         pthread_mutex_lock(&w->lock);

@@ -17,6 +17,7 @@ import re
 import socket
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -216,7 +217,7 @@ def test_requests_per_route():
 def test_flush_all_reaches_every_backend_and_version():
     b = [backend("be%d" % i) for i in range(3)]
     with b[0], b[1], b[2]:
-        with Router(pool_config(b)) as r:
+        with Router(pool_config(b), args=["--enable-flush-cmd"]) as r:
             for i, s in enumerate(b):       # directly: every backend holds something
                 with s.conn() as c:
                     c.expect(b"set direct%d 0 0 1\r\nx\r\n" % i, b"STORED\r\n")
@@ -230,6 +231,33 @@ def test_flush_all_reaches_every_backend_and_version():
                 assert held(s, KEYS[:30] + ["direct%d" % i]) == set(), s.name
                 assert int(s.stats()["cmd_flush"]) == 2, s.name
             assert r.stats()["cmd_flush"] == "2"
+            # with a delay, as mcrouter: the answer once the delay is over and every
+            # backend has flushed, in its place among the client's answers
+            assert traffic(r.port, KEYS[:30]) == {}
+            with util.Conn(r.port) as c:
+                t0 = time.monotonic()
+                c.expect(b"flush_all 1\r\nget %s\r\n" % KEYS[0].encode(), b"OK\r\nEND\r\n")
+                assert time.monotonic() - t0 >= 0.9
+            assert all(held(s, KEYS[:30]) == set() for s in b)
+
+
+def test_flush_all_is_refused_without_enable_flush_cmd():
+    """mcrouter's default: flush_all is not sent on (SERVER_ERROR Command
+    disabled; binary: EINVAL) unless the router runs with --enable-flush-cmd."""
+    b = backend("be")
+    with b:
+        with Router(pool_config([b])) as r, util.Conn(r.port) as c:
+            assert traffic(r.port, KEYS[:10]) == {}
+            c.expect(b"flush_all\r\n", b"SERVER_ERROR Command disabled\r\n")
+            c.expect(b"flush_all 0 noreply\r\nversion\r\n", b"VERSION 1.6.18\r\n")
+            assert r.stats()["cmd_flush"] == "2"
+        with Router(pool_config([b])) as r, util.Conn(r.port) as c:  # (the first byte decides)
+            text = binproto.TEXT[binproto.EINVAL]
+            c.expect(binproto.req(binproto.FLUSH),
+                     binproto.HDR.pack(binproto.RES_MAGIC, binproto.FLUSH, 0, 0, 0,
+                                       binproto.EINVAL, len(text), 0, 0) + text)
+            assert held(b, KEYS[:10]) == set(KEYS[:10])
+            assert int(b.stats()["cmd_flush"]) == 0
 
 
 # ---------------------------------------------------------------------------

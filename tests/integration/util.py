@@ -282,7 +282,7 @@ class RoutedServer(Server):
                 for _attempt in range(5):
                     self.port = free_port()
                     argv = [ROUTER, "--config", self.config, "-l", HOST, "-p", str(self.port),
-                            "-t", "2"] + ROUTER_ARGS
+                            "-t", "2", "--enable-flush-cmd"] + ROUTER_ARGS
                     self._errf = tempfile.NamedTemporaryFile(
                         prefix="cellar-it-router-", suffix=".stderr", delete=False)
                     _STDERR_FILES.add(self._errf.name)
