@@ -42,6 +42,8 @@ static void usage(FILE *f) {
             "                          without one go to the routes of that alias\n"
             "                          (default /././, as mcrouter's)\n"
             "  --config-params=NAME:VALUE,...  values the config's macros see as %%NAME%%\n"
+            "  --server-timeout=MS     a pool's server_timeout when it gives none (1000)\n"
+            "  --timeouts-until-tko=N  a pool's tko_timeouts when it gives none (3)\n"
             "  --enable-flush-cmd      send flush_all on to every backend (default: refused,\n"
             "                          SERVER_ERROR Command disabled, as mcrouter does)\n"
             "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
@@ -81,6 +83,8 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
                                  .window_max = ROUTER_WINDOW, .window_bytes = -1,
                                  .route_prefix = rt->route_prefix,
                                  .config_params = rt->config_params,
+                                 .server_timeout_ms = rt->server_timeout_ms,
+                                 .tko_timeouts = rt->tko_timeouts,
                                  .send_invalid_route_to_default =
                                      rt->send_invalid_route_to_default};
     struct cellar_config *cfg = NULL;
@@ -126,6 +130,8 @@ int main(int argc, char **argv) {
         {"config-params", required_argument, NULL, 'Q' | OPTIONS_LONG_ONLY},
         {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
         {"enable-flush-cmd", no_argument, NULL, 'E' | OPTIONS_LONG_ONLY},
+        {"server-timeout", required_argument, NULL, 'W' | OPTIONS_LONG_ONLY},
+        {"timeouts-until-tko", required_argument, NULL, 'K' | OPTIONS_LONG_ONLY},
         {"port", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
         {"listen-sock-fd", required_argument, NULL, 'F' | OPTIONS_LONG_ONLY},
@@ -155,6 +161,7 @@ int main(int argc, char **argv) {
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL;
     bool invalid_to_default = false, enable_flush = false;
+    int rt_server_timeout = 0, rt_tko = 0;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
@@ -170,7 +177,7 @@ int main(int argc, char **argv) {
         ch &= ~OPTIONS_LONG_ONLY;           /* the long-only keys carry their letter */
         char *optarg = optarg_;
         char *end = NULL;
-        bool numeric = optarg != NULL && strchr("pacbtF", ch) != NULL;
+        bool numeric = optarg != NULL && strchr("pacbtFWK", ch) != NULL;
         long v = numeric ? strtol(optarg, &end, ch == 'a' ? 8 : 10) : 0;
         bool bad = numeric && (end == optarg || *end != '\0');
         uint64_t u = 0;
@@ -180,6 +187,8 @@ int main(int argc, char **argv) {
         case 'Q': config_params = optarg; break;
         case 'S': invalid_to_default = true; break;
         case 'E': enable_flush = true; break;
+        case 'W': rt_server_timeout = (int)v; bad = bad || v <= 0 || v > 86400000; break;
+        case 'K': rt_tko = (int)v; bad = bad || v <= 0 || v > 1000000; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
         case 'F': listen_fd = (int)v; bad = bad || v < 0; break;
@@ -229,6 +238,9 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
             else if (ch == 'F')
                 fprintf(stderr, "cellar-router: bad value for --listen-sock-fd: %s\n", optarg);
+            else if (ch == 'W' || ch == 'K')
+                fprintf(stderr, "cellar-router: bad value for --%s: %s\n",
+                        ch == 'W' ? "server-timeout" : "timeouts-until-tko", optarg);
             else
                 fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
             return 64;
@@ -247,6 +259,8 @@ int main(int argc, char **argv) {
     rt.config_params = config_params;
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
+    rt.server_timeout_ms = rt_server_timeout;
+    rt.tko_timeouts = rt_tko;
     rt.verbose = verbose;
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);
