@@ -22,6 +22,7 @@
  */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "client/client_int.h"
@@ -32,13 +33,30 @@
 #define FAILOVER_COUNT 5        /* LatestRoute's default */
 #define FAILOVER_EXPTIME 60     /* FailoverWithExptimeRoute's default */
 
+/*
+ * mcrouter's failover_errors: which errors send a request on, by what the
+ * request does.  Its names, as libcellar's statuses can tell them apart.
+ */
+enum fo_class { FO_GETS, FO_UPDATES, FO_DELETES, FO_CLASSES };
+enum {
+    FO_TKO = 1u << 0,               /* CELLAR_EDOWN */
+    FO_CONNECT = 1u << 1,           /* CELLAR_ECONNECT: connect_error, connect_timeout */
+    FO_TIMEOUT = 1u << 2,           /* CELLAR_ETIMEDOUT */
+    FO_REMOTE = 1u << 3,            /* CELLAR_ESERVER, EPROTO, ECLOSED: remote_error */
+    FO_LOCAL = 1u << 4,             /* CELLAR_ENOMEM: local_error */
+};
+
 /* The three kinds share one struct and the walk below. */
 struct failover {
     struct route r;
     int exptime;                /* FailoverRoute: cap on the failover children's exptime
                                    (-1: none) */
     unsigned failover_count;    /* LatestRoute: children tried after the first */
+    unsigned limit;             /* failover_limit: children tried after the first, at most */
     bool on_miss;               /* MissFailoverRoute: a read's miss moves on too */
+    bool custom;                /* failover_errors given: errors[] decides, else every
+                                   failover error (cl_failover_error) moves on */
+    unsigned errors[FO_CLASSES];
 };
 
 static const struct failover *fo(const struct route *r) {
@@ -62,11 +80,34 @@ int64_t cl_cap_exptime(int64_t exptime, int cap) {
     return (exptime == 0 || left > cap) ? cap : exptime;
 }
 
+/* The failover_errors name of a status (0: not an error it knows). */
+static unsigned error_bit(int status) {
+    switch (status) {
+    case CELLAR_EDOWN: return FO_TKO;
+    case CELLAR_ECONNECT: return FO_CONNECT;
+    case CELLAR_ETIMEDOUT: return FO_TIMEOUT;
+    case CELLAR_ESERVER:
+    case CELLAR_EPROTO:
+    case CELLAR_ECLOSED: return FO_REMOTE;
+    case CELLAR_ENOMEM: return FO_LOCAL;
+    default: return 0;
+    }
+}
+
+/* Which of failover_errors' lists op's request follows. */
+static enum fo_class class_of(enum msg_op op) {
+    if (cl_op_reads(op))
+        return FO_GETS;
+    return op == MSG_DELETE ? FO_DELETES : FO_UPDATES;
+}
+
 /* Does this answer send the request on to the next child? */
 static bool moves_on(const struct seq *s, int status) {
-    if (cl_failover_error(status))
+    const struct failover *f = fo(s->r);
+    if (f->custom ? (f->errors[class_of(s->parent->m.op)] & error_bit(status)) != 0
+                  : cl_failover_error(status))
         return true;
-    return fo(s->r)->on_miss && status == CELLAR_NOT_FOUND;
+    return f->on_miss && status == CELLAR_NOT_FOUND;
 }
 
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep);
@@ -112,7 +153,8 @@ static void seq_dispatch(const struct route *r, struct cellar *h, struct cl_req 
 }
 
 static void failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    seq_dispatch(r, h, q, 0, r->nchildren);
+    unsigned limit = fo(r)->limit + 1;
+    seq_dispatch(r, h, q, 0, limit < r->nchildren ? limit : r->nchildren);
 }
 
 static void miss_failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
@@ -140,11 +182,32 @@ static int latest_server_of(const struct route *r, const struct cellar_config *c
 static void failover_label(const struct route *r, const struct cellar_config *cfg,
                            struct mc_put *w) {
     (void)cfg;
-    if (fo(r)->exptime >= 0) {
+    const struct failover *f = fo(r);
+    bool limited = f->limit != UINT_MAX - 1, any = f->exptime >= 0 || limited || f->custom;
+    if (!any)
+        return;
+    const char *sep = "(";
+    if (f->exptime >= 0) {
         MC_PUT_LIT(w, "(exptime=");
-        mc_put_i64(w, fo(r)->exptime);
-        MC_PUT_LIT(w, ")");
+        mc_put_i64(w, f->exptime);
+        sep = ",";
     }
+    if (limited) {
+        mc_put(w, sep, 1);
+        MC_PUT_LIT(w, "failover_limit=");
+        mc_put_u64(w, f->limit);
+        sep = ",";
+    }
+    if (f->custom) {
+        mc_put(w, sep, 1);
+        MC_PUT_LIT(w, "failover_errors=");
+        for (int c = 0; c < FO_CLASSES; c++) {
+            if (c)
+                MC_PUT_LIT(w, "/");
+            mc_put_u64(w, f->errors[c]);
+        }
+    }
+    MC_PUT_LIT(w, ")");
 }
 
 static void latest_label(const struct route *r, const struct cellar_config *cfg,
@@ -178,8 +241,10 @@ static const struct route_ops latest_ops = {
 static struct failover *make(struct route_set *rs, const struct route_ops *ops,
                              struct route *const *children, unsigned n) {
     struct failover *f = (struct failover *)route_make(rs, ops, sizeof(*f), children, n);
-    if (f)
+    if (f) {
         f->exptime = -1;
+        f->limit = UINT_MAX - 1;
+    }
     return f;
 }
 
@@ -229,6 +294,99 @@ static struct route *latest_over(struct route_set *rs, const struct route_type *
     return route_latest(rs, v, n, FAILOVER_COUNT);
 }
 
+/* One failover_errors list (names) into *bits. */
+static int error_list(struct rb *b, json_t *v, unsigned *bits) {
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {
+        {"tko", FO_TKO},
+        {"connect_error", FO_CONNECT},
+        {"connect_timeout", FO_CONNECT},
+        {"timeout", FO_TIMEOUT},
+        {"remote_error", FO_REMOTE},
+        {"local_error", FO_LOCAL},
+        /* mcrouter's others, which a memcache backend never gives */
+        {"busy", 0}, {"try_again", 0}, {"shutdown", 0}, {"aborted", 0}, {"deadline_exceeded", 0},
+        {"client_error", 0}, {"bad_command", 0}, {"bad_key", 0}, {"bad_flags", 0},
+        {"bad_exptime", 0}, {"bad_lease_id", 0}, {"bad_cas_id", 0}, {"bad_value", 0},
+        {"ooo", 0}, {"permission_denied", 0}, {"exception", 0}, {"resource_exhausted", 0},
+    };
+    size_t i;
+    json_t *e;
+    if (!json_is_array(v))
+        return rb_fail(b, "expected a list of error names, not %s", rb_type_name(v));
+    *bits = 0;
+    json_array_foreach(v, i, e) {
+        size_t k = 0, n = sizeof(names) / sizeof(names[0]);
+        while (k < n && !(json_is_string(e) && strcmp(names[k].name, json_string_value(e)) == 0))
+            k++;
+        if (k == n) {
+            rb_path_index(b, i);
+            return json_is_string(e)
+                       ? rb_fail(b, "\"%s\" is not a failover error (tko connect_error "
+                                    "connect_timeout timeout remote_error local_error ...)",
+                                 json_string_value(e))
+                       : rb_fail(b, "expected an error name, not %s", rb_type_name(e));
+        }
+        *bits |= names[k].bit;
+    }
+    return 0;
+}
+
+/*
+ * mcrouter's failover options of obj into f: "failover_errors" (a list of
+ * error names, or {"gets", "updates", "deletes"}: lists, each absent one
+ * every error) and "failover_limit" (the children tried after the first).
+ */
+static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
+    long long limit;
+    if (rb_get_int(b, obj, "failover_limit", 0, UINT_MAX - 1, UINT_MAX - 1, &limit) < 0)
+        return -1;
+    f->limit = (unsigned)limit;
+    json_t *v = json_object_get(obj, "failover_errors");
+    if (v == NULL)
+        return 0;
+    size_t mark = rb_path_key(b, "failover_errors");
+    static const char *const classes[FO_CLASSES] = {"gets", "updates", "deletes"};
+    f->custom = true;
+    if (json_is_array(v)) {
+        if (error_list(b, v, &f->errors[FO_GETS]) < 0)
+            return -1;
+        f->errors[FO_UPDATES] = f->errors[FO_DELETES] = f->errors[FO_GETS];
+    } else if (json_is_object(v)) {
+        if (rb_check_keys(b, v, "gets updates deletes", "failover_errors") < 0)
+            return -1;
+        for (int c = 0; c < FO_CLASSES; c++) {
+            json_t *l = json_object_get(v, classes[c]);
+            f->errors[c] = FO_TKO | FO_CONNECT | FO_TIMEOUT | FO_REMOTE;
+            size_t m = rb_path_key(b, classes[c]);
+            if (l && error_list(b, l, &f->errors[c]) < 0)
+                return -1;
+            rb_path_set(b, m);
+        }
+    } else {
+        return rb_fail(b, "expected a list of error names or {\"gets\", \"updates\", "
+                          "\"deletes\"}, not %s", rb_type_name(v));
+    }
+    rb_path_set(b, mark);
+    return 0;
+}
+
+/* {"type": "FailoverRoute", "children": route, "failover_errors", "failover_limit"} */
+static int build_failover(struct rb *b, const struct route_type *t, json_t *obj,
+                          struct route **out) {
+    (void)t;
+    struct route_list l = {0};
+    int rc = rb_build_key_list(b, obj, "children", &l);
+    if (rc == 0 && (*out = route_failover(b->cfg->routes, l.v, l.n, -1)) == NULL)
+        rc = rb_nomem(b);
+    if (rc == 0)
+        rc = failover_options(b, obj, (struct failover *)*out);
+    free(l.v);
+    return rc;
+}
+
 /* {"type": "LatestRoute", "children": route, "failover_count": INT} */
 static int build_latest(struct rb *b, const struct route_type *t, json_t *obj,
                         struct route **out) {
@@ -263,23 +421,25 @@ static int build_failover_exptime(struct rb *b, const struct route_type *t, json
         rc = rb_get_int(b, obj, "failover_exptime", 0, INT_MAX, FAILOVER_EXPTIME, &exptime);
     if (rc == 0 && (*out = route_failover(b->cfg->routes, l.v, l.n, (int)exptime)) == NULL)
         rc = rb_nomem(b);
+    if (rc == 0)
+        rc = failover_options(b, obj, (struct failover *)*out);
     free(l.v);
     return rc;
 }
 
 const struct route_type route_type_failover = {
     .type = "FailoverRoute",
-    .keys = "children",
+    .keys = "children failover_errors failover_limit",
     .route_keys = "children",
     .map_keys = "",
     .pool_keys = "",
-    .build = rb_build_over,
+    .build = build_failover,
     .over = failover_over,
 };
 
 const struct route_type route_type_failover_exptime = {
     .type = "FailoverWithExptimeRoute",
-    .keys = "normal failover failover_exptime",
+    .keys = "normal failover failover_exptime failover_errors failover_limit",
     .route_keys = "normal failover",
     .map_keys = "",
     .pool_keys = "",

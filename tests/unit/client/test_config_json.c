@@ -436,6 +436,19 @@ TEST(mcrouter_example) {
     cellar_config_release(&cfg);
 }
 
+/* FailoverRoute's failover_errors (a list, or by gets/updates/deletes) and failover_limit. */
+TEST(failover_options) {
+    ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"FailoverRoute\", \"children\":"
+                       " [\"PoolRoute|A\", \"PoolRoute|B\"], \"failover_errors\": [\"remote_error\","
+                       " \"tko\"], \"failover_limit\": 1}}"),
+               "FailoverRoute(failover_limit=1,failover_errors=9/9/9)[PoolRoute(A),PoolRoute(B)]");
+    ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"FailoverWithExptimeRoute\","
+                       " \"normal\": \"PoolRoute|A\", \"failover\": \"PoolRoute|B\","
+                       " \"failover_errors\": {\"gets\": [\"timeout\", \"connect_error\"],"
+                       " \"updates\": []}}}"),
+               "FailoverRoute(exptime=60,failover_errors=6/0/15)[PoolRoute(A),PoolRoute(B)]");
+}
+
 /* distributed.md 1.2 as written, its macro and all: the same tree as above. */
 TEST(the_example_with_its_macro) {
     const char *call = "\"wildcard\": { \"type\": \"FailoverWithExptimeRoute\", \"normal\": "
@@ -623,8 +636,15 @@ static const struct bad bad[] = {
     {P "\"route\": {\"type\": \"AllSyncRoute\", \"children\": [\"PoolRoute|A\", null]}}",
      "route.children[1]: a route is an object or a string, not null"},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
-     " \"failover_errors\": [\"timeout\"]}}",
-     "route: unknown key \"failover_errors\" (FailoverRoute takes: type name children)"},
+     " \"failover_policy\": {\"type\": \"DeterministicOrderPolicy\"}}}",
+     "route: unknown key \"failover_policy\" (FailoverRoute takes: type name children "
+     "failover_errors failover_limit)"},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
+     " \"failover_errors\": [\"timeout\", \"oops\"]}}",
+     "route.failover_errors[1]: \"oops\" is not a failover error"},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
+     " \"failover_errors\": {\"sets\": []}}}",
+     "route.failover_errors: unknown key \"sets\" (failover_errors takes: gets updates deletes)"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"hash\": {\"hash_func\": \"Ch3\"}}}",
      "route: unknown key \"hash\" (PoolRoute takes: type name pool)"},
     {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
