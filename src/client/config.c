@@ -410,3 +410,7 @@ const char *cellar_config_server_name(const struct cellar_config *cfg, unsigned 
 unsigned cl_config_nroutes(const struct cellar_config *cfg) { return route_set_count(cfg->routes); }
 
 const struct route_set *cl_config_routes(const struct cellar_config *cfg) { return cfg->routes; }
+
+const struct route *cl_config_root(const struct cellar_config *cfg) { return cfg->root; }
+
+uint64_t cl_config_host_id(const struct cellar_config *cfg) { return cfg->host_id; }

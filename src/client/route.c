@@ -71,6 +71,20 @@ const struct route *route_set_at(const struct route_set *rs, unsigned i) {
     return rs && i < rs->n ? rs->all[i] : NULL;
 }
 
+void route_traverse(const struct route *r, const struct cellar_config *cfg, enum msg_op op,
+                    const char *key, size_t nkey, struct route_walk *w, unsigned depth) {
+    if (r == NULL || depth > 200)   /* (a configuration's tree is at most 100 deep) */
+        return;
+    if (w->route)
+        w->route(w, r, depth);
+    if (r->ops->traverse) {
+        r->ops->traverse(r, cfg, op, key, nkey, w, depth + 1);
+        return;
+    }
+    for (unsigned i = 0; i < r->nchildren; i++)
+        route_traverse(r->children[i], cfg, op, key, nkey, w, depth + 1);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Describing a tree                                                        */
 /* ---------------------------------------------------------------------- */

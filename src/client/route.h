@@ -34,6 +34,7 @@ struct cl_req;
 
 struct route;
 struct mc_put;
+struct route_walk;
 
 /*
  * A route kind: mcrouter's route handle class.  Each kind is one file,
@@ -60,6 +61,14 @@ struct route_ops {
      * NULL for the other kinds.
      */
     const struct route *(*select)(const struct route *r, const char *key, size_t nkey);
+    /*
+     * The routes (and servers) below r that a request op for key would
+     * reach, each told to w with route_traverse() (mcrouter's traverse):
+     * a pool its key's server, a selector its choice; NULL: every child,
+     * in order (failover, all, latest).
+     */
+    void (*traverse)(const struct route *r, const struct cellar_config *cfg, enum msg_op op,
+                     const char *key, size_t nkey, struct route_walk *w, unsigned depth);
     /* Writes r's settings after its name, "(main)", "(exptime=10)"; NULL: none. */
     void (*label)(const struct route *r, const struct cellar_config *cfg, struct mc_put *w);
     /*
@@ -81,6 +90,20 @@ struct route {
     struct route **children;    /* in order (each kind says what they mean) */
     unsigned nchildren;
 };
+
+/* What route_traverse() tells: each route reached, each server reached. */
+struct route_walk {
+    void (*route)(struct route_walk *w, const struct route *r, unsigned depth);
+    void (*server)(struct route_walk *w, unsigned server, unsigned depth);
+};
+
+/*
+ * Walks the tree from r as a request op for key would go, telling w of r
+ * (at depth) and of what its kind's traverse reaches below it (NULL r:
+ * nothing).  Reads nothing but the tree and the configuration.
+ */
+void route_traverse(const struct route *r, const struct cellar_config *cfg, enum msg_op op,
+                    const char *key, size_t nkey, struct route_walk *w, unsigned depth);
 
 /* r's ops->server_of(), or -1 for a NULL route. */
 static inline int route_server_of(const struct route *r, const struct cellar_config *cfg,

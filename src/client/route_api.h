@@ -113,6 +113,9 @@ struct cellar_config *cl_config_ref(struct cellar_config *cfg);
 /* Its servers, routes (as numbered by route_set_at()) and route set. */
 unsigned cl_config_nroutes(const struct cellar_config *cfg);
 const struct route_set *cl_config_routes(const struct cellar_config *cfg);
+/* Where its requests enter the tree, and the host id LatestRoute reads by. */
+const struct route *cl_config_root(const struct cellar_config *cfg);
+uint64_t cl_config_host_id(const struct cellar_config *cfg);
 
 /* The configuration a handle was made from. */
 const struct cellar_config *cl_handle_config(const struct cellar *h);

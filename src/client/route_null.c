@@ -18,10 +18,17 @@ static int null_server_of(const struct route *r, const struct cellar_config *cfg
     return -1;
 }
 
+static void null_traverse(const struct route *r, const struct cellar_config *cfg,
+                          enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
+                          unsigned depth) {
+    (void)r, (void)cfg, (void)op, (void)key, (void)nkey, (void)w, (void)depth;
+}
+
 static const struct route_ops null_ops = {
     .name = "NullRoute",
     .dispatch = null_dispatch,
     .server_of = null_server_of,
+    .traverse = null_traverse,
 };
 
 struct route *route_null(struct route_set *rs) {

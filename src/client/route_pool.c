@@ -54,6 +54,22 @@ static int server_server_of(const struct route *r, const struct cellar_config *c
     return (int)target_of(r);
 }
 
+static void pool_traverse(const struct route *r, const struct cellar_config *cfg,
+                          enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
+                          unsigned depth) {
+    (void)op;
+    if (w->server)
+        w->server(w, cl_pool_pick(cfg, target_of(r), key, nkey), depth);
+}
+
+static void server_traverse(const struct route *r, const struct cellar_config *cfg,
+                            enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
+                            unsigned depth) {
+    (void)cfg, (void)op, (void)key, (void)nkey;
+    if (w->server)
+        w->server(w, target_of(r), depth);
+}
+
 static void put_name(struct mc_put *w, const char *name) {
     MC_PUT_LIT(w, "(");
     mc_put(w, name, strlen(name));
@@ -74,6 +90,7 @@ static const struct route_ops pool_ops = {
     .name = "PoolRoute",
     .dispatch = pool_dispatch,
     .server_of = pool_server_of,
+    .traverse = pool_traverse,
     .label = pool_label,
 };
 
@@ -81,6 +98,7 @@ static const struct route_ops server_ops = {
     .name = "Server",
     .dispatch = server_dispatch,
     .server_of = server_server_of,
+    .traverse = server_traverse,
     .label = server_label,
 };
 

@@ -285,6 +285,30 @@ static int root_server_of(const struct route *r, const struct cellar_config *cfg
     return route_server_of(first, cfg, key + n, nkey - n);
 }
 
+/* The routes the key's prefix reaches, each as the key without it. */
+static void root_traverse(const struct route *r, const struct cellar_config *cfg,
+                          enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
+                          unsigned depth) {
+    const struct root *rt = root_of(r);
+    struct route *dflt = rt->aliases[rt->dflt].to;
+    size_t n = prefix_len(key, nkey);
+    if (n == 0) {
+        route_traverse(dflt, cfg, op, key, nkey, w, depth);
+        return;
+    }
+    struct route *stack[TARGETS_ON_STACK], **t = stack;
+    if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL)
+        return;
+    unsigned nt = targets(rt, key, n, t);
+    if (nt == 0 && rt->invalid_to_default)
+        t[nt++] = dflt;
+    nt = distinct(t, nt, key + n, nkey - n);
+    for (unsigned i = 0; i < nt; i++)
+        route_traverse(t[i], cfg, op, key + n, nkey - n, w, depth);
+    if (t != stack)
+        free(t);
+}
+
 static void root_label(const struct route *r, const struct cellar_config *cfg,
                        struct mc_put *w) {
     (void)cfg;
@@ -324,6 +348,7 @@ static const struct route_ops root_ops = {
     .name = "RootRoute",
     .dispatch = root_dispatch,
     .server_of = root_server_of,
+    .traverse = root_traverse,
     .label = root_label,
     .children = root_children,
     .release = root_release,

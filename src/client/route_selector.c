@@ -119,10 +119,23 @@ static void prefix_release(struct route *r) {
     free(p->prefixes);
 }
 
+static void opsel_traverse(const struct route *r, const struct cellar_config *cfg,
+                           enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
+                           unsigned depth) {
+    route_traverse(opsel_pick(r, op), cfg, op, key, nkey, w, depth);
+}
+
+static void prefix_traverse(const struct route *r, const struct cellar_config *cfg,
+                            enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
+                            unsigned depth) {
+    route_traverse(prefix_pick(r, key, nkey), cfg, op, key, nkey, w, depth);
+}
+
 static const struct route_ops opsel_ops = {
     .name = "OperationSelectorRoute",
     .dispatch = opsel_dispatch,
     .server_of = opsel_server_of,
+    .traverse = opsel_traverse,
     .children = opsel_children,
 };
 
@@ -130,6 +143,7 @@ static const struct route_ops prefix_ops = {
     .name = "PrefixSelectorRoute",
     .dispatch = prefix_dispatch,
     .server_of = prefix_server_of,
+    .traverse = prefix_traverse,
     .select = prefix_pick,
     .children = prefix_children,
     .release = prefix_release,

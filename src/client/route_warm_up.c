@@ -185,10 +185,20 @@ static void warm_up_label(const struct route *r, const struct cellar_config *cfg
     MC_PUT_LIT(w, ")");
 }
 
+/* A get reaches cold, then warm; anything else cold alone. */
+static void warm_up_traverse(const struct route *r, const struct cellar_config *cfg,
+                             enum msg_op op, const char *key, size_t nkey,
+                             struct route_walk *w, unsigned depth) {
+    bool get = op == MSG_GET || op == MSG_GETS || op == MSG_GAT || op == MSG_GATS;
+    for (unsigned i = 0; i < (get ? 2u : 1u) && i < r->nchildren; i++)
+        route_traverse(r->children[i], cfg, op, key, nkey, w, depth);
+}
+
 static const struct route_ops warm_up_ops = {
     .name = "WarmUpRoute",
     .dispatch = warm_up_dispatch,
     .server_of = warm_up_server_of,
+    .traverse = warm_up_traverse,
     .label = warm_up_label,
 };
 

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/route.h"
 #include "protocol/mc_bin.h"
 #include "protocol/mc_stat.h"
 #include "router/router.h"
@@ -422,4 +423,119 @@ void admin_metrics(void *arg, struct text *t) {
         text_printf(t, "\"} %llu\n", (unsigned long long)v.routes[i]);
     }
     view_release(&v);
+}
+
+/* ---------------------------------------------------------------------- */
+/* __mcrouter__.* gets                                                      */
+/* ---------------------------------------------------------------------- */
+
+/* A growing text of the answer. */
+struct walk_out {
+    struct route_walk w;
+    const struct cellar_config *cfg;
+    struct text *t;
+    bool servers_only;
+    unsigned seen[64], nseen;       /* route(): each server once */
+};
+
+static void indent(struct text *t, unsigned depth) {
+    for (unsigned i = 0; i < depth; i++)
+        text_printf(t, "  ");
+}
+
+static void walk_route(struct route_walk *w, const struct route *r, unsigned depth) {
+    struct walk_out *o = (struct walk_out *)w;
+    char label[256];
+    if (o->servers_only)
+        return;
+    route_label(r, o->cfg, label, sizeof(label));
+    indent(o->t, depth);
+    text_printf(o->t, "%s\r\n", label);
+}
+
+static void walk_server(struct route_walk *w, unsigned server, unsigned depth) {
+    struct walk_out *o = (struct walk_out *)w;
+    if (o->servers_only) {
+        for (unsigned i = 0; i < o->nseen; i++)
+            if (o->seen[i] == server)
+                return;
+        if (o->nseen < sizeof(o->seen) / sizeof(o->seen[0]))
+            o->seen[o->nseen++] = server;
+    } else {
+        indent(o->t, depth);
+    }
+    text_printf(o->t, "%s\r\n", cellar_config_server_name(o->cfg, server));
+}
+
+/* "OP,KEY" (the key may hold commas) into op and key. */
+static bool op_and_key(const char *a, size_t n, enum msg_op *op, const char **key,
+                       size_t *nkey) {
+    const char *comma = memchr(a, ',', n);
+    char name[32];
+    if (comma == NULL || (size_t)(comma - a) >= sizeof(name))
+        return false;
+    memcpy(name, a, (size_t)(comma - a));
+    name[comma - a] = '\0';
+    int o = msg_op_by_name(name);
+    if (o < 0)
+        return false;
+    *op = (enum msg_op)o;
+    *key = comma + 1;
+    *nkey = n - (size_t)(comma + 1 - a);
+    return true;
+}
+
+int admin_mcrouter_get(struct router *rt, const struct cellar_config *cfg, const char *key,
+                       size_t n, char **out, size_t *nout) {
+    static const char pre[] = "__mcrouter__.";
+    *out = NULL;
+    *nout = 0;
+    if (n < sizeof(pre) - 1 || memcmp(key, pre, sizeof(pre) - 1) != 0)
+        return 1;
+    const char *name = key + sizeof(pre) - 1;
+    size_t len = n - (sizeof(pre) - 1);
+    struct text t = {0};
+#define IS(s) (len == sizeof(s) - 1 && memcmp(name, s, len) == 0)
+#define CALL(s) (len > sizeof(s) && memcmp(name, s "(", sizeof(s)) == 0 && name[len - 1] == ')')
+    if (IS("version")) {
+        text_printf(&t, "cellar-router " ROUTER_VERSION);
+    } else if (IS("hostid")) {
+        text_printf(&t, "%llu", (unsigned long long)(cl_config_host_id(cfg) & 0xffffffffu));
+    } else if (IS("config_file")) {
+        text_printf(&t, "%s", rt->config_path);
+    } else if (IS("config")) {
+        FILE *f = fopen(rt->config_path, "r");
+        char buf[4096];
+        size_t k;
+        while (f && (k = fread(buf, 1, sizeof(buf), f)) > 0)
+            text_add(&t, buf, k);
+        if (f)
+            fclose(f);
+    } else if (CALL("route") || CALL("route_handles")) {
+        bool servers_only = CALL("route");
+        size_t at = servers_only ? sizeof("route") : sizeof("route_handles");
+        enum msg_op op;
+        const char *k;
+        size_t nk;
+        if (!op_and_key(name + at, len - at - 1, &op, &k, &nk))
+            return 1;
+        struct walk_out o = {.w = {walk_route, walk_server}, .cfg = cfg, .t = &t,
+                             .servers_only = servers_only};
+        if (!servers_only)
+            text_printf(&t, "root\r\n");
+        route_traverse(cl_config_root(cfg), cfg, op, k, nk, &o.w, servers_only ? 0 : 1);
+        if (t.len >= 2)             /* the last line's end is the value's own */
+            t.len -= 2;
+    } else {
+        return 1;
+    }
+#undef IS
+#undef CALL
+    if (t.oom) {
+        free(t.p);
+        return -1;
+    }
+    *out = t.p;
+    *nout = t.len;
+    return 0;
 }

@@ -684,6 +684,34 @@ static void stats_answer(struct rconn *c, enum rproto proto, const char *group, 
 
 static enum take take_meta(struct rconn *c, size_t used);
 
+/* `get __mcrouter__.NAME`: mcrouter's admin gets (admin.c), a miss for a name not known. */
+static void admin_get(struct rconn *c, struct mc_span key) {
+    char *v = NULL;
+    size_t n = 0;
+    c->w->st.cmd_other++;
+    int rc = admin_mcrouter_get(c->w->rt, cl_handle_config(c->w->cur->h), key.p, key.len, &v, &n);
+    if (rc < 0) {
+        answer_local(c, RP_TEXT, "SERVER_ERROR out of memory\r\n", 28);
+    } else if (rc > 0) {
+        answer_local(c, RP_TEXT, MSG_SERVE_END, MSG_SERVE_END_LEN);
+    } else {
+        char head[MC_KEY_MAX + 64];
+        int k = snprintf(head, sizeof(head), "VALUE %.*s 0 %zu\r\n", (int)key.len, key.p, n);
+        char *a = malloc((size_t)k + n + 7);
+        if (a == NULL) {
+            answer_local(c, RP_TEXT, "SERVER_ERROR out of memory\r\n", 28);
+        } else {
+            memcpy(a, head, (size_t)k);
+            if (n)
+                memcpy(a + k, v, n);
+            memcpy(a + k + n, "\r\nEND\r\n", 7);
+            answer_local(c, RP_TEXT, a, (size_t)k + n + 7);
+            free(a);
+        }
+    }
+    free(v);
+}
+
 /* A text or meta line: a keyed request through the route tree, or answered here. */
 static enum take take_text(struct rconn *c) {
     const char *p = c->net.rbuf + c->net.rstart;
@@ -753,6 +781,11 @@ static enum take take_text(struct rconn *c) {
         return TAKEN;
     default:
         break;
+    }
+    if ((req.cmd == MC_CMD_GET || req.cmd == MC_CMD_GETS) && req.nkeys == 1 &&
+        req.key.len > 13 && memcmp(req.key.p, "__mcrouter__.", 13) == 0) {
+        admin_get(c, req.key);
+        return TAKEN;
     }
     /* keyed requests and flush_all: made again from the rreq's own copy */
     unsigned nsub = req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS ? req.nkeys

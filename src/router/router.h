@@ -183,6 +183,17 @@ int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary
                 uint32_t opaque, char **out, size_t *nout);
 
 /*
+ * mcrouter's admin gets, `get __mcrouter__.NAME` (key, n bytes) over cfg:
+ * version, hostid, config_file, config, route(OP,KEY) (the servers a
+ * request reaches, one a line) and route_handles(OP,KEY) (the routes and
+ * servers it goes through, indented by depth, under "root").  *out
+ * (malloc'd, *nout bytes) is the value; 1 for a name not known, -1 out of
+ * memory.
+ */
+int admin_mcrouter_get(struct router *rt, const struct cellar_config *cfg, const char *key,
+                       size_t n, char **out, size_t *nout);
+
+/*
  * The Prometheus text exposition (format 0.0.4) into t: the render
  * callback of the --metrics listener (core/httpd.h), arg the router.
  */

@@ -385,3 +385,41 @@ def test_async_dir_flags_checked():
             bad = subprocess.run([ROUTER, "--config", f.name, "-p", "0", "--async-max-bytes",
                                   size], capture_output=True, text=True, timeout=10)
             assert bad.returncode == 64 and "--async-max-bytes" in bad.stderr, (size, bad)
+
+
+# ---------------------------------------------------------------------------
+# mcrouter's admin gets
+# ---------------------------------------------------------------------------
+
+def test_mcrouter_admin_gets():
+    """`get __mcrouter__.route(OP,KEY)` names the servers a request would
+    reach, `route_handles(OP,KEY)` the routes it goes through (the key may
+    hold commas); hostid, version and config_file; an unknown name misses.
+    Nothing is sent to a backend."""
+    b = [backend("be%d" % i) for i in range(2)]
+    with b[0], b[1]:
+        cfg = json.dumps({"pools": {"A": {"servers": addrs([b[0]])}, "B": {"servers": addrs([b[1]])}},
+                          "route": {"type": "OperationSelectorRoute",
+                                    "operation_policies": {"set": "AllSyncRoute|Pool|A",
+                                                           "get": "PoolRoute|B"},
+                                    "default_policy": "NullRoute"}})
+        with Router(cfg) as r, util.Conn(r.port) as c:
+            def get(key):
+                c.send(b"get " + key.encode() + b"\r\n")
+                items = c.read_get_reply()
+                return items[0][2].decode() if items else None
+            a, bb = addrs([b[0]])[0], addrs([b[1]])[0]
+            assert get("__mcrouter__.route(set,x,y)") == a
+            assert get("__mcrouter__.route(get,x,y)") == bb
+            assert get("__mcrouter__.route(delete,x)") == ""
+            assert get("__mcrouter__.route_handles(get,k)").split("\r\n") == [
+                "root", "  RootRoute(default=/././)", "    OperationSelectorRoute",
+                "      PoolRoute(B)", "        " + bb]
+            hostid = get("__mcrouter__.hostid")
+            assert hostid == str(int(hostid)) and get("__mcrouter__.hostid") == hostid
+            assert get("__mcrouter__.version").startswith("cellar-router ")
+            assert get("__mcrouter__.config_file") == r.config
+            assert get("__mcrouter__.nope") is None
+            assert get("__mcrouter__.route(nope,k)") is None
+            for s in b:
+                assert int(s.stats()["cmd_get"]) == 0, s.name
