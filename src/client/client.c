@@ -101,6 +101,11 @@ void cellar_destroy(struct cellar **hp) {
         q->done(q, q->status, NULL);
     }
     cl_ring_destroy(h);
+    while (h->blocks != NULL) {
+        void *b = h->blocks;
+        h->blocks = *(void **)b;
+        free(b);
+    }
     free(h->conns);
     free(h->udp_buf);
     free(h->route_requests);

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "client/conn_int.h"
 #include "core/clock.h"
@@ -57,7 +58,35 @@ struct cellar {
     size_t async_pending;       /* submitted, callback not run yet */
     bool submitting;            /* inside cellar_submit(): answers wait in deferred */
     struct cl_req *deferred, *deferred_tail; /* answered inside cellar_submit(), by q->next */
+    /* Blocks of CL_BLOCK bytes the route kinds' per-request state takes
+       (cl_block_get/put): a request's pays no malloc once the handle runs */
+    void *blocks;
+    unsigned nblocks;
 };
+
+#define CL_BLOCK 256                /* a child request and a little more */
+#define CL_BLOCKS_KEPT 4096         /* kept for reuse at most (1 MiB) */
+
+/* A block of CL_BLOCK bytes for a request's route state, or NULL. */
+static inline void *cl_block_get(struct cellar *h) {
+    void *b = h->blocks;
+    if (b == NULL)
+        return malloc(CL_BLOCK);
+    h->blocks = *(void **)b;
+    h->nblocks--;
+    return b;
+}
+
+/* Gives b back for reuse (or to free() past CL_BLOCKS_KEPT). */
+static inline void cl_block_put(struct cellar *h, void *b) {
+    if (h->nblocks >= CL_BLOCKS_KEPT) {
+        free(b);
+        return;
+    }
+    *(void **)b = h->blocks;
+    h->blocks = b;
+    h->nblocks++;
+}
 
 /*
  * A handle's io_uring (uring.c; cl_async_ring()): connected sockets read

@@ -71,6 +71,8 @@ struct seq {
     unsigned start, tried, limit;
 };
 
+_Static_assert(sizeof(struct seq) <= CL_BLOCK, "a seq fits a handle's block");
+
 int64_t cl_cap_exptime(int64_t exptime, int cap) {
     if (exptime < 0)
         return exptime;
@@ -133,7 +135,7 @@ static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) 
         return;
     }
     struct cl_req *parent = s->parent;
-    free(s);
+    cl_block_put(s->h, s);
     parent->done(parent, status, rep);
 }
 
@@ -143,7 +145,7 @@ static void seq_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         cl_answer_null(q);
         return;
     }
-    struct seq *s = malloc(sizeof(*s));
+    struct seq *s = cl_block_get(h);
     if (s == NULL) {
         q->done(q, CELLAR_ENOMEM, NULL);
         return;

@@ -205,11 +205,15 @@ static unsigned distinct(struct route **t, unsigned n, const char *key, size_t n
 struct strip {
     struct cl_req q;            /* first, so done() finds the strip */
     struct cl_req *parent;
+    struct cellar *h;           /* whose block it is */
 };
 
+_Static_assert(sizeof(struct strip) <= CL_BLOCK, "a strip fits a handle's block");
+
 static void strip_done(struct cl_req *q, int status, const struct msg_reply *rep) {
-    struct cl_req *parent = ((struct strip *)q)->parent;
-    free(q);
+    struct strip *s = (struct strip *)q;
+    struct cl_req *parent = s->parent;
+    cl_block_put(s->h, s);
     parent->done(parent, status, rep);
 }
 
@@ -246,13 +250,13 @@ static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req
     if (nt == 0 && rt->invalid_to_default)
         t[nt++] = dflt;
     nt = distinct(t, nt, q->m.key.p + n, q->m.key.len - n);
-    struct strip *s = nt ? malloc(sizeof(*s)) : NULL;
+    struct strip *s = nt ? cl_block_get(h) : NULL;
     if (nt == 0) {
         no_route(h, q);
     } else if (s == NULL) {
         q->done(q, CELLAR_ENOMEM, NULL);
     } else {
-        *s = (struct strip){.q = {.m = q->m, .done = strip_done}, .parent = q};
+        *s = (struct strip){.q = {.m = q->m, .done = strip_done}, .parent = q, .h = h};
         s->q.m.key.p += n;
         s->q.m.key.len -= n;
         if (nt == 1)
