@@ -43,9 +43,9 @@ static const char *desc(const struct cellar_config *cfg, const struct route *r) 
     return descbuf;
 }
 
-/* The root's description of text, or "ERROR: why". */
-static const char *root_of(const char *text) {
-    struct cellar_config *cfg = parse(text);
+/* The root's description of text parsed with opt (NULL: defaults), or "ERROR: why". */
+static const char *root_opt(const char *text, const struct cellar_options *opt) {
+    struct cellar_config *cfg = parse_opt(text, opt);
     if (cfg == NULL) {
         snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
         return descbuf;
@@ -53,6 +53,10 @@ static const char *root_of(const char *text) {
     desc(cfg, cfg->root);
     cellar_config_release(&cfg);
     return descbuf;
+}
+
+static const char *root_of(const char *text) {
+    return root_opt(text, NULL);
 }
 
 #define POOLS_AB                                                                     \
@@ -337,14 +341,7 @@ TEST(every_route_kind) {
 static const char *root_with(const char *text, const char *want, int invalid_to_default) {
     struct cellar_options opt = {.route_prefix = want,
                                  .send_invalid_route_to_default = invalid_to_default};
-    struct cellar_config *cfg = parse_opt(text, &opt);
-    if (cfg == NULL) {
-        snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
-        return descbuf;
-    }
-    desc(cfg, cfg->root);
-    cellar_config_release(&cfg);
-    return descbuf;
+    return root_opt(text, &opt);
 }
 
 /*
