@@ -141,17 +141,6 @@ struct cellar_options {
                                    1 KB before any), at most: 32768 (-1: no bound).
                                    The window is then window_bytes / that mean when
                                    smaller (at least 1): bench/incast */
-    const char *route_prefix;   /* mcrouter's default route (-R), "/region/cluster/": keys
-                                   "/region/cluster/rest" go to the JSON configuration's
-                                   routes of that alias (stars match any part), as rest,
-                                   and other keys to this one's.  NULL: a "route" takes
-                                   keys as they are, and a "routes" list's first alias is
-                                   the default */
-    int send_invalid_route_to_default; /* 1: a prefix no alias names goes to the default
-                                   route, not answered "SERVER_ERROR RootRoute: No rh
-                                   found": 0 */    const char *config_params;  /* mcrouter's --config-params, "NAME:VALUE,...": each
-                                   a string the JSON configuration's macros see as
-                                   %NAME%: NULL */
 };
 
 struct cellar_config;
@@ -177,6 +166,34 @@ CELLAR_API int cellar_config_parse(struct cellar_config **out, const char *text,
 /* The same, from a file. */
 CELLAR_API int cellar_config_load(struct cellar_config **out, const char *path,
                                   const struct cellar_options *opt, char *err, size_t errlen);
+
+/*
+ * How a JSON configuration's routing prefixes and macros are read
+ * (mcrouter's -R, --send-invalid-route-to-default and --config-params);
+ * a separate struct, so that struct cellar_options keeps its size.
+ */
+struct cellar_routing {
+    const char *route_prefix;   /* the default route, "/region/cluster/": keys
+                                   "/region/cluster/rest" go to the "routes" entry of
+                                   that alias (stars match any one part), as rest, and
+                                   other keys to this one's.  NULL: a "route" takes keys
+                                   as they are, and a "routes" list's first alias is
+                                   the default */
+    int send_invalid_route_to_default; /* 1: a prefix no alias names goes to the default
+                                   route, not answered "SERVER_ERROR RootRoute: No rh
+                                   found" */
+    const char *config_params;  /* "NAME:VALUE,...": strings the macros see as %NAME% */
+};
+
+/* cellar_config_parse() and _load() with routing settings (NULL: none). */
+CELLAR_API int cellar_config_parse_routing(struct cellar_config **out, const char *text,
+                                           const struct cellar_options *opt,
+                                           const struct cellar_routing *routing, char *err,
+                                           size_t errlen);
+CELLAR_API int cellar_config_load_routing(struct cellar_config **out, const char *path,
+                                          const struct cellar_options *opt,
+                                          const struct cellar_routing *routing, char *err,
+                                          size_t errlen);
 
 /* Drops the caller's reference (handles keep their own); NULL is fine. */
 CELLAR_API void cellar_config_release(struct cellar_config **cfg);

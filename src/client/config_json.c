@@ -889,7 +889,7 @@ static int scan_routes(struct rb *b, json_t *routes, bool build) {
  */
 static int build_root(struct rb *b, struct route *route) {
     struct jp *jp = jp_of(b);
-    const char *want = b->opt ? b->opt->route_prefix : NULL;
+    const char *want = b->routing->route_prefix;
     char norm[RB_PATH_LEN];
     if (want && route_prefix_norm(want, norm, sizeof(norm)) < 0)
         return rb_fail(b, "route prefix \"%s\" is not of the form /region/cluster/", want);
@@ -908,7 +908,7 @@ static int build_root(struct rb *b, struct route *route) {
                            norm);
     }
     b->cfg->root = route_root(b->cfg->routes, (const char *const *)jp->aliases, jp->alias_to,
-                              jp->naliases, dflt, b->opt && b->opt->send_invalid_route_to_default);
+                              jp->naliases, dflt, b->routing->send_invalid_route_to_default);
     return b->cfg->root ? 0 : rb_nomem(b);
 }
 
@@ -956,8 +956,11 @@ static int parse_config(struct rb *b, json_t *root) {
 }
 
 int cl_config_json(struct cellar_config *cfg, const char *text,
-                   const struct cellar_options *opt, char *err, size_t errlen) {
-    struct jp jp = {.b = {.cfg = cfg, .opt = opt, .err = err, .errlen = errlen,
+                   const struct cellar_options *opt, const struct cellar_routing *routing,
+                   char *err, size_t errlen) {
+    static const struct cellar_routing none = {0};
+    struct jp jp = {.b = {.cfg = cfg, .opt = opt, .routing = routing ? routing : &none,
+                          .err = err, .errlen = errlen,
                           .build_list = build_list}};
     char *clean = malloc(strlen(text) + 1);
     if (clean == NULL)
@@ -973,8 +976,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
         rc = parse_config(&jp.b, root);         /* which refuses it */
     } else {
         char why[512] = "";
-        json_t *plain = cl_macro_expand(root, opt ? opt->config_params : NULL, why,
-                                        sizeof(why));
+        json_t *plain = cl_macro_expand(root, jp.b.routing->config_params, why, sizeof(why));
         if (plain == NULL)
             rb_fail(&jp.b, "%s", why[0] ? why : "out of memory");
         else

@@ -22,6 +22,13 @@ static bool looks_json(const char *text) {
 
 int cellar_config_parse(struct cellar_config **out, const char *text,
                         const struct cellar_options *opt, char *err, size_t errlen) {
+    return cellar_config_parse_routing(out, text, opt, NULL, err, errlen);
+}
+
+int cellar_config_parse_routing(struct cellar_config **out, const char *text,
+                                const struct cellar_options *opt,
+                                const struct cellar_routing *routing, char *err,
+                                size_t errlen) {
     const struct cellar_options none = {0};
     *out = NULL;
     if (errlen)
@@ -35,7 +42,7 @@ int cellar_config_parse(struct cellar_config **out, const char *text,
     struct cellar_config *cfg = cl_config_new(opt, err, errlen);
     if (cfg == NULL)
         return CELLAR_ECONFIG;
-    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, err, errlen)
+    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, routing, err, errlen)
                               : cl_config_list(cfg, text, opt, err, errlen);
     if (rc < 0 || cfg->root == NULL) {
         if (errlen && err[0] == '\0')
@@ -49,6 +56,13 @@ int cellar_config_parse(struct cellar_config **out, const char *text,
 
 int cellar_config_load(struct cellar_config **out, const char *path,
                        const struct cellar_options *opt, char *err, size_t errlen) {
+    return cellar_config_load_routing(out, path, opt, NULL, err, errlen);
+}
+
+int cellar_config_load_routing(struct cellar_config **out, const char *path,
+                               const struct cellar_options *opt,
+                               const struct cellar_routing *routing, char *err,
+                               size_t errlen) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -71,7 +85,7 @@ int cellar_config_load(struct cellar_config **out, const char *path,
         cl_config_say(err, errlen, "%s: cannot read", path);
         return CELLAR_ECONFIG;
     }
-    int rc = cellar_config_parse(out, text, opt, err, errlen);
+    int rc = cellar_config_parse_routing(out, text, opt, routing, err, errlen);
     free(text);
     return rc;
 }

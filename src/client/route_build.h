@@ -36,6 +36,7 @@ struct route_list {
 struct rb {
     struct cellar_config *cfg;
     const struct cellar_options *opt;
+    const struct cellar_routing *routing;   /* never NULL */
     char *err;
     size_t errlen;
     char path[RB_PATH_LEN];

@@ -81,14 +81,14 @@ static void usage(FILE *f) {
 int router_config_load(struct router *rt, const char *path, char *err, size_t errlen) {
     struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
                                  .window_max = ROUTER_WINDOW, .window_bytes = -1,
-                                 .route_prefix = rt->route_prefix,
-                                 .config_params = rt->config_params,
                                  .server_timeout_ms = rt->server_timeout_ms,
-                                 .tko_timeouts = rt->tko_timeouts,
-                                 .send_invalid_route_to_default =
-                                     rt->send_invalid_route_to_default};
+                                 .tko_timeouts = rt->tko_timeouts};
+    struct cellar_routing routing = {.route_prefix = rt->route_prefix,
+                                     .config_params = rt->config_params,
+                                     .send_invalid_route_to_default =
+                                         rt->send_invalid_route_to_default};
     struct cellar_config *cfg = NULL;
-    if (cellar_config_load(&cfg, path, &opt, err, errlen) != CELLAR_OK)
+    if (cellar_config_load_routing(&cfg, path, &opt, &routing, err, errlen) != CELLAR_OK)
         return -1;
     pthread_mutex_lock(&rt->cfg_lock);
     struct cellar_config *old = rt->cfg;

@@ -19,13 +19,19 @@
 static char errbuf[1024];
 static char descbuf[4096];
 
-/* Parses text with opt (NULL: defaults); NULL with errbuf set on error. */
-static struct cellar_config *parse_opt(const char *text, const struct cellar_options *opt) {
+/* Parses text with opt and routing (NULL: defaults); NULL with errbuf set on error. */
+static struct cellar_config *parse_routing(const char *text, const struct cellar_options *opt,
+                                           const struct cellar_routing *routing) {
     struct cellar_config *cfg = NULL;
     errbuf[0] = '\0';
-    if (cellar_config_parse(&cfg, text, opt, errbuf, sizeof(errbuf)) != CELLAR_OK)
+    if (cellar_config_parse_routing(&cfg, text, opt, routing, errbuf, sizeof(errbuf)) !=
+        CELLAR_OK)
         return NULL;
     return cfg;
+}
+
+static struct cellar_config *parse_opt(const char *text, const struct cellar_options *opt) {
+    return parse_routing(text, opt, NULL);
 }
 
 #define ASSERT_PARSED(cfg)                                                 \
@@ -43,9 +49,9 @@ static const char *desc(const struct cellar_config *cfg, const struct route *r) 
     return descbuf;
 }
 
-/* The root's description of text parsed with opt (NULL: defaults), or "ERROR: why". */
-static const char *root_opt(const char *text, const struct cellar_options *opt) {
-    struct cellar_config *cfg = parse_opt(text, opt);
+/* The root's description of text parsed with routing (NULL: none), or "ERROR: why". */
+static const char *root_routing(const char *text, const struct cellar_routing *routing) {
+    struct cellar_config *cfg = parse_routing(text, NULL, routing);
     if (cfg == NULL) {
         snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
         return descbuf;
@@ -56,7 +62,7 @@ static const char *root_opt(const char *text, const struct cellar_options *opt) 
 }
 
 static const char *root_of(const char *text) {
-    return root_opt(text, NULL);
+    return root_routing(text, NULL);
 }
 
 #define POOLS_AB                                                                     \
@@ -339,9 +345,9 @@ TEST(every_route_kind) {
 
 /* The root of text parsed with route prefix want (NULL: none), or "ERROR: why". */
 static const char *root_with(const char *text, const char *want, int invalid_to_default) {
-    struct cellar_options opt = {.route_prefix = want,
-                                 .send_invalid_route_to_default = invalid_to_default};
-    return root_opt(text, &opt);
+    struct cellar_routing r = {.route_prefix = want,
+                               .send_invalid_route_to_default = invalid_to_default};
+    return root_routing(text, &r);
 }
 
 /*
@@ -369,8 +375,8 @@ TEST(routing_prefixes_make_a_root) {
                "RootRoute(default=/a/a/){/a/a/:PoolRoute(A)}");
     ASSERT_STR(root_of("{" POOLS_AB ", \"route\": \"PoolRoute|A\"}"), "PoolRoute(A)");
     /* the same route under two entries' aliases is one child */
-    struct cellar_options opt = {.route_prefix = "/r/b/"};
-    struct cellar_config *cfg = parse_opt(list, &opt);
+    struct cellar_routing rb = {.route_prefix = "/r/b/"};
+    struct cellar_config *cfg = parse_routing(list, NULL, &rb);
     ASSERT_PARSED(cfg);
     ASSERT_EQ(cfg->root->nchildren, 2);
     ASSERT_STR(desc(cfg, cfg->root->children[0]), "PoolRoute(B)");
@@ -480,7 +486,7 @@ TEST(the_example_with_its_macro) {
  * built-ins, --config-params; and what is refused, with where and why.
  */
 TEST(macros) {
-    struct cellar_options opt = {.config_params = "POOL:B,N:7"};
+    struct cellar_routing routing = {.config_params = "POOL:B,N:7"};
     struct {
         const char *text;
         const char *want;
@@ -534,7 +540,7 @@ TEST(macros) {
          "ERROR: macros.p: expected {\"type\": \"macroDef\" or \"constDef\", ...}"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct cellar_config *cfg = parse_opt(cases[i].text, &opt);
+        struct cellar_config *cfg = parse_routing(cases[i].text, NULL, &routing);
         if (cfg == NULL)
             snprintf(descbuf, sizeof(descbuf), "ERROR: %s", errbuf);
         else
