@@ -31,6 +31,7 @@
  *
  * The key without its prefix is a child request's, so that the parent's
  * own (the client's, which the router echoes in VALUE lines) stays whole.
+ * A raw meta command's base64 key ('b') is never read for a prefix.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,10 +230,25 @@ static void no_route(struct cellar *h, struct cl_req *q) {
     q->done(q, status, &rep);
 }
 
+/* Does a raw meta command carry its key in base64 (a 'b' flag)?  Its '/'s are no prefix. */
+static bool base64_key(const struct msg *m) {
+    const char *p = m->meta_flags.p, *end = p + m->meta_flags.len;
+    while (m->op == MSG_META && p < end) {
+        while (p < end && *p == ' ')
+            p++;
+        if (p < end && *p == 'b' && (p + 1 == end || p[1] == ' '))
+            return true;
+        while (p < end && *p != ' ')
+            p++;
+    }
+    return false;
+}
+
 static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     const struct root *rt = root_of(r);
     struct route *dflt = rt->aliases[rt->dflt].to;
-    size_t n = msg_op_keyed(q->m.op) ? prefix_len(q->m.key.p, q->m.key.len) : 0;
+    size_t n = msg_op_keyed(q->m.op) && !base64_key(&q->m)
+                   ? prefix_len(q->m.key.p, q->m.key.len) : 0;
     if (n == 0) {
         route_dispatch(dflt, h, q);
         return;

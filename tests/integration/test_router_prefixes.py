@@ -65,8 +65,10 @@ def test_keys_go_by_their_routing_prefix():
             c.expect(b"get /west/fe1/r:k\r\n", b"END\r\n")      # the west regional pool
             c.expect(b"set /west/fe1/r:k 0 0 2\r\nv4\r\n", b"STORED\r\n")
             assert holds(pools["west.regional"], "r:k") == b"v4"
-            # the meta and binary clients too
+            # a meta client too; a base64 key's '/'s are no prefix
             c.expect(b"mg /west/fe2/k v\r\n", b"VA 2\r\nv3\r\n")
+            c.expect(b"ms /x/y/zzz 2 b\r\nv6\r\n", b"HD\r\n")
+            c.expect(b"mg /x/y/zzz b v\r\n", b"VA 2\r\nv6\r\n")
             # a region's clusters
             c.expect(b"set /west/*/w 0 0 2\r\nv5\r\n", b"STORED\r\n")
             util.wait_for(lambda: where(pools, "w") == ["west.fe1", "west.fe2"], 5,
