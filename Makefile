@@ -349,12 +349,12 @@ integration-router: $(B)/cellard $(B)/cellar-router
 	@for be in $(abspath $(B)/cellard) /usr/bin/memcached; do \
 	  echo "== through cellar-router, 4 x $$be"; \
 	  $(ASAN_PY) CELLARD=$$be CELLAR_ROUTER=$(abspath $(B)/cellar-router) CELLAR_ROUTE_SUT=1 \
-	    /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) -m "not single_server" $(ROUTER_SUITES) || exit 1; \
+	    /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) -m "not single_server and not flush_delay" $(ROUTER_SUITES) || exit 1; \
 	done
 	@echo "== through cellar-router, 1 x cellard: the text, meta and binary differential streams"
 	$(ASAN_PY) CELLARD=$(abspath $(B)/cellard) CELLAR_ROUTER=$(abspath $(B)/cellar-router) \
 	  CELLAR_ROUTE_SUT=1 CELLAR_ROUTER_BACKENDS=1 \
-	  /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) -m "not single_server" \
+	  /usr/bin/python3 -m pytest $(PYTEST_SAN) $(PYTEST_PAR) -m "not single_server and not flush_delay" \
 	  tests/integration/test_differential.py tests/integration/test_differential_meta.py \
 	  tests/integration/test_differential_binary.py
 

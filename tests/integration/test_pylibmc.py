@@ -247,6 +247,7 @@ def test_pylibmc_touch_and_expiry():
             assert p.status == bp.ENOENT, bp.describe(p)
 
 
+@pytest.mark.flush_delay
 def test_pylibmc_flush_all():
     with Server() as srv:
         mc = client(srv)

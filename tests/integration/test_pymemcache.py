@@ -244,6 +244,7 @@ def test_flush_all():
             c.expect(b"set c 0 0 1\r\n3\r\nflush_all noreply\r\nget c\r\n", b"STORED\r\nEND\r\n")
 
 
+@pytest.mark.flush_delay
 def test_flush_all_delay():
     with Server() as srv:
         mc = srv.client()
