@@ -1502,6 +1502,57 @@ ETEST(route_root_prefixes) {
     ASSERT_EQ(cellar_server_of(e->h, K("/c/c/k4")), 3);
 }
 
+/* A JSON configuration over pools A (fake 0) and B (fake 1) whose route is route. */
+static int env_json_ab(struct env *e, const char *route, int timeout_ms) {
+    if (e->nf == 0 && !env_fakes(e, 2))
+        return -1;
+    char text[1024], err[256];
+    snprintf(text, sizeof(text),
+             "{\"pools\": {\"A\": {\"servers\": [\"%s\"], \"server_timeout\": %d,"
+             " \"tko_timeouts\": 1000}, \"B\": {\"servers\": [\"%s\"]}}, \"route\": %s}",
+             e->f[0]->addr, timeout_ms, e->f[1]->addr, route);
+    if (cellar_config_parse(&e->cfg, text, NULL, err, sizeof(err)) != CELLAR_OK) {
+        fprintf(stderr, "  config: %s\n", err);
+        return -1;
+    }
+    return handle_create(&e->h, e->cfg);
+}
+
+/*
+ * FailoverRoute's failover_errors: gets fail over on a remote error only,
+ * updates never, deletes on any error (their list absent); and
+ * failover_limit 0 keeps a request on its first child.
+ */
+ETEST(route_failover_errors) {
+    ASSERT_EQ(env_json_ab(e, "{\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\","
+                             " \"PoolRoute|B\"], \"failover_errors\": {\"gets\": [\"remote_error\"],"
+                             " \"updates\": []}}", 150), CELLAR_OK);
+    struct cellar_item it;
+    fake_put(e->f[1], "k", "b", 0, 0);
+    atomic_store(&e->f[0]->mode, FK_GARBAGE);               /* a remote error */
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);
+    ASSERT_STR(it.value, "b");
+    cellar_item_clear(&it);
+    ASSERT_EQ(cellar_set(e->h, K("k"), "v", 1, 0, 0), CELLAR_EPROTO);  /* updates: none */
+    ASSERT(fake_is(e->f[1], "k", "b"));
+    cellar_destroy(&e->h);
+    ASSERT_EQ(handle_create(&e->h, e->cfg), CELLAR_OK);
+    atomic_store(&e->f[0]->mode, FK_HANG);                  /* a timeout */
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_ETIMEDOUT);   /* not a get's */
+    ASSERT_EQ(cellar_delete(e->h, K("k")), CELLAR_OK);      /* deletes: every error */
+    ASSERT(!fake_has(e->f[1], "k"));
+    cellar_destroy(&e->h);
+    cellar_config_release(&e->cfg);
+    /* failover_limit 0: the first child only */
+    ASSERT_EQ(env_json_ab(e, "{\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\","
+                             " \"PoolRoute|B\"], \"failover_limit\": 0}", 150), CELLAR_OK);
+    fake_put(e->f[1], "k", "b", 0, 0);
+    atomic_store(&e->f[0]->mode, FK_GARBAGE);
+    unsigned before = fake_reqs(e->f[1]);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_EPROTO);
+    ASSERT_EQ(fake_reqs(e->f[1]), before);
+}
+
 /* LatestRoute: host_id picks the first child; failover_count more are tried after it. */
 ETEST(route_latest) {
     struct cellar_options opt = {.server_timeout_ms = 1000, .host_id = 4};
