@@ -202,6 +202,39 @@ static unsigned distinct(struct route **t, unsigned n, const char *key, size_t n
     return kept;
 }
 
+/* The routes a key with the prefix key[0..n) (n > 0) reaches, in t. */
+struct reach {
+    struct route *stack[TARGETS_ON_STACK];
+    struct route **t;           /* stack, or malloc'd past TARGETS_ON_STACK routes */
+    unsigned n;
+};
+
+/*
+ * targets(), then the default when none and the root says so, then each
+ * route the key leads to once (distinct()).  false when out of memory;
+ * reach_end() in any case.
+ */
+static bool reach(const struct root *rt, const char *key, size_t nkey, size_t n,
+                  struct reach *out) {
+    out->t = out->stack;
+    out->n = 0;
+    if (rt->r.nchildren > TARGETS_ON_STACK &&
+        (out->t = malloc(rt->r.nchildren * sizeof(*out->t))) == NULL) {
+        out->t = out->stack;
+        return false;
+    }
+    unsigned nt = targets(rt, key, n, out->t);
+    if (nt == 0 && rt->invalid_to_default)
+        out->t[nt++] = rt->aliases[rt->dflt].to;
+    out->n = distinct(out->t, nt, key + n, nkey - n);
+    return true;
+}
+
+static void reach_end(struct reach *out) {
+    if (out->t != out->stack)
+        free(out->t);
+}
+
 /* A request with the prefix taken off its key, answering its parent. */
 struct strip {
     struct cl_req q;            /* first, so done() finds the strip */
@@ -257,17 +290,13 @@ static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req
         q->done(q, CELLAR_EINVAL, NULL);
         return;
     }
-    struct route *stack[TARGETS_ON_STACK], **t = stack;
-    if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL) {
+    struct reach to;
+    if (!reach(rt, q->m.key.p, q->m.key.len, n, &to)) {
         q->done(q, CELLAR_ENOMEM, NULL);
         return;
     }
-    unsigned nt = targets(rt, q->m.key.p, n, t);
-    if (nt == 0 && rt->invalid_to_default)
-        t[nt++] = dflt;
-    nt = distinct(t, nt, q->m.key.p + n, q->m.key.len - n);
-    struct strip *s = nt ? cl_block_get(h) : NULL;
-    if (nt == 0) {
+    struct strip *s = to.n ? cl_block_get(h) : NULL;
+    if (to.n == 0) {
         no_route(h, q);
     } else if (s == NULL) {
         q->done(q, CELLAR_ENOMEM, NULL);
@@ -275,13 +304,12 @@ static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req
         *s = (struct strip){.q = {.m = q->m, .done = strip_done}, .parent = q, .h = h};
         s->q.m.key.p += n;
         s->q.m.key.len -= n;
-        if (nt == 1)
-            route_dispatch(t[0], h, &s->q);
+        if (to.n == 1)
+            route_dispatch(to.t[0], h, &s->q);
         else
-            cl_all_dispatch(h, &s->q, t, nt, ROUTE_ALL_INITIAL);
+            cl_all_dispatch(h, &s->q, to.t, to.n, ROUTE_ALL_INITIAL);
     }
-    if (t != stack)
-        free(t);
+    reach_end(&to);
 }
 
 /* Where a get goes first: the first target's server for the key without its prefix. */
@@ -292,16 +320,10 @@ static int root_server_of(const struct route *r, const struct cellar_config *cfg
     size_t n = prefix_len(key, nkey);
     if (n == 0)
         return route_server_of(dflt, cfg, key, nkey);
-    struct route *stack[TARGETS_ON_STACK], **t = stack;
-    if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL)
-        return -1;
-    unsigned nt = targets(rt, key, n, t);
-    if (nt == 0 && rt->invalid_to_default)
-        t[nt++] = dflt;
-    nt = distinct(t, nt, key + n, nkey - n);
-    const struct route *first = nt ? t[0] : NULL;
-    if (t != stack)
-        free(t);
+    struct reach to;
+    bool ok = reach(rt, key, nkey, n, &to);
+    const struct route *first = ok && to.n ? to.t[0] : NULL;
+    reach_end(&to);
     return route_server_of(first, cfg, key + n, nkey - n);
 }
 
@@ -316,17 +338,11 @@ static void root_traverse(const struct route *r, const struct cellar_config *cfg
         route_traverse(dflt, cfg, op, key, nkey, w, depth);
         return;
     }
-    struct route *stack[TARGETS_ON_STACK], **t = stack;
-    if (r->nchildren > TARGETS_ON_STACK && (t = malloc(r->nchildren * sizeof(*t))) == NULL)
-        return;
-    unsigned nt = targets(rt, key, n, t);
-    if (nt == 0 && rt->invalid_to_default)
-        t[nt++] = dflt;
-    nt = distinct(t, nt, key + n, nkey - n);
-    for (unsigned i = 0; i < nt; i++)
-        route_traverse(t[i], cfg, op, key + n, nkey - n, w, depth);
-    if (t != stack)
-        free(t);
+    struct reach to;
+    if (reach(rt, key, nkey, n, &to))
+        for (unsigned i = 0; i < to.n; i++)
+            route_traverse(to.t[i], cfg, op, key + n, nkey - n, w, depth);
+    reach_end(&to);
 }
 
 static void root_label(const struct route *r, const struct cellar_config *cfg,
