@@ -81,6 +81,11 @@ void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *ch
 
 /* Answers q as NullRoute does: get -> miss, storage -> not stored, else not found. */
 void cl_answer_null(struct cl_req *q);
+/* Answers q with status (< 0) and the reply "SERVER_ERROR why" ("CLIENT_ERROR why"
+ * for CELLAR_ECLIENT): a route's own error, which cellar_last_error() tells too,
+ * with no server. */
+void cl_answer_error(struct cellar *h, struct cl_req *q, int status, const char *why,
+                     size_t nwhy);
 
 #include "client/conn_int.h"       /* the parts that need the requests' helpers */
 #include "client/handle_int.h"

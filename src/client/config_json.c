@@ -22,7 +22,8 @@
  *   PREFIX   := "/region/cluster/": a RootRoute (route_root.c) over them
  *   pool     := { "servers": [ "host:port" | "[v6]:port" | "/path" ... ],
  *                 "weights": [ INT >= 1, ... ],            ketama pools only
- *                 "protocol": "ascii" | "text" | "meta" | "binary",
+ *                 "protocol": "ascii" (the default: text, meta where text
+ *                              cannot say it) | "text" | "meta" | "binary",
  *                 "hash": "ch3" | "ketama" | "modula" | "rendezvous",
  *                 "server_timeout", "connect_timeout", "tko_timeouts",
  *                 "probe_min_ms", "probe_max_ms": INT >= 1,
@@ -411,6 +412,8 @@ static int add_pool(struct rb *b, const char *name, json_t *obj, bool inline_poo
     if (cl_config_find_pool(b->cfg, name) >= 0)
         return rb_fail(b, "pool \"%s\" is defined twice", name);
     struct cellar_options po = *b->opt;
+    if (po.protocol == NULL)
+        po.protocol = "ascii";      /* mcrouter's default (msg_wire_ascii) */
     if (pool_options(b, obj, &po) < 0)
         return -1;
     json_t *servers = rb_need(b, obj, "servers"), *weights = json_object_get(obj, "weights");

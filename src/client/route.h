@@ -24,6 +24,7 @@
 #define CELLAR_CLIENT_ROUTE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "protocol/msg.h"
@@ -143,6 +144,11 @@ enum route_all_mode {
     ROUTE_ALL_SYNC,             /* AllSyncRoute: the worst answer, after every child */
     ROUTE_ALL_ASYNC,            /* AllAsyncRoute: NullRoute's at once */
     ROUTE_ALL_INITIAL,          /* AllInitialRoute: the first child's */
+    ROUTE_ALL_FASTEST,          /* AllFastestRoute: the first that is no error (the
+                                   last error when all fail) */
+    ROUTE_ALL_MAJORITY,         /* AllMajorityRoute: the status more than half gave,
+                                   once they have (else the commonest, the worse among
+                                   equals, after all) */
 };
 struct route *route_all(struct route_set *rs, enum route_all_mode mode,
                         struct route *const *children, unsigned n);
@@ -162,6 +168,13 @@ struct route *route_prefix_selector(struct route_set *rs, const char *const *pre
 struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
                             int exptime, unsigned hold);
 struct route *route_null(struct route_set *rs);
+/* Answers every request with status (< 0) and "SERVER_ERROR text" (CLIENT_ERROR for
+ * CELLAR_ECLIENT), sending nothing: mcrouter's ErrorRoute. */
+struct route *route_error(struct route_set *rs, int status, const char *text, size_t len);
+/* target with the exptime of requests that set one made exptime ("set"), or
+ * made at most exptime (min; 0 counts as never). */
+struct route *route_modify_exptime(struct route_set *rs, struct route *target, int64_t exptime,
+                                   bool min);
 /*
  * mcrouter's routing prefixes (route_root.c): keys "/region/cluster/rest"
  * go to the routes whose aliases the prefix names (or matches, with

@@ -8,11 +8,18 @@
  *                    comes; the others finish in the background
  *   AllAsyncRoute    answers at once as NullRoute would; all children
  *                    finish in the background
+ *   AllFastestRoute  answers with the first reply that is not a failure
+ *                    another server might not have (cl_failover_error), or
+ *                    the last one when every child fails
+ *   AllMajorityRoute answers once more than half the children gave the
+ *                    same status, with the first of them; else, after all,
+ *                    the commonest (the worse of equally common ones)
  *
  * Children may outlive their parent's answer, so a fan carries its own
  * copy of the key and value (and a raw meta command's flags), and is freed when its last child is done.
- * The reply AllSync keeps (the worst so far) is copied too: a reply's
- * spans live only as long as the callback that hands it over.
+ * The reply AllSync and AllMajority keep (the worst, the commonest so far)
+ * is copied too: a reply's spans live only as long as the callback that
+ * hands it over.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +41,22 @@ struct fan_child {
     struct fan *f;
 };
 
+/* Statuses as counters' indexes (AllMajority): every enum cellar_status fits. */
+#define STATUS_LOW (-16)
+#define STATUS_SLOTS 24
+
 struct fan {
     struct cl_req *parent;      /* NULL once answered */
     enum route_all_mode mode;
+    unsigned n;                 /* children */
     unsigned left;              /* children not done */
-    int worst;                  /* AllSync: the worst status so far, and its reply */
+    int worst;                  /* the status kept (AllSync: the worst so far;
+                                   AllMajority: the commonest), and its reply */
     bool have_worst;
     struct msg_reply worst_r;
     char *worst_buf;
+    unsigned kept_count;        /* AllMajority: how many gave the status kept */
+    unsigned short counts[STATUS_SLOTS];    /* AllMajority: replies by status */
     struct fan_child kids[];    /* then the key and value bytes */
 };
 
@@ -50,9 +65,8 @@ static int badness(int status) {
     return status < 0 ? 2 : status > 0 ? 1 : 0;
 }
 
-static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {
-    if (f->have_worst && badness(status) <= badness(f->worst))
-        return;
+/* Keeps status and a copy of rep as the answer-to-be. */
+static void keep(struct fan *f, int status, const struct msg_reply *rep) {
     f->have_worst = true;
     f->worst = status;
     free(f->worst_buf);
@@ -77,6 +91,26 @@ static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {
     f->worst_r.msg = (struct mc_span){f->worst_buf + nv, nm};
 }
 
+static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {
+    if (!f->have_worst || badness(status) > badness(f->worst))
+        keep(f, status, rep);
+}
+
+static unsigned slot(int status) {
+    int i = status - STATUS_LOW;
+    return i >= 0 && i < STATUS_SLOTS ? (unsigned)i : 0;
+}
+
+/* AllMajority: counts the reply; true once more than half the children agree. */
+static bool keep_majority(struct fan *f, int status, const struct msg_reply *rep) {
+    unsigned c = ++f->counts[slot(status)];
+    if (c > f->kept_count || (c == f->kept_count && badness(status) > badness(f->worst))) {
+        keep(f, status, rep);
+        f->kept_count = c;
+    }
+    return f->kept_count >= f->n / 2 + 1;
+}
+
 static void answer(struct fan *f, int status, const struct msg_reply *rep) {
     struct cl_req *p = f->parent;
     f->parent = NULL;
@@ -91,10 +125,27 @@ static void fan_free(struct fan *f) {
 static void child_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct fan_child *k = (struct fan_child *)q;
     struct fan *f = k->f;
-    if (f->mode == ROUTE_ALL_SYNC && f->parent)
-        keep_worst(f, status, rep);
-    else if (f->mode == ROUTE_ALL_INITIAL && k == &f->kids[0] && f->parent)
-        answer(f, status, rep);
+    if (f->parent) {
+        switch (f->mode) {
+        case ROUTE_ALL_SYNC:
+            keep_worst(f, status, rep);
+            break;
+        case ROUTE_ALL_INITIAL:
+            if (k == &f->kids[0])
+                answer(f, status, rep);
+            break;
+        case ROUTE_ALL_FASTEST:
+            if (!cl_failover_error(status) || f->left == 1)
+                answer(f, status, rep);
+            break;
+        case ROUTE_ALL_MAJORITY:
+            if (keep_majority(f, status, rep))
+                answer(f, f->worst, f->worst_r.res == MSG_RES_NONE ? NULL : &f->worst_r);
+            break;
+        case ROUTE_ALL_ASYNC:
+            break;
+        }
+    }
     if (--f->left > 0)
         return;
     if (f->parent)
@@ -115,7 +166,7 @@ void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *ch
         q->done(q, CELLAR_ENOMEM, NULL);
         return;
     }
-    *f = (struct fan){.parent = q, .mode = mode, .left = n};
+    *f = (struct fan){.parent = q, .mode = mode, .n = n, .left = n};
     struct msg m = q->m;
     char *copy = (char *)&f->kids[n];
     if (nk)
@@ -156,11 +207,15 @@ static const struct route_ops ops[] = {
                          .server_of = all_server_of},
     [ROUTE_ALL_INITIAL] = {.name = "AllInitialRoute", .dispatch = all_dispatch,
                            .server_of = all_server_of},
+    [ROUTE_ALL_FASTEST] = {.name = "AllFastestRoute", .dispatch = all_dispatch,
+                           .server_of = all_server_of},
+    [ROUTE_ALL_MAJORITY] = {.name = "AllMajorityRoute", .dispatch = all_dispatch,
+                            .server_of = all_server_of},
 };
 
 struct route *route_all(struct route_set *rs, enum route_all_mode mode,
                         struct route *const *children, unsigned n) {
-    if ((unsigned)mode > ROUTE_ALL_INITIAL)
+    if ((unsigned)mode > ROUTE_ALL_MAJORITY)
         return NULL;
     struct route *r = route_make(rs, &ops[mode], sizeof(struct all), children, n);
     if (r)
@@ -181,3 +236,7 @@ const struct route_type route_type_all_sync = ALL_TYPE("AllSyncRoute", ROUTE_ALL
 const struct route_type route_type_all_async = ALL_TYPE("AllAsyncRoute", ROUTE_ALL_ASYNC);
 const struct route_type route_type_all_initial =
     ALL_TYPE("AllInitialRoute", ROUTE_ALL_INITIAL);
+const struct route_type route_type_all_fastest =
+    ALL_TYPE("AllFastestRoute", ROUTE_ALL_FASTEST);
+const struct route_type route_type_all_majority =
+    ALL_TYPE("AllMajorityRoute", ROUTE_ALL_MAJORITY);

@@ -1,8 +1,12 @@
 /*
  * route_null.c -- NullRoute: answers at once with the reply a request gets
  * when nothing has it (mcrouter's default reply, cl_answer_null() in
- * status.c), sending nothing.
+ * status.c), sending nothing.  DevNullRoute is the same under its own name,
+ * so that what it swallowed is counted apart (the router's
+ * dev_null_requests: the requests of its routes named so).
  */
+#include <string.h>
+
 #include "client/client_int.h"
 #include "client/route_build.h"
 
@@ -31,23 +35,36 @@ static const struct route_ops null_ops = {
     .traverse = null_traverse,
 };
 
+static const struct route_ops dev_null_ops = {
+    .name = "DevNullRoute",
+    .dispatch = null_dispatch,
+    .server_of = null_server_of,
+    .traverse = null_traverse,
+};
+
 struct route *route_null(struct route_set *rs) {
     return route_make(rs, &null_ops, sizeof(struct route), NULL, 0);
 }
 
+static struct route *make(struct rb *b, const struct route_type *t) {
+    return route_make(b->cfg->routes, t->mode ? &dev_null_ops : &null_ops,
+                      sizeof(struct route), NULL, 0);
+}
+
 static int build_null(struct rb *b, const struct route_type *t, json_t *obj,
                       struct route **out) {
-    (void)t, (void)obj;
-    *out = route_null(b->cfg->routes);
+    (void)obj;
+    *out = make(b, t);
     return *out ? 0 : rb_nomem(b);
 }
 
-/* "NullRoute", nothing after a bar */
+/* "NullRoute", "DevNullRoute": nothing after a bar */
 static int null_from_string(struct rb *b, const char *s, const char *arg,
                             struct route_list *l) {
+    const struct route_type *t = route_type_find(s, strcspn(s, "|"));
     if (arg != NULL)
-        return rb_fail(b, "NullRoute takes nothing after '|', not \"%s\"", s);
-    return rb_push(b, l, route_null(b->cfg->routes));
+        return rb_fail(b, "%s takes nothing after '|', not \"%s\"", t->type, s);
+    return rb_push(b, l, make(b, t));
 }
 
 const struct route_type route_type_null = {
@@ -58,4 +75,15 @@ const struct route_type route_type_null = {
     .pool_keys = "",
     .build = build_null,
     .from_string = null_from_string,
+};
+
+const struct route_type route_type_dev_null = {
+    .type = "DevNullRoute",
+    .keys = "",
+    .route_keys = "",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = build_null,
+    .from_string = null_from_string,
+    .mode = 1,
 };

@@ -254,13 +254,7 @@ static void strip_done(struct cl_req *q, int status, const struct msg_reply *rep
 /* mcrouter's answer when no route has the prefix; cellar_last_error() says it too. */
 static void no_route(struct cellar *h, struct cl_req *q) {
     static const char why[] = "RootRoute: No rh found";
-    struct msg_reply rep = {.res = MSG_RES_SERVER_ERROR, .msg = {why, sizeof(why) - 1},
-                            .ttl = -1};
-    int status = cl_status_of(&rep);
-    h->last_error.status = status;
-    h->last_error.server = -1;
-    snprintf(h->last_error.text, sizeof(h->last_error.text), "%s", why);
-    q->done(q, status, &rep);
+    cl_answer_error(h, q, CELLAR_ESERVER, why, sizeof(why) - 1);
 }
 
 /* Does a raw meta command carry its key in base64 (a 'b' flag)?  Its '/'s are no prefix. */

@@ -11,7 +11,8 @@ extern const struct route_type route_type_pool, route_type_failover,
     route_type_failover_exptime, route_type_miss_failover, route_type_all_sync,
     route_type_all_async, route_type_all_initial, route_type_latest,
     route_type_operation_selector, route_type_prefix_policy, route_type_prefix_selector,
-    route_type_warm_up, route_type_null;
+    route_type_warm_up, route_type_null, route_type_dev_null, route_type_error,
+    route_type_modify_exptime, route_type_all_fastest, route_type_all_majority;
 
 static const struct route_type *const types[] = {
     &route_type_pool,               /* route_pool.c */
@@ -22,11 +23,16 @@ static const struct route_type *const types[] = {
     &route_type_all_sync,           /* route_all.c */
     &route_type_all_async,
     &route_type_all_initial,
+    &route_type_all_fastest,
+    &route_type_all_majority,
     &route_type_operation_selector, /* route_selector.c */
     &route_type_prefix_policy,
     &route_type_prefix_selector,
     &route_type_warm_up,            /* route_warm_up.c */
     &route_type_null,               /* route_null.c */
+    &route_type_dev_null,
+    &route_type_error,              /* route_error.c */
+    &route_type_modify_exptime,     /* route_modify.c */
 };
 
 const struct route_type *route_type_find(const char *type, size_t len) {

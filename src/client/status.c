@@ -4,6 +4,8 @@
  * answer (cl_answer_null(): also an AllAsyncRoute's before its children
  * are done, and a selector's with no route for a request).
  */
+#include <stdio.h>
+
 #include "cellar.h"
 #include "client/client_int.h"
 
@@ -54,6 +56,17 @@ int cl_status_of(const struct msg_reply *r) {
 }
 
 /* A miss, NOT_STORED or NOT_FOUND, as q->m.op would get from an empty cache. */
+void cl_answer_error(struct cellar *h, struct cl_req *q, int status, const char *why,
+                     size_t nwhy) {
+    struct msg_reply rep = {.res = status == CELLAR_ECLIENT ? MSG_RES_CLIENT_ERROR
+                                                            : MSG_RES_SERVER_ERROR,
+                            .msg = {why, nwhy}, .ttl = -1};
+    h->last_error.status = status;
+    h->last_error.server = -1;
+    snprintf(h->last_error.text, sizeof(h->last_error.text), "%.*s", (int)nwhy, why);
+    q->done(q, status, &rep);
+}
+
 void cl_answer_null(struct cl_req *q) {
     struct msg_reply r = {.ttl = -1};
     if (cl_op_reads(q->m.op))

@@ -53,7 +53,9 @@ bool msg_meta_ok(char cmd, struct mc_span f) {
 const struct msg_wire *msg_wire_find(const char *name) {
     if (!strcmp(name, "meta"))
         return &msg_wire_meta;
-    if (!strcmp(name, "text") || !strcmp(name, "ascii"))
+    if (!strcmp(name, "ascii"))
+        return &msg_wire_ascii;
+    if (!strcmp(name, "text"))
         return &msg_wire_text;
     if (!strcmp(name, "binary"))
         return &msg_wire_bin;

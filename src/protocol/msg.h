@@ -205,6 +205,9 @@ enum mc_parse msg_text_parse_stats(struct msg_reply *r, const char *buf, size_t 
                                    size_t *consumed);
 bool msg_text_stat_next(struct mc_span *rest, struct mc_span *name, struct mc_span *value);
 extern const struct msg_wire msg_wire_meta;
+/* mcrouter's "ascii": the text command wherever text can say the request,
+ * else meta (leases, raw meta, asked-back TTL or cas, compared cas). */
+extern const struct msg_wire msg_wire_ascii;
 extern const struct msg_wire msg_wire_bin;
 
 /* The wire named name ("text", "ascii", "meta", "binary"), or NULL. */

@@ -50,6 +50,7 @@
  */
 #include "protocol/msg.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "protocol/mc_meta.h"
@@ -250,7 +251,31 @@ static inline bool as_text(const struct msg *m) {
            m->op == MSG_TOUCH;
 }
 
-static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
+/*
+ * The ascii wire (mcrouter's default protocol): everything the text
+ * protocol can say goes as the text command, so that a backend speaking
+ * only text works; what it cannot (a lease, a raw meta command, a TTL or
+ * cas asked back, a compared cas, a key only base64 can carry) as meta,
+ * which memcached 1.6 reads on the same connection.
+ */
+static inline bool ascii_text(const struct msg *m) {
+    switch (m->op) {
+    case MSG_LEASE_GET: case MSG_LEASE_SET: case MSG_META: case MSG_STATS:
+        return false;
+    default:
+        break;
+    }
+    if ((unsigned)m->op >= MSG_OP_COUNT || m->want_ttl || m->want_cas)
+        return false;
+    if (msg_op_keyed(m->op) && !msg_key_line_ok(m->key))
+        return false;
+    if (msg_op_compares(m->op) && m->cas != 0)
+        return false;
+    return !msg_carries_value(m) || m->value.len <= INT_MAX - 2;
+}
+
+static size_t wire_fmt(bool (*text)(const struct msg *), char *out, size_t cap,
+                       const struct msg *m, uint32_t opaque) {
     if ((unsigned)m->op >= MSG_OP_COUNT)
         return 0;
     char b64[MC_KEY_MAX];
@@ -279,7 +304,7 @@ plain:
         return msg_text_fmt_stats(out, cap, m);
     if (m->op == MSG_META)
         return fmt_raw(out, cap, m);
-    if (as_text(m))
+    if (!b && text(m))
         return msg_wire_text.fmt(out, cap, m, opaque);
     struct mc_put w = MC_PUT_INIT(out, cap);
     if (mg_flags[m->op] != NULL)
@@ -560,11 +585,12 @@ static enum mc_parse me_parse(struct msg_reply *r, const struct msg *m, const ch
     return partial && len < MC_META_RESP_LINE_MAX ? MC_PARSE_NEED_MORE : MC_PARSE_ERROR;
 }
 
-static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
-                                const char *buf, size_t len, size_t *consumed) {
+static enum mc_parse wire_parse(bool (*text)(const struct msg *), struct msg_reply *r,
+                                const struct msg *m, uint32_t opaque, const char *buf,
+                                size_t len, size_t *consumed) {
     if (m->op == MSG_STATS)         /* the text command, and its text reply */
         return msg_text_parse_stats(r, buf, len, consumed);
-    if (as_text(m))
+    if (text(m))
         return msg_wire_text.parse(r, m, opaque, buf, len, consumed);
     *consumed = 0;                  /* NEED_MORE and ERROR consume nothing, as msg.h says */
     *r = (struct msg_reply){.ttl = -1};
@@ -602,6 +628,15 @@ static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32
     return MC_PARSE_OK;
 }
 
+static size_t meta_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
+    return wire_fmt(as_text, out, cap, m, opaque);
+}
+
+static enum mc_parse meta_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
+                                const char *buf, size_t len, size_t *consumed) {
+    return wire_parse(as_text, r, m, opaque, buf, len, consumed);
+}
+
 /* A text-form get goes as the text command (as_text), and batches as the text wire's do. */
 static bool meta_batches(const struct msg *m) {
     return as_text(m) && msg_text_batches(m);
@@ -610,3 +645,20 @@ static bool meta_batches(const struct msg *m) {
 const struct msg_wire msg_wire_meta = {"meta", meta_fmt, meta_parse, "\r\n", 2,
                                        msg_text_stat_next, meta_batches,
                                        msg_text_parse_batched};
+
+static size_t ascii_fmt(char *out, size_t cap, const struct msg *m, uint32_t opaque) {
+    return wire_fmt(ascii_text, out, cap, m, opaque);
+}
+
+static enum mc_parse ascii_parse(struct msg_reply *r, const struct msg *m, uint32_t opaque,
+                                 const char *buf, size_t len, size_t *consumed) {
+    return wire_parse(ascii_text, r, m, opaque, buf, len, consumed);
+}
+
+static bool ascii_batches(const struct msg *m) {
+    return ascii_text(m) && msg_text_batches(m);
+}
+
+const struct msg_wire msg_wire_ascii = {"ascii", ascii_fmt, ascii_parse, "\r\n", 2,
+                                        msg_text_stat_next, ascii_batches,
+                                        msg_text_parse_batched};

@@ -303,13 +303,28 @@ static void stats_routes(struct stat_out *o, const struct view *v) {
     }
 }
 
+/*
+ * `stats all`: the general ones, then mcrouter's names that cellar's
+ * counters can answer: dev_null_requests, the requests its DevNullRoutes
+ * swallowed.
+ */
+static void stats_mcrouter(struct stat_out *o, const struct view *v) {
+    const struct route_set *rs = cl_config_routes(v->cfg);
+    uint64_t dev_null = 0;
+    for (unsigned i = 0; i < v->nroutes; i++)
+        if (strcmp(route_set_at(rs, i)->ops->name, "DevNullRoute") == 0)
+            dev_null += v->routes[i];
+    stat_put(o, "dev_null_requests", "%llu", (unsigned long long)dev_null);
+}
+
 int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,
                 uint32_t opaque, char **out, size_t *nout) {
     *out = NULL;
     *nout = 0;
     bool servers = ngroup == 7 && memcmp(group, "servers", 7) == 0;
     bool routes = ngroup == 6 && memcmp(group, "routes", 6) == 0;
-    if (ngroup > 0 && !servers && !routes)
+    bool all = ngroup == 3 && memcmp(group, "all", 3) == 0;
+    if (ngroup > 0 && !servers && !routes && !all)
         return 1;
     struct view v;
     if (!view_take(rt, &v))
@@ -321,6 +336,8 @@ int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary
         stats_routes(&o, &v);
     else
         stats_general(&o, &v);
+    if (all)
+        stats_mcrouter(&o, &v);
     view_release(&v);
     if (binary) {
         if (text_room(&o.t, 24))

@@ -1509,7 +1509,8 @@ static int env_json_ab(struct env *e, const char *route, int timeout_ms) {
     char text[1024], err[256];
     snprintf(text, sizeof(text),
              "{\"pools\": {\"A\": {\"servers\": [\"%s\"], \"server_timeout\": %d,"
-             " \"tko_timeouts\": 1000}, \"B\": {\"servers\": [\"%s\"]}}, \"route\": %s}",
+             " \"tko_timeouts\": 1000, \"protocol\": \"meta\"},"
+             " \"B\": {\"servers\": [\"%s\"], \"protocol\": \"meta\"}}, \"route\": %s}",
              e->f[0]->addr, timeout_ms, e->f[1]->addr, route);
     if (cellar_config_parse(&e->cfg, text, NULL, err, sizeof(err)) != CELLAR_OK) {
         fprintf(stderr, "  config: %s\n", err);
@@ -1750,8 +1751,8 @@ ETEST(json_config) {
     char text[1024], err[256];
     snprintf(text, sizeof(text),
              "{ // mcrouter's format\n"
-             "  \"pools\": {\"main\": {\"servers\": [\"%s\"]},\n"
-             "            \"gutter\": {\"servers\": [\"%s\"]}},\n"
+             "  \"pools\": {\"main\": {\"servers\": [\"%s\"], \"protocol\": \"meta\"},\n"
+             "            \"gutter\": {\"servers\": [\"%s\"], \"protocol\": \"meta\"}},\n"
              "  \"route\": {\"type\": \"FailoverWithExptimeRoute\",\n"
              "            \"normal\": \"PoolRoute|main\",\n"
              "            \"failover\": \"PoolRoute|gutter\",\n"

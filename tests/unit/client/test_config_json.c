@@ -84,7 +84,7 @@ TEST(one_pool_with_defaults) {
     ASSERT_EQ(cfg->pools[1].first, 2);
     ASSERT_STR(cellar_config_server_name(cfg, 1), "127.0.0.1:11302");
     const struct cl_pool *a = &cfg->pools[0];
-    ASSERT_STR(a->wire->name, "meta");
+    ASSERT_STR(a->wire->name, "ascii");   /* mcrouter's default */
     ASSERT_STR(ring_kind(a->ring), "ch3");
     ASSERT_EQ(a->server_timeout_ms, 1000);
     ASSERT_EQ(a->connect_timeout_ms, 1000);
@@ -112,7 +112,7 @@ TEST(pool_settings_override_the_options) {
         &opt);
     ASSERT_PARSED(cfg);
     const struct cl_pool *p = cfg->pools;
-    ASSERT_STR(p[0].wire->name, "text");      /* mcrouter's "ascii" is the text protocol */
+    ASSERT_STR(p[0].wire->name, "ascii");     /* text, meta where text cannot say it */
     ASSERT_STR(ring_kind(p[0].ring), "rendezvous");
     ASSERT_EQ(p[0].server_timeout_ms, 250);
     ASSERT_EQ(p[0].connect_timeout_ms, 250);

@@ -716,3 +716,52 @@ TEST(me_reply_read_past_its_key) {
 }
 
 int main(void) { return RUN_TESTS(); }
+
+/* ---------------------------------------------------------------------- */
+/* The ascii wire (mcrouter's default): text where text can say it          */
+/* ---------------------------------------------------------------------- */
+
+static const struct fmt_row ascii_rows[] = {
+    {MSG(MSG_GET, "k"), "get k\r\n"},
+    {MSG(MSG_GETS, "k"), "gets k\r\n"},
+    {MSG(MSG_TOUCH, "k", .exptime = 100), "touch k 100\r\n"},
+    {MSG(MSG_SET, "k", .value = SPAN("hello"), .flags = 7), "set k 7 0 5\r\n"},
+    {MSG(MSG_ADD, "k", .value = SPAN("hello"), .exptime = -1), "add k 0 -1 5\r\n"},
+    {MSG(MSG_CAS, "k", .value = SPAN("x"), .cas = 4), "cas k 0 0 1 4\r\n"},
+    {MSG(MSG_DELETE, "k"), "delete k\r\n"},
+    {MSG(MSG_INCR, "n", .delta = 5), "incr n 5\r\n"},
+    /* what text cannot say goes as meta */
+    {MSG(MSG_GET, "k", .want_ttl = true), "mg k t v f\r\n"},
+    {MSG(MSG_SET, "k", .value = SPAN("hello"), .want_cas = true), "ms k 5 F0 T0 MS c\r\n"},
+    {MSG(MSG_DELETE, "k", .cas = 9), "md k C9\r\n"},
+    {MSG(MSG_LEASE_GET, "L", .exptime = 30), "mg L v f c t N30\r\n"},
+    {MSG(MSG_LEASE_SET, "L", .value = SPAN("fill"), .flags = 3, .exptime = 60, .cas = 11),
+     "ms L 4 F3 T60 C11\r\n"},
+    {MSG(MSG_GET, "a b"), "mg YSBi v f b\r\n"},
+    {{.op = MSG_VERSION}, "version\r\n"},
+};
+
+TEST(ascii_wire_speaks_text_where_it_can) {
+    const struct msg_wire *a = msg_wire_find("ascii");
+    ASSERT(a == &msg_wire_ascii);
+    char out[MSG_HEAD_MAX];
+    for (size_t i = 0; i < NROWS(ascii_rows); i++) {
+        const struct fmt_row *t = &ascii_rows[i];
+        size_t n = a->fmt(out, sizeof(out), &t->m, 0);
+        if (n != strlen(t->line) || memcmp(out, t->line, n) != 0)
+            TH_FAIL("row %zu (%s): \"%.*s\", want \"%s\"", i, msg_op_name(t->m.op), (int)n, out,
+                    t->line);
+    }
+    /* each reply is read in the form its request went out in */
+    struct msg set = MSG(MSG_SET, "k", .value = SPAN("v"));
+    struct msg set_cas = MSG(MSG_SET, "k", .value = SPAN("v"), .want_cas = true);
+    struct msg_reply r;
+    size_t used;
+    ASSERT_EQ(a->parse(&r, &set, 0, S("STORED\r\n"), &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_STORED);
+    ASSERT_EQ(a->parse(&r, &set, 0, S("HD\r\n"), &used), MC_PARSE_ERROR);
+    ASSERT_EQ(a->parse(&r, &set_cas, 0, S("HD c77\r\n"), &used), MC_PARSE_OK);
+    ASSERT_EQ(r.res, MSG_RES_STORED);
+    ASSERT_EQ(r.cas, 77);
+    ASSERT(a->batches(&ascii_rows[0].m));
+}

@@ -1,0 +1,156 @@
+"""mcrouter's simpler route kinds through cellar-router, with cellard behind
+every pool: ErrorRoute, DevNullRoute (and `stats all`'s dev_null_requests),
+ModifyExptimeRoute, AllFastestRoute and AllMajorityRoute.  What reached a
+backend is read from the backend itself."""
+
+import contextlib
+import json
+import os
+import subprocess
+import tempfile
+
+import util
+from router_util import Router, backend, need
+
+ROUTER = os.environ.get("CELLAR_ROUTER")
+
+
+def held(server, key):
+    """What server holds for key, or None."""
+    with server.conn() as c:
+        return c.get(key)
+
+
+@contextlib.contextmanager
+def servers(n):
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(backend("be%d" % i)) for i in range(n)]
+
+
+def pool(s):
+    return {"servers": ["%s:%d" % (util.HOST, s.port)]}
+
+
+def dead_pool():
+    return {"servers": ["%s:%d" % (util.HOST, util.free_port())], "server_timeout": 200}
+
+
+def config(bes):
+    return json.dumps({
+        "pools": {"a": pool(bes[0]), "b": pool(bes[1]), "c": pool(bes[2]),
+                  "dead": dead_pool()},
+        "route": {
+            "type": "PrefixSelectorRoute",
+            "policies": {
+                "err:": "ErrorRoute|reject",
+                "busy:": {"type": "ErrorRoute", "result": "mc_res_busy"},
+                "null:": "DevNullRoute",
+                "exp:": {"type": "ModifyExptimeRoute", "target": "PoolRoute|a",
+                         "exptime": -1},
+                "min:": {"type": "ModifyExptimeRoute", "target": "PoolRoute|a",
+                         "action": "min", "exptime": 1000},
+                "fast:": {"type": "AllFastestRoute",
+                          "children": ["PoolRoute|dead", "PoolRoute|a", "PoolRoute|b"]},
+                "deadfast:": {"type": "AllFastestRoute",
+                              "children": ["PoolRoute|dead", "PoolRoute|dead"]},
+                "maj:": {"type": "AllMajorityRoute",
+                         "children": ["PoolRoute|a", "PoolRoute|b", "PoolRoute|c"]},
+            },
+            "wildcard": "PoolRoute|a",
+        },
+    })
+
+
+def ttl(server, key):
+    with server.conn() as c:
+        c.send(b"mg %s t\r\n" % key)
+        return c.readline()
+
+
+def test_error_and_dev_null_routes():
+    with servers(3) as bes, Router(config(bes)) as r, r.conn() as c:
+        c.expect(b"set err:k 0 0 1\r\nv\r\n", b"SERVER_ERROR reject\r\n")
+        c.expect(b"get err:k\r\n", b"SERVER_ERROR reject\r\n")
+        c.expect(b"delete busy:k\r\n", b"SERVER_ERROR 307 busy\r\n")
+        # DevNullRoute: NullRoute's answers, nothing sent, each counted
+        c.expect(b"set null:k 0 0 1\r\nv\r\n", b"NOT_STORED\r\n")
+        c.expect(b"get null:k\r\n", b"END\r\n")
+        c.expect(b"delete null:k\r\n", b"NOT_FOUND\r\n")
+        assert all(held(be, "null:k") is None for be in bes)
+        assert int(r.stats("all")["dev_null_requests"]) == 3
+        c.expect(b"get plain\r\n", b"END\r\n")
+        assert int(r.stats("all")["dev_null_requests"]) == 3
+
+
+def test_modify_exptime_route():
+    with servers(3) as bes, Router(config(bes)) as r, r.conn() as c:
+        # set: every store gets exptime -1, gone at once; a delete is left alone
+        with bes[0].conn() as b:
+            b.expect(b"set exp:k 0 0 1\r\nv\r\n", b"STORED\r\n")
+        c.expect(b"get exp:k\r\n", b"VALUE exp:k 0 1\r\nv\r\nEND\r\n")
+        c.expect(b"set exp:k 0 0 2\r\nv2\r\n", b"STORED\r\n")
+        assert held(bes[0], "exp:k") is None
+        c.expect(b"delete exp:k\r\n", b"NOT_FOUND\r\n")
+        # min: never and later become 1000 s; sooner stays
+        c.expect(b"set min:never 0 0 1\r\nv\r\n", b"STORED\r\n")
+        c.expect(b"set min:later 0 5000 1\r\nv\r\n", b"STORED\r\n")
+        c.expect(b"set min:sooner 0 100 1\r\nv\r\n", b"STORED\r\n")
+        for key, most in ((b"min:never", 1000), (b"min:later", 1000), (b"min:sooner", 100)):
+            line = ttl(bes[0], key)
+            assert line.startswith(b"HD t"), line
+            assert most - 5 <= int(line[4:]) <= most, (key, line)
+        c.expect(b"touch min:never 0\r\n", b"TOUCHED\r\n")
+        assert 995 <= int(ttl(bes[0], b"min:never")[4:]) <= 1000
+
+
+def test_all_fastest_route():
+    with servers(3) as bes, Router(config(bes)) as r, r.conn() as c:
+        # the dead pool's failure is not the answer while another child has one
+        c.expect(b"set fast:k 0 0 1\r\nv\r\n", b"STORED\r\n")
+        util.wait_for(lambda: held(bes[0], "fast:k") == b"v" and held(bes[1], "fast:k") == b"v",
+                      5, what="both live pools to hold fast:k")
+        for _ in range(5):
+            c.expect(b"get fast:k\r\n", b"VALUE fast:k 0 1\r\nv\r\nEND\r\n")
+        # every child failing: the last failure is the answer
+        c.send(b"get deadfast:k\r\n")
+        assert c.readline().startswith(b"SERVER_ERROR"), "no error when every child failed"
+
+
+def test_all_majority_route():
+    with servers(3) as bes, Router(config(bes)) as r, r.conn() as c:
+        for be in bes[:2]:
+            with be.conn() as b:
+                b.expect(b"set maj:k 0 0 1\r\nv\r\n", b"STORED\r\n")
+        # two of three hold it: the hit is the majority
+        c.expect(b"get maj:k\r\n", b"VALUE maj:k 0 1\r\nv\r\nEND\r\n")
+        # two of three miss it
+        with bes[0].conn() as b:
+            b.expect(b"delete maj:k\r\n", b"DELETED\r\n")
+        c.expect(b"get maj:k\r\n", b"END\r\n")
+        # a delete all three see: two answer NOT_FOUND, one DELETED
+        c.expect(b"delete maj:k\r\n", b"NOT_FOUND\r\n")
+        util.wait_for(lambda: held(bes[1], "maj:k") is None, 5, what="the delete to reach b")
+        # add: stored on all three
+        c.expect(b"add maj:n 0 0 1\r\nx\r\n", b"STORED\r\n")
+        util.wait_for(lambda: all(held(be, "maj:n") == b"x" for be in bes), 5,
+                      what="maj:n on every backend")
+
+
+def test_new_kinds_refuse_bad_settings():
+    bad = [
+        ({"type": "ModifyExptimeRoute", "target": "PoolRoute|a"}, "exptime"),
+        ({"type": "ModifyExptimeRoute", "target": "PoolRoute|a", "exptime": 5,
+          "action": "max"}, "\"set\" or \"min\""),
+        ({"type": "ErrorRoute", "result": "mc_res_found"}, "not an error result"),
+        ("DevNullRoute|x", "takes nothing after"),
+    ]
+    with servers(3) as bes:
+        for route, why in bad:
+            cfg = json.loads(config(bes))
+            cfg["route"] = route
+            with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
+                f.write(json.dumps(cfg))
+                f.flush()
+                res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name,
+                                      "-p", "0"], capture_output=True, text=True, timeout=10)
+            assert res.returncode == 1 and why in res.stderr, (route, res.stderr)
