@@ -21,6 +21,8 @@
  * sending on to a later child counts one in the handle's failovers.
  */
 #include <limits.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,13 +48,48 @@ enum {
     FO_LOCAL = 1u << 4,             /* CELLAR_ENOMEM: local_error */
 };
 
+/*
+ * mcrouter's failover_limit, {"rate": 0..1, "burst": >= 1}: a token bucket
+ * filled by requests, not time.  Each request the route gets adds rate
+ * tokens (up to burst; it starts full); each failover on an error other
+ * than a server marked down takes one, and with none left the request is
+ * answered with the error instead.  Kept in millionths, so that 9.8 - 1 +
+ * 0.2 * 11 - 11 is 0 exactly.  Shared by the handles of every thread.
+ */
+#define MICRO 1000000
+
+struct limiter {
+    pthread_mutex_t mu;
+    uint64_t rate, burst;       /* in millionths of a token */
+    uint64_t tokens;            /* as of request last */
+    uint64_t reqs, last;        /* requests seen; at the last failover asked */
+};
+
+static void limiter_bump(struct limiter *l) {
+    pthread_mutex_lock(&l->mu);
+    l->reqs++;
+    pthread_mutex_unlock(&l->mu);
+}
+
+static bool limiter_allow(struct limiter *l) {
+    pthread_mutex_lock(&l->mu);
+    uint64_t t = l->tokens + (l->reqs - l->last) * l->rate;
+    l->tokens = t < l->burst ? t : l->burst;
+    l->last = l->reqs;
+    bool ok = l->tokens >= MICRO;
+    if (ok)
+        l->tokens -= MICRO;
+    pthread_mutex_unlock(&l->mu);
+    return ok;
+}
+
 /* The three kinds share one struct and the walk below. */
 struct failover {
     struct route r;
     int exptime;                /* FailoverRoute: cap on the failover children's exptime
                                    (-1: none) */
     unsigned failover_count;    /* LatestRoute: children tried after the first */
-    unsigned limit;             /* failover_limit: children tried after the first, at most */
+    struct limiter *limit;      /* failover_limit, or NULL */
     bool on_miss;               /* MissFailoverRoute: a read's miss moves on too */
     bool custom;                /* failover_errors given: errors[] decides, else every
                                    failover error (cl_failover_error) moves on */
@@ -68,7 +105,7 @@ struct seq {
     struct cl_req *parent;
     const struct route *r;
     struct cellar *h;
-    unsigned start, tried, limit;
+    unsigned start, tried, limit;   /* limit: children to try, at most */
 };
 
 _Static_assert(sizeof(struct seq) <= CL_BLOCK, "a seq fits a handle's block");
@@ -130,7 +167,9 @@ static void seq_send(struct seq *s) {
 
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct seq *s = (struct seq *)q;
-    if (s->tried < s->limit && moves_on(s, status)) {
+    struct limiter *l = fo(s->r)->limit;
+    if (s->tried < s->limit && moves_on(s, status) &&
+        (l == NULL || status == CELLAR_EDOWN || limiter_allow(l))) {
         seq_send(s);
         return;
     }
@@ -155,8 +194,9 @@ static void seq_dispatch(const struct route *r, struct cellar *h, struct cl_req 
 }
 
 static void failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    unsigned limit = fo(r)->limit + 1;
-    seq_dispatch(r, h, q, 0, limit < r->nchildren ? limit : r->nchildren);
+    if (fo(r)->limit)
+        limiter_bump(fo(r)->limit);
+    seq_dispatch(r, h, q, 0, r->nchildren);
 }
 
 static void miss_failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
@@ -181,11 +221,27 @@ static int latest_server_of(const struct route *r, const struct cellar_config *c
     return route_server_of(n ? r->children[cfg->host_id % n] : NULL, cfg, key, nkey);
 }
 
+/* Millionths as a decimal: 0.2, 9.8, 1000. */
+static void put_micro(struct mc_put *w, uint64_t v) {
+    mc_put_u64(w, v / MICRO);
+    uint64_t frac = v % MICRO;
+    if (frac == 0)
+        return;
+    char d[7];
+    int n = 6;
+    for (int i = 5; i >= 0; i--, frac /= 10)
+        d[i] = (char)('0' + frac % 10);
+    while (d[n - 1] == '0')
+        n--;
+    MC_PUT_LIT(w, ".");
+    mc_put(w, d, (size_t)n);
+}
+
 static void failover_label(const struct route *r, const struct cellar_config *cfg,
                            struct mc_put *w) {
     (void)cfg;
     const struct failover *f = fo(r);
-    bool limited = f->limit != UINT_MAX - 1, any = f->exptime >= 0 || limited || f->custom;
+    bool limited = f->limit != NULL, any = f->exptime >= 0 || limited || f->custom;
     if (!any)
         return;
     const char *sep = "(";
@@ -197,7 +253,9 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
     if (limited) {
         mc_put(w, sep, 1);
         MC_PUT_LIT(w, "failover_limit=");
-        mc_put_u64(w, f->limit);
+        put_micro(w, f->limit->rate);
+        MC_PUT_LIT(w, "/");
+        put_micro(w, f->limit->burst);
         sep = ",";
     }
     if (f->custom) {
@@ -220,11 +278,21 @@ static void latest_label(const struct route *r, const struct cellar_config *cfg,
     MC_PUT_LIT(w, ")");
 }
 
+static void failover_release(struct route *r) {
+    struct failover *f = (struct failover *)r;
+    if (f->limit) {
+        pthread_mutex_destroy(&f->limit->mu);
+        free(f->limit);
+        f->limit = NULL;
+    }
+}
+
 static const struct route_ops failover_ops = {
     .name = "FailoverRoute",
     .dispatch = failover_dispatch,
     .server_of = first_server_of,
     .label = failover_label,
+    .release = failover_release,
 };
 
 static const struct route_ops miss_failover_ops = {
@@ -243,10 +311,8 @@ static const struct route_ops latest_ops = {
 static struct failover *make(struct route_set *rs, const struct route_ops *ops,
                              struct route *const *children, unsigned n) {
     struct failover *f = (struct failover *)route_make(rs, ops, sizeof(*f), children, n);
-    if (f) {
+    if (f)
         f->exptime = -1;
-        f->limit = UINT_MAX - 1;
-    }
     return f;
 }
 
@@ -336,16 +402,57 @@ static int error_list(struct rb *b, json_t *v, unsigned *bits) {
     return 0;
 }
 
+/* A number of obj[key] into *out, clamped to [lo, hi]; dflt when absent. */
+static int get_number(struct rb *b, json_t *obj, const char *key, double lo, double hi,
+                      double dflt, double *out) {
+    json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (v == NULL)
+        return 0;
+    size_t mark = rb_path_key(b, key);
+    if (!json_is_number(v) || !isfinite(json_number_value(v)))
+        return rb_fail(b, "expected a number, not %s", rb_type_name(v));
+    double d = json_number_value(v);
+    *out = d < lo ? lo : d > hi ? hi : d;
+    rb_path_set(b, mark);
+    return 0;
+}
+
+/* "failover_limit": {"rate": 0..1 (clamped), "burst": >= 1 (1000)}, as mcrouter's. */
+static int failover_limit(struct rb *b, json_t *obj, struct failover *f) {
+    json_t *v = json_object_get(obj, "failover_limit");
+    if (v == NULL)
+        return 0;
+    size_t mark = rb_path_key(b, "failover_limit");
+    if (!json_is_object(v))
+        return rb_fail(b, "expected {\"rate\": 0..1, \"burst\": >= 1}, not %s",
+                       rb_type_name(v));
+    if (rb_check_keys(b, v, "rate burst", "failover_limit") < 0 ||
+        rb_need(b, v, "rate") == NULL)
+        return -1;
+    double rate, burst;
+    if (get_number(b, v, "rate", 0, 1, 0, &rate) < 0 ||
+        get_number(b, v, "burst", 1, 1e12, 1000, &burst) < 0)
+        return -1;
+    struct limiter *l = calloc(1, sizeof(*l));
+    if (l == NULL)
+        return rb_nomem(b);
+    pthread_mutex_init(&l->mu, NULL);
+    l->rate = (uint64_t)(rate * MICRO + 0.5);
+    l->burst = l->tokens = (uint64_t)(burst * MICRO + 0.5);
+    f->limit = l;
+    rb_path_set(b, mark);
+    return 0;
+}
+
 /*
  * mcrouter's failover options of obj into f: "failover_errors" (a list of
  * error names, or {"gets", "updates", "deletes"}: lists, each absent one
- * every error) and "failover_limit" (the children tried after the first).
+ * every error) and "failover_limit".
  */
 static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
-    long long limit;
-    if (rb_get_int(b, obj, "failover_limit", 0, UINT_MAX - 1, UINT_MAX - 1, &limit) < 0)
+    if (failover_limit(b, obj, f) < 0)
         return -1;
-    f->limit = (unsigned)limit;
     json_t *v = json_object_get(obj, "failover_errors");
     if (v == NULL)
         return 0;

@@ -1522,7 +1522,9 @@ static int env_json_ab(struct env *e, const char *route, int timeout_ms) {
 /*
  * FailoverRoute's failover_errors: gets fail over on a remote error only,
  * updates never, deletes on any error (their list absent); and
- * failover_limit 0 keeps a request on its first child.
+ * failover_limit, a bucket of burst tokens that each request fills by
+ * rate and each failover takes one of: with rate 0 and burst 1, one
+ * failover, then a request stays on its first child.
  */
 ETEST(route_failover_errors) {
     ASSERT_EQ(env_json_ab(e, "{\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\","
@@ -1544,11 +1546,14 @@ ETEST(route_failover_errors) {
     ASSERT(!fake_has(e->f[1], "k"));
     cellar_destroy(&e->h);
     cellar_config_release(&e->cfg);
-    /* failover_limit 0: the first child only */
     ASSERT_EQ(env_json_ab(e, "{\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\","
-                             " \"PoolRoute|B\"], \"failover_limit\": 0}", 150), CELLAR_OK);
+                             " \"PoolRoute|B\"], \"failover_limit\": {\"rate\": 0,"
+                             " \"burst\": 1}}", 150), CELLAR_OK);
     fake_put(e->f[1], "k", "b", 0, 0);
     atomic_store(&e->f[0]->mode, FK_GARBAGE);
+    ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_OK);   /* the one token */
+    ASSERT_STR(it.value, "b");
+    cellar_item_clear(&it);
     unsigned before = fake_reqs(e->f[1]);
     ASSERT_EQ(cellar_get(e->h, K("k"), &it), CELLAR_EPROTO);
     ASSERT_EQ(fake_reqs(e->f[1]), before);

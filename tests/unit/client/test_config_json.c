@@ -443,8 +443,16 @@ TEST(mcrouter_example) {
 TEST(failover_options) {
     ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"FailoverRoute\", \"children\":"
                        " [\"PoolRoute|A\", \"PoolRoute|B\"], \"failover_errors\": [\"remote_error\","
-                       " \"tko\"], \"failover_limit\": 1}}"),
-               "FailoverRoute(failover_limit=1,failover_errors=9/9/9)[PoolRoute(A),PoolRoute(B)]");
+                       " \"tko\"], \"failover_limit\": {\"rate\": 0.25, \"burst\": 9.8}}}"),
+               "FailoverRoute(failover_limit=0.25/9.8,failover_errors=9/9/9)"
+               "[PoolRoute(A),PoolRoute(B)]");
+    /* rate is clamped to 0..1 and burst to 1 or more, as mcrouter does; burst 1000 by default */
+    ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"FailoverRoute\", \"children\":"
+                       " [\"PoolRoute|A\"], \"failover_limit\": {\"rate\": 7}}}"),
+               "FailoverRoute(failover_limit=1/1000)[PoolRoute(A)]");
+    ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"FailoverRoute\", \"children\":"
+                       " [\"PoolRoute|A\"], \"failover_limit\": {\"rate\": -1, \"burst\": 0}}}"),
+               "FailoverRoute(failover_limit=0/1)[PoolRoute(A)]");
     ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"FailoverWithExptimeRoute\","
                        " \"normal\": \"PoolRoute|A\", \"failover\": \"PoolRoute|B\","
                        " \"failover_errors\": {\"gets\": [\"timeout\", \"connect_error\"],"
