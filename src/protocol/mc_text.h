@@ -59,6 +59,10 @@ enum mc_cmd {
     MC_CMD_WATCH,               /* tok[1..] */
     MC_CMD_MISBEHAVE,           /* reserved */
     MC_CMD_META,                /* mg ms md ma mn me: hand the same line to the meta codec */
+    /* mcrouter's own commands (mc_mcr.h: the router's; never mc_text_parse()'s) */
+    MC_CMD_LEASE_GET,           /* keys, as get */
+    MC_CMD_LEASE_SET,           /* key, cas = token, flags, exptime, vlen */
+    MC_CMD_METAGET,             /* key */
 };
 
 enum mc_parse {

@@ -15,7 +15,9 @@
 #include "protocol/msg_serve.h"
 
 #include <string.h>
+#include <time.h>
 
+#include "protocol/mc_mcr.h"
 #include "protocol/mc_put.h"
 
 #define SPAN(lit) ((struct mc_span){lit, sizeof(lit) - 1})
@@ -44,6 +46,8 @@ static const enum msg_op text_op[] = {
     [MC_CMD_DELETE] = MSG_DELETE,   [MC_CMD_INCR] = MSG_INCR,
     [MC_CMD_DECR] = MSG_DECR,       [MC_CMD_TOUCH] = MSG_TOUCH,
     [MC_CMD_FLUSH_ALL] = MSG_FLUSH_ALL, [MC_CMD_VERSION] = MSG_VERSION,
+    [MC_CMD_LEASE_GET] = MSG_LEASE_GET, [MC_CMD_LEASE_SET] = MSG_LEASE_SET,
+    [MC_CMD_METAGET] = MSG_GET,
 };
 
 bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
@@ -59,10 +63,16 @@ bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
         m->hold = (uint32_t)req->exptime;
         return true;
     }
-    if ((unsigned)req->cmd > MC_CMD_VERSION || req->cmd == MC_CMD_NONE)
+    bool mcr = req->cmd >= MC_CMD_LEASE_GET && req->cmd <= MC_CMD_METAGET;
+    if (((unsigned)req->cmd > MC_CMD_VERSION && !mcr) || req->cmd == MC_CMD_NONE)
         return false;
     m->op = text_op[req->cmd];
-    m->key = is_retrieval(m->op) ? (key.p != NULL ? key : req->key) : req->key;
+    bool multi = is_retrieval(m->op) || m->op == MSG_LEASE_GET;
+    m->key = multi ? (key.p != NULL ? key : req->key) : req->key;
+    if (req->cmd == MC_CMD_METAGET) {   /* its exptime from the TTL left */
+        m->want_ttl = true;
+        return true;
+    }
     m->text_form = is_retrieval(m->op) || m->op == MSG_TOUCH ||  /* not an mg (msg.h) */
                    m->op == MSG_APPEND || m->op == MSG_PREPEND;
     switch (m->op) {
@@ -78,6 +88,15 @@ bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
         break;
     case MSG_INCR: case MSG_DECR:
         m->delta = req->delta;
+        break;
+    case MSG_LEASE_GET:
+        m->exptime = MSG_SERVE_LEASE_TTL;
+        break;
+    case MSG_LEASE_SET:
+        m->flags = req->flags;
+        m->exptime = req->exptime;
+        m->value = value;
+        m->cas = req->cas;
         break;
     default:
         break;
@@ -307,6 +326,40 @@ static const char *const text_words[MSG_RES_COUNT] = {
     [MSG_RES_OK] = "OK\r\n",
 };
 
+/*
+ * mcrouter's lease-get, lease-set and metaget (mc_mcr.h), from the meta
+ * replies of msg_from_text's requests: a won lease is LVALUE with its
+ * token, one another client holds LVALUE with token 1 (mcrouter's "hot
+ * miss": ask again); a lease-set STORED or else NOT_STORED; a metaget's
+ * exptime the TTL left from now (0: never).
+ */
+static size_t serve_mcr(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
+                        const struct msg_reply *r, struct msg_serve_out *o) {
+    struct mc_put w = MC_PUT_INIT(out, cap);
+    if (req->cmd == MC_CMD_LEASE_SET) {
+        if (r->res == MSG_RES_STORED)
+            MC_PUT_LIT(&w, "STORED\r\n");
+        else
+            MC_PUT_LIT(&w, "NOT_STORED\r\n");
+        return mc_put_len(&w, out);
+    }
+    if (r->res == MSG_RES_MISS)
+        return 0;
+    if (r->res != MSG_RES_HIT || cap < MC_VALUE_LINE_MAX + 96 || m->key.len > MC_KEY_MAX ||
+        r->value.len > UINT32_MAX)
+        return put_proto_error(out, cap);
+    if (req->cmd == MC_CMD_METAGET)
+        return mc_mcr_fmt_meta(out, m->key.p, m->key.len, -1,
+                               r->ttl < 0 ? 0 : (int64_t)time(NULL) + r->ttl);
+    o->value = r->value;
+    o->tail = crlf;
+    if (r->won || r->token_sent)
+        return mc_mcr_fmt_lvalue(out, m->key.p, m->key.len, r->won ? r->cas : 1, r->flags,
+                                 (uint32_t)r->value.len);
+    return mc_text_fmt_value(out, m->key.p, m->key.len, r->flags, (uint32_t)r->value.len,
+                             false, 0);
+}
+
 size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
                       const struct msg_reply *r, struct msg_serve_out *o) {
     *o = (struct msg_serve_out){.tail = {"", 0}};
@@ -314,6 +367,8 @@ size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const str
         return 0;
     if (msg_serve_is_error(r))
         return put_error(out, cap, r);
+    if (req->cmd >= MC_CMD_LEASE_GET && req->cmd <= MC_CMD_METAGET)
+        return serve_mcr(out, cap, req, m, r, o);
     if (!res_fits(m->op, r->res))
         return put_proto_error(out, cap);
     bool get = is_retrieval(m->op);

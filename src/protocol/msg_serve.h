@@ -64,6 +64,10 @@
  * flags longer than a memcached backend ever sends) is answered with
  * "SERVER_ERROR protocol error in server reply" instead.
  */
+/* The lease a router's lease-get takes on a miss, in seconds (mcrouter's
+ * lease-get names none; the client that wins fills within it). */
+#define MSG_SERVE_LEASE_TTL 10
+
 #define MSG_SERVE_HEAD_MAX (MC_META_RESP_MAX + MC_META_OPAQUE_MAX + 32)
 
 /* What a text retrieval ends with, once every key's VALUE is written. */

@@ -57,6 +57,7 @@
 
 #include "protocol/mc_bin.h"
 #include "protocol/mc_meta.h"
+#include "protocol/mc_mcr.h"
 #include "protocol/msg_serve.h"
 #include "router/router.h"
 
@@ -131,6 +132,11 @@ struct rreq {
 };
 
 static void sub_done(struct cl_req *q, int status, const struct msg_reply *r);
+
+/* A text command of keys, answered VALUE lines and END: get, gets, gat, gats, lease-get. */
+static inline bool text_retrieval(enum mc_cmd cmd) {
+    return (cmd >= MC_CMD_GET && cmd <= MC_CMD_GATS) || cmd == MC_CMD_LEASE_GET;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Answers' copies                                                          */
@@ -391,7 +397,7 @@ static void write_answer(struct rconn *c, struct rreq *r) {
     }
     switch (r->proto) {
     case RP_TEXT: {
-        bool retrieval = r->u.text.cmd <= MC_CMD_GATS && r->u.text.cmd >= MC_CMD_GET;
+        bool retrieval = text_retrieval(r->u.text.cmd) || r->u.text.cmd == MC_CMD_METAGET;
         if (retrieval) {
             for (unsigned i = 0; i < r->nsub; i++) {
                 if (msg_serve_is_error(&r->subs[i].rep)) {
@@ -712,13 +718,20 @@ static void admin_get(struct rconn *c, struct mc_span key) {
     free(v);
 }
 
+/* A text line: memcached's (mc_text.h), or one of mcrouter's own (mc_mcr.h). */
+static enum mc_parse parse_line(struct mc_req *req, const char *p, size_t len, size_t *used) {
+    if (len > 0 && (p[0] == 'l' || p[0] == 'm') && mc_mcr_line(p, len))
+        return mc_mcr_parse(req, p, len, used);
+    return mc_text_parse(req, p, len, used);
+}
+
 /* A text or meta line: a keyed request through the route tree, or answered here. */
 static enum take take_text(struct rconn *c) {
     const char *p = c->net.rbuf + c->net.rstart;
     size_t len = c->net.rend - c->net.rstart;
     struct mc_req req;
     size_t used = 0;
-    enum mc_parse pr = mc_text_parse(&req, p, len, &used);
+    enum mc_parse pr = parse_line(&req, p, len, &used);
     if (pr == MC_PARSE_NEED_MORE)
         return NEED_MORE;
     if (pr == MC_PARSE_CLOSE) {
@@ -728,7 +741,8 @@ static enum take take_text(struct rconn *c) {
     if (pr == MC_PARSE_OK && req.cmd == MC_CMD_META)
         return take_meta(c, used);  /* the text codec only named the verb */
     size_t total = used;
-    bool stores = pr == MC_PARSE_OK && req.cmd >= MC_CMD_SET && req.cmd <= MC_CMD_CAS;
+    bool stores = pr == MC_PARSE_OK && ((req.cmd >= MC_CMD_SET && req.cmd <= MC_CMD_CAS) ||
+                                        req.cmd == MC_CMD_LEASE_SET);
     if (stores) {
         total = used + (size_t)req.vlen + 2;
         if (len < total)
@@ -788,9 +802,9 @@ static enum take take_text(struct rconn *c) {
         return TAKEN;
     }
     /* keyed requests and flush_all: made again from the rreq's own copy */
-    unsigned nsub = req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS ? req.nkeys
+    unsigned nsub = text_retrieval(req.cmd) ? req.nkeys
                   : req.cmd == MC_CMD_FLUSH_ALL ? cl_handle_servers(c->w->cur->h) : 1;
-    if (nsub == 0 && req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS) {
+    if (nsub == 0 && text_retrieval(req.cmd)) {
         answer_local(c, RP_TEXT, MSG_SERVE_END, MSG_SERVE_END_LEN);    /* "gat 10" */
         return TAKEN;
     }
@@ -807,11 +821,11 @@ static enum take take_text(struct rconn *c) {
         return TAKEN;
     }
     size_t u2 = 0;
-    mc_text_parse(&probe, r->bytes, total, &u2);
+    parse_line(&probe, r->bytes, total, &u2);
     r->u.text = probe;
     r->nsub = nsub;
     struct mc_span value = {r->bytes + used, stores ? req.vlen : 0};
-    if (req.cmd >= MC_CMD_GET && req.cmd <= MC_CMD_GATS) {
+    if (text_retrieval(req.cmd)) {
         struct mc_span rest = r->u.text.keys, key;
         unsigned i = 0;
         while (i < nsub && mc_text_next_key(&rest, &key))

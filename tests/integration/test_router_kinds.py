@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 
 import util
 from router_util import Router, backend, need
@@ -154,3 +155,45 @@ def test_new_kinds_refuse_bad_settings():
                 res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name,
                                       "-p", "0"], capture_output=True, text=True, timeout=10)
             assert res.returncode == 1 and why in res.stderr, (route, res.stderr)
+
+
+def test_mcrouter_lease_and_metaget_commands():
+    """lease-get wins a lease on a miss (LVALUE and its token), a second
+    lease-get while it is held is a hot miss (token 1), lease-set stores
+    only with the token, and a hit is VALUE; metaget gives the exptime the
+    backend keeps.  Bad lines are CLIENT_ERROR, and the connection goes on."""
+    with servers(3) as bes, Router(config(bes)) as r, r.conn() as c:
+        c.send(b"set first 0 0 1\r\nx\r\n")       # so that no lease's token is 1
+        assert c.readline() == b"STORED\r\n"
+        c.send(b"lease-get lk\r\n")
+        head = c.readline().split()
+        assert head[0] == b"LVALUE" and head[1] == b"lk" and int(head[2]) > 1, head
+        token = int(head[2])
+        assert c.readline() == b"\r\n" and c.readline() == b"END\r\n"
+        c.expect(b"lease-get lk\r\n", b"LVALUE lk 1 0 0\r\n\r\nEND\r\n")
+        c.expect(b"lease-set lk %d 5 0 3\r\nnew\r\n" % (token + 1000), b"NOT_STORED\r\n")
+        c.expect(b"lease-set lk %d 5 0 3\r\nnew\r\n" % token, b"STORED\r\n")
+        c.expect(b"lease-get lk first\r\n", b"VALUE lk 5 3\r\nnew\r\nVALUE first 0 1\r\nx\r\nEND\r\n")
+        assert held(bes[0], "lk") == b"new"
+        # a lease given up to a delete: the fill fails
+        c.send(b"lease-get gone\r\n")
+        token = int(c.readline().split()[2])
+        c.readline(), c.readline()
+        c.expect(b"delete gone\r\n", b"DELETED\r\n")
+        c.expect(b"lease-set gone %d 0 0 1\r\nv\r\n" % token, b"NOT_STORED\r\n")
+        # metaget: the absolute exptime, 0 for never; a miss is END alone
+        now = int(time.time())
+        c.expect(b"set m 0 100 1\r\nx\r\n", b"STORED\r\n")
+        c.send(b"metaget m\r\n")
+        line = c.readline()
+        assert line.startswith(b"META m age: unknown; exptime: "), line
+        assert now + 99 <= int(line.split(b"exptime: ")[1].split(b";")[0]) <= now + 102, line
+        assert line.endswith(b"; from: unknown; is_transient: 0;\r\n"), line
+        assert c.readline() == b"END\r\n"
+        c.send(b"metaget first\r\n")
+        assert b" exptime: 0;" in c.readline() and c.readline() == b"END\r\n"
+        c.expect(b"metaget nothere\r\n", b"END\r\n")
+        for bad in (b"metaget\r\n", b"metaget a b\r\n", b"lease-get\r\n", b"lease-set k 1 0\r\n",
+                    b"lease-set k x 0 0 1\r\n"):
+            c.expect(bad, b"CLIENT_ERROR bad command line format\r\n")
+        c.expect(b"get m\r\n", b"VALUE m 0 1\r\nx\r\nEND\r\n")
