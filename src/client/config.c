@@ -87,18 +87,20 @@ static bool read_num(const char *p, const char *end, unsigned long lo, unsigned 
     return true;
 }
 
-static int resolve(struct cl_server *s, char *err, size_t errlen) {
-    if (s->port == 0) {
-        struct sockaddr_un *un = (struct sockaddr_un *)&s->addr;
-        if (strlen(s->host) >= sizeof(un->sun_path)) {
-            cl_config_say(err, errlen, "server \"%s\": socket path too long", s->name);
-            return -1;
-        }
-        un->sun_family = AF_UNIX;
-        strcpy(un->sun_path, s->host);
-        s->addrlen = sizeof(*un);
-        return 0;
+static int resolve_unix(struct cl_server *s, char *err, size_t errlen) {
+    struct sockaddr_un *un = (struct sockaddr_un *)&s->addr;
+    if (strlen(s->host) >= sizeof(un->sun_path)) {
+        cl_config_say(err, errlen, "server \"%s\": socket path too long", s->name);
+        return -1;
     }
+    un->sun_family = AF_UNIX;
+    strcpy(un->sun_path, s->host);
+    s->addrlen = sizeof(*un);
+    return 0;
+}
+
+/* Port 0 is kept: nothing listens there, so the server fails to connect, as in mcrouter. */
+static int resolve(struct cl_server *s, char *err, size_t errlen) {
     char port[8];
     snprintf(port, sizeof(port), "%u", s->port);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
@@ -119,8 +121,8 @@ static int resolve(struct cl_server *s, char *err, size_t errlen) {
  * One entry of a server list, [p, end): "host[:port][:weight]",
  * "[v6][:port][:weight]", "/path" or "unix:/path".
  */
-static int parse_server(struct cl_server *s, const char *p, const char *end, char *err,
-                        size_t errlen) {
+static int parse_server(struct cl_server *s, const char *p, const char *end, bool port0_ok,
+                        char *err, size_t errlen) {
     s->name = strndup(p, (size_t)(end - p));
     if (s->name == NULL) {
         cl_config_say(err, errlen, "out of memory");
@@ -132,7 +134,7 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
     if (*p == '/') {
         s->host = strndup(p, (size_t)(end - p));
         s->port = 0;
-        return s->host ? resolve(s, err, errlen) : -1;
+        return s->host ? resolve_unix(s, err, errlen) : -1;
     }
     const char *host = p, *host_end, *rest;
     if (*p == '[') {
@@ -171,7 +173,7 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, cha
         }
         const char *q = rest + 1, *colon = memchr(q, ':', (size_t)(end - q));
         const char *port_end = colon ? colon : end;
-        if (!read_num(q, port_end, 1, 65535, &port)) {
+        if (!read_num(q, port_end, port0_ok ? 0 : 1, 65535, &port)) {
             cl_config_say(err, errlen, "server \"%s\": bad port (IPv6 addresses go in brackets)", s->name);
             return -1;
         }
@@ -305,7 +307,7 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
         memset(s, 0, sizeof(*s));
         s->pool = idx;
         const char *e = entries[i];
-        if (parse_server(s, e, e + strlen(e), err, errlen) < 0)
+        if (parse_server(s, e, e + strlen(e), cfg->port0_ok, err, errlen) < 0)
             return -1;
     }
     const char *hash = opt->hash ? opt->hash : defaults.hash;

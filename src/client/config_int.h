@@ -24,7 +24,7 @@
 struct cl_server {
     char *name;                 /* as configured: "host:port", "[v6]:port" or the path */
     char *host;                 /* host part (the ring hashes host and port) */
-    uint16_t port;              /* 0 for a unix socket */
+    uint16_t port;              /* 0 for a unix socket (addr's family says which) */
     uint32_t weight;
     struct sockaddr_storage addr;
     socklen_t addrlen;
@@ -59,6 +59,8 @@ struct cellar_config {
     int window_init, window_min, window_max;
     int window_bytes;           /* 0: no bound on the replies' bytes in flight */
     bool io_uring;              /* handles drive their sockets through io_uring */
+    bool port0_ok;              /* a server may name port 0 (mcrouter's JSON: it fails to
+                                   connect); else "bad port", as libmemcached's lists */
 };
 
 /*

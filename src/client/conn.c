@@ -245,7 +245,7 @@ static void conn_open(struct cl_conn *c, uint64_t now) {
         open_failed(c, now);
         return;
     }
-    if (s->port) {
+    if (s->addr.ss_family != AF_UNIX) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }

@@ -48,7 +48,7 @@ static struct cl_conn *conn_of(struct cl_udp *u) {
 
 /* A unix socket server has no UDP: its gets stay on the stream. */
 bool cl_udp_wants(const struct cl_conn *c, const struct cl_req *q) {
-    return c->pool->udp && c->srv->port != 0 && (q->m.op == MSG_GET || q->m.op == MSG_GETS);
+    return c->pool->udp && c->srv->addr.ss_family != AF_UNIX && (q->m.op == MSG_GET || q->m.op == MSG_GETS);
 }
 
 void cl_udp_submit(struct cl_conn *c, struct cl_req *q) {

@@ -545,19 +545,20 @@ static bool drain(struct rconn *c) {
 
 /*
  * The answer to a request that got no reply: status is a negative enum
- * cellar_status from the route tree.  SERVER_ERROR with libcellar's words
- * for it ("server marked down"), or CLIENT_ERROR "bad command line
- * format" for CELLAR_EINVAL (a key the pools cannot carry, as memcached
- * answers a bad key).
+ * cellar_status from the route tree.  SERVER_ERROR in mcrouter's words
+ * where it has them ("Reply timeout", "connection error", "Server
+ * unavailable. Reason: ..."), else libcellar's; CLIENT_ERROR "bad command
+ * line format" for CELLAR_EINVAL (a key the pools cannot carry, as
+ * memcached answers a bad key).
  */
 static void status_reply(struct msg_reply *r, int status) {
     static const struct { int status; enum msg_res res; const char *why; } words[] = {
         {CELLAR_EINVAL, MSG_RES_CLIENT_ERROR, "bad command line format"},
         {CELLAR_ENOMEM, MSG_RES_SERVER_ERROR, "out of memory"},
-        {CELLAR_ETIMEDOUT, MSG_RES_SERVER_ERROR, "server timed out"},
-        {CELLAR_ECONNECT, MSG_RES_SERVER_ERROR, "cannot connect to server"},
+        {CELLAR_ETIMEDOUT, MSG_RES_SERVER_ERROR, "Reply timeout"},
+        {CELLAR_ECONNECT, MSG_RES_SERVER_ERROR, "connection error"},
         {CELLAR_ECLOSED, MSG_RES_SERVER_ERROR, "connection closed"},
-        {CELLAR_EDOWN, MSG_RES_SERVER_ERROR, "server marked down"},
+        {CELLAR_EDOWN, MSG_RES_SERVER_ERROR, "Server unavailable. Reason: marked down"},
         {CELLAR_EPROTO, MSG_RES_SERVER_ERROR, "protocol error in server reply"},
         {CELLAR_ENOTSUP, MSG_RES_SERVER_ERROR, "not supported by the pool's protocol"},
         {CELLAR_ESERVER, MSG_RES_SERVER_ERROR, "server error"},

@@ -6,6 +6,7 @@ backend is read from the backend itself."""
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import tempfile
 import time
@@ -197,3 +198,23 @@ def test_mcrouter_lease_and_metaget_commands():
                     b"lease-set k x 0 0 1\r\n"):
             c.expect(bad, b"CLIENT_ERROR bad command line format\r\n")
         c.expect(b"get m\r\n", b"VALUE m 0 1\r\nx\r\nEND\r\n")
+
+
+def test_a_server_at_port_0_fails_to_connect_in_mcrouters_words():
+    """mcrouter's configurations may name port 0 for a server nothing can
+    reach: it is accepted, and each request fails as a connection error,
+    worded as mcrouter words it; a server timing out is "Reply timeout"."""
+    mute = socket.socket()
+    mute.bind((util.HOST, 0))
+    mute.listen(8)                  # connections are taken, nothing is ever answered
+    cfg = json.dumps({
+        "pools": {"z": {"servers": ["localhost:0"]},
+                  "m": {"servers": ["%s:%d" % (util.HOST, mute.getsockname()[1])],
+                        "server_timeout": 200}},
+        "route": {"type": "PrefixSelectorRoute", "policies": {"m:": "PoolRoute|m"},
+                  "wildcard": "PoolRoute|z"}})
+    with contextlib.closing(mute), Router(cfg) as r, r.conn() as c:
+        c.expect(b"set k 0 0 1\r\nv\r\n", b"SERVER_ERROR connection error\r\n")
+        c.send(b"get k\r\n")
+        assert c.readline().startswith(b"SERVER_ERROR "), "a get of a server at port 0"
+        c.expect(b"set m:k 0 0 1\r\nv\r\n", b"SERVER_ERROR Reply timeout\r\n")
