@@ -168,6 +168,10 @@ struct route *route_prefix_selector(struct route_set *rs, const char *const *pre
 struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
                             int exptime, unsigned hold);
 struct route *route_null(struct route_set *rs);
+/* mcrouter's L1L2CacheRoute (route_l1l2.c): gets from l1, then l2, l1 filled from l2. */
+struct route *route_l1l2(struct route_set *rs, struct route *l1, struct route *l2,
+                         int64_t upgrade_exptime, int64_t ncache_exptime,
+                         unsigned ncache_period);
 /* Answers every request with status (< 0) and "SERVER_ERROR text" (CLIENT_ERROR for
  * CELLAR_ECLIENT), sending nothing: mcrouter's ErrorRoute. */
 struct route *route_error(struct route_set *rs, int status, const char *text, size_t len);

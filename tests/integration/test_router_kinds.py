@@ -218,3 +218,64 @@ def test_a_server_at_port_0_fails_to_connect_in_mcrouters_words():
         c.send(b"get k\r\n")
         assert c.readline().startswith(b"SERVER_ERROR "), "a get of a server at port 0"
         c.expect(b"set m:k 0 0 1\r\nv\r\n", b"SERVER_ERROR Reply timeout\r\n")
+
+
+def l1l2_config(bes):
+    return json.dumps({
+        "pools": {"l1": pool(bes[0]), "l2": pool(bes[1])},
+        "route": {
+            "type": "PrefixSelectorRoute",
+            "policies": {
+                "nc:": {"type": "L1L2CacheRoute", "l1": "PoolRoute|l1", "l2": "PoolRoute|l2",
+                        "upgradingL1Exptime": 0, "ncacheExptime": 3600,
+                        "ncacheUpdatePeriod": 3},
+            },
+            "wildcard": {"type": "L1L2CacheRoute", "l1": "PoolRoute|l1", "l2": "PoolRoute|l2",
+                         "upgradingL1Exptime": 100},
+        },
+    })
+
+
+def store(server, line, value):
+    with server.conn() as c:
+        c.expect(line + b"\r\n" + value + b"\r\n", b"STORED\r\n")
+
+
+def test_l1l2_cache_route():
+    """Gets try l1, then l2, whose hit is added to l1 in the background
+    (with upgradingL1Exptime); everything else goes to l1 only."""
+    with servers(2) as (l1, l2), Router(l1l2_config((l1, l2, None))) as r, r.conn() as c:
+        store(l1, b"set a 1 0 2", b"l1")
+        store(l2, b"set a 2 0 2", b"l2")
+        c.expect(b"get a\r\n", b"VALUE a 1 2\r\nl1\r\nEND\r\n")
+        store(l2, b"set b 3 0 2", b"l2")
+        c.expect(b"get b\r\n", b"VALUE b 3 2\r\nl2\r\nEND\r\n")
+        util.wait_for(lambda: held(l1, "b") == b"l2", 5, what="l1 filled from l2")
+        line = ttl(l1, b"b")
+        assert line.startswith(b"HD t") and 95 <= int(line[4:]) <= 100, line
+        c.expect(b"get nowhere\r\n", b"END\r\n")
+        c.expect(b"set w 0 0 1\r\nw\r\n", b"STORED\r\n")
+        assert held(l1, "w") == b"w" and held(l2, "w") is None
+        c.expect(b"delete b\r\n", b"DELETED\r\n")
+        assert held(l1, "b") is None and held(l2, "b") == b"l2"
+
+
+def test_l1l2_negative_cache():
+    """With ncacheUpdatePeriod, an l2 miss leaves a negative entry in l1
+    (flags 0x10000) that answers as a miss; every period-th such answer
+    asks l2 again and refreshes l1."""
+    with servers(2) as (l1, l2), Router(l1l2_config((l1, l2, None))) as r, r.conn() as c:
+        c.expect(b"get nc:x\r\n", b"END\r\n")
+
+        def negative():
+            with l1.conn() as b:
+                b.send(b"get nc:x\r\n")
+                return b.read_get_reply()
+        util.wait_for(lambda: negative() == [(b"nc:x", 65536, b"ncache", None)], 5,
+                      what="the negative entry in l1")
+        store(l2, b"set nc:x 7 0 3", b"new")
+        c.expect(b"get nc:x\r\n", b"END\r\n")      # the negative entry answers
+        c.expect(b"get nc:x\r\n", b"END\r\n")
+        c.expect(b"get nc:x\r\n", b"END\r\n")      # the third: l2 asked again
+        util.wait_for(lambda: held(l1, "nc:x") == b"new", 5, what="l1 refreshed from l2")
+        c.expect(b"get nc:x\r\n", b"VALUE nc:x 7 3\r\nnew\r\nEND\r\n")
