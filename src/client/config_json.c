@@ -251,7 +251,7 @@ static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
         for (unsigned i = 0; json_is_string(v) && ring_kind_at(i); i++)
             known |= strcmp(ring_kind_at(i), json_string_value(v)) == 0;
         if (!known)
-            return rb_fail(b, "expected \"ch3\", \"ketama\", \"modula\" or \"rendezvous\"");
+            return rb_fail(b, "expected \"ch3\", \"ketama\", \"modula\", \"rendezvous\" or \"crc32\"");
         po->hash = json_string_value(v);
         rb_path_set(b, mark);
     }

@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const struct ring_ops *const kinds[] = {&ring_ketama, &ring_modula, &ring_rendezvous,
-                                                &ring_ch3};
+                                                &ring_ch3, &ring_crc32, &ring_wch3};
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 struct ring {
@@ -27,7 +27,7 @@ struct ring *ring_create(const char *kind, const struct ring_server *servers, un
         if (strcmp(kinds[i]->name, kind) == 0)
             ops = kinds[i];
     if (ops == NULL) {
-        *err = "unknown hash (ketama, modula, rendezvous or ch3)";
+        *err = "unknown hash (ketama, modula, rendezvous, ch3, crc32 or wch3)";
         return NULL;
     }
     if (n == 0) {
@@ -70,4 +70,10 @@ unsigned ring_size(const struct ring *r) { return r->n; }
 
 const char *ring_kind(const struct ring *r) { return r->ops->name; }
 
-const char *ring_kind_at(unsigned i) { return i < NKINDS ? kinds[i]->name : NULL; }
+/* The kinds a pool may name: all but those that take a PoolRoute's weights. */
+const char *ring_kind_at(unsigned i) {
+    for (size_t k = 0; k < NKINDS; k++)
+        if (!kinds[k]->route_only && i-- == 0)
+            return kinds[k]->name;
+    return NULL;
+}

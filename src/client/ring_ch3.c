@@ -80,4 +80,4 @@ static unsigned ch3_pick(const void *state, unsigned n, const char *key, size_t 
     return ring_furc(key, len, n);
 }
 
-const struct ring_ops ring_ch3 = {"ch3", 1u << FURC_SHIFT, NULL, ch3_pick, NULL};
+const struct ring_ops ring_ch3 = {"ch3", 1u << FURC_SHIFT, NULL, ch3_pick, NULL, false};

@@ -5,6 +5,8 @@
 #ifndef CELLAR_CLIENT_RING_INT_H
 #define CELLAR_CLIENT_RING_INT_H
 
+#include <stdbool.h>
+
 #include "client/ring.h"
 
 struct ring_ops {
@@ -15,12 +17,15 @@ struct ring_ops {
     void *(*build)(const struct ring_server *servers, unsigned n);
     unsigned (*pick)(const void *state, unsigned n, const char *key, size_t len);
     void (*free)(void *state);
+    bool route_only;            /* weights in [0, 1] a PoolRoute gives, never a pool's own */
 };
 
 extern const struct ring_ops ring_ketama;
 extern const struct ring_ops ring_modula;
 extern const struct ring_ops ring_rendezvous;
 extern const struct ring_ops ring_ch3;
+extern const struct ring_ops ring_crc32;
+extern const struct ring_ops ring_wch3;
 
 /* mcrouter's furc_hash: key's server among n (ring_ch3.c; n <= 2^23). */
 uint32_t ring_furc(const char *key, size_t len, uint32_t n);

@@ -99,4 +99,4 @@ static unsigned ketama_pick(const void *state, unsigned n, const char *key, size
 
 static void ketama_free(void *state) { free(state); }
 
-const struct ring_ops ring_ketama = {"ketama", 0, ketama_build, ketama_pick, ketama_free};
+const struct ring_ops ring_ketama = {"ketama", 0, ketama_build, ketama_pick, ketama_free, false};

@@ -11,4 +11,4 @@ static unsigned modula_pick(const void *state, unsigned n, const char *key, size
     return hash_one_at_a_time(key, len) % n;
 }
 
-const struct ring_ops ring_modula = {"modula", 0, NULL, modula_pick, NULL};
+const struct ring_ops ring_modula = {"modula", 0, NULL, modula_pick, NULL, false};

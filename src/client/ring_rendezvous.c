@@ -63,4 +63,4 @@ static unsigned rendezvous_pick(const void *state, unsigned n, const char *key, 
 static void rendezvous_free(void *state) { free(state); }
 
 const struct ring_ops ring_rendezvous = {"rendezvous", 0, rendezvous_build, rendezvous_pick,
-                                         rendezvous_free};
+                                         rendezvous_free, false};

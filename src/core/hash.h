@@ -8,7 +8,8 @@
  * The other two are the hashes other memcache clients place keys with, bit
  * for bit: MurmurHash3's 32-bit variant (pymemcache's rendezvous hashing)
  * Jenkins' one-at-a-time (libmemcached's default key hash), and
- * MurmurHash2's 64-bit variant (mcrouter's furc/ch3 hash).
+ * MurmurHash2's 64-bit variant (mcrouter's furc/ch3 hash); and mcrouter's
+ * others: SpookyHash V2 and CRC-32.
  */
 #ifndef CELLAR_CORE_HASH_H
 #define CELLAR_CORE_HASH_H
@@ -27,5 +28,14 @@ uint64_t hash_murmur64a(const void *p, size_t n, uint64_t seed);
 /* One-at-a-time as libmemcached computes it: each byte widened as a signed
    char, so bytes of 0x80 and above differ from the textbook version. */
 uint32_t hash_one_at_a_time(const void *p, size_t n);
+
+/* SpookyHash V2 (Bob Jenkins'), as folly's SpookyHashV2: the 128-bit hash
+   of p[0..n) seeded and returned through *h1, *h2; and Hash32, the low 32
+   bits of h1 with both seeds seed (mcrouter's key hash). */
+void hash_spooky128(const void *p, size_t n, uint64_t *h1, uint64_t *h2);
+uint32_t hash_spooky32(const void *p, size_t n, uint32_t seed);
+
+/* CRC-32 of p[0..n) (IEEE, reflected; zlib's crc32 from 0). */
+uint32_t hash_crc32(const void *p, size_t n);
 
 #endif

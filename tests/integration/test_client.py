@@ -218,7 +218,7 @@ def test_server_list_forms():
         with pytest.raises(cf.ConfigError, match="unknown protocol"):
             cf.Client("127.0.0.1:%d" % port, protocol="udp")
         with pytest.raises(cf.ConfigError, match="hash"):
-            cf.Client("127.0.0.1:%d" % port, hash="crc32")
+            cf.Client("127.0.0.1:%d" % port, hash="crc16")
 
 
 def test_unix_socket_server():

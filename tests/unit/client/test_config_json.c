@@ -595,7 +595,7 @@ static const struct bad bad[] = {
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"protocol\": \"caret\"}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.protocol: expected \"ascii\", \"text\", \"meta\" or \"binary\""},
-    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"hash\": \"crc32\"}},"
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"hash\": \"crc16\"}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.hash: expected \"ch3\""},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"server_timeout\": \"1s\"}},"

@@ -11,6 +11,7 @@
 
 #include "client/ring.h"
 #include "client/ring_int.h"
+#include "core/hash.h"
 #include "harness.h"
 
 #define NKEYS 20000
@@ -97,7 +98,7 @@ TEST(one_server_and_bad_arguments) {
     ASSERT(r != NULL && err == NULL);
     ASSERT_EQ(ring_pick(r, "anything", 8), 0);
     ring_destroy(&r);
-    ASSERT(ring_create("crc32", five, 5, &err) == NULL);
+    ASSERT(ring_create("crc16", five, 5, &err) == NULL);
     ASSERT(err != NULL && strstr(err, "unknown hash") != NULL);
     ASSERT(ring_create("ketama", five, 0, &err) == NULL);
     ASSERT(strstr(err, "at least one server") != NULL);
@@ -143,3 +144,65 @@ TEST(ch3_matches_mcrouters_vectors) {
 }
 
 int main(void) { return RUN_TESTS(); }
+
+/* A wch3 ring over n servers with mcrouter's weights in [0, 1]. */
+static struct ring *wch3(const double *weights, unsigned n) {
+    struct ring_server s[16];
+    for (unsigned i = 0; i < n; i++)
+        s[i] = (struct ring_server){"h", 1, (uint32_t)(uint64_t)(weights[i] * 4294967295.0)};
+    return ring_create("wch3", s, n, NULL);
+}
+
+/*
+ * mcrouter's WeightedCh3HashFunc tests: keys "0".."999" over weights
+ * {1, 1, 0.7}, and "0".."9999" over ten weights, land as mcrouter's test
+ * counts them (which checks SpookyHash V2 and the salting too); the
+ * servers of weight 1 keep every key ch3 gives them.
+ */
+TEST(wch3_matches_mcrouters_vectors) {
+    static const double w3[3] = {1.0, 1.0, 0.7};
+    static const double w10[10] = {0.429, 0.541, 0.117, 0.998, 0.283,
+                                   0.065, 0.109, 0.042, 0.676, 0.943};
+    struct ring *r3 = wch3(w3, 3), *r10 = wch3(w10, 10);
+    ASSERT(r3 != NULL && r10 != NULL);
+    unsigned c3[3] = {0}, c10[10] = {0};
+    char key[16];
+    for (int i = 0; i < 10000; i++) {
+        int len = snprintf(key, sizeof(key), "%d", i);
+        if (i < 1000) {
+            unsigned s = ring_pick(r3, key, (size_t)len), ch3 = ring_furc(key, (size_t)len, 3);
+            c3[s]++;
+            if (ch3 != 2)
+                ASSERT_EQ(s, ch3);
+        }
+        c10[ring_pick(r10, key, (size_t)len)]++;
+    }
+    const unsigned want3[3] = {341, 371, 288};
+    const unsigned want10[10] = {1016, 1252, 288, 2354, 661, 195, 247, 122, 1668, 2197};
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(c3[i], want3[i]);
+    for (int i = 0; i < 10; i++)
+        ASSERT_EQ(c10[i], want10[i]);
+    ring_destroy(&r3);
+    ring_destroy(&r10);
+    /* zero weights: it gives up and answers the last try's server */
+    static const double zero[1] = {0.0};
+    struct ring *r0 = wch3(zero, 1);
+    ASSERT_EQ(ring_pick(r0, "sample", 6), 0);
+    ring_destroy(&r0);
+    /* a pool cannot name it: its weights are a PoolRoute's */
+    for (unsigned i = 0; ring_kind_at(i); i++)
+        ASSERT(strcmp(ring_kind_at(i), "wch3") != 0);
+}
+
+/* mcrouter's Crc32: (crc32(key) & 0x7fffffff) % n; crc32("123456789") is the standard check. */
+TEST(crc32_ring) {
+    ASSERT_EQ(hash_crc32("123456789", 9), 0xcbf43926u);
+    struct ring_server s[7];
+    for (int i = 0; i < 7; i++)
+        s[i] = (struct ring_server){"h", (uint16_t)(1 + i), 1};
+    struct ring *r = ring_create("crc32", s, 7, NULL);
+    ASSERT(r != NULL);
+    ASSERT_EQ(ring_pick(r, "123456789", 9), (0xcbf43926u & 0x7fffffffu) % 7);
+    ring_destroy(&r);
+}
