@@ -307,7 +307,7 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
         memset(s, 0, sizeof(*s));
         s->pool = idx;
         const char *e = entries[i];
-        if (parse_server(s, e, e + strlen(e), cfg->port0_ok, err, errlen) < 0)
+        if (parse_server(s, e, e + strlen(e), cfg->mcrouter, err, errlen) < 0)
             return -1;
     }
     const char *hash = opt->hash ? opt->hash : defaults.hash;

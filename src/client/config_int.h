@@ -59,8 +59,9 @@ struct cellar_config {
     int window_init, window_min, window_max;
     int window_bytes;           /* 0: no bound on the replies' bytes in flight */
     bool io_uring;              /* handles drive their sockets through io_uring */
-    bool port0_ok;              /* a server may name port 0 (mcrouter's JSON: it fails to
-                                   connect); else "bad port", as libmemcached's lists */
+    bool mcrouter;              /* mcrouter's JSON: a server may name port 0 (it fails to
+                                   connect; else "bad port", as libmemcached's lists),
+                                   and a key hashes only up to "|#|" (cl_hash_key) */
 };
 
 /*
@@ -104,10 +105,24 @@ int cl_config_list(struct cellar_config *cfg, const char *text, const struct cel
                    char *err, size_t errlen);
 
 /* The pool's server for key (an index into cfg->servers). */
+/*
+ * How much of a key its server is picked by: mcrouter's configurations
+ * stop at "|#|" (so "user:7|#|feed" and "user:7|#|likes" share a server);
+ * the others hash it all.
+ */
+static inline size_t cl_hash_key(const struct cellar_config *cfg, const char *key, size_t nkey) {
+    if (cfg->mcrouter && nkey >= 3) {
+        const char *stop = memmem(key, nkey, "|#|", 3);
+        if (stop != NULL)
+            return (size_t)(stop - key);
+    }
+    return nkey;
+}
+
 static inline unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool,
                                     const char *key, size_t nkey) {
     const struct cl_pool *pl = &cfg->pools[pool];
-    return pl->first + ring_pick(pl->ring, key, nkey);
+    return pl->first + ring_pick(pl->ring, key, cl_hash_key(cfg, key, nkey));
 }
 
 #endif

@@ -962,7 +962,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
                    const struct cellar_options *opt, const struct cellar_routing *routing,
                    char *err, size_t errlen) {
     static const struct cellar_routing none = {0};
-    cfg->port0_ok = true;
+    cfg->mcrouter = true;
     struct jp jp = {.b = {.cfg = cfg, .opt = opt, .routing = routing ? routing : &none,
                           .err = err, .errlen = errlen,
                           .build_list = build_list}};

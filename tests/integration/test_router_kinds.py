@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import zlib
 
 import util
 from router_util import Router, backend, need
@@ -279,3 +280,51 @@ def test_l1l2_negative_cache():
         c.expect(b"get nc:x\r\n", b"END\r\n")      # the third: l2 asked again
         util.wait_for(lambda: held(l1, "nc:x") == b"new", 5, what="l1 refreshed from l2")
         c.expect(b"get nc:x\r\n", b"VALUE nc:x 7 3\r\nnew\r\nEND\r\n")
+
+
+def where_is(bes, key):
+    """The indexes of the backends that hold key."""
+    return [i for i, be in enumerate(bes) if held(be, key) is not None]
+
+
+def test_pool_route_hash_functions():
+    """A PoolRoute's own hash: Crc32 places keys as (crc32 & 0x7fffffff) % n,
+    with its salt after the key; a key hashes only up to "|#|";
+    WeightedCh3 never picks a server of weight 0."""
+    with servers(4) as bes:
+        addrs = ["%s:%d" % (util.HOST, be.port) for be in bes]
+        cfg = json.dumps({
+            "pools": {"p": {"servers": addrs}},
+            "route": {"type": "PrefixSelectorRoute", "policies": {
+                "c:": {"type": "PoolRoute", "pool": "p", "hash": "Crc32"},
+                "s:": {"type": "PoolRoute", "pool": "p",
+                       "hash": {"hash_func": "Crc32", "salt": "pepper"}},
+                "w:": {"type": "PoolRoute", "pool": "p",
+                       "hash": {"hash_func": "WeightedCh3", "weights": [0, 1, 0.5, 0]}}},
+                "wildcard": "PoolRoute|p"}})
+        with Router(cfg) as r, r.conn() as c:
+            for i in range(40):
+                for key, hashed in (("c:%d" % i, "c:%d" % i),
+                                    ("s:%d" % i, "s:%d" % i + "pepper"),
+                                    ("c:%d|#|tail%d" % (i % 5, i), "c:%d" % (i % 5))):
+                    c.expect(b"set %s 0 0 1\r\nv\r\n" % key.encode(), b"STORED\r\n")
+                    want = (zlib.crc32(hashed.encode()) & 0x7fffffff) % 4
+                    assert where_is(bes, key) == [want], (key, where_is(bes, key), want)
+            used = set()
+            for i in range(200):
+                key = "w:%d" % i
+                c.expect(b"set %s 0 0 1\r\nv\r\n" % key.encode(), b"STORED\r\n")
+                used.update(where_is(bes, key))
+            assert used == {1, 2}, used
+        bad = json.loads(cfg)
+        for hash_, why in (("Md5", "not one cellar knows"),
+                           ({"hash_func": "WeightedCh3"}, "needs \"weights\""),
+                           ({"hash_func": "WeightedCh3", "weights": [2]}, "[0, 1]"),
+                           ({"hash_func": "Crc32", "bucketize": True}, "unknown key")):
+            bad["route"] = {"type": "PoolRoute", "pool": "p", "hash": hash_}
+            with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
+                f.write(json.dumps(bad))
+                f.flush()
+                res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name,
+                                      "-p", "0"], capture_output=True, text=True, timeout=10)
+            assert res.returncode == 1 and why in res.stderr, (hash_, res.stderr)
