@@ -602,11 +602,13 @@ static int scan_named_handles(struct rb *b, json_t *nh) {
         json_object_foreach(nh, name, v) {
             size_t m = rb_path_key(b, name);
             json_t *own = json_is_object(v) ? json_object_get(v, "name") : NULL;
-            if (!json_is_object(v))
-                return rb_fail(b, "a named handle is an object, not %s", rb_type_name(v));
+            if (!json_is_object(v) && !json_is_string(v) && !json_is_array(v))
+                return rb_fail(b, "a named handle is a route (an object, a string or a "
+                                  "list), not %s", rb_type_name(v));
             if (own && !(json_is_string(own) && strcmp(json_string_value(own), name) == 0))
                 return rb_fail(b, "its \"name\" is not \"%s\"", name);
-            if (named_add(b, name, v) < 0 || scan_object(b, v) < 0)
+            if (named_add(b, name, v) < 0 ||
+                (json_is_object(v) ? scan_object(b, v) : scan_route(b, v)) < 0)
                 return -1;
             rb_path_set(b, m);
         }
@@ -657,7 +659,9 @@ static int build_named(struct rb *b, struct named *nh, struct route **out) {
     rb_path_set(b, 0);
     rb_path_put(b, "%s", nh->path);
     nh->building = true;
-    int rc = build_typed(b, nh->def, &nh->built);
+    /* an object form's value may be a string or a list, as mcrouter reads it */
+    int rc = json_is_object(nh->def) ? build_typed(b, nh->def, &nh->built)
+                                     : rb_build_one(b, nh->def, &nh->built);
     nh->building = false;
     if (rc < 0)
         return -1;

@@ -233,6 +233,13 @@ TEST(named_handles_as_an_object) {
     ASSERT_PARSED(cfg);
     ASSERT_STR(desc(cfg, cfg->root), "FailoverRoute[PoolRoute(A),PoolRoute(B)]");
     cellar_config_release(&cfg);
+    /* mcrouter's object form also takes a string or a list as a handle */
+    ASSERT_STR(root_of("{" POOLS_AB ", \"named_handles\": {\"x\": \"PoolRoute|A\","
+                       " \"y\": [\"PoolRoute|B\"], \"z\": \"x\"},"
+                       " \"route\": {\"type\": \"FailoverRoute\", \"children\": [\"z\", \"y\"]}}"),
+               "FailoverRoute[PoolRoute(A),PoolRoute(B)]");
+    ASSERT(strstr(root_of("{" POOLS_AB ", \"named_handles\": {\"x\": \"x\"}, \"route\": \"x\"}"),
+                  "used inside its own definition") != NULL);
 }
 
 TEST(inline_named_handles_before_and_after_use) {
@@ -656,8 +663,10 @@ static const struct bad bad[] = {
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_errors\": {\"sets\": []}}}",
      "route.failover_errors: unknown key \"sets\" (failover_errors takes: gets updates deletes)"},
-    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"hash\": {\"hash_func\": \"Ch3\"}}}",
-     "route: unknown key \"hash\" (PoolRoute takes: type name pool)"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"hash\": {\"hash_func\": \"Md5\"}}}",
+     "route.hash: hash function \"Md5\" is not one cellar knows"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": []}}",
+     "route: unknown key \"shadows\" (PoolRoute takes: type name pool hash)"},
     {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
     {P "\"route\": {\"type\": \"LatestRoute\", \"children\": \"Pool|A\", \"failover_count\": -1}}",
      "route.failover_count: -1 is out of range"},
