@@ -114,6 +114,14 @@ int rb_build_key(struct rb *b, json_t *obj, const char *key, bool required,
 /* obj[key] as a list of at least one route, appended to l. */
 int rb_build_key_list(struct rb *b, json_t *obj, const char *key, struct route_list *l);
 
+/*
+ * mcrouter's HashRoute over kids[0..n) (route_hash.c), as spec says: a
+ * hash function's name, an object with "hash_func", "salt", "weights",
+ * "failover_count", or NULL (Ch3).  One child with no object: that child.
+ */
+int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
+                  struct route **out);
+
 /* A kind over a list: {"type": T, "children": route}, built with t->over. */
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out);
 

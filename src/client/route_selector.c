@@ -245,8 +245,9 @@ static int build_prefix(struct rb *b, const struct route_type *t, json_t *obj,
     return rc;
 }
 
+/* "default" is read and never built, as mcrouter does (its key is default_policy). */
 #define OPSEL_TYPE(name)                                                               \
-    {.type = name, .keys = "operation_policies default_policy",                         \
+    {.type = name, .keys = "operation_policies default_policy default",                 \
      .route_keys = "default_policy", .map_keys = "operation_policies", .pool_keys = "", \
      .build = build_opsel}
 

@@ -288,9 +288,9 @@ def where_is(bes, key):
 
 
 def test_pool_route_hash_functions():
-    """A PoolRoute's own hash: Crc32 places keys as (crc32 & 0x7fffffff) % n,
-    with its salt after the key; a key hashes only up to "|#|";
-    WeightedCh3 never picks a server of weight 0."""
+    """A PoolRoute's own hash (and a HashRoute's over routes): Crc32 places
+    keys as (crc32 & 0x7fffffff) % n, with its salt after the key; a key
+    hashes only up to "|#|"; WeightedCh3 never picks a server of weight 0."""
     with servers(4) as bes:
         addrs = ["%s:%d" % (util.HOST, be.port) for be in bes]
         cfg = json.dumps({
@@ -300,12 +300,15 @@ def test_pool_route_hash_functions():
                 "s:": {"type": "PoolRoute", "pool": "p",
                        "hash": {"hash_func": "Crc32", "salt": "pepper"}},
                 "w:": {"type": "PoolRoute", "pool": "p",
-                       "hash": {"hash_func": "WeightedCh3", "weights": [0, 1, 0.5, 0]}}},
+                       "hash": {"hash_func": "WeightedCh3", "weights": [0, 1, 0.5, 0]}},
+                "h:": {"type": "HashRoute", "hash_func": "Crc32", "salt": "x",
+                       "children": ["Pool|p"]}},
                 "wildcard": "PoolRoute|p"}})
         with Router(cfg) as r, r.conn() as c:
             for i in range(40):
                 for key, hashed in (("c:%d" % i, "c:%d" % i),
                                     ("s:%d" % i, "s:%d" % i + "pepper"),
+                                    ("h:%d" % i, "h:%d" % i + "x"),
                                     ("c:%d|#|tail%d" % (i % 5, i), "c:%d" % (i % 5))):
                     c.expect(b"set %s 0 0 1\r\nv\r\n" % key.encode(), b"STORED\r\n")
                     want = (zlib.crc32(hashed.encode()) & 0x7fffffff) % 4
