@@ -168,6 +168,9 @@ struct route *route_prefix_selector(struct route_set *rs, const char *const *pre
 struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
                             int exptime, unsigned hold);
 struct route *route_null(struct route_set *rs);
+/* mcrouter's MigrateRoute (route_migrate.c): from, then to, from start over interval seconds. */
+struct route *route_migrate(struct route_set *rs, struct route *from, struct route *to,
+                            int64_t start, int64_t interval);
 /* mcrouter's L1L2CacheRoute (route_l1l2.c): gets from l1, then l2, l1 filled from l2. */
 struct route *route_l1l2(struct route_set *rs, struct route *l1, struct route *l2,
                          int64_t upgrade_exptime, int64_t ncache_exptime,

@@ -331,3 +331,32 @@ def test_pool_route_hash_functions():
                 res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name,
                                       "-p", "0"], capture_output=True, text=True, timeout=10)
             assert res.returncode == 1 and why in res.stderr, (hash_, res.stderr)
+
+
+def test_migrate_route():
+    """Before start_time everything goes to from; after start + 2 intervals
+    everything to to; in between deletes go to both and each other request
+    to from until its key's own moment in the second interval."""
+    now = int(time.time())
+    with servers(2) as (old, new):
+        def mig(start, interval):
+            return {"type": "MigrateRoute", "from": "PoolRoute|old", "to": "PoolRoute|new",
+                    "start_time": start, "interval": interval}
+        cfg = json.dumps({
+            "pools": {"old": pool(old), "new": pool(new)},
+            "route": {"type": "PrefixSelectorRoute", "policies": {
+                "before:": mig(now + 100000, 3600),
+                "after:": mig(now - 100000, 3600),
+                "during:": mig(now - 5, 3600)}, "wildcard": "PoolRoute|old"}})
+        with Router(cfg) as r, r.conn() as c:
+            for prefix, where_ in (("before:", [0]), ("after:", [1]), ("during:", [0])):
+                for i in range(10):
+                    key = "%s%d" % (prefix, i)
+                    c.expect(b"set %s 0 0 1\r\nv\r\n" % key.encode(), b"STORED\r\n")
+                    assert where_is((old, new), key) == where_, (key, where_is((old, new), key))
+            # during the first interval a delete reaches both
+            store(new, b"set during:0 0 0 1", b"n")
+            c.expect(b"delete during:0\r\n", b"DELETED\r\n")
+            assert where_is((old, new), "during:0") == []
+            c.expect(b"delete before:1\r\n", b"DELETED\r\n")
+            c.expect(b"get after:2\r\n", b"VALUE after:2 0 1\r\nv\r\nEND\r\n")
