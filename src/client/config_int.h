@@ -41,6 +41,9 @@ struct cl_pool {
     int connect_timeout_ms;
     int tko_timeouts;
     int probe_min_ms, probe_max_ms;
+    bool keep_prefix;           /* mcrouter's keep_routing_prefix: its servers get a key
+                                   with the routing prefix the client wrote (struct msg's
+                                   prefix_len), placed by the key without it */
     uint32_t spool_ops;         /* bit (1 << op): failed ones go to the server's spool
                                    (a handle with one): MSG_DELETE unless "spool" says */
 };

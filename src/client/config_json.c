@@ -29,7 +29,8 @@
  *                 "probe_min_ms", "probe_max_ms": INT >= 1,
  *                 "udp": BOOL (ours: gets over UDP),
  *                 "spool": [ OP, ... ] (ours: the ops a handle's spool keeps
- *                                       when they fail; ["delete"]) }
+ *                                       when they fail; ["delete"]),
+ *                 "keep_routing_prefix": BOOL }
  *   route    := STRING | object | [ route, ... ]  (a list where one route is
  *                                                  expected must hold one)
  *   STRING   := a named handle's name
@@ -233,7 +234,7 @@ static int strip(const char *in, char *out, int *line, int *col) {
 
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
-    "probe_min_ms probe_max_ms udp spool"
+    "probe_min_ms probe_max_ms udp spool keep_routing_prefix"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
@@ -444,14 +445,21 @@ static int add_pool(struct rb *b, const char *name, json_t *obj, bool inline_poo
         rb_path_set(b, mark);
         rc = spool_list(b, obj, &spool_ops);
     }
+    json_t *keep = json_object_get(obj, "keep_routing_prefix");
+    if (rc == 0 && keep && !json_is_boolean(keep)) {
+        rb_path_key(b, "keep_routing_prefix");
+        rc = rb_fail(b, "expected true or false");
+    }
     if (rc == 0) {
         char msg[MSG_LEN] = "";
         int i = cl_config_add_pool(b->cfg, name, (const char *const *)entries, (unsigned)n,
                                    &po, msg, sizeof(msg));
         if (i < 0)
             rc = pool_error(b, msg[0] ? msg : "out of memory", entries, n);
-        else
+        else {
             b->cfg->pools[i].spool_ops = spool_ops;
+            b->cfg->pools[i].keep_prefix = json_is_true(keep);
+        }
     }
     for (size_t i = 0; i < n; i++)
         free(entries[i]);

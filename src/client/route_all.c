@@ -159,7 +159,9 @@ void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *ch
         cl_answer_null(q);
         return;
     }
-    size_t nk = q->m.key.len, nv = msg_carries_value(&q->m) ? q->m.value.len : 0;
+    /* the key with the routing prefix before it (keep_routing_prefix pools send it) */
+    size_t np = q->m.prefix_len, nk = np + q->m.key.len;
+    size_t nv = msg_carries_value(&q->m) ? q->m.value.len : 0;
     size_t nf = q->m.op == MSG_META ? q->m.meta_flags.len : 0;
     struct fan *f = malloc(sizeof(*f) + n * sizeof(f->kids[0]) + nk + nv + nf);
     if (f == NULL) {
@@ -170,12 +172,12 @@ void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *ch
     struct msg m = q->m;
     char *copy = (char *)&f->kids[n];
     if (nk)
-        memcpy(copy, q->m.key.p, nk);
+        memcpy(copy, q->m.key.p - np, nk);
     if (nv)
         memcpy(copy + nk, q->m.value.p, nv);
     if (nf)
         memcpy(copy + nk + nv, q->m.meta_flags.p, nf);
-    m.key.p = copy;
+    m.key.p = copy + np;
     m.value = (struct mc_span){nv ? copy + nk : NULL, nv};
     if (q->m.op == MSG_META)
         m.meta_flags = (struct mc_span){nf ? copy + nk + nv : NULL, nf};

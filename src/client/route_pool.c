@@ -23,8 +23,39 @@ static unsigned target_of(const struct route *r) {
     return ((const struct leaf *)r)->target;
 }
 
-/* To server s: through its spool when the op is one to keep if it fails. */
+/* A request sent with the routing prefix its key lost (keep_routing_prefix). */
+struct keep {
+    struct cl_req q;            /* first, so done() finds it */
+    struct cl_req *parent;
+    struct cellar *h;
+};
+
+_Static_assert(sizeof(struct keep) <= CL_BLOCK, "a request fits a handle's block");
+
+static void keep_done(struct cl_req *q, int status, const struct msg_reply *rep) {
+    struct keep *k = (struct keep *)q;
+    struct cl_req *parent = k->parent;
+    cl_block_put(k->h, k);
+    parent->done(parent, status, rep);
+}
+
+/*
+ * To server s: through its spool when the op is one to keep if it fails;
+ * with the routing prefix put back when its pool keeps it.
+ */
 static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
+    if (q->m.prefix_len && h->cfg->pools[h->cfg->servers[s].pool].keep_prefix) {
+        struct keep *k = cl_block_get(h);
+        if (k == NULL) {
+            q->done(q, CELLAR_ENOMEM, NULL);
+            return;
+        }
+        *k = (struct keep){.q = {.m = q->m, .done = keep_done}, .parent = q, .h = h};
+        k->q.m.key.p -= q->m.prefix_len;
+        k->q.m.key.len += q->m.prefix_len;
+        k->q.m.prefix_len = 0;
+        q = &k->q;
+    }
     struct cl_conn *c = &h->conns[s];
     if (cl_spool_wants(c, &q->m))
         cl_spool_submit(c, q);
@@ -37,8 +68,7 @@ static void pool_dispatch(const struct route *r, struct cellar *h, struct cl_req
         q->done(q, CELLAR_ENOTSUP, NULL);   /* keyless ops go to servers, not pools */
         return;
     }
-    unsigned s = cl_pool_pick(h->cfg, target_of(r), q->m.key.p, q->m.key.len);
-    leaf_submit(h, s, q);
+    leaf_submit(h, cl_pool_pick(h->cfg, target_of(r), q->m.key.p, q->m.key.len), q);
 }
 
 static void server_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {

@@ -298,6 +298,7 @@ static void root_dispatch(const struct route *r, struct cellar *h, struct cl_req
         *s = (struct strip){.q = {.m = q->m, .done = strip_done}, .parent = q, .h = h};
         s->q.m.key.p += n;
         s->q.m.key.len -= n;
+        s->q.m.prefix_len = (uint16_t)(q->m.prefix_len + n);
         if (to.n == 1)
             route_dispatch(to.t[0], h, &s->q);
         else

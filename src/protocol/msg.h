@@ -106,6 +106,9 @@ struct msg {
                                    seconds: adds of the key are refused meanwhile.  Sent
                                    as text `delete <key> <hold>` (text and meta wires;
                                    binary cannot say it); 0: a plain delete */
+    uint16_t prefix_len;        /* a routing prefix taken off: the prefix_len bytes before
+                                   key.p are the client's "/region/cluster/" (a pool with
+                                   keep_routing_prefix sends them on) */
 };
 
 enum msg_res {

@@ -360,3 +360,24 @@ def test_migrate_route():
             assert where_is((old, new), "during:0") == []
             c.expect(b"delete before:1\r\n", b"DELETED\r\n")
             c.expect(b"get after:2\r\n", b"VALUE after:2 0 1\r\nv\r\nEND\r\n")
+
+
+def test_keep_routing_prefix():
+    """A pool with keep_routing_prefix gets the key with the routing prefix
+    the client wrote (placed by the key without it); the others the key
+    alone; a get through the prefix reads it back either way."""
+    with servers(2) as (a, b):
+        cfg = json.dumps({
+            "pools": {"A": pool(a), "B": dict(pool(b), keep_routing_prefix=True)},
+            "routes": [{"aliases": ["/r/a/"], "route": "PoolRoute|A"},
+                       {"aliases": ["/r/b/"], "route": "Pool|B"}]})
+        with Router(cfg, args=["-R", "/r/a/"]) as r, r.conn() as c:
+            c.expect(b"set /r/b/k 0 0 1\r\nv\r\n", b"STORED\r\n")
+            assert held(b, "/r/b/k") == b"v" and held(b, "k") is None
+            c.expect(b"set /r/*/w 0 0 1\r\nw\r\n", b"STORED\r\n")
+            util.wait_for(lambda: held(a, "w") == b"w" and held(b, "/r/*/w") == b"w", 5,
+                          what="w in A as itself, in B with its prefix")
+            c.expect(b"get /r/b/k\r\n", b"VALUE /r/b/k 0 1\r\nv\r\nEND\r\n")
+            c.expect(b"mg /r/b/k v\r\n", b"VA 1\r\nv\r\n")
+            c.expect(b"set plain 0 0 1\r\np\r\n", b"STORED\r\n")
+            assert held(a, "plain") == b"p"

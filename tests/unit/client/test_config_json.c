@@ -617,9 +617,12 @@ static const struct bad bad[] = {
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"tko_timeouts\": 0}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.tko_timeouts: 0 is out of range"},
-    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"keep_routing_prefix\": true}},"
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"keep_routing_prefix\": 1}},"
      " \"route\": \"NullRoute\"}",
-     "pools.A: unknown key \"keep_routing_prefix\""},
+     "pools.A.keep_routing_prefix: expected true or false"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"pool_locality\": \"x\"}},"
+     " \"route\": \"NullRoute\"}",
+     "pools.A: unknown key \"pool_locality\""},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"weights\": [2]}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.weights: only the ketama hash uses weights (this pool hashes with ch3)"},
