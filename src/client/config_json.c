@@ -30,7 +30,8 @@
  *                 "udp": BOOL (ours: gets over UDP),
  *                 "spool": [ OP, ... ] (ours: the ops a handle's spool keeps
  *                                       when they fail; ["delete"]),
- *                 "keep_routing_prefix": BOOL }
+ *                 "keep_routing_prefix": BOOL,
+ *                 "pool_locality": STRING (read; mcrouter's stats use it) }
  *   route    := STRING | object | [ route, ... ]  (a list where one route is
  *                                                  expected must hold one)
  *   STRING   := a named handle's name
@@ -234,7 +235,7 @@ static int strip(const char *in, char *out, int *line, int *col) {
 
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
-    "probe_min_ms probe_max_ms udp spool keep_routing_prefix"
+    "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
@@ -449,6 +450,11 @@ static int add_pool(struct rb *b, const char *name, json_t *obj, bool inline_poo
     if (rc == 0 && keep && !json_is_boolean(keep)) {
         rb_path_key(b, "keep_routing_prefix");
         rc = rb_fail(b, "expected true or false");
+    }
+    json_t *locality = json_object_get(obj, "pool_locality");   /* mcrouter's stats only */
+    if (rc == 0 && locality && !json_is_string(locality)) {
+        rb_path_key(b, "pool_locality");
+        rc = rb_fail(b, "expected a string");
     }
     if (rc == 0) {
         char msg[MSG_LEN] = "";

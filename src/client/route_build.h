@@ -122,6 +122,14 @@ int rb_build_key_list(struct rb *b, json_t *obj, const char *key, struct route_l
 int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
                   struct route **out);
 
+/*
+ * mcrouter's "shadows" (route_shadow.c) over kids[0..n), the routes of a
+ * pool's servers in order (or a ShadowRoute's one child): each kid in a
+ * shadow's index range, or every kid for keys_to_shadow, is replaced by a
+ * ShadowRoute over it.
+ */
+int rb_build_shadows(struct rb *b, json_t *list, struct route **kids, unsigned n);
+
 /* A kind over a list: {"type": T, "children": route}, built with t->over. */
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out);
 

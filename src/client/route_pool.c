@@ -63,12 +63,20 @@ static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
         cl_conn_submit(c, q);
 }
 
+/*
+ * A PoolRoute with children (one per server, some shadowed) sends to the
+ * key's server's child; without, to the server itself.
+ */
 static void pool_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (!msg_op_keyed(q->m.op)) {
         q->done(q, CELLAR_ENOTSUP, NULL);   /* keyless ops go to servers, not pools */
         return;
     }
-    leaf_submit(h, cl_pool_pick(h->cfg, target_of(r), q->m.key.p, q->m.key.len), q);
+    unsigned s = cl_pool_pick(h->cfg, target_of(r), q->m.key.p, q->m.key.len);
+    if (r->nchildren)
+        route_dispatch(r->children[s - h->cfg->pools[target_of(r)].first], h, q);
+    else
+        leaf_submit(h, s, q);
 }
 
 static void server_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
@@ -89,9 +97,12 @@ static int server_server_of(const struct route *r, const struct cellar_config *c
 static void pool_traverse(const struct route *r, const struct cellar_config *cfg,
                           enum msg_op op, const char *key, size_t nkey, struct route_walk *w,
                           unsigned depth) {
-    (void)op;
-    if (w->server)
-        w->server(w, cl_pool_pick(cfg, target_of(r), key, nkey), depth);
+    unsigned s = cl_pool_pick(cfg, target_of(r), key, nkey);
+    if (r->nchildren)
+        route_traverse(r->children[s - cfg->pools[target_of(r)].first], cfg, op, key, nkey, w,
+                       depth);
+    else if (w->server)
+        w->server(w, s, depth);
 }
 
 static void server_traverse(const struct route *r, const struct cellar_config *cfg,
@@ -151,24 +162,36 @@ struct route *route_pool(struct route_set *rs, unsigned pool) {
 
 /*
  * A PoolRoute with a "hash" (a function's name, or {"hash_func", "salt",
- * "weights", "failover_count"}): mcrouter's HashRoute over the pool's
- * servers (route_hash.c).
+ * "weights", "failover_count"}: mcrouter's HashRoute over the pool's
+ * servers, route_hash.c) or "shadows" (some servers wrapped in
+ * ShadowRoutes, route_shadow.c): a route per server, then the hash's
+ * route over them, or the pool's own ring over them.
  */
-static int build_hashed(struct rb *b, json_t *hash, unsigned pool, struct route **out) {
-    size_t mark = rb_path_key(b, "hash");
-    if (json_is_object(hash) &&
-        rb_check_keys(b, hash, "hash_func salt weights failover_count", "a hash") < 0)
-        return -1;
+static int build_children(struct rb *b, json_t *obj, unsigned pool, struct route **out) {
+    json_t *hash = json_object_get(obj, "hash"), *shadows = json_object_get(obj, "shadows");
     const struct cl_pool *pl = &b->cfg->pools[pool];
     struct route_list l = {0};
     int rc = 0;
     for (unsigned i = 0; rc == 0 && i < pl->n; i++)
         rc = rb_push(b, &l, route_server(b->cfg->routes, pl->first + i));
-    if (rc == 0)
-        rc = rb_build_hash(b, hash, l.v, l.n, out);
+    if (rc == 0 && shadows)
+        rc = rb_build_shadows(b, shadows, l.v, l.n);
+    if (rc == 0 && hash) {
+        size_t mark = rb_path_key(b, "hash");
+        if (json_is_object(hash))
+            rc = rb_check_keys(b, hash, "hash_func salt weights failover_count", "a hash");
+        if (rc == 0)
+            rc = rb_build_hash(b, hash, l.v, l.n, out);
+        if (rc == 0)
+            rb_path_set(b, mark);
+    } else if (rc == 0) {
+        *out = route_make(b->cfg->routes, &pool_ops, sizeof(struct leaf), l.v, l.n);
+        if (*out)
+            ((struct leaf *)*out)->target = pool;
+        else
+            rc = rb_nomem(b);
+    }
     free(l.v);
-    if (rc == 0)
-        rb_path_set(b, mark);
     return rc;
 }
 
@@ -189,9 +212,8 @@ static int build_pool(struct rb *b, const struct route_type *t, json_t *obj,
     if (pool < 0)
         return -1;
     rb_path_set(b, mark);
-    json_t *hash = json_object_get(obj, "hash");
-    if (hash != NULL)
-        return build_hashed(b, hash, (unsigned)pool, out);
+    if (json_object_get(obj, "hash") || json_object_get(obj, "shadows"))
+        return build_children(b, obj, (unsigned)pool, out);
     *out = route_pool(b->cfg->routes, (unsigned)pool);
     return *out ? 0 : rb_nomem(b);
 }
@@ -207,7 +229,7 @@ static int pool_from_string(struct rb *b, const char *s, const char *arg,
 
 const struct route_type route_type_pool = {
     .type = "PoolRoute",
-    .keys = "pool hash",
+    .keys = "pool hash shadows",
     .route_keys = "",
     .map_keys = "",
     .pool_keys = "pool",

@@ -381,3 +381,34 @@ def test_keep_routing_prefix():
             c.expect(b"mg /r/b/k v\r\n", b"VA 1\r\nv\r\n")
             c.expect(b"set plain 0 0 1\r\np\r\n", b"STORED\r\n")
             assert held(a, "plain") == b"p"
+
+
+def test_shadows():
+    """A PoolRoute's shadows: requests of the keys on the servers in a
+    shadow's index range (and in its key fraction) are also sent to the
+    shadow's target, in the background; keys_to_shadow names keys on any
+    server; the client hears only the pool's answer."""
+    with servers(4) as (m0, m1, sh, sk):
+        cfg = json.dumps({
+            "pools": {"main": {"servers": ["%s:%d" % (util.HOST, s.port) for s in (m0, m1)]},
+                      "shadow": pool(sh), "keys": pool(sk)},
+            "route": {"type": "PoolRoute", "pool": "main", "shadows": [
+                {"target": "PoolRoute|shadow", "index_range": [0, 1],
+                 "key_fraction_range": [0, 1], "key_fraction_range_rv": "kfr"},
+                {"target": "PoolRoute|keys", "keys_to_shadow": ["k3", "k7"]}]}})
+        with Router(cfg) as r, r.conn() as c:
+            on0 = []
+            for i in range(30):
+                key = "k%d" % i
+                c.expect(b"set %s 0 0 1\r\nv\r\n" % key.encode(), b"STORED\r\n")
+                if held(m0, key) is not None:
+                    on0.append(key)
+            assert 0 < len(on0) < 30, on0
+            util.wait_for(lambda: all(held(sh, k) == b"v" for k in on0), 5,
+                          what="the keys of server 0 in the shadow")
+            util.wait_for(lambda: held(sk, "k3") == b"v" and held(sk, "k7") == b"v", 5,
+                          what="keys_to_shadow in their shadow")
+            assert all(held(sh, "k%d" % i) is None for i in range(30) if "k%d" % i not in on0)
+            assert [i for i in range(30) if held(sk, "k%d" % i) is not None] == [3, 7]
+            c.expect(b"delete %s\r\n" % on0[0].encode(), b"DELETED\r\n")
+            util.wait_for(lambda: held(sh, on0[0]) is None, 5, what="the shadow's delete")

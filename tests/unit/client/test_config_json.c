@@ -620,9 +620,9 @@ static const struct bad bad[] = {
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"keep_routing_prefix\": 1}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.keep_routing_prefix: expected true or false"},
-    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"pool_locality\": \"x\"}},"
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"pool_locality\": 1}},"
      " \"route\": \"NullRoute\"}",
-     "pools.A: unknown key \"pool_locality\""},
+     "pools.A.pool_locality: expected a string"},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"weights\": [2]}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.weights: only the ketama hash uses weights (this pool hashes with ch3)"},
@@ -668,8 +668,14 @@ static const struct bad bad[] = {
      "route.failover_errors: unknown key \"sets\" (failover_errors takes: gets updates deletes)"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"hash\": {\"hash_func\": \"Md5\"}}}",
      "route.hash: hash function \"Md5\" is not one cellar knows"},
-    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": []}}",
-     "route: unknown key \"shadows\" (PoolRoute takes: type name pool hash)"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shards\": []}}",
+     "route: unknown key \"shards\" (PoolRoute takes: type name pool hash shadows)"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": [{\"target\":"
+     " \"PoolRoute|B\", \"keys_to_shadow\": [\"k\"], \"index_range\": [0, 1]}]}}",
+     "route.shadows[0].keys_to_shadow: keys_to_shadow cannot be mixed"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": [{\"target\":"
+     " \"PoolRoute|B\", \"key_fraction_range\": [0.5, 0.1]}]}}",
+     "route.shadows[0].key_fraction_range: expected [a, b], 0 <= a <= b <= 1"},
     {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
     {P "\"route\": {\"type\": \"LatestRoute\", \"children\": \"Pool|A\", \"failover_count\": -1}}",
      "route.failover_count: -1 is out of range"},
