@@ -304,11 +304,26 @@ static void stats_routes(struct stat_out *o, const struct view *v) {
 }
 
 /*
- * `stats all`: the general ones, then mcrouter's names that cellar's
- * counters can answer: dev_null_requests, the requests its DevNullRoutes
- * swallowed.
+ * `stats all`: the general ones, then mcrouter's names for what cellar
+ * counts too, so that monitoring written for mcrouter finds them.
  */
 static void stats_mcrouter(struct stat_out *o, const struct view *v) {
+    static const struct {
+        const char *name;
+        int st;
+    } same[] = {
+        {"cmd_get_count", ST_cmd_get},       {"cmd_set_count", ST_cmd_set},
+        {"cmd_delete_count", ST_cmd_delete}, {"cmd_touch_count", ST_cmd_touch},
+        {"cmd_incr_count", ST_cmd_incr},     {"cmd_decr_count", ST_cmd_decr},
+        {"cmd_flush_all_count", ST_cmd_flush}, {"result_error_count", ST_errors},
+        {"failover_all", ST_FAILOVERS},      {"num_servers", ST_SERVERS},
+        {"num_servers_down", ST_SERVERS_DOWN}, {"num_client_connections", ST_CURR_CONNS},
+        {"proxy_reqs_processing", ST_requests_inflight}, {"num_proxies", ST_THREADS},
+    };
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+        stat_put(o, same[i].name, "%llu", (unsigned long long)v->v[same[i].st]);
+    uint64_t down = v->v[ST_SERVERS_DOWN], all = v->v[ST_SERVERS];
+    stat_put(o, "num_servers_up", "%llu", (unsigned long long)(all > down ? all - down : 0));
     const struct route_set *rs = cl_config_routes(v->cfg);
     uint64_t dev_null = 0;
     for (unsigned i = 0; i < v->nroutes; i++)

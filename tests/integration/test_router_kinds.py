@@ -82,7 +82,14 @@ def test_error_and_dev_null_routes():
         assert all(held(be, "null:k") is None for be in bes)
         assert int(r.stats("all")["dev_null_requests"]) == 3
         c.expect(b"get plain\r\n", b"END\r\n")
-        assert int(r.stats("all")["dev_null_requests"]) == 3
+        st, plain = r.stats("all"), r.stats()
+        assert int(st["dev_null_requests"]) == 3
+        # mcrouter's names beside cellar's own, from the same counters
+        for mcr, ours in (("cmd_get_count", "cmd_get"), ("cmd_set_count", "cmd_set"),
+                          ("cmd_delete_count", "cmd_delete"), ("num_servers", "servers"),
+                          ("failover_all", "failovers")):
+            assert st[mcr] == plain[ours] == st[ours], (mcr, st[mcr], plain[ours])
+        assert int(st["num_servers_up"]) + int(st["num_servers_down"]) == int(st["num_servers"])
 
 
 def test_modify_exptime_route():
