@@ -46,6 +46,8 @@ static void usage(FILE *f) {
             "  --timeouts-until-tko=N  a pool's tko_timeouts when it gives none (3)\n"
             "  --enable-flush-cmd      send flush_all on to every backend (default: refused,\n"
             "                          SERVER_ERROR Command disabled, as mcrouter does)\n"
+            "  -A, --enable-shutdown   a client's `shutdown` stops the router (mcrouter's\n"
+            "                          always does; default, as memcached: refused)\n"
             "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
             "                          route goes to the default route, not refused\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
@@ -130,6 +132,7 @@ int main(int argc, char **argv) {
         {"config-params", required_argument, NULL, 'Q' | OPTIONS_LONG_ONLY},
         {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
         {"enable-flush-cmd", no_argument, NULL, 'E' | OPTIONS_LONG_ONLY},
+        {"enable-shutdown", no_argument, NULL, 'A'},
         {"server-timeout", required_argument, NULL, 'W' | OPTIONS_LONG_ONLY},
         {"timeouts-until-tko", required_argument, NULL, 'K' | OPTIONS_LONG_ONLY},
         {"port", required_argument, NULL, 'p'},
@@ -160,7 +163,7 @@ int main(int argc, char **argv) {
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL;
-    bool invalid_to_default = false, enable_flush = false;
+    bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
     int rt_server_timeout = 0, rt_tko = 0;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
@@ -187,6 +190,7 @@ int main(int argc, char **argv) {
         case 'Q': config_params = optarg; break;
         case 'S': invalid_to_default = true; break;
         case 'E': enable_flush = true; break;
+        case 'A': enable_shutdown = true; break;
         case 'W': rt_server_timeout = (int)v; bad = bad || v <= 0 || v > 86400000; break;
         case 'K': rt_tko = (int)v; bad = bad || v <= 0 || v > 1000000; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
@@ -259,6 +263,7 @@ int main(int argc, char **argv) {
     rt.config_params = config_params;
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
+    rt.enable_shutdown = enable_shutdown;
     rt.server_timeout_ms = rt_server_timeout;
     rt.tko_timeouts = rt_tko;
     rt.verbose = verbose;

@@ -779,6 +779,16 @@ static enum take take_text(struct rconn *c) {
         c->closing = true;
         c->net.close_normal = true;
         return STOP;
+    case MC_CMD_SHUTDOWN:
+        c->w->st.cmd_other++;
+        if (!c->w->rt->enable_shutdown) {   /* memcached's answer without -A */
+            answer_local(c, RP_TEXT, "ERROR: shutdown not enabled\r\n", 29);
+            return TAKEN;
+        }
+        atomic_store(&c->w->rt->net.stop, true);    /* the main loop sees it within 1 s */
+        c->closing = true;
+        c->net.close_normal = true;
+        return STOP;
     case MC_CMD_STATS:
         c->w->st.cmd_other++;
         if (req.ntokens > 2)            /* a group the router does not keep */

@@ -126,6 +126,7 @@ struct router {
     const char *route_prefix;       /* -R: the default routing prefix */
     const char *config_params;      /* --config-params: the config's %NAME%s */
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
+    bool enable_shutdown;           /* -A: a client's shutdown stops the router */
     int server_timeout_ms;          /* --server-timeout: the pools' default (0: libcellar's) */
     int tko_timeouts;               /* --timeouts-until-tko: the same */
     bool send_invalid_route_to_default;

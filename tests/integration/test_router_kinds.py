@@ -419,3 +419,19 @@ def test_shadows():
             assert [i for i in range(30) if held(sk, "k%d" % i) is not None] == [3, 7]
             c.expect(b"delete %s\r\n" % on0[0].encode(), b"DELETED\r\n")
             util.wait_for(lambda: held(sh, on0[0]) is None, 5, what="the shadow's delete")
+
+
+def test_shutdown_only_when_enabled():
+    """`shutdown` stops the router when it runs with --enable-shutdown (as
+    mcrouter always does); without it the answer is memcached's refusal and
+    the router serves on."""
+    with servers(3) as bes:
+        with Router(config(bes)) as r, r.conn() as c:
+            c.expect(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n")
+            c.expect(b"get plain\r\n", b"END\r\n")
+            assert r.proc.poll() is None
+        with Router(config(bes), args=["--enable-shutdown"]) as r, r.conn() as c:
+            r._term_sent = True         # told to stop: its exit is no crash
+            c.send(b"shutdown\r\n")
+            util.wait_for(lambda: r.proc.poll() is not None, 10, what="the router to stop")
+            assert r.proc.returncode == 0, r.proc.returncode
