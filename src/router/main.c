@@ -44,6 +44,8 @@ static void usage(FILE *f) {
             "  --config-params=NAME:VALUE,...  values the config's macros see as %%NAME%%\n"
             "  --server-timeout=MS     a pool's server_timeout when it gives none (1000)\n"
             "  --timeouts-until-tko=N  a pool's tko_timeouts when it gives none (3)\n"
+            "  -r, --probe-timeout-initial=MS  a pool's probe_min_ms when it gives none\n"
+            "                          (1000): the first probe of a server marked down\n"
             "  --enable-flush-cmd      send flush_all on to every backend (default: refused,\n"
             "                          SERVER_ERROR Command disabled, as mcrouter does)\n"
             "  -A, --enable-shutdown   a client's `shutdown` stops the router (mcrouter's\n"
@@ -84,7 +86,8 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
     struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
                                  .window_max = ROUTER_WINDOW, .window_bytes = -1,
                                  .server_timeout_ms = rt->server_timeout_ms,
-                                 .tko_timeouts = rt->tko_timeouts};
+                                 .tko_timeouts = rt->tko_timeouts,
+                                 .probe_min_ms = rt->probe_min_ms};
     struct cellar_routing routing = {.route_prefix = rt->route_prefix,
                                      .config_params = rt->config_params,
                                      .send_invalid_route_to_default =
@@ -135,6 +138,7 @@ int main(int argc, char **argv) {
         {"enable-shutdown", no_argument, NULL, 'A'},
         {"server-timeout", required_argument, NULL, 'W' | OPTIONS_LONG_ONLY},
         {"timeouts-until-tko", required_argument, NULL, 'K' | OPTIONS_LONG_ONLY},
+        {"probe-timeout-initial", required_argument, NULL, 'r'},
         {"port", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
         {"listen-sock-fd", required_argument, NULL, 'F' | OPTIONS_LONG_ONLY},
@@ -164,7 +168,7 @@ int main(int argc, char **argv) {
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
-    int rt_server_timeout = 0, rt_tko = 0;
+    int rt_server_timeout = 0, rt_tko = 0, rt_probe = 0;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
     int port = 11211, maxconns = 1024, backlog = 1024, threads = 4, mask = 0700, verbose = 0;
@@ -180,7 +184,7 @@ int main(int argc, char **argv) {
         ch &= ~OPTIONS_LONG_ONLY;           /* the long-only keys carry their letter */
         char *optarg = optarg_;
         char *end = NULL;
-        bool numeric = optarg != NULL && strchr("pacbtFWK", ch) != NULL;
+        bool numeric = optarg != NULL && strchr("pacbtFWKr", ch) != NULL;
         long v = numeric ? strtol(optarg, &end, ch == 'a' ? 8 : 10) : 0;
         bool bad = numeric && (end == optarg || *end != '\0');
         uint64_t u = 0;
@@ -193,6 +197,7 @@ int main(int argc, char **argv) {
         case 'A': enable_shutdown = true; break;
         case 'W': rt_server_timeout = (int)v; bad = bad || v <= 0 || v > 86400000; break;
         case 'K': rt_tko = (int)v; bad = bad || v <= 0 || v > 1000000; break;
+        case 'r': rt_probe = (int)v; bad = bad || v <= 0 || v > 86400000; break;
         case 'p': port = (int)v; bad = bad || v < 0 || v > 65535; break;
         case 'l': inter = optarg; break;
         case 'F': listen_fd = (int)v; bad = bad || v < 0; break;
@@ -242,9 +247,11 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
             else if (ch == 'F')
                 fprintf(stderr, "cellar-router: bad value for --listen-sock-fd: %s\n", optarg);
-            else if (ch == 'W' || ch == 'K')
+            else if (ch == 'W' || ch == 'K' || ch == 'r')
                 fprintf(stderr, "cellar-router: bad value for --%s: %s\n",
-                        ch == 'W' ? "server-timeout" : "timeouts-until-tko", optarg);
+                        ch == 'W' ? "server-timeout" : ch == 'K' ? "timeouts-until-tko"
+                                                               : "probe-timeout-initial",
+                        optarg);
             else
                 fprintf(stderr, "cellar-router: bad value for -%c: %s\n", ch, optarg);
             return 64;
@@ -266,6 +273,7 @@ int main(int argc, char **argv) {
     rt.enable_shutdown = enable_shutdown;
     rt.server_timeout_ms = rt_server_timeout;
     rt.tko_timeouts = rt_tko;
+    rt.probe_min_ms = rt_probe;
     rt.verbose = verbose;
     rt.nworkers = threads;
     rt.started = (uint32_t)time(NULL);

@@ -128,6 +128,7 @@ struct router {
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool enable_shutdown;           /* -A: a client's shutdown stops the router */
     int server_timeout_ms;          /* --server-timeout: the pools' default (0: libcellar's) */
+    int probe_min_ms;               /* -r: the pools' first probe (0: libcellar's) */
     int tko_timeouts;               /* --timeouts-until-tko: the same */
     bool send_invalid_route_to_default;
     pthread_mutex_t cfg_lock;       /* cfg and cfg_gen */

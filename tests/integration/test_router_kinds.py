@@ -435,3 +435,35 @@ def test_shutdown_only_when_enabled():
             c.send(b"shutdown\r\n")
             util.wait_for(lambda: r.proc.poll() is not None, 10, what="the router to stop")
             assert r.proc.returncode == 0, r.proc.returncode
+
+
+def test_mcrouter_default_flags():
+    """--timeouts-until-tko, --server-timeout and -r (--probe-timeout-initial)
+    set what a pool leaves out: with 1, the first connection error marks the
+    server down and the next request fails at once in mcrouter's words; the
+    probe brings it back once something listens.  Bad values are refused."""
+    port = util.free_port()
+    cfg = json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, port)]}},
+                      "route": "PoolRoute|a"})
+    with Router(cfg, args=["--timeouts-until-tko", "1", "--server-timeout", "300",
+                           "-r", "50"]) as r, r.conn() as c:
+        c.expect(b"get k\r\n", b"SERVER_ERROR connection error\r\n")
+        c.send(b"get k\r\n")
+        assert c.readline().startswith(b"SERVER_ERROR Server unavailable. Reason: ")
+        be = subprocess.Popen([util.CELLARD, "-l", util.HOST, "-p", str(port), "-U", "0"]
+                              + util.root_args(), stdin=subprocess.DEVNULL)
+        try:
+            def back():
+                c.send(b"get k\r\n")
+                return c.readline() == b"END\r\n"
+            util.wait_for(back, 10, what="the probe to bring the server back")
+        finally:
+            be.terminate()
+            be.wait(10)
+    for flag in ("--timeouts-until-tko", "--server-timeout", "-r", "--probe-timeout-initial"):
+        with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
+            f.write(cfg)
+            f.flush()
+            res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name, "-p", "0",
+                                  flag, "0"], capture_output=True, text=True, timeout=10)
+        assert res.returncode == 64 and "bad value" in res.stderr, (flag, res.stderr)
