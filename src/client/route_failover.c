@@ -90,6 +90,8 @@ struct failover {
                                    (-1: none) */
     unsigned failover_count;    /* LatestRoute: children tried after the first */
     struct limiter *limit;      /* failover_limit, or NULL */
+    bool tag;                   /* failover_tag: a failed-over key with a "|#|" gets
+                                   ":failover=1" after it, as mcrouter tags it */
     bool on_miss;               /* MissFailoverRoute: a read's miss moves on too */
     bool custom;                /* failover_errors given: errors[] decides, else every
                                    failover error (cl_failover_error) moves on */
@@ -106,6 +108,7 @@ struct seq {
     const struct route *r;
     struct cellar *h;
     unsigned start, tried, limit;   /* limit: children to try, at most */
+    char *tagged;                   /* failover_tag's key, made at the first failover */
 };
 
 _Static_assert(sizeof(struct seq) <= CL_BLOCK, "a seq fits a handle's block");
@@ -151,6 +154,23 @@ static bool moves_on(const struct seq *s, int status) {
 
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep);
 
+/* failover_tag: the key, when it has a "|#|" and room, with ":failover=1" after it. */
+static void tag_key(struct seq *s) {
+    static const char tag[] = ":failover=1";
+    struct mc_span k = s->q.m.key;
+    if (!msg_op_keyed(s->q.m.op) || s->q.m.op == MSG_META || k.len < 3 ||
+        k.len + sizeof(tag) - 1 > MC_KEY_MAX || memmem(k.p, k.len, "|#|", 3) == NULL)
+        return;
+    if (s->tagged == NULL) {
+        if ((s->tagged = malloc(k.len + sizeof(tag) - 1)) == NULL)
+            return;             /* it is always safe not to tag, as mcrouter says */
+        memcpy(s->tagged, k.p, k.len);
+        memcpy(s->tagged + k.len, tag, sizeof(tag) - 1);
+    }
+    s->q.m.key = (struct mc_span){s->tagged, k.len + sizeof(tag) - 1};
+    s->q.m.prefix_len = 0;
+}
+
 static void seq_send(struct seq *s) {
     const struct route *r = s->r;
     unsigned i = (s->start + s->tried) % r->nchildren;
@@ -160,6 +180,8 @@ static void seq_send(struct seq *s) {
         int cap = fo(r)->exptime;
         if (cap >= 0 && cl_op_sets_exptime(s->q.m.op))
             s->q.m.exptime = cl_cap_exptime(s->q.m.exptime, cap);
+        if (fo(r)->tag)
+            tag_key(s);
     }
     s->tried++;
     route_dispatch(r->children[i], s->h, &s->q);
@@ -174,6 +196,7 @@ static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) 
         return;
     }
     struct cl_req *parent = s->parent;
+    free(s->tagged);
     cl_block_put(s->h, s);
     parent->done(parent, status, rep);
 }
@@ -241,7 +264,8 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
                            struct mc_put *w) {
     (void)cfg;
     const struct failover *f = fo(r);
-    bool limited = f->limit != NULL, any = f->exptime >= 0 || limited || f->custom;
+    bool limited = f->limit != NULL;
+    bool any = f->exptime >= 0 || limited || f->custom || f->tag;
     if (!any)
         return;
     const char *sep = "(";
@@ -256,6 +280,11 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
         put_micro(w, f->limit->rate);
         MC_PUT_LIT(w, "/");
         put_micro(w, f->limit->burst);
+        sep = ",";
+    }
+    if (f->tag) {
+        mc_put(w, sep, 1);
+        MC_PUT_LIT(w, "failover_tag");
         sep = ",";
     }
     if (f->custom) {
@@ -453,6 +482,12 @@ static int failover_limit(struct rb *b, json_t *obj, struct failover *f) {
 static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
     if (failover_limit(b, obj, f) < 0)
         return -1;
+    json_t *tag = json_object_get(obj, "failover_tag");
+    if (tag && !json_is_boolean(tag)) {
+        rb_path_key(b, "failover_tag");
+        return rb_fail(b, "expected true or false");
+    }
+    f->tag = json_is_true(tag);
     json_t *v = json_object_get(obj, "failover_errors");
     if (v == NULL)
         return 0;
@@ -538,7 +573,7 @@ static int build_failover_exptime(struct rb *b, const struct route_type *t, json
 
 const struct route_type route_type_failover = {
     .type = "FailoverRoute",
-    .keys = "children failover_errors failover_limit",
+    .keys = "children failover_errors failover_limit failover_tag",
     .route_keys = "children",
     .map_keys = "",
     .pool_keys = "",
@@ -548,7 +583,7 @@ const struct route_type route_type_failover = {
 
 const struct route_type route_type_failover_exptime = {
     .type = "FailoverWithExptimeRoute",
-    .keys = "normal failover failover_exptime failover_errors failover_limit",
+    .keys = "normal failover failover_exptime failover_errors failover_limit failover_tag",
     .route_keys = "normal failover",
     .map_keys = "",
     .pool_keys = "",

@@ -467,3 +467,20 @@ def test_mcrouter_default_flags():
             res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name, "-p", "0",
                                   flag, "0"], capture_output=True, text=True, timeout=10)
         assert res.returncode == 64 and "bad value" in res.stderr, (flag, res.stderr)
+
+
+def test_failover_tag():
+    """With failover_tag, a request failed over with a "|#|" in its key
+    reaches the next child with ":failover=1" after the key (placed by the
+    part before "|#|", as always); a key without one goes as it is."""
+    with servers(1) as (gut,):
+        cfg = json.dumps({
+            "pools": {"dead": {"servers": ["localhost:0"]}, "gut": pool(gut)},
+            "route": {"type": "FailoverRoute", "failover_tag": True,
+                      "children": ["PoolRoute|dead", "PoolRoute|gut"]}})
+        with Router(cfg) as r, r.conn() as c:
+            c.expect(b"set k|#|x 0 0 1\r\nv\r\n", b"STORED\r\n")
+            assert held(gut, "k|#|x:failover=1") == b"v" and held(gut, "k|#|x") is None
+            c.expect(b"get k|#|x\r\n", b"VALUE k|#|x 0 1\r\nv\r\nEND\r\n")
+            c.expect(b"set plain 0 0 1\r\np\r\n", b"STORED\r\n")
+            assert held(gut, "plain") == b"p"

@@ -659,7 +659,7 @@ static const struct bad bad[] = {
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_policy\": {\"type\": \"DeterministicOrderPolicy\"}}}",
      "route: unknown key \"failover_policy\" (FailoverRoute takes: type name children "
-     "failover_errors failover_limit)"},
+     "failover_errors failover_limit failover_tag)"},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_errors\": [\"timeout\", \"oops\"]}}",
      "route.failover_errors[1]: \"oops\" is not a failover error"},
