@@ -107,24 +107,27 @@ void cl_config_free(struct cellar_config *cfg);
 int cl_config_list(struct cellar_config *cfg, const char *text, const struct cellar_options *opt,
                    char *err, size_t errlen);
 
-/* The pool's server for key (an index into cfg->servers). */
+/* cl_hash_key() past the key's first '|', at p (config.c). */
+size_t cl_hash_key_slow(const char *key, size_t nkey, const char *p);
+
 /*
  * How much of a key its server is picked by: mcrouter's configurations
  * stop at "|#|" (so "user:7|#|feed" and "user:7|#|likes" share a server);
  * the others hash it all.
  */
 static inline size_t cl_hash_key(const struct cellar_config *cfg, const char *key, size_t nkey) {
-    if (cfg->mcrouter && nkey >= 3) {
-        const char *stop = memmem(key, nkey, "|#|", 3);
-        if (stop != NULL)
-            return (size_t)(stop - key);
-    }
-    return nkey;
+    const char *p;
+    if (!cfg->mcrouter || (p = memchr(key, '|', nkey)) == NULL)
+        return nkey;
+    return cl_hash_key_slow(key, nkey, p);
 }
 
+/* The pool's server for key (an index into cfg->servers). */
 static inline unsigned cl_pool_pick(const struct cellar_config *cfg, unsigned pool,
                                     const char *key, size_t nkey) {
     const struct cl_pool *pl = &cfg->pools[pool];
+    if (pl->n == 1)
+        return pl->first;       /* no hash to ask (ring_pick's own shortcut, sooner) */
     return pl->first + ring_pick(pl->ring, key, cl_hash_key(cfg, key, nkey));
 }
 

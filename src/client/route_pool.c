@@ -43,19 +43,23 @@ static void keep_done(struct cl_req *q, int status, const struct msg_reply *rep)
  * To server s: through its spool when the op is one to keep if it fails;
  * with the routing prefix put back when its pool keeps it.
  */
-static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
-    if (q->m.prefix_len && h->cfg->pools[h->cfg->servers[s].pool].keep_prefix) {
-        struct keep *k = cl_block_get(h);
-        if (k == NULL) {
-            q->done(q, CELLAR_ENOMEM, NULL);
-            return;
-        }
-        *k = (struct keep){.q = {.m = q->m, .done = keep_done}, .parent = q, .h = h};
-        k->q.m.key.p -= q->m.prefix_len;
-        k->q.m.key.len += q->m.prefix_len;
-        k->q.m.prefix_len = 0;
-        q = &k->q;
+__attribute__((noinline)) static struct cl_req *with_prefix(struct cellar *h, struct cl_req *q) {
+    struct keep *k = cl_block_get(h);
+    if (k == NULL) {
+        q->done(q, CELLAR_ENOMEM, NULL);
+        return NULL;
     }
+    *k = (struct keep){.q = {.m = q->m, .done = keep_done}, .parent = q, .h = h};
+    k->q.m.key.p -= q->m.prefix_len;
+    k->q.m.key.len += q->m.prefix_len;
+    k->q.m.prefix_len = 0;
+    return &k->q;
+}
+
+static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
+    if (__builtin_expect(q->m.prefix_len != 0, 0) &&
+        h->cfg->pools[h->cfg->servers[s].pool].keep_prefix && (q = with_prefix(h, q)) == NULL)
+        return;
     struct cl_conn *c = &h->conns[s];
     if (cl_spool_wants(c, &q->m))
         cl_spool_submit(c, q);

@@ -102,13 +102,13 @@ struct msg {
     bool meta_quiet;            /* MSG_META 'g' 'd' 'a': sent with q and an mn after it,
                                    so the server's own q rules decide what is said; the
                                    reply is then the answer, or silent (only the MN) */
+    uint16_t prefix_len;        /* a routing prefix taken off: the prefix_len bytes before
+                                   key.p are the client's "/region/cluster/" (a pool with
+                                   keep_routing_prefix sends them on) */
     uint32_t hold;              /* delete: cellard's delete hold-off (-o delete_hold), in
                                    seconds: adds of the key are refused meanwhile.  Sent
                                    as text `delete <key> <hold>` (text and meta wires;
                                    binary cannot say it); 0: a plain delete */
-    uint16_t prefix_len;        /* a routing prefix taken off: the prefix_len bytes before
-                                   key.p are the client's "/region/cluster/" (a pool with
-                                   keep_routing_prefix sends them on) */
 };
 
 enum msg_res {

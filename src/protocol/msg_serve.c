@@ -46,9 +46,37 @@ static const enum msg_op text_op[] = {
     [MC_CMD_DELETE] = MSG_DELETE,   [MC_CMD_INCR] = MSG_INCR,
     [MC_CMD_DECR] = MSG_DECR,       [MC_CMD_TOUCH] = MSG_TOUCH,
     [MC_CMD_FLUSH_ALL] = MSG_FLUSH_ALL, [MC_CMD_VERSION] = MSG_VERSION,
-    [MC_CMD_LEASE_GET] = MSG_LEASE_GET, [MC_CMD_LEASE_SET] = MSG_LEASE_SET,
-    [MC_CMD_METAGET] = MSG_GET,
 };
+
+/*
+ * mcrouter's lease-get (keys as get's; a lease of MSG_SERVE_LEASE_TTL),
+ * lease-set (the token as the cas) and metaget (a get asking the TTL).
+ */
+__attribute__((noinline, cold)) static bool
+mcr_from_text(struct msg *m, const struct mc_req *req, struct mc_span key, struct mc_span value) {
+    switch (req->cmd) {
+    case MC_CMD_LEASE_GET:
+        m->op = MSG_LEASE_GET;
+        m->key = key.p != NULL ? key : req->key;
+        m->exptime = MSG_SERVE_LEASE_TTL;
+        return true;
+    case MC_CMD_LEASE_SET:
+        m->op = MSG_LEASE_SET;
+        m->key = req->key;
+        m->flags = req->flags;
+        m->exptime = req->exptime;
+        m->value = value;
+        m->cas = req->cas;
+        return true;
+    case MC_CMD_METAGET:
+        m->op = MSG_GET;
+        m->key = req->key;
+        m->want_ttl = true;
+        return true;
+    default:
+        return false;
+    }
+}
 
 bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
                    struct mc_span value) {
@@ -63,16 +91,12 @@ bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
         m->hold = (uint32_t)req->exptime;
         return true;
     }
-    bool mcr = req->cmd >= MC_CMD_LEASE_GET && req->cmd <= MC_CMD_METAGET;
-    if (((unsigned)req->cmd > MC_CMD_VERSION && !mcr) || req->cmd == MC_CMD_NONE)
+    if (req->cmd > MC_CMD_META)         /* mcrouter's own (mc_mcr.h), the last of them */
+        return mcr_from_text(m, req, key, value);
+    if ((unsigned)req->cmd > MC_CMD_VERSION || req->cmd == MC_CMD_NONE)
         return false;
     m->op = text_op[req->cmd];
-    bool multi = is_retrieval(m->op) || m->op == MSG_LEASE_GET;
-    m->key = multi ? (key.p != NULL ? key : req->key) : req->key;
-    if (req->cmd == MC_CMD_METAGET) {   /* its exptime from the TTL left */
-        m->want_ttl = true;
-        return true;
-    }
+    m->key = is_retrieval(m->op) ? (key.p != NULL ? key : req->key) : req->key;
     m->text_form = is_retrieval(m->op) || m->op == MSG_TOUCH ||  /* not an mg (msg.h) */
                    m->op == MSG_APPEND || m->op == MSG_PREPEND;
     switch (m->op) {
@@ -88,15 +112,6 @@ bool msg_from_text(struct msg *m, const struct mc_req *req, struct mc_span key,
         break;
     case MSG_INCR: case MSG_DECR:
         m->delta = req->delta;
-        break;
-    case MSG_LEASE_GET:
-        m->exptime = MSG_SERVE_LEASE_TTL;
-        break;
-    case MSG_LEASE_SET:
-        m->flags = req->flags;
-        m->exptime = req->exptime;
-        m->value = value;
-        m->cas = req->cas;
         break;
     default:
         break;
@@ -333,8 +348,9 @@ static const char *const text_words[MSG_RES_COUNT] = {
  * miss": ask again); a lease-set STORED or else NOT_STORED; a metaget's
  * exptime the TTL left from now (0: never).
  */
-static size_t serve_mcr(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
-                        const struct msg_reply *r, struct msg_serve_out *o) {
+__attribute__((noinline, cold)) static size_t
+serve_mcr(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
+          const struct msg_reply *r, struct msg_serve_out *o) {
     struct mc_put w = MC_PUT_INIT(out, cap);
     if (req->cmd == MC_CMD_LEASE_SET) {
         if (r->res == MSG_RES_STORED)
@@ -367,7 +383,7 @@ size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const str
         return 0;
     if (msg_serve_is_error(r))
         return put_error(out, cap, r);
-    if (req->cmd >= MC_CMD_LEASE_GET && req->cmd <= MC_CMD_METAGET)
+    if (req->cmd > MC_CMD_META)         /* mcrouter's own (mc_mcr.h), the last of them */
         return serve_mcr(out, cap, req, m, r, o);
     if (!res_fits(m->op, r->res))
         return put_proto_error(out, cap);
