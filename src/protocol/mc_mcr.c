@@ -26,7 +26,7 @@ static enum mc_cmd word_of(const char *buf, size_t len) {
     return MC_CMD_NONE;
 }
 
-bool mc_mcr_line(const char *buf, size_t len) {
+__attribute__((noinline)) bool mc_mcr_line(const char *buf, size_t len) {
     return word_of(buf, len) != MC_CMD_NONE;
 }
 
@@ -54,7 +54,8 @@ static enum mc_parse bad(struct mc_req *req, size_t line, size_t *consumed) {
     return MC_PARSE_ERROR;
 }
 
-enum mc_parse mc_mcr_parse(struct mc_req *req, const char *buf, size_t len, size_t *consumed) {
+__attribute__((noinline, cold)) enum mc_parse mc_mcr_parse(struct mc_req *req, const char *buf,
+                                                          size_t len, size_t *consumed) {
     *req = (struct mc_req){0};
     *consumed = 0;
     const char *nl = memchr(buf, '\n', len < MC_LINE_MAX ? len : MC_LINE_MAX);
@@ -79,9 +80,21 @@ enum mc_parse mc_mcr_parse(struct mc_req *req, const char *buf, size_t len, size
             return bad(req, line, consumed);
         req->key = tok[1];
         req->keys = (struct mc_span){tok[1].p, (size_t)(end - tok[1].p)};
-        req->nkeys = 0;
-        for (struct mc_span rest = req->keys, k; mc_text_next_key(&rest, &k);)
-            req->nkeys++;
+        /* counted here, not by mc_text_next_key(): a second caller would keep the
+           compiler from inlining it into the router's hot loop */
+        req->nkeys = (uint32_t)(n - 1);
+        if (n > MC_MAX_TOKENS - 1) {
+            req->nkeys = 0;
+            for (const char *p = tok[1].p; p < end;) {
+                while (p < end && *p == ' ')
+                    p++;
+                if (p == end)
+                    break;
+                req->nkeys++;
+                while (p < end && *p != ' ')
+                    p++;
+            }
+        }
         break;
     case MC_CMD_METAGET:
         if (n != 2)

@@ -372,8 +372,16 @@ serve_mcr(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
     if (r->won || r->token_sent)
         return mc_mcr_fmt_lvalue(out, m->key.p, m->key.len, r->won ? r->cas : 1, r->flags,
                                  (uint32_t)r->value.len);
-    return mc_text_fmt_value(out, m->key.p, m->key.len, r->flags, (uint32_t)r->value.len,
-                             false, 0);
+    /* VALUE written here, not by mc_text_fmt_value(): a second caller would keep
+       the compiler from inlining it into msg_serve_text() */
+    MC_PUT_LIT(&w, "VALUE ");
+    mc_put(&w, m->key.p, m->key.len);
+    MC_PUT_LIT(&w, " ");
+    mc_put_u64(&w, r->flags);
+    MC_PUT_LIT(&w, " ");
+    mc_put_u64(&w, r->value.len);
+    MC_PUT_LIT(&w, "\r\n");
+    return mc_put_len(&w, out);
 }
 
 size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
