@@ -506,6 +506,8 @@ static int named_add(struct rb *b, const char *name, json_t *def) {
     if (*name == '\0')
         return rb_fail(b, "a named handle's name is empty");
     struct named *old = named_find(b, name);
+    if (old && json_equal(old->def, def))
+        return 0;               /* the same again (a macro's, used twice): one route, as mcrouter */
     if (old)
         return rb_fail(b, "named handle \"%s\" is defined twice (also at %s)", name, old->path);
     if (jp_of(b)->nnamed == jp_of(b)->capnamed) {
@@ -694,7 +696,8 @@ static int build_object(struct rb *b, json_t *obj, struct route **out) {
         return rb_fail(b, "expected a string, not %s", rb_type_name(name));
     }
     struct named *nh = named_find(b, json_string_value(name));
-    if (nh == NULL || nh->def != obj)   /* the scan sees every object built */
+    /* the scan sees every object built; an equal one again is the first's */
+    if (nh == NULL || (nh->def != obj && !json_equal(nh->def, obj)))
         return rb_fail(b, "named handle \"%s\" was not found by the scan", json_string_value(name));
     return build_named(b, nh, out);
 }
@@ -753,6 +756,25 @@ static int build_string(struct rb *b, const char *s, struct route_list *l) {
     return rb_fail(b, "%s is written as an object, not as \"%s\"", k->type, s);
 }
 
+/* The type of an unnamed object whose kind makes several routes (ShadowRoute), or NULL. */
+static const struct route_type *many_type(json_t *obj) {
+    json_t *type = json_object_get(obj, "type");
+    if (!json_is_string(type) || json_object_get(obj, "name") != NULL)
+        return NULL;
+    const struct route_type *k = route_type_find(json_string_value(type),
+                                                 strlen(json_string_value(type)));
+    return k && k->build_many ? k : NULL;
+}
+
+static int build_many(struct rb *b, const struct route_type *k, json_t *obj,
+                      struct route_list *l) {
+    char allowed[128];
+    snprintf(allowed, sizeof(allowed), "type name%s%s", *k->keys ? " " : "", k->keys);
+    if (rb_check_keys(b, obj, allowed, k->type) < 0)
+        return -1;
+    return k->build_many(b, k, obj, l);
+}
+
 /* A route, a string that may stand for several, or a list: appended to l. */
 static int build_list(struct rb *b, json_t *v, struct route_list *l) {
     if (++b->depth > RB_DEPTH_MAX)
@@ -766,6 +788,8 @@ static int build_list(struct rb *b, json_t *v, struct route_list *l) {
             if (rc == 0)
                 rb_path_set(b, mark);
         }
+    } else if (json_is_object(v) && many_type(v) != NULL) {
+        rc = build_many(b, many_type(v), v, l);
     } else if (json_is_object(v)) {
         rc = build_object(b, v, &r);
         if (rc == 0)

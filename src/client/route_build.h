@@ -71,6 +71,13 @@ struct route_type {
      * NULL: written only as an object.
      */
     int (*from_string)(struct rb *b, const char *s, const char *arg, struct route_list *l);
+    /*
+     * For kinds that make one route per child (mcrouter's ShadowRoute):
+     * builds obj's routes, appended to l, where a list may stand
+     * (an unnamed object); NULL for the rest.  build still makes one.
+     */
+    int (*build_many)(struct rb *b, const struct route_type *t, json_t *obj,
+                      struct route_list *l);
     int mode;                   /* the type's setting, for kinds with several types */
 };
 

@@ -290,16 +290,30 @@ int rb_build_shadows(struct rb *b, json_t *list, struct route **kids, unsigned n
     return rc;
 }
 
-/* {"type": "ShadowRoute", "children": route (one), "shadows": [...]} */
-static int build_shadow(struct rb *b, const struct route_type *t, json_t *obj,
-                        struct route **out) {
+/*
+ * {"type": "ShadowRoute", "children": routes, "shadows": [...]}: each child,
+ * those in a shadow's index range wrapped; as many routes as children
+ * (where one route is expected, the children must be one).
+ */
+static int build_shadow_many(struct rb *b, const struct route_type *t, json_t *obj,
+                             struct route_list *out) {
     (void)t;
     struct route_list l = {0};
     int rc = rb_build_key_list(b, obj, "children", &l);
-    if (rc == 0 && l.n != 1)
-        rc = rb_fail(b, "ShadowRoute over %u children: cellar takes one", l.n);
     if (rc == 0 && json_object_get(obj, "shadows"))
-        rc = rb_build_shadows(b, json_object_get(obj, "shadows"), l.v, 1);
+        rc = rb_build_shadows(b, json_object_get(obj, "shadows"), l.v, l.n);
+    for (unsigned i = 0; rc == 0 && i < l.n; i++)
+        rc = rb_push(b, out, l.v[i]);
+    free(l.v);
+    return rc;
+}
+
+static int build_shadow(struct rb *b, const struct route_type *t, json_t *obj,
+                        struct route **out) {
+    struct route_list l = {0};
+    int rc = build_shadow_many(b, t, obj, &l);
+    if (rc == 0 && l.n != 1)
+        rc = rb_fail(b, "ShadowRoute over %u children where one route is expected", l.n);
     if (rc == 0)
         *out = l.v[0];
     free(l.v);
@@ -313,4 +327,5 @@ const struct route_type route_type_shadow = {
     .map_keys = "",
     .pool_keys = "",
     .build = build_shadow,
+    .build_many = build_shadow_many,
 };

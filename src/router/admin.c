@@ -316,6 +316,8 @@ static void stats_mcrouter(struct stat_out *o, const struct view *v) {
         {"cmd_delete_count", ST_cmd_delete}, {"cmd_touch_count", ST_cmd_touch},
         {"cmd_incr_count", ST_cmd_incr},     {"cmd_decr_count", ST_cmd_decr},
         {"cmd_flush_all_count", ST_cmd_flush}, {"result_error_count", ST_errors},
+        {"result_client_error_count", ST_client_errors},
+        {"result_remote_error_count", ST_remote_errors},
         {"failover_all", ST_FAILOVERS},      {"num_servers", ST_SERVERS},
         {"num_servers_down", ST_SERVERS_DOWN}, {"num_client_connections", ST_CURR_CONNS},
         {"proxy_reqs_processing", ST_requests_inflight}, {"num_proxies", ST_THREADS},
@@ -351,7 +353,7 @@ int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary
         stats_routes(&o, &v);
     else
         stats_general(&o, &v);
-    if (all)
+    if (all || ngroup == 0)
         stats_mcrouter(&o, &v);
     view_release(&v);
     if (binary) {

@@ -632,8 +632,13 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
             c->vals += nval;
         }
     }
-    if (msg_serve_is_error(&s->rep) && c != NULL)
+    if (msg_serve_is_error(&s->rep) && c != NULL) {
         w->st.errors++;
+        if (status == CELLAR_ECLIENT || s->rep.res == MSG_RES_CLIENT_ERROR)
+            w->st.client_errors++;
+        else if (status == CELLAR_ESERVER)
+            w->st.remote_errors++;
+    }
     if (c != NULL && c->vals + c->net.out.bytes > w->rt->client_hard_bytes)
         (void)close_slow(c);        /* r is an orphan now, or c is marked */
     rreq_answered(r);

@@ -62,6 +62,8 @@
     X(get_misses, "get_misses", NULL, "Keys of get-family requests answered without one", 0) \
     X(keys_sent, "keys_sent", NULL, "Keys (and flush_all's parts) sent down the route tree", 0) \
     X(errors, "errors", NULL, "Keys answered with an error (backend failed, SERVER_ERROR)", 0) \
+    X(client_errors, "client_errors", NULL, "Keys of those answered CLIENT_ERROR", 0)       \
+    X(remote_errors, "remote_errors", NULL, "Keys of those answered SERVER_ERROR (a server, an ErrorRoute)", 0) \
     X(local_errors, "local_errors", NULL, "Requests the router refused itself (bad syntax)", 0) \
     X(clients_throttled, "clients_throttled", NULL,                                         \
       "Times a client was not read from: its answers unread, or over --client-max-bytes", 0) \
