@@ -69,9 +69,10 @@ void cl_answer_error(struct cellar *h, struct cl_req *q, int status, const char 
 
 void cl_answer_null(struct cl_req *q) {
     struct msg_reply r = {.ttl = -1};
-    if (cl_op_reads(q->m.op))
+    bool meta = q->m.op == MSG_META;
+    if (cl_op_reads(q->m.op) || (meta && q->m.meta_cmd == 'g'))
         r.res = MSG_RES_MISS;
-    else if (msg_op_stores(q->m.op))
+    else if (msg_op_stores(q->m.op) || (meta && q->m.meta_cmd == 's'))
         r.res = MSG_RES_NOT_STORED;
     else
         r.res = MSG_RES_NOT_FOUND;

@@ -642,6 +642,15 @@ size_t msg_serve_meta(char *out, size_t cap, const struct mc_meta_req *req,
         memcpy(out, mc_meta_err_str(MC_META_ERR_OPAQUE_TOO_LONG), n);
         return n;
     }
+    struct msg_reply coded;
+    if (r->code[0] == '\0' && r->res != MSG_RES_META) {
+        /* a route's own answer (NullRoute's), not a meta server's: its code */
+        coded = *r;
+        memcpy(coded.code, r->res == MSG_RES_MISS        ? "EN"
+                           : r->res == MSG_RES_NOT_FOUND ? "NF"
+                           : r->res == MSG_RES_EXISTS    ? "EX" : "NS", 2);
+        r = &coded;
+    }
     if (q_hides(req, r))
         return 0;
     if (memcmp(r->code, "ME", 2) == 0) {        /* me's line, as the server wrote it */

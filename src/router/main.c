@@ -50,6 +50,10 @@ static void usage(FILE *f) {
             "                          SERVER_ERROR Command disabled, as mcrouter does)\n"
             "  -A, --enable-shutdown   a client's `shutdown` stops the router (mcrouter's\n"
             "                          always does; default, as memcached: refused)\n"
+            "  --allow-only-gets       send only get-like requests on; the rest are\n"
+            "                          answered as NullRoute answers them (mcrouter's)\n"
+            "  --validate-config[=exit|run]  check the configuration and exit 0 (valid)\n"
+            "                          or 1; with run, go on to serve when it is valid\n"
             "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
             "                          route goes to the default route, not refused\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
@@ -136,6 +140,10 @@ int main(int argc, char **argv) {
         {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
         {"enable-flush-cmd", no_argument, NULL, 'E' | OPTIONS_LONG_ONLY},
         {"enable-shutdown", no_argument, NULL, 'A'},
+        {"allow-only-gets", no_argument, NULL, 'G' | OPTIONS_LONG_ONLY},
+        {"validate-config", optional_argument, NULL, 'Y' | OPTIONS_LONG_ONLY},
+        {"stats-logging-interval", required_argument, NULL, 'J' | OPTIONS_LONG_ONLY},
+        {"config-dump-root", required_argument, NULL, 'U' | OPTIONS_LONG_ONLY},
         {"server-timeout", required_argument, NULL, 'W' | OPTIONS_LONG_ONLY},
         {"timeouts-until-tko", required_argument, NULL, 'K' | OPTIONS_LONG_ONLY},
         {"probe-timeout-initial", required_argument, NULL, 'r'},
@@ -168,6 +176,8 @@ int main(int argc, char **argv) {
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
+    bool only_gets = false;
+    int validate = 0;                   /* 1: check and exit; 2: check, then serve */
     int rt_server_timeout = 0, rt_tko = 0, rt_probe = 0;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
                        client_hard = ROUTER_CLIENT_HARD_BYTES, output_timeout = 0;
@@ -195,6 +205,18 @@ int main(int argc, char **argv) {
         case 'S': invalid_to_default = true; break;
         case 'E': enable_flush = true; break;
         case 'A': enable_shutdown = true; break;
+        case 'G': only_gets = true; break;
+        case 'Y':
+            validate = optarg == NULL || strcmp(optarg, "exit") == 0 ? 1
+                     : strcmp(optarg, "run") == 0                   ? 2 : 0;
+            bad = validate == 0;
+            break;
+        case 'J':   /* mcrouter's stats files: none here; 0 (off) is what there is */
+            bad = strcmp(optarg, "0") != 0;
+            break;
+        case 'U':   /* mcrouter's dumped configurations: none here; "" (off) */
+            bad = *optarg != '\0';
+            break;
         case 'W': rt_server_timeout = (int)v; bad = bad || v <= 0 || v > 86400000; break;
         case 'K': rt_tko = (int)v; bad = bad || v <= 0 || v > 1000000; break;
         case 'r': rt_probe = (int)v; bad = bad || v <= 0 || v > 86400000; break;
@@ -247,6 +269,16 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
             else if (ch == 'F')
                 fprintf(stderr, "cellar-router: bad value for --listen-sock-fd: %s\n", optarg);
+            else if (ch == 'Y')
+                fprintf(stderr, "cellar-router: bad value for --validate-config: %s (exit or "
+                                "run)\n", optarg);
+            else if (ch == 'J')
+                fprintf(stderr, "cellar-router: --stats-logging-interval %s: cellar-router "
+                                "writes no stats files (0 only; use stats or --metrics)\n",
+                        optarg);
+            else if (ch == 'U')
+                fprintf(stderr, "cellar-router: --config-dump-root %s: cellar-router dumps no "
+                                "configurations (\"\" only)\n", optarg);
             else if (ch == 'W' || ch == 'K' || ch == 'r')
                 fprintf(stderr, "cellar-router: bad value for --%s: %s\n",
                         ch == 'W' ? "server-timeout" : ch == 'K' ? "timeouts-until-tko"
@@ -271,6 +303,7 @@ int main(int argc, char **argv) {
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
     rt.enable_shutdown = enable_shutdown;
+    rt.allow_only_gets = only_gets;
     rt.server_timeout_ms = rt_server_timeout;
     rt.tko_timeouts = rt_tko;
     rt.probe_min_ms = rt_probe;
@@ -293,6 +326,11 @@ int main(int argc, char **argv) {
     if (router_config_load(&rt, config, err, sizeof(err)) != 0) {
         fprintf(stderr, "cellar-router: %s: %s\n", config, err);
         return 1;
+    }
+    if (validate == 1) {            /* --validate-config: the configuration is good */
+        fprintf(stderr, "cellar-router: %s: valid\n", config);
+        cellar_config_release(&rt.cfg);
+        return 0;
     }
     struct timespec mtime = {0, 0};
     off_t size = 0;

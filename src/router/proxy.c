@@ -252,6 +252,18 @@ static bool answer_local(struct rconn *c, enum rproto proto, const void *p, size
 }
 
 /* Sends rsub i of r (its msg filled) down the route tree, or to server (>= 0). */
+/* A get-like request, the only kind --allow-only-gets sends on. */
+static bool get_like(const struct msg *m) {
+    switch (m->op) {
+    case MSG_GET: case MSG_GETS: case MSG_GAT: case MSG_GATS: case MSG_LEASE_GET:
+        return true;
+    case MSG_META:
+        return m->meta_cmd == 'g';
+    default:
+        return false;
+    }
+}
+
 static void submit(struct rreq *r, unsigned i, int server) {
     struct rsub *s = &r->subs[i];
     s->r = r;
@@ -260,6 +272,16 @@ static void submit(struct rreq *r, unsigned i, int server) {
     r->rh->inflight++;
     if (r->c != NULL)               /* (a delayed flush_all may outlive its client) */
         r->c->inflight++;
+    if (r->rh->w->rt->allow_only_gets && !get_like(&s->q.m) && s->q.m.op != MSG_VERSION &&
+        s->q.m.op != MSG_STATS) {
+        /* mcrouter's answer to the rest: what NullRoute answers, nothing sent */
+        bool stores = msg_op_stores(s->q.m.op) ||
+                      (s->q.m.op == MSG_META && s->q.m.meta_cmd == 's');
+        struct msg_reply rep = {.res = stores ? MSG_RES_NOT_STORED : MSG_RES_NOT_FOUND,
+                                .ttl = -1};
+        sub_done(&s->q, stores ? CELLAR_NOT_STORED : CELLAR_NOT_FOUND, &rep);
+        return;
+    }
     r->rh->w->st.keys_sent++;
     if (server >= 0)
         cl_async_submit_to(r->rh->h, (unsigned)server, &s->q);

@@ -129,6 +129,7 @@ struct router {
     const char *config_params;      /* --config-params: the config's %NAME%s */
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool enable_shutdown;           /* -A: a client's shutdown stops the router */
+    bool allow_only_gets;           /* --allow-only-gets: other requests get NullRoute's answer */
     int server_timeout_ms;          /* --server-timeout: the pools' default (0: libcellar's) */
     int probe_min_ms;               /* -r: the pools' first probe (0: libcellar's) */
     int tko_timeouts;               /* --timeouts-until-tko: the same */

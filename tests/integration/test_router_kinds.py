@@ -79,11 +79,14 @@ def test_error_and_dev_null_routes():
         c.expect(b"set null:k 0 0 1\r\nv\r\n", b"NOT_STORED\r\n")
         c.expect(b"get null:k\r\n", b"END\r\n")
         c.expect(b"delete null:k\r\n", b"NOT_FOUND\r\n")
+        c.expect(b"mg null:k v\r\n", b"EN\r\n")       # a meta client's too
+        c.expect(b"ms null:k 1\r\nv\r\n", b"NS\r\n")
+        c.expect(b"md null:k\r\n", b"NF\r\n")
         assert all(held(be, "null:k") is None for be in bes)
-        assert int(r.stats("all")["dev_null_requests"]) == 3
+        assert int(r.stats("all")["dev_null_requests"]) == 6
         c.expect(b"get plain\r\n", b"END\r\n")
         st, plain = r.stats("all"), r.stats()
-        assert int(st["dev_null_requests"]) == 3
+        assert int(st["dev_null_requests"]) == 6
         # mcrouter's names beside cellar's own, from the same counters
         for mcr, ours in (("cmd_get_count", "cmd_get"), ("cmd_set_count", "cmd_set"),
                           ("cmd_delete_count", "cmd_delete"), ("num_servers", "servers"),
@@ -486,3 +489,46 @@ def test_failover_tag():
             c.expect(b"get k|#|x\r\n", b"VALUE k|#|x 0 1\r\nv\r\nEND\r\n")
             c.expect(b"set plain 0 0 1\r\np\r\n", b"STORED\r\n")
             assert held(gut, "plain") == b"p"
+
+
+def run_router(cfg_text, *args):
+    with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
+        f.write(cfg_text)
+        f.flush()
+        return subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name, "-p", "0"]
+                              + list(args), capture_output=True, text=True, timeout=10)
+
+
+def test_validate_config_and_mcrouters_off_switches():
+    """--validate-config checks the configuration and exits 0 when it is
+    good, 1 (with the reason) when not; mcrouter's --stats-logging-interval 0
+    and --config-dump-root "" (its files off) are taken, other values refused
+    with the reason."""
+    good = json.dumps({"pools": {"a": {"servers": ["127.0.0.1:1"]}}, "route": "PoolRoute|a"})
+    bad = json.dumps({"pools": {"a": {"servers": ["127.0.0.1:1"]}}, "route": "PoolRoute|b"})
+    for mode in ("--validate-config", "--validate-config=exit"):
+        res = run_router(good, mode, "--stats-logging-interval", "0", "--config-dump-root", "")
+        assert res.returncode == 0 and "valid" in res.stderr, res
+        res = run_router(bad, mode)
+        assert res.returncode == 1 and 'unknown pool "b"' in res.stderr, res
+    for args, why in ((["--validate-config=later"], "exit or run"),
+                      (["--stats-logging-interval", "10"], "writes no stats files"),
+                      (["--config-dump-root", "/tmp"], "dumps no configurations")):
+        res = run_router(good, *args)
+        assert res.returncode == 64 and why in res.stderr, (args, res)
+
+
+def test_allow_only_gets():
+    """With --allow-only-gets only get-like requests reach a backend; the
+    rest are answered as NullRoute answers them."""
+    with servers(3) as bes, Router(config(bes), args=["--allow-only-gets"]) as r, r.conn() as c:
+        store(bes[0], b"set k 0 0 1", b"v")
+        c.expect(b"get k\r\n", b"VALUE k 0 1\r\nv\r\nEND\r\n")
+        c.expect(b"gat 0 k\r\n", b"VALUE k 0 1\r\nv\r\nEND\r\n")
+        c.expect(b"mg k v\r\n", b"VA 1\r\nv\r\n")
+        c.expect(b"set k 0 0 1\r\nw\r\n", b"NOT_STORED\r\n")
+        c.expect(b"add k2 0 0 1\r\nw\r\n", b"NOT_STORED\r\n")
+        c.expect(b"delete k\r\n", b"NOT_FOUND\r\n")
+        c.expect(b"incr k 1\r\n", b"NOT_FOUND\r\n")
+        c.expect(b"ms k 1\r\nw\r\n", b"NS\r\n")
+        assert held(bes[0], "k") == b"v" and held(bes[0], "k2") is None
