@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -90,6 +91,9 @@ struct failover {
                                    (-1: none) */
     unsigned failover_count;    /* LatestRoute: children tried after the first */
     struct limiter *limit;      /* failover_limit, or NULL */
+    unsigned max_tries;         /* failover_policy's: children tried, the first included */
+    _Atomic unsigned *fails;    /* LeastFailuresPolicy: each child's errors in a row
+                                   (a success clears them), or NULL: in order */
     bool tag;                   /* failover_tag: a failed-over key with a "|#|" gets
                                    ":failover=1" after it, as mcrouter tags it */
     bool on_miss;               /* MissFailoverRoute: a read's miss moves on too */
@@ -108,6 +112,8 @@ struct seq {
     const struct route *r;
     struct cellar *h;
     unsigned start, tried, limit;   /* limit: children to try, at most */
+    unsigned at;                    /* the child now asked */
+    uint64_t used;                  /* LeastFailuresPolicy: the children asked */
     char *tagged;                   /* failover_tag's key, made at the first failover */
 };
 
@@ -171,9 +177,27 @@ static void tag_key(struct seq *s) {
     s->q.m.prefix_len = 0;
 }
 
+/* LeastFailuresPolicy's next child: the first always, then the one with the fewest errors. */
+static unsigned least_failures(const struct seq *s) {
+    const struct failover *f = fo(s->r);
+    if (s->tried == 0)
+        return 0;
+    unsigned best = 0, fewest = UINT_MAX;
+    for (unsigned i = 1; i < s->r->nchildren; i++) {
+        unsigned n = atomic_load_explicit(&f->fails[i], memory_order_relaxed);
+        if (!(s->used & (1ull << i)) && n < fewest) {
+            best = i;
+            fewest = n;
+        }
+    }
+    return best;
+}
+
 static void seq_send(struct seq *s) {
     const struct route *r = s->r;
-    unsigned i = (s->start + s->tried) % r->nchildren;
+    unsigned i = fo(r)->fails ? least_failures(s) : (s->start + s->tried) % r->nchildren;
+    s->at = i;
+    s->used |= 1ull << (i & 63);
     s->q = (struct cl_req){.m = s->parent->m, .done = seq_done};
     if (s->tried > 0) {
         cl_count(&s->h->failovers, 1);
@@ -190,6 +214,13 @@ static void seq_send(struct seq *s) {
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct seq *s = (struct seq *)q;
     struct limiter *l = fo(s->r)->limit;
+    if (fo(s->r)->fails) {
+        _Atomic unsigned *n = &fo(s->r)->fails[s->at];
+        if (status < 0)
+            atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
+        else
+            atomic_store_explicit(n, 0, memory_order_relaxed);
+    }
     if (s->tried < s->limit && moves_on(s, status) &&
         (l == NULL || status == CELLAR_EDOWN || limiter_allow(l))) {
         seq_send(s);
@@ -219,7 +250,8 @@ static void seq_dispatch(const struct route *r, struct cellar *h, struct cl_req 
 static void failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (fo(r)->limit)
         limiter_bump(fo(r)->limit);
-    seq_dispatch(r, h, q, 0, r->nchildren);
+    unsigned tries = fo(r)->max_tries;
+    seq_dispatch(r, h, q, 0, tries && tries < r->nchildren ? tries : r->nchildren);
 }
 
 static void miss_failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
@@ -265,7 +297,7 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
     (void)cfg;
     const struct failover *f = fo(r);
     bool limited = f->limit != NULL;
-    bool any = f->exptime >= 0 || limited || f->custom || f->tag;
+    bool any = f->exptime >= 0 || limited || f->custom || f->tag || f->max_tries;
     if (!any)
         return;
     const char *sep = "(";
@@ -285,6 +317,14 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
     if (f->tag) {
         mc_put(w, sep, 1);
         MC_PUT_LIT(w, "failover_tag");
+        sep = ",";
+    }
+    if (f->max_tries) {
+        mc_put(w, sep, 1);
+        if (f->fails)
+            MC_PUT_LIT(w, "least_failures,");
+        MC_PUT_LIT(w, "max_tries=");
+        mc_put_u64(w, f->max_tries);
         sep = ",";
     }
     if (f->custom) {
@@ -309,6 +349,8 @@ static void latest_label(const struct route *r, const struct cellar_config *cfg,
 
 static void failover_release(struct route *r) {
     struct failover *f = (struct failover *)r;
+    free((void *)f->fails);
+    f->fails = NULL;
     if (f->limit) {
         pthread_mutex_destroy(&f->limit->mu);
         free(f->limit);
@@ -479,8 +521,49 @@ static int failover_limit(struct rb *b, json_t *obj, struct failover *f) {
  * error names, or {"gets", "updates", "deletes"}: lists, each absent one
  * every error) and "failover_limit".
  */
+/*
+ * "failover_policy": {"type": "InOrderPolicy" | "LeastFailuresPolicy",
+ * "max_tries": INT} (for LeastFailures, which asks the first child, then
+ * the others by fewest errors in a row, max_tries is required, as in
+ * mcrouter).  mcrouter's DeterministicOrderPolicy and RendezvousPolicy
+ * are refused by name.
+ */
+static int failover_policy(struct rb *b, json_t *obj, struct failover *f) {
+    json_t *v = json_object_get(obj, "failover_policy");
+    if (v == NULL)
+        return 0;
+    size_t mark = rb_path_key(b, "failover_policy");
+    if (!json_is_object(v))
+        return rb_fail(b, "expected an object, not %s", rb_type_name(v));
+    json_t *type = rb_need(b, v, "type");
+    if (type == NULL)
+        return -1;
+    const char *t = json_is_string(type) ? json_string_value(type) : "";
+    bool least = strcmp(t, "LeastFailuresPolicy") == 0;
+    if (!least && strcmp(t, "InOrderPolicy") != 0)
+        return rb_fail(b, "policy \"%s\" is not one cellar implements (InOrderPolicy, "
+                          "LeastFailuresPolicy)", t);
+    if (rb_check_keys(b, v, "type max_tries", "failover_policy") < 0 ||
+        (least && rb_need(b, v, "max_tries") == NULL))
+        return -1;
+    long long tries;
+    if (rb_get_int(b, v, "max_tries", 1, UINT32_MAX, 0, &tries) < 0)
+        return -1;
+    unsigned n = f->r.nchildren;
+    f->max_tries = tries > n ? n : (unsigned)tries;     /* more than the children: all */
+    if (least) {
+        if (n > 64)
+            return rb_fail(b, "LeastFailuresPolicy over more than 64 children");
+        f->fails = calloc(n ? n : 1, sizeof(*f->fails));
+        if (f->fails == NULL)
+            return rb_nomem(b);
+    }
+    rb_path_set(b, mark);
+    return 0;
+}
+
 static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
-    if (failover_limit(b, obj, f) < 0)
+    if (failover_limit(b, obj, f) < 0 || failover_policy(b, obj, f) < 0)
         return -1;
     json_t *tag = json_object_get(obj, "failover_tag");
     if (tag && !json_is_boolean(tag)) {
@@ -573,7 +656,7 @@ static int build_failover_exptime(struct rb *b, const struct route_type *t, json
 
 const struct route_type route_type_failover = {
     .type = "FailoverRoute",
-    .keys = "children failover_errors failover_limit failover_tag",
+    .keys = "children failover_errors failover_limit failover_tag failover_policy",
     .route_keys = "children",
     .map_keys = "",
     .pool_keys = "",
@@ -583,7 +666,8 @@ const struct route_type route_type_failover = {
 
 const struct route_type route_type_failover_exptime = {
     .type = "FailoverWithExptimeRoute",
-    .keys = "normal failover failover_exptime failover_errors failover_limit failover_tag",
+    .keys = "normal failover failover_exptime failover_errors failover_limit failover_tag "
+            "failover_policy",
     .route_keys = "normal failover",
     .map_keys = "",
     .pool_keys = "",

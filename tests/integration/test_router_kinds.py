@@ -532,3 +532,36 @@ def test_allow_only_gets():
         c.expect(b"incr k 1\r\n", b"NOT_FOUND\r\n")
         c.expect(b"ms k 1\r\nw\r\n", b"NS\r\n")
         assert held(bes[0], "k") == b"v" and held(bes[0], "k2") is None
+
+
+def test_failover_policies():
+    """LeastFailuresPolicy asks the first child, then the others by fewest
+    errors in a row, max_tries in all: with three children failing, the
+    first request gives up after three, the next reaches the fourth.
+    InOrderPolicy's max_tries stops in order; other policies are refused."""
+    with servers(1) as (live,):
+        dead = {"servers": ["localhost:0"]}
+        pools = {"a": dead, "b": dict(dead), "c": dict(dead), "d": pool(live)}
+        kids = ["PoolRoute|a", "PoolRoute|b", "PoolRoute|c", "PoolRoute|d"]
+        cfg = json.dumps({"pools": pools, "route": {"type": "PrefixSelectorRoute", "policies": {
+            "lf:": {"type": "FailoverRoute", "children": kids,
+                    "failover_policy": {"type": "LeastFailuresPolicy", "max_tries": 3}},
+            "in:": {"type": "FailoverRoute", "children": kids,
+                    "failover_policy": {"type": "InOrderPolicy", "max_tries": 3}}},
+            "wildcard": {"type": "FailoverRoute", "children": kids}}})
+        store(live, b"set lf:k 0 0 1", b"v")
+        store(live, b"set in:k 0 0 1", b"v")
+        with Router(cfg) as r, r.conn() as c:
+            c.expect(b"get lf:k\r\n", b"SERVER_ERROR connection error\r\n")
+            c.expect(b"get lf:k\r\n", b"VALUE lf:k 0 1\r\nv\r\nEND\r\n")
+            for _ in range(3):          # never the fourth (the first three marked down by now)
+                c.send(b"get in:k\r\n")
+                assert c.readline().startswith(b"SERVER_ERROR "), "InOrderPolicy's max_tries"
+            assert int(r.stats()["cmd_get"]) == 5
+        for policy, why in (({"type": "DeterministicOrderPolicy", "max_tries": 2,
+                              "max_error_tries": 1}, "is not one cellar implements"),
+                            ({"type": "LeastFailuresPolicy"}, 'missing "max_tries"')):
+            bad = json.loads(cfg)
+            bad["route"] = {"type": "FailoverRoute", "children": kids, "failover_policy": policy}
+            res = run_router(json.dumps(bad))
+            assert res.returncode == 1 and why in res.stderr, (policy, res.stderr)

@@ -658,8 +658,11 @@ static const struct bad bad[] = {
      "route.children[1]: a route is an object or a string, not null"},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_policy\": {\"type\": \"DeterministicOrderPolicy\"}}}",
-     "route: unknown key \"failover_policy\" (FailoverRoute takes: type name children "
-     "failover_errors failover_limit failover_tag)"},
+     "route.failover_policy: policy \"DeterministicOrderPolicy\" is not one cellar implements"},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
+     " \"failover_shadow\": true}}",
+     "route: unknown key \"failover_shadow\" (FailoverRoute takes: type name children "
+     "failover_errors failover_limit failover_tag failover_policy)"},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_errors\": [\"timeout\", \"oops\"]}}",
      "route.failover_errors[1]: \"oops\" is not a failover error"},
