@@ -565,3 +565,51 @@ def test_failover_policies():
             bad["route"] = {"type": "FailoverRoute", "children": kids, "failover_policy": policy}
             res = run_router(json.dumps(bad))
             assert res.returncode == 1 and why in res.stderr, (policy, res.stderr)
+
+
+def test_modify_key_and_random_routes():
+    """ModifyKeyRoute: ensure_key_prefix adds a prefix a key lacks (or takes
+    the key's first bytes' place with modify_inplace), replace_key_prefix
+    swaps one prefix for it, set_key_suffix appends, set_routing_prefix
+    gives the key a routing prefix (a keep_routing_prefix pool's servers
+    see it); a key grown past 250
+    bytes is refused in mcrouter's words.  RandomRoute spreads requests over
+    its children."""
+    with servers(3) as bes:
+        a = "PoolRoute|a"
+        cfg = json.dumps({"pools": {"a": pool(bes[0]), "b": pool(bes[1]), "c": pool(bes[2]),
+                                    "k": dict(pool(bes[2]), keep_routing_prefix=True)},
+                          "route": {"type": "PrefixSelectorRoute", "policies": {
+                              "rp:": {"type": "ModifyKeyRoute", "target": "PoolRoute|k",
+                                      "set_routing_prefix": "/x/y/"},
+                              "p:": {"type": "ModifyKeyRoute", "target": a,
+                                     "ensure_key_prefix": "p:x:"},
+                              "r:": {"type": "ModifyKeyRoute", "target": a,
+                                     "replace_key_prefix": "r:", "ensure_key_prefix": "new:"},
+                              "i:": {"type": "ModifyKeyRoute", "target": a,
+                                     "ensure_key_prefix": "j:", "modify_inplace": True},
+                              "s:": {"type": "ModifyKeyRoute", "target": a,
+                                     "set_key_suffix": ":v2"},
+                              "rnd:": {"type": "RandomRoute",
+                                       "children": ["PoolRoute|a", "PoolRoute|b",
+                                                    "PoolRoute|c"]}},
+                              "wildcard": a}})
+        with Router(cfg) as r, r.conn() as c:
+            for key, stored in ((b"p:1", "p:x:p:1"), (b"p:x:2", "p:x:2"), (b"r:3", "new:3"),
+                                (b"i:4", "j:4"), (b"s:5", "s:5:v2")):
+                c.expect(b"set %s 0 0 1\r\nv\r\n" % key, b"STORED\r\n")
+                assert held(bes[0], stored) == b"v", (key, stored)
+                c.expect(b"get %s\r\n" % key, b"VALUE %s 0 1\r\nv\r\nEND\r\n" % key)
+            c.expect(b"set rp:6 0 0 1\r\nv\r\n", b"STORED\r\n")  # its servers keep prefixes
+            assert held(bes[2], "/x/y/rp:6") == b"v"
+            long = b"s:" + b"k" * 246
+            c.expect(b"set %s 0 0 1\r\nv\r\n" % long,
+                     b"SERVER_ERROR ModifyKeyRoute: invalid key: key too long\r\n")
+            for i in range(60):
+                c.expect(b"set rnd:%d 0 0 1\r\nv\r\n" % i, b"STORED\r\n")
+            spread = [sum(held(be, "rnd:%d" % i) is not None for i in range(60)) for be in bes]
+            assert sum(spread) == 60 and min(spread) > 0, spread
+        bad = json.loads(cfg)
+        bad["route"] = {"type": "ModifyKeyRoute", "target": a, "set_routing_prefix": "nope"}
+        res = run_router(json.dumps(bad))
+        assert res.returncode == 1 and "is not a routing prefix" in res.stderr, res.stderr
