@@ -183,6 +183,11 @@ struct cellar_routing {
                                    route, not answered "SERVER_ERROR RootRoute: No rh
                                    found" */
     const char *config_params;  /* "NAME:VALUE,...": strings the macros see as %NAME% */
+    long big_value_split_threshold; /* > 0: values larger go as pieces under keys of
+                                   their own, as mcrouter's BigValueRoute over the
+                                   whole tree (mcrouter's --big-value-split-threshold) */
+    long big_value_batch_size;  /* of them, the pieces of a request in flight at once
+                                   (0: all; mcrouter's --big-value-batch-size) */
 };
 
 /* cellar_config_parse() and _load() with routing settings (NULL: none). */

@@ -44,6 +44,10 @@ int cellar_config_parse_routing(struct cellar_config **out, const char *text,
         return CELLAR_ECONFIG;
     int rc = looks_json(text) ? cl_config_json(cfg, text, opt, routing, err, errlen)
                               : cl_config_list(cfg, text, opt, err, errlen);
+    long big = routing ? routing->big_value_split_threshold : 0;
+    if (rc == 0 && cfg->root != NULL && big > 0)    /* the whole tree, as mcrouter's */
+        cfg->root = route_big_value(cfg->routes, cfg->root, (size_t)big,
+                                    (unsigned)routing->big_value_batch_size, false);
     if (rc < 0 || cfg->root == NULL) {
         if (errlen && err[0] == '\0')
             cl_config_say(err, errlen, "out of memory");

@@ -168,6 +168,9 @@ struct route *route_prefix_selector(struct route_set *rs, const char *const *pre
 struct route *route_warm_up(struct route_set *rs, struct route *cold, struct route *warm,
                             int exptime, unsigned hold);
 struct route *route_null(struct route_set *rs);
+/* mcrouter's BigValueRoute (route_big_value.c): values over threshold split into pieces. */
+struct route *route_big_value(struct route_set *rs, struct route *target, size_t threshold,
+                              unsigned batch, bool hide_flag);
 /* mcrouter's MigrateRoute (route_migrate.c): from, then to, from start over interval seconds. */
 struct route *route_migrate(struct route_set *rs, struct route *from, struct route *to,
                             int64_t start, int64_t interval);

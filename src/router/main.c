@@ -50,6 +50,10 @@ static void usage(FILE *f) {
             "                          SERVER_ERROR Command disabled, as mcrouter does)\n"
             "  -A, --enable-shutdown   a client's `shutdown` stops the router (mcrouter's\n"
             "                          always does; default, as memcached: refused)\n"
+            "  --big-value-split-threshold=N  values of more than N bytes are stored as\n"
+            "                          pieces under keys of their own, as mcrouter's\n"
+            "                          BigValueRoute (default 0: never)\n"
+            "  --big-value-batch-size=N  of a value's pieces, N in flight at once (0: all)\n"
             "  --allow-only-gets       send only get-like requests on; the rest are\n"
             "                          answered as NullRoute answers them (mcrouter's)\n"
             "  --validate-config[=exit|run]  check the configuration and exit 0 (valid)\n"
@@ -95,7 +99,9 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
     struct cellar_routing routing = {.route_prefix = rt->route_prefix,
                                      .config_params = rt->config_params,
                                      .send_invalid_route_to_default =
-                                         rt->send_invalid_route_to_default};
+                                         rt->send_invalid_route_to_default,
+                                     .big_value_split_threshold = rt->big_value_split,
+                                     .big_value_batch_size = rt->big_value_batch};
     struct cellar_config *cfg = NULL;
     if (cellar_config_load_routing(&cfg, path, &opt, &routing, err, errlen) != CELLAR_OK)
         return -1;
@@ -141,6 +147,8 @@ int main(int argc, char **argv) {
         {"enable-flush-cmd", no_argument, NULL, 'E' | OPTIONS_LONG_ONLY},
         {"enable-shutdown", no_argument, NULL, 'A'},
         {"allow-only-gets", no_argument, NULL, 'G' | OPTIONS_LONG_ONLY},
+        {"big-value-split-threshold", required_argument, NULL, 'Z' | OPTIONS_LONG_ONLY},
+        {"big-value-batch-size", required_argument, NULL, 'N' | OPTIONS_LONG_ONLY},
         {"validate-config", optional_argument, NULL, 'Y' | OPTIONS_LONG_ONLY},
         {"stats-logging-interval", required_argument, NULL, 'J' | OPTIONS_LONG_ONLY},
         {"config-dump-root", required_argument, NULL, 'U' | OPTIONS_LONG_ONLY},
@@ -177,6 +185,7 @@ int main(int argc, char **argv) {
                *config_params = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
     bool only_gets = false;
+    long big_value = 0, big_batch = 0;
     int validate = 0;                   /* 1: check and exit; 2: check, then serve */
     int rt_server_timeout = 0, rt_tko = 0, rt_probe = 0;
     unsigned long long async_max = 0, client_max = ROUTER_CLIENT_MAX_BYTES,
@@ -206,6 +215,14 @@ int main(int argc, char **argv) {
         case 'E': enable_flush = true; break;
         case 'A': enable_shutdown = true; break;
         case 'G': only_gets = true; break;
+        case 'Z':
+            big_value = strtol(optarg, &end, 10);
+            bad = end == optarg || *end != '\0' || big_value < 0 || big_value > INT32_MAX;
+            break;
+        case 'N':
+            big_batch = strtol(optarg, &end, 10);
+            bad = end == optarg || *end != '\0' || big_batch < 0 || big_batch > INT32_MAX;
+            break;
         case 'Y':
             validate = optarg == NULL || strcmp(optarg, "exit") == 0 ? 1
                      : strcmp(optarg, "run") == 0                   ? 2 : 0;
@@ -269,6 +286,9 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "cellar-router: bad value for --io: %s\n", optarg);
             else if (ch == 'F')
                 fprintf(stderr, "cellar-router: bad value for --listen-sock-fd: %s\n", optarg);
+            else if (ch == 'Z' || ch == 'N')
+                fprintf(stderr, "cellar-router: bad value for --big-value-%s: %s\n",
+                        ch == 'Z' ? "split-threshold" : "batch-size", optarg);
             else if (ch == 'Y')
                 fprintf(stderr, "cellar-router: bad value for --validate-config: %s (exit or "
                                 "run)\n", optarg);
@@ -304,6 +324,8 @@ int main(int argc, char **argv) {
     rt.enable_flush = enable_flush;
     rt.enable_shutdown = enable_shutdown;
     rt.allow_only_gets = only_gets;
+    rt.big_value_split = big_value;
+    rt.big_value_batch = big_batch;
     rt.server_timeout_ms = rt_server_timeout;
     rt.tko_timeouts = rt_tko;
     rt.probe_min_ms = rt_probe;

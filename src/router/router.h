@@ -130,6 +130,8 @@ struct router {
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool enable_shutdown;           /* -A: a client's shutdown stops the router */
     bool allow_only_gets;           /* --allow-only-gets: other requests get NullRoute's answer */
+    long big_value_split;           /* --big-value-split-threshold (0: off) */
+    long big_value_batch;           /* --big-value-batch-size (0: all) */
     int server_timeout_ms;          /* --server-timeout: the pools' default (0: libcellar's) */
     int probe_min_ms;               /* -r: the pools' first probe (0: libcellar's) */
     int tko_timeouts;               /* --timeouts-until-tko: the same */

@@ -613,3 +613,40 @@ def test_modify_key_and_random_routes():
         bad["route"] = {"type": "ModifyKeyRoute", "target": a, "set_routing_prefix": "nope"}
         res = run_router(json.dumps(bad))
         assert res.returncode == 1 and "is not a routing prefix" in res.stderr, res.stderr
+
+
+def test_big_values_split_into_pieces():
+    """--big-value-split-threshold N: a value of more than N bytes is stored
+    as pieces "key:i:S" and the key itself holds "1-count-S" with flag
+    0x8000, as mcrouter stores it; a get joins the pieces (a piece missing:
+    a miss); values of N bytes or less are stored as they are.  The JSON
+    BigValueRoute does the same below it."""
+    with servers(1) as (be,):
+        cfg = json.dumps({"pools": {"a": pool(be)}, "route": "PoolRoute|a"})
+        with Router(cfg, args=["--big-value-split-threshold", "10",
+                               "--big-value-batch-size", "2"]) as r, r.conn() as c:
+            value = b"0123456789abcdefghijKLMNO"
+            c.expect(b"set big 5 0 25\r\n%s\r\n" % value, b"STORED\r\n")
+            with be.conn() as b:
+                b.send(b"get big\r\n")
+                [(_, flags, info, _)] = b.read_get_reply()
+            assert flags == 5 | 0x8000 and info.startswith(b"1-3-"), (flags, info)
+            suffix = info.split(b"-")[2].decode()
+            pieces = [held(be, "big:%d:%s" % (i, suffix)) for i in range(3)]
+            assert pieces == [value[:10], value[10:20], value[20:]], pieces
+            c.expect(b"get big\r\n", b"VALUE big 32773 25\r\n%s\r\nEND\r\n" % value)
+            c.expect(b"set small 1 0 10\r\n0123456789\r\n", b"STORED\r\n")
+            assert held(be, "small") == b"0123456789"
+            c.expect(b"get small\r\n", b"VALUE small 1 10\r\n0123456789\r\nEND\r\n")
+            with be.conn() as b:
+                b.expect(b"delete big:1:%s\r\n" % suffix.encode(), b"DELETED\r\n")
+            c.expect(b"get big\r\n", b"END\r\n")
+        bad = json.dumps({"pools": {"a": pool(be)}, "route": {
+            "type": "BigValueRoute", "target": "PoolRoute|a", "split_threshold": 4,
+            "batch_size": 0, "hide_reply_flag": True}})
+        with Router(bad) as r, r.conn() as c:
+            c.expect(b"set j 0 0 9\r\nabcdefghi\r\n", b"STORED\r\n")
+            c.expect(b"get j\r\n", b"VALUE j 0 9\r\nabcdefghi\r\nEND\r\n")   # flag hidden
+    for flag in ("--big-value-split-threshold", "--big-value-batch-size"):
+        res = run_router(cfg, flag, "-1")
+        assert res.returncode == 64 and "bad value" in res.stderr, res
