@@ -319,13 +319,22 @@ static void stats_mcrouter(struct stat_out *o, const struct view *v) {
         {"result_client_error_count", ST_client_errors},
         {"result_remote_error_count", ST_remote_errors},
         {"failover_all", ST_FAILOVERS},      {"num_servers", ST_SERVERS},
-        {"num_servers_down", ST_SERVERS_DOWN}, {"num_client_connections", ST_CURR_CONNS},
+        {"num_client_connections", ST_CURR_CONNS},
         {"proxy_reqs_processing", ST_requests_inflight}, {"num_proxies", ST_THREADS},
     };
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
         stat_put(o, same[i].name, "%llu", (unsigned long long)v->v[same[i].st]);
-    uint64_t down = v->v[ST_SERVERS_DOWN], all = v->v[ST_SERVERS];
-    stat_put(o, "num_servers_up", "%llu", (unsigned long long)(all > down ? all - down : 0));
+    /* mcrouter's states of a server: new (never up yet: connecting), up, down (marked
+       down), closed (idle, no connection now); they add up to num_servers */
+    unsigned long long by[4] = {0};     /* new, up, down, closed */
+    for (unsigned i = 0; i < v->nservers; i++) {
+        int st = v->servers[i].state;
+        by[st == CL_CONN_CONNECTING ? 0 : st == CL_CONN_UP ? 1 : st == CL_CONN_DOWN ? 2 : 3]++;
+    }
+    stat_put(o, "num_servers_new", "%llu", by[0]);
+    stat_put(o, "num_servers_up", "%llu", by[1]);
+    stat_put(o, "num_servers_down", "%llu", by[2]);
+    stat_put(o, "num_servers_closed", "%llu", by[3]);
     const struct route_set *rs = cl_config_routes(v->cfg);
     uint64_t dev_null = 0;
     for (unsigned i = 0; i < v->nroutes; i++)

@@ -92,7 +92,8 @@ def test_error_and_dev_null_routes():
                           ("cmd_delete_count", "cmd_delete"), ("num_servers", "servers"),
                           ("failover_all", "failovers")):
             assert st[mcr] == plain[ours] == st[ours], (mcr, st[mcr], plain[ours])
-        assert int(st["num_servers_up"]) + int(st["num_servers_down"]) == int(st["num_servers"])
+        assert sum(int(st["num_servers_" + k]) for k in ("new", "up", "down", "closed")) == \
+            int(st["num_servers"])
         assert plain["result_error_count"] == plain["errors"] == "3"   # err:k twice, busy:k
         assert plain["result_client_error_count"] == plain["client_errors"] == "0"
 
