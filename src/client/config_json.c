@@ -31,7 +31,8 @@
  *                 "spool": [ OP, ... ] (ours: the ops a handle's spool keeps
  *                                       when they fail; ["delete"]),
  *                 "keep_routing_prefix": BOOL,
- *                 "pool_locality": STRING (read; mcrouter's stats use it) }
+ *                 "pool_locality": STRING (read; mcrouter's stats use it),
+ *                 "port_override": PORT (every server on it) }
  *   route    := STRING | object | [ route, ... ]  (a list where one route is
  *                                                  expected must hold one)
  *   STRING   := a named handle's name
@@ -235,7 +236,7 @@ static int strip(const char *in, char *out, int *line, int *col) {
 
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
-    "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality"
+    "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality port_override"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
@@ -361,6 +362,36 @@ static int pool_entries(struct rb *b, json_t *servers, json_t *weights, char **e
 }
 
 /*
+ * mcrouter's "port_override": every server of the pool on this port,
+ * whatever port its entry names (a "[v6]" host kept in its brackets).
+ */
+static int port_override(struct rb *b, json_t *v, char **entries, size_t n) {
+    size_t mark = rb_path_key(b, "port_override");
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > 65535)
+        return rb_fail(b, "expected a port, 0 to 65535");
+    for (size_t i = 0; i < n; i++) {
+        const char *e = entries[i], *end;
+        if (*e == '/' || strncmp(e, "unix:", 5) == 0)
+            return rb_fail(b, "a unix socket has no port to override");
+        end = *e == '[' ? strchr(e, ']') : strchr(e, ':');
+        size_t host = end == NULL ? strlen(e) : (size_t)(end - e) + (*e == '[');
+        /* what follows the port (a ketama weight) stays */
+        const char *port = e[host] == ':' ? e + host + 1 : NULL;
+        const char *rest = port ? strchr(port, ':') : NULL;
+        size_t cap = host + 8 + (rest ? strlen(rest) : 0);
+        char *with = malloc(cap);
+        if (with == NULL)
+            return rb_nomem(b);
+        snprintf(with, cap, "%.*s:%d%s", (int)host, e, (int)json_integer_value(v),
+                 rest ? rest : "");
+        free(entries[i]);
+        entries[i] = with;
+    }
+    rb_path_set(b, mark);
+    return 0;
+}
+
+/*
  * Says cl_config_add_pool()'s error msg at the pool's path, or at the
  * server entry it names ("server \"entry\": why" becomes
  * "pools.A.servers[i]: why in \"entry\"").
@@ -441,6 +472,8 @@ static int add_pool(struct rb *b, const char *name, json_t *obj, bool inline_poo
         rb_path_set(b, mark);
         rc = pool_entries(b, servers, weights, entries);
     }
+    if (rc == 0 && json_object_get(obj, "port_override"))
+        rc = port_override(b, json_object_get(obj, "port_override"), entries, n);
     uint32_t spool_ops = 1u << MSG_DELETE;
     if (rc == 0) {
         rb_path_set(b, mark);

@@ -467,6 +467,24 @@ TEST(failover_options) {
                "FailoverRoute(exptime=60,failover_errors=6/0/15)[PoolRoute(A),PoolRoute(B)]");
 }
 
+/* mcrouter's port_override: every server on that port, a ketama weight kept. */
+TEST(port_override) {
+    struct cellar_config *cfg = parse(
+        "{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\", \"127.0.0.2:11211\", \"[::1]:5\"],"
+        " \"port_override\": 12345},"
+        " \"K\": {\"servers\": [\"127.0.0.3:1\", \"127.0.0.4:2\"], \"weights\": [2, 3],"
+        " \"hash\": \"ketama\", \"port_override\": 99}}, \"route\": \"PoolRoute|A\"}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(cellar_config_server_name(cfg, 0), "127.0.0.1:12345");
+    ASSERT_STR(cellar_config_server_name(cfg, 1), "127.0.0.2:12345");
+    ASSERT_STR(cellar_config_server_name(cfg, 2), "[::1]:12345");
+    ASSERT_EQ(cfg->servers[3].port, 99);
+    ASSERT_EQ(cfg->servers[4].weight, 3);
+    cellar_config_release(&cfg);
+    ASSERT(strstr(root_of("{\"pools\": {\"A\": {\"servers\": [\"/tmp/s\"], \"port_override\": 1}},"
+                          " \"route\": \"PoolRoute|A\"}"), "no port to override") != NULL);
+}
+
 /* distributed.md 1.2 as written, its macro and all: the same tree as above. */
 TEST(the_example_with_its_macro) {
     const char *call = "\"wildcard\": { \"type\": \"FailoverWithExptimeRoute\", \"normal\": "
