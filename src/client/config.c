@@ -426,3 +426,15 @@ const struct route_set *cl_config_routes(const struct cellar_config *cfg) { retu
 const struct route *cl_config_root(const struct cellar_config *cfg) { return cfg->root; }
 
 uint64_t cl_config_host_id(const struct cellar_config *cfg) { return cfg->host_id; }
+
+unsigned cl_config_npools(const struct cellar_config *cfg) { return cfg->npools; }
+
+const char *cl_config_pool_name(const struct cellar_config *cfg, unsigned i) {
+    return i < cfg->npools ? cfg->pools[i].name : NULL;
+}
+
+void cl_config_pool_servers(const struct cellar_config *cfg, unsigned i, unsigned *first,
+                            unsigned *n) {
+    *first = i < cfg->npools ? cfg->pools[i].first : 0;
+    *n = i < cfg->npools ? cfg->pools[i].n : 0;
+}

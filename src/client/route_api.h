@@ -116,6 +116,11 @@ const struct route_set *cl_config_routes(const struct cellar_config *cfg);
 /* Where its requests enter the tree, and the host id LatestRoute reads by. */
 const struct route *cl_config_root(const struct cellar_config *cfg);
 uint64_t cl_config_host_id(const struct cellar_config *cfg);
+/* Its pools: how many, pool i's name, and its servers' indexes [*first, *first + *n). */
+unsigned cl_config_npools(const struct cellar_config *cfg);
+const char *cl_config_pool_name(const struct cellar_config *cfg, unsigned i);
+void cl_config_pool_servers(const struct cellar_config *cfg, unsigned i, unsigned *first,
+                            unsigned *n);
 
 /* The configuration a handle was made from. */
 const struct cellar_config *cl_handle_config(const struct cellar *h);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "client/route.h"
+#include "core/md5.h"
 #include "protocol/mc_bin.h"
 #include "protocol/mc_stat.h"
 #include "router/router.h"
@@ -546,7 +547,7 @@ int admin_mcrouter_get(struct router *rt, const struct cellar_config *cfg, const
         text_printf(&t, "%llu", (unsigned long long)(cl_config_host_id(cfg) & 0xffffffffu));
     } else if (IS("config_file")) {
         text_printf(&t, "%s", rt->config_path);
-    } else if (IS("config")) {
+    } else if (IS("config") || IS("config_md5_digest")) {
         FILE *f = fopen(rt->config_path, "r");
         char buf[4096];
         size_t k;
@@ -554,6 +555,27 @@ int admin_mcrouter_get(struct router *rt, const struct cellar_config *cfg, const
             text_add(&t, buf, k);
         if (f)
             fclose(f);
+        if (IS("config_md5_digest") && !t.oom) {    /* of the file as it is now, in hex */
+            uint8_t d[16];
+            md5(t.p, t.len, d);
+            t.len = 0;
+            for (int i = 0; i < 16; i++)
+                text_printf(&t, "%02x", d[i]);
+        }
+    } else if (IS("config_age")) {
+        text_printf(&t, "%lld", (long long)(time(NULL) - atomic_load(&rt->config_loaded)));
+    } else if (IS("pools")) {
+        text_printf(&t, "{");
+        for (unsigned p = 0; p < cl_config_npools(cfg); p++) {
+            text_printf(&t, "%s\n  \"%s\": [", p ? "," : "", cl_config_pool_name(cfg, p));
+            unsigned first, count;
+            cl_config_pool_servers(cfg, p, &first, &count);
+            for (unsigned i = 0; i < count; i++)
+                text_printf(&t, "%s\"%s\"", i ? ", " : "",
+                            cellar_config_server_name(cfg, first + i));
+            text_printf(&t, "]");
+        }
+        text_printf(&t, "\n}");
     } else if (CALL("route") || CALL("route_handles")) {
         bool servers_only = CALL("route");
         size_t at = servers_only ? sizeof("route") : sizeof("route_handles");

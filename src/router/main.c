@@ -108,6 +108,7 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
     pthread_mutex_lock(&rt->cfg_lock);
     struct cellar_config *old = rt->cfg;
     rt->cfg = cfg;
+    atomic_store(&rt->config_loaded, (int64_t)time(NULL));
     atomic_fetch_add_explicit(&rt->cfg_gen, 1, memory_order_release);
     pthread_mutex_unlock(&rt->cfg_lock);
     cellar_config_release(&old);

@@ -138,6 +138,7 @@ struct router {
     bool send_invalid_route_to_default;
     pthread_mutex_t cfg_lock;       /* cfg and cfg_gen */
     struct cellar_config *cfg;
+    _Atomic int64_t config_loaded;  /* when cfg was loaded (unix time): config_age */
     _Atomic unsigned cfg_gen;
     _Atomic uint64_t reloads, reload_errors;
     uint32_t started;               /* unix time */

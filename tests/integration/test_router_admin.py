@@ -11,6 +11,7 @@ CELLAR_ROUTER and CELLARD are required: a test fails, it is not skipped,
 when one is unset.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -394,7 +395,8 @@ def test_async_dir_flags_checked():
 def test_mcrouter_admin_gets():
     """`get __mcrouter__.route(OP,KEY)` names the servers a request would
     reach, `route_handles(OP,KEY)` the routes it goes through (the key may
-    hold commas); hostid, version and config_file; an unknown name misses.
+    hold commas); hostid, version, config_file, config_md5_digest (of the
+    file), config_age and pools (JSON); an unknown name misses.
     Nothing is sent to a backend."""
     b = [backend("be%d" % i) for i in range(2)]
     with b[0], b[1]:
@@ -419,6 +421,10 @@ def test_mcrouter_admin_gets():
             assert hostid == str(int(hostid)) and get("__mcrouter__.hostid") == hostid
             assert get("__mcrouter__.version").startswith("cellar-router ")
             assert get("__mcrouter__.config_file") == r.config
+            with open(r.config, "rb") as f:
+                assert get("__mcrouter__.config_md5_digest") == hashlib.md5(f.read()).hexdigest()
+            assert 0 <= int(get("__mcrouter__.config_age")) < 60
+            assert json.loads(get("__mcrouter__.pools")) == {"A": [a], "B": [bb]}
             assert get("__mcrouter__.nope") is None
             assert get("__mcrouter__.route(nope,k)") is None
             for s in b:
