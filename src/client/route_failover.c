@@ -7,8 +7,10 @@
  *                             carry an exptime capped at failover_exptime:
  *                             the paper's gutter pool, whose entries must
  *                             expire soon since nothing invalidates them
- *   MissFailoverRoute         reads: in order until a hit (a miss moves on
- *                             too); anything else goes to the first child
+ *   MissFailoverRoute         reads and deletes: in order until a hit (a miss
+ *                             moves on too); anything else goes to the first
+ *                             child; with return_best_on_error, a miss met on
+ *                             the way is the answer rather than a later error
  *   LatestRoute               a replica picked by the handle's host id,
  *                             then up to failover_count more, in order
  *
@@ -97,6 +99,7 @@ struct failover {
     bool tag;                   /* failover_tag: a failed-over key with a "|#|" gets
                                    ":failover=1" after it, as mcrouter tags it */
     bool on_miss;               /* MissFailoverRoute: a read's miss moves on too */
+    bool best_on_error;         /* ... and a miss is answered before a later error */
     bool custom;                /* failover_errors given: errors[] decides, else every
                                    failover error (cl_failover_error) moves on */
     unsigned errors[FO_CLASSES];
@@ -113,6 +116,7 @@ struct seq {
     struct cellar *h;
     unsigned start, tried, limit;   /* limit: children to try, at most */
     unsigned at;                    /* the child now asked */
+    bool missed;                    /* MissFailoverRoute: a child said it has none */
     uint64_t used;                  /* LeastFailuresPolicy: the children asked */
     char *tagged;                   /* failover_tag's key, made at the first failover */
 };
@@ -214,6 +218,7 @@ static void seq_send(struct seq *s) {
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct seq *s = (struct seq *)q;
     struct limiter *l = fo(s->r)->limit;
+    s->missed |= status == CELLAR_NOT_FOUND;
     if (fo(s->r)->fails) {
         _Atomic unsigned *n = &fo(s->r)->fails[s->at];
         if (status < 0)
@@ -227,9 +232,13 @@ static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) 
         return;
     }
     struct cl_req *parent = s->parent;
+    bool best_miss = s->missed && status < 0 && fo(s->r)->best_on_error;
     free(s->tagged);
     cl_block_put(s->h, s);
-    parent->done(parent, status, rep);
+    if (best_miss)
+        cl_answer_null(parent);     /* the miss met on the way, not this error */
+    else
+        parent->done(parent, status, rep);
 }
 
 static void seq_dispatch(const struct route *r, struct cellar *h, struct cl_req *q,
@@ -255,7 +264,8 @@ static void failover_dispatch(const struct route *r, struct cellar *h, struct cl
 }
 
 static void miss_failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
-    seq_dispatch(r, h, q, 0, cl_op_reads(q->m.op) ? r->nchildren : 1);
+    bool walks = cl_op_reads(q->m.op) || q->m.op == MSG_DELETE;
+    seq_dispatch(r, h, q, 0, walks ? r->nchildren : 1);
 }
 
 static void latest_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
@@ -674,13 +684,27 @@ const struct route_type route_type_failover_exptime = {
     .build = build_failover_exptime,
 };
 
+/* {"type": "MissFailoverRoute", "children": route, "return_best_on_error": BOOL} */
+static int build_miss_failover(struct rb *b, const struct route_type *t, json_t *obj,
+                               struct route **out) {
+    json_t *best = json_object_get(obj, "return_best_on_error");
+    if (best && !json_is_boolean(best)) {
+        rb_path_key(b, "return_best_on_error");
+        return rb_fail(b, "expected true or false");
+    }
+    if (rb_build_over(b, t, obj, out) < 0)
+        return -1;
+    ((struct failover *)*out)->best_on_error = json_is_true(best);
+    return 0;
+}
+
 const struct route_type route_type_miss_failover = {
     .type = "MissFailoverRoute",
-    .keys = "children",
+    .keys = "children return_best_on_error",
     .route_keys = "children",
     .map_keys = "",
     .pool_keys = "",
-    .build = rb_build_over,
+    .build = build_miss_failover,
     .over = miss_failover_over,
 };
 

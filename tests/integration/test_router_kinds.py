@@ -651,3 +651,23 @@ def test_big_values_split_into_pieces():
     for flag in ("--big-value-split-threshold", "--big-value-batch-size"):
         res = run_router(cfg, flag, "-1")
         assert res.returncode == 64 and "bad value" in res.stderr, res
+
+
+def test_miss_failover_return_best_on_error():
+    """MissFailoverRoute asks its children in order until a hit; when a
+    later child fails, return_best_on_error answers with the miss an earlier
+    one gave instead of that error."""
+    with servers(1) as (live,):
+        kids = ["PoolRoute|live", "PoolRoute|dead"]
+        cfg = json.dumps({"pools": {"live": pool(live), "dead": {"servers": ["localhost:0"]}},
+                          "route": {"type": "PrefixSelectorRoute", "policies": {
+                              "best:": {"type": "MissFailoverRoute", "children": kids,
+                                        "return_best_on_error": True}},
+                              "wildcard": {"type": "MissFailoverRoute", "children": kids}}})
+        with Router(cfg) as r, r.conn() as c:
+            c.expect(b"get best:k\r\n", b"END\r\n")
+            c.send(b"get k\r\n")
+            assert c.readline().startswith(b"SERVER_ERROR "), "the last child's error"
+            store(live, b"set best:h 0 0 1", b"v")
+            c.expect(b"get best:h\r\n", b"VALUE best:h 0 1\r\nv\r\nEND\r\n")
+            c.expect(b"delete best:h\r\n", b"DELETED\r\n")
