@@ -79,6 +79,17 @@ int64_t cl_cap_exptime(int64_t exptime, int cap);
 void cl_all_dispatch(struct cellar *h, struct cl_req *q, struct route *const *children,
                      unsigned n, enum route_all_mode mode);
 
+/* A pseudo-random 32 bits from the calling thread's own xorshift (routes' picks, not secrets). */
+static inline uint32_t cl_random32(void) {
+    static _Thread_local uint64_t x;
+    if (x == 0)
+        x = (uint64_t)(uintptr_t)&x ^ 0x9e3779b97f4a7c15ULL;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return (uint32_t)(x >> 32);
+}
+
 /* Answers q as NullRoute does: get -> miss, storage -> not stored, else not found. */
 void cl_answer_null(struct cl_req *q);
 /* Answers q with status (< 0) and the reply "SERVER_ERROR why" ("CLIENT_ERROR why"

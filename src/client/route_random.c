@@ -1,28 +1,16 @@
 /*
  * route_random.c -- RandomRoute: each request to a child picked at random
- * (mcrouter's; a thread's own xorshift, no lock).
+ * (mcrouter's; cl_random32(), a thread's own xorshift, no lock).
  */
-#include <stdint.h>
-
 #include "client/client_int.h"
 #include "client/route_build.h"
-
-static unsigned pick(const struct route *r) {
-    static _Thread_local uint64_t x;
-    if (x == 0)
-        x = (uint64_t)(uintptr_t)&x ^ 0x2545f4914f6cdd1dULL;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return (unsigned)((x >> 33) % r->nchildren);
-}
 
 static void random_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     if (r->nchildren == 0) {
         cl_answer_null(q);
         return;
     }
-    route_dispatch(r->children[pick(r)], h, q);
+    route_dispatch(r->children[cl_random32() % r->nchildren], h, q);
 }
 
 /* A get may go to any child: the first is named. */

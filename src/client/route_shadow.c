@@ -69,16 +69,6 @@ static void send_copy(struct cellar *h, const struct route *target, const struct
     route_dispatch(target, h, &c->q);
 }
 
-static uint32_t next_random(void) {
-    static _Thread_local uint64_t x;
-    if (x == 0)
-        x = (uint64_t)(uintptr_t)&x ^ 0x9e3779b97f4a7c15ULL;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return (uint32_t)(x >> 32);
-}
-
 static bool shadows(const struct shadow *s, const struct cellar_config *cfg, const char *key,
                     size_t nkey) {
     size_t n = cl_hash_key(cfg, key, nkey);
@@ -91,7 +81,7 @@ static bool shadows(const struct shadow *s, const struct cellar_config *cfg, con
     uint32_t h = hash_spooky32(key, n, 0);
     if (h < s->key_lo || h > s->key_hi)
         return false;
-    return s->sample == UINT32_MAX || next_random() < s->sample;
+    return s->sample == UINT32_MAX || cl_random32() < s->sample;
 }
 
 static void shadow_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {

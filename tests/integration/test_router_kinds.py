@@ -24,6 +24,16 @@ def held(server, key):
         return c.get(key)
 
 
+def run_router(cfg_text, *args):
+    """cellar-router on cfg_text with args, as a process that exits (refusing
+    the configuration or a flag, or --validate-config): its result."""
+    with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
+        f.write(cfg_text)
+        f.flush()
+        return subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name, "-p", "0"]
+                              + list(args), capture_output=True, text=True, timeout=10)
+
+
 @contextlib.contextmanager
 def servers(n):
     with contextlib.ExitStack() as stack:
@@ -164,11 +174,7 @@ def test_new_kinds_refuse_bad_settings():
         for route, why in bad:
             cfg = json.loads(config(bes))
             cfg["route"] = route
-            with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
-                f.write(json.dumps(cfg))
-                f.flush()
-                res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name,
-                                      "-p", "0"], capture_output=True, text=True, timeout=10)
+            res = run_router(json.dumps(cfg))
             assert res.returncode == 1 and why in res.stderr, (route, res.stderr)
 
 
@@ -338,11 +344,7 @@ def test_pool_route_hash_functions():
                            ({"hash_func": "WeightedCh3", "weights": [2]}, "[0, 1]"),
                            ({"hash_func": "Crc32", "bucketize": True}, "unknown key")):
             bad["route"] = {"type": "PoolRoute", "pool": "p", "hash": hash_}
-            with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
-                f.write(json.dumps(bad))
-                f.flush()
-                res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name,
-                                      "-p", "0"], capture_output=True, text=True, timeout=10)
+            res = run_router(json.dumps(bad))
             assert res.returncode == 1 and why in res.stderr, (hash_, res.stderr)
 
 
@@ -467,11 +469,7 @@ def test_mcrouter_default_flags():
             be.terminate()
             be.wait(10)
     for flag in ("--timeouts-until-tko", "--server-timeout", "-r", "--probe-timeout-initial"):
-        with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
-            f.write(cfg)
-            f.flush()
-            res = subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name, "-p", "0",
-                                  flag, "0"], capture_output=True, text=True, timeout=10)
+        res = run_router(cfg, flag, "0")
         assert res.returncode == 64 and "bad value" in res.stderr, (flag, res.stderr)
 
 
@@ -490,14 +488,6 @@ def test_failover_tag():
             c.expect(b"get k|#|x\r\n", b"VALUE k|#|x 0 1\r\nv\r\nEND\r\n")
             c.expect(b"set plain 0 0 1\r\np\r\n", b"STORED\r\n")
             assert held(gut, "plain") == b"p"
-
-
-def run_router(cfg_text, *args):
-    with tempfile.NamedTemporaryFile("w", prefix="cellar-rk-", suffix=".json") as f:
-        f.write(cfg_text)
-        f.flush()
-        return subprocess.run([need(ROUTER, "CELLAR_ROUTER"), "--config", f.name, "-p", "0"]
-                              + list(args), capture_output=True, text=True, timeout=10)
 
 
 def test_validate_config_and_mcrouters_off_switches():
