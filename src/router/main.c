@@ -58,6 +58,8 @@ static void usage(FILE *f) {
             "                          answered as NullRoute answers them (mcrouter's)\n"
             "  --validate-config[=exit|run]  check the configuration and exit 0 (valid)\n"
             "                          or 1; with run, go on to serve when it is valid\n"
+            "  --stats-logging-interval=MS  mcrouter's stats files: none here; only 0\n"
+            "  --config-dump-root=DIR  mcrouter's dumped configurations: none here; only \"\"\n"
             "  --send-invalid-route-to-default  a key whose routing prefix names no\n"
             "                          route goes to the default route, not refused\n"
             "  -p, --port=N    TCP port to listen on (default 11211; 0: none)\n"
