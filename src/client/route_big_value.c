@@ -15,7 +15,8 @@
  *                         miss); a value not of that form: a miss
  *
  * set, add, replace and cas split; get, gets, gat and gats join; the rest
- * (and a value at most T) go to the target as they are.  The flag stays
+ * (and a value at most T) go to the target as they are; a value of more
+ * than PIECES_MAX pieces is refused as too large.  The flag stays
  * in the answer's flags unless hide_reply_flag.  At most batch_size pieces
  * of a request are in flight at once (0: all).
  */
@@ -31,7 +32,7 @@
 #include "protocol/mc_put.h"
 
 #define BIG_FLAG 0x8000u        /* mcrouter's MC_MSG_FLAG_BIG_VALUE */
-#define PIECES_MAX 100000       /* a value read back in more pieces is refused */
+#define PIECES_MAX 10000        /* more pieces: a set is refused, a get a miss */
 
 struct big {
     struct route r;             /* children[0]: the target */
@@ -280,7 +281,12 @@ static void split(const struct route *r, struct cellar *h, struct cl_req *q) {
     uint64_t h1 = 0, h2 = 0;
     hash_spooky128(q->m.value.p, len, &h1, &h2);
     uint64_t suffix = h1 & 0xffffffffu;
-    struct job *j = n <= PIECES_MAX ? job_new(h, r, q, n) : NULL;
+    if (n > PIECES_MAX) {
+        static const char why[] = "object too large for cache";   /* memcached's words */
+        cl_answer_error(h, q, CELLAR_ESERVER, why, sizeof(why) - 1);
+        return;
+    }
+    struct job *j = job_new(h, r, q, n);
     if (j == NULL) {
         q->done(q, CELLAR_ENOMEM, NULL);
         return;
