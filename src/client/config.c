@@ -207,16 +207,6 @@ void cl_config_free(struct cellar_config *cfg) {
     free(cfg);
 }
 
-size_t cl_hash_key_slow(const char *key, size_t nkey, const char *p) {
-    const char *end = key + nkey;
-    while (p != NULL && end - p >= 3) {
-        if (p[1] == '#' && p[2] == '|')
-            return (size_t)(p - key);
-        p = memchr(p + 1, '|', (size_t)(end - p - 1));
-    }
-    return nkey;
-}
-
 static bool is_sep(char c) {
     return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }

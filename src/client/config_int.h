@@ -107,9 +107,6 @@ void cl_config_free(struct cellar_config *cfg);
 int cl_config_list(struct cellar_config *cfg, const char *text, const struct cellar_options *opt,
                    char *err, size_t errlen);
 
-/* cl_hash_key() past the key's first '|', at p (config.c). */
-size_t cl_hash_key_slow(const char *key, size_t nkey, const char *p);
-
 /*
  * How much of a key its server is picked by: mcrouter's configurations
  * stop at "|#|" (so "user:7|#|feed" and "user:7|#|likes" share a server);
@@ -119,7 +116,7 @@ static inline size_t cl_hash_key(const struct cellar_config *cfg, const char *ke
     const char *p;
     if (!cfg->mcrouter || (p = memchr(key, '|', nkey)) == NULL)
         return nkey;
-    return cl_hash_key_slow(key, nkey, p);
+    return ring_hash_stop(key, nkey, p);
 }
 
 /* The pool's server for key (an index into cfg->servers). */

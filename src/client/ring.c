@@ -77,3 +77,13 @@ const char *ring_kind_at(unsigned i) {
             return kinds[k]->name;
     return NULL;
 }
+
+size_t ring_hash_stop(const char *key, size_t nkey, const char *p) {
+    const char *end = key + nkey;
+    while (p != NULL && end - p >= 3) {
+        if (p[1] == '#' && p[2] == '|')
+            return (size_t)(p - key);
+        p = memchr(p + 1, '|', (size_t)(end - p - 1));
+    }
+    return nkey;
+}

@@ -47,6 +47,12 @@ unsigned ring_pick(const struct ring *r, const char *key, size_t len);
 unsigned ring_size(const struct ring *r);
 const char *ring_kind(const struct ring *r);
 
+/*
+ * mcrouter's hash stop: how much of key[0..nkey) is hashed, given p, its
+ * first '|': up to a "|#|", else all of it (config_int.h's cl_hash_key()).
+ */
+size_t ring_hash_stop(const char *key, size_t nkey, const char *p);
+
 /* The kinds, for listing and for config checks: NULL past the last. */
 const char *ring_kind_at(unsigned i);
 

@@ -137,6 +137,14 @@ int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigne
  */
 int rb_build_shadows(struct rb *b, json_t *list, struct route **kids, unsigned n);
 
+/*
+ * The grammar's pools (config_pool.c): pool name from obj (inline_pool: a
+ * PoolRoute's "pool" object, which names itself) added to b's
+ * configuration; every pool of the "pools" object.
+ */
+int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_pool);
+int cl_json_parse_pools(struct rb *b, json_t *pools);
+
 /* A kind over a list: {"type": T, "children": route}, built with t->over. */
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out);
 
