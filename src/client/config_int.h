@@ -88,12 +88,13 @@ static inline int cl_config_find_pool(const struct cellar_config *cfg, const cha
  * Fills cfg (made empty, with its route set, by the caller) from an
  * mcrouter-format JSON text: pools, then the route tree into cfg->root.
  * opt gives defaults for what the JSON leaves out, routing (NULL: none)
- * the routing prefixes and macro parameters.  0, or -1 with err saying
+ * the routing prefixes and macro parameters, dir (NULL: the current one)
+ * where an @import's relative paths start.  0, or -1 with err saying
  * where and why.  (config_json.c)
  */
 int cl_config_json(struct cellar_config *cfg, const char *text,
                    const struct cellar_options *opt, const struct cellar_routing *routing,
-                   char *err, size_t errlen);
+                   const char *dir, char *err, size_t errlen);
 
 
 /* config.c: an empty configuration with opt's defaults (NULL and err when

@@ -108,121 +108,6 @@ static struct jp *jp_of(struct rb *b) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* Comments and trailing commas                                             */
-/* ---------------------------------------------------------------------- */
-
-/*
- * Past blanks and comments from p (an unterminated block comment runs to
- * the end).  Used to look ahead from a comma.
- */
-static const char *skip_blank(const char *p) {
-    for (;;) {
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-            p++;
-        } else if (p[0] == '/' && p[1] == '/') {
-            while (*p && *p != '\n')
-                p++;
-        } else if (p[0] == '/' && p[1] == '*') {
-            const char *end = strstr(p + 2, "*/");
-            p = end ? end + 2 : p + strlen(p);
-        } else {
-            return p;
-        }
-    }
-}
-
-/* A UTF-8 continuation byte: jansson counts a character as one column. */
-static bool utf8_cont(char c) {
-    return ((unsigned char)c & 0xC0) == 0x80;
-}
-
-/*
- * Copies in to out (as long as in, plus one) with comments blanked and
- * trailing commas dropped.  Each comment character becomes one space and
- * its newlines stay, so jansson's line and column still point into the
- * text as written.  A comma followed only by blanks and comments up to a
- * closing ] or } is a trailing comma, unless it follows [ { or another
- * comma (then jansson reports it).  -1 with *line, *col set for an
- * unterminated block comment.
- */
-static int strip(const char *in, char *out, int *line, int *col) {
-    enum { CODE, STR, LINE_COMMENT, BLOCK_COMMENT } st = CODE;
-    int ln = 1, cl = 0, start_ln = 0, start_cl = 0;
-    char last = 0;              /* the last significant character in code */
-    bool escaped = false;       /* in a string, after a backslash */
-    for (const char *p = in; *p; p++) {
-        char c = *p;
-        if (c == '\n') {
-            ln++;
-            cl = 0;
-        } else if (!utf8_cont(c)) {
-            cl++;
-        }
-        switch (st) {
-        case STR:
-            *out++ = c;
-            if (escaped)
-                escaped = false;
-            else if (c == '\\')
-                escaped = true;
-            else if (c == '"')
-                st = CODE;
-            continue;
-        case LINE_COMMENT:
-            if (c == '\n') {
-                st = CODE;
-                *out++ = c;
-            } else if (!utf8_cont(c)) {
-                *out++ = ' ';
-            }
-            continue;
-        case BLOCK_COMMENT:
-            if (c == '*' && p[1] == '/') {
-                *out++ = ' ';
-                *out++ = ' ';
-                p++;
-                cl++;
-                st = CODE;
-            } else if (c == '\n') {
-                *out++ = c;
-            } else if (!utf8_cont(c)) {
-                *out++ = ' ';
-            }
-            continue;
-        case CODE:
-            break;
-        }
-        if (c == '/' && (p[1] == '/' || p[1] == '*')) {
-            st = p[1] == '/' ? LINE_COMMENT : BLOCK_COMMENT;
-            start_ln = ln;
-            start_cl = cl;
-            *out++ = ' ';
-            *out++ = ' ';
-            p++;
-            cl++;
-            continue;
-        }
-        if (c == ',' && last != '[' && last != '{' && last != ',') {
-            const char *q = skip_blank(p + 1);
-            if (*q == ']' || *q == '}')
-                c = ' ';
-        }
-        if (c == '"')
-            st = STR;
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-            last = c;
-        *out++ = c;
-    }
-    *out = '\0';
-    if (st == BLOCK_COMMENT) {
-        *line = start_ln;
-        *col = start_cl;
-        return -1;
-    }
-    return 0;
-}
-
-/* ---------------------------------------------------------------------- */
 /* Paths and errors                                                         */
 /* ---------------------------------------------------------------------- */
 
@@ -741,7 +626,7 @@ static int parse_config(struct rb *b, json_t *root) {
 
 int cl_config_json(struct cellar_config *cfg, const char *text,
                    const struct cellar_options *opt, const struct cellar_routing *routing,
-                   char *err, size_t errlen) {
+                   const char *dir, char *err, size_t errlen) {
     static const struct cellar_routing none = {0};
     cfg->mcrouter = true;
     struct jp jp = {.b = {.cfg = cfg, .opt = opt, .routing = routing ? routing : &none,
@@ -753,7 +638,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
     int line, col, rc = -1;
     json_t *root = NULL;
     json_error_t je;
-    if (strip(text, clean, &line, &col) < 0) {
+    if (cl_json_strip(text, clean, &line, &col) < 0) {
         rb_fail(&jp.b, "line %d, column %d: unterminated /* comment", line, col);
     } else if ((root = json_loads(clean, JSON_REJECT_DUPLICATES, &je)) == NULL) {
         rb_fail(&jp.b, "line %d, column %d: %s", je.line, je.column, je.text);
@@ -761,7 +646,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
         rc = parse_config(&jp.b, root);         /* which refuses it */
     } else {
         char why[512] = "";
-        json_t *plain = cl_macro_expand(root, jp.b.routing->config_params, why, sizeof(why));
+        json_t *plain = cl_macro_expand(root, jp.b.routing->config_params, dir, why, sizeof(why));
         if (plain == NULL)
             rb_fail(&jp.b, "%s", why[0] ? why : "out of memory");
         else

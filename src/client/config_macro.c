@@ -22,11 +22,14 @@
  * "is_true", "is_false"), equals ("A", "B").  A backslash takes the
  * character after it as it is (so "\\@" is an '@').  A macro's result
  * sees its own parameters and the constants; transform's sees the item
- * and key beside what its caller sees.  Anything else mcrouter's
- * preprocessor has (import, hash, range, ...) is refused by name.
+ * and key beside what its caller sees.  import ("path") is the JSON of
+ * another file (comments allowed, its macros expanded as here): a path
+ * "file:P" as it is, else beside the configuration's file.  Anything else
+ * mcrouter's preprocessor has (hash, range, ...) is refused by name.
  */
 #include "client/config_macro.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,6 +37,7 @@
 #include <string.h>
 
 #define DEPTH_MAX 200           /* macro calls inside macro calls */
+#define IMPORT_MAX (16u << 20)  /* an imported file's bytes, at most */
 
 /* One binding of a name to a value, in a chain to the outer ones. */
 struct frame {
@@ -50,6 +54,7 @@ struct mx {
     char *err;
     size_t errlen;
     unsigned depth;
+    const char *dir;            /* an import's relative paths start here (NULL: .) */
 };
 
 __attribute__((format(printf, 2, 3))) static json_t *fail(struct mx *x, const char *fmt, ...) {
@@ -370,6 +375,54 @@ static json_t *b_equals(struct mx *x, json_t *args, const struct frame *f) {
     return out;
 }
 
+/* import: the JSON of the file at "path", read as the configuration is, macros expanded. */
+static json_t *b_import(struct mx *x, json_t *args, const struct frame *f) {
+    json_t *p = arg(x, args, "path", true, f);
+    if (p == NULL)
+        return NULL;
+    const char *path = json_string_value(p);
+    char full[4096];
+    if (path == NULL || *path == '\0') {
+        json_decref(p);
+        return fail(x, "@import: expected a file's path");
+    }
+    if (strncmp(path, "file:", 5) == 0 || path[0] == '/' || x->dir == NULL)
+        snprintf(full, sizeof(full), "%s", strncmp(path, "file:", 5) == 0 ? path + 5 : path);
+    else
+        snprintf(full, sizeof(full), "%s/%s", x->dir, path);
+    json_decref(p);
+    FILE *in = fopen(full, "rb");
+    if (in == NULL)
+        return fail(x, "@import(%s): %s", full, strerror(errno));
+    long size = fseek(in, 0, SEEK_END) == 0 ? ftell(in) : -1;
+    bool big = size > (long)IMPORT_MAX;
+    char *text = size >= 0 && !big && fseek(in, 0, SEEK_SET) == 0 ? malloc((size_t)size + 1)
+                                                                   : NULL;
+    size_t n = text ? fread(text, 1, (size_t)size, in) : 0;
+    bool bad = text == NULL || ferror(in) || n != (size_t)size;
+    fclose(in);
+    char *clean = bad ? NULL : malloc(n + 1);
+    if (clean == NULL) {
+        free(text);
+        return fail(x, "@import(%s): %s", full, big ? "larger than 16 MiB" : "cannot read it");
+    }
+    text[n] = '\0';
+    int line, col;
+    json_error_t je;
+    json_t *v = NULL;
+    if (cl_json_strip(text, clean, &line, &col) < 0)
+        fail(x, "@import(%s): line %d, column %d: unterminated /* comment", full, line, col);
+    else if ((v = json_loads(clean, JSON_DECODE_ANY, &je)) == NULL)
+        fail(x, "@import(%s): line %d, column %d: %s", full, je.line, je.column, je.text);
+    free(text);
+    free(clean);
+    if (v == NULL)
+        return NULL;
+    json_t *out = expand(x, v, f);
+    json_decref(v);
+    return out;
+}
+
 /* A built-in: its name, its parameters in the order a string call gives them. */
 struct builtin {
     const char *name;
@@ -387,12 +440,13 @@ static const struct builtin builtins[] = {
      b_transform},
     {"if", {"condition", "is_true", "is_false"}, b_if},
     {"equals", {"A", "B"}, b_equals},
+    {"import", {"path"}, b_import},
 };
 
 /* mcrouter's other built-ins: refused by name rather than taken for a route type. */
 static bool refused_builtin(const char *name) {
     static const char *const names[] = {
-        "import", "hash", "weightedHash", "keys", "values", "shuffle", "slice", "split",
+        "hash", "weightedHash", "keys", "values", "shuffle", "slice", "split",
         "range", "contains", "empty", "less", "and", "or", "not", "add", "sub", "mul", "div",
         "mod", "set", "isArray", "isBool", "isInt", "isObject", "isString", "process",
         "bitwiseAnd", "bitwiseOr", "bitwiseXor", "bitwiseLeftShift", "bitwiseRightShift", "define"};
@@ -407,6 +461,121 @@ static const struct builtin *builtin_find(const char *name) {
         if (strcmp(builtins[i].name, name) == 0)
             return &builtins[i];
     return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Comments and trailing commas                                             */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Past blanks and comments from p (an unterminated block comment runs to
+ * the end).  Used to look ahead from a comma.
+ */
+static const char *skip_blank(const char *p) {
+    for (;;) {
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+            p++;
+        } else if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n')
+                p++;
+        } else if (p[0] == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            p = end ? end + 2 : p + strlen(p);
+        } else {
+            return p;
+        }
+    }
+}
+
+/* A UTF-8 continuation byte: jansson counts a character as one column. */
+static bool utf8_cont(char c) {
+    return ((unsigned char)c & 0xC0) == 0x80;
+}
+
+/*
+ * Copies in to out (as long as in, plus one) with comments blanked and
+ * trailing commas dropped.  Each comment character becomes one space and
+ * its newlines stay, so jansson's line and column still point into the
+ * text as written.  A comma followed only by blanks and comments up to a
+ * closing ] or } is a trailing comma, unless it follows [ { or another
+ * comma (then jansson reports it).  -1 with *line, *col set for an
+ * unterminated block comment.
+ */
+int cl_json_strip(const char *in, char *out, int *line, int *col) {
+    enum { CODE, STR, LINE_COMMENT, BLOCK_COMMENT } st = CODE;
+    int ln = 1, cl = 0, start_ln = 0, start_cl = 0;
+    char last = 0;              /* the last significant character in code */
+    bool escaped = false;       /* in a string, after a backslash */
+    for (const char *p = in; *p; p++) {
+        char c = *p;
+        if (c == '\n') {
+            ln++;
+            cl = 0;
+        } else if (!utf8_cont(c)) {
+            cl++;
+        }
+        switch (st) {
+        case STR:
+            *out++ = c;
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                st = CODE;
+            continue;
+        case LINE_COMMENT:
+            if (c == '\n') {
+                st = CODE;
+                *out++ = c;
+            } else if (!utf8_cont(c)) {
+                *out++ = ' ';
+            }
+            continue;
+        case BLOCK_COMMENT:
+            if (c == '*' && p[1] == '/') {
+                *out++ = ' ';
+                *out++ = ' ';
+                p++;
+                cl++;
+                st = CODE;
+            } else if (c == '\n') {
+                *out++ = c;
+            } else if (!utf8_cont(c)) {
+                *out++ = ' ';
+            }
+            continue;
+        case CODE:
+            break;
+        }
+        if (c == '/' && (p[1] == '/' || p[1] == '*')) {
+            st = p[1] == '/' ? LINE_COMMENT : BLOCK_COMMENT;
+            start_ln = ln;
+            start_cl = cl;
+            *out++ = ' ';
+            *out++ = ' ';
+            p++;
+            cl++;
+            continue;
+        }
+        if (c == ',' && last != '[' && last != '{' && last != ',') {
+            const char *q = skip_blank(p + 1);
+            if (*q == ']' || *q == '}')
+                c = ' ';
+        }
+        if (c == '"')
+            st = STR;
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            last = c;
+        *out++ = c;
+    }
+    *out = '\0';
+    if (st == BLOCK_COMMENT) {
+        *line = start_ln;
+        *col = start_cl;
+        return -1;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -640,10 +809,12 @@ static int add_params(struct mx *x, const char *params) {
     return 0;
 }
 
-json_t *cl_macro_expand(json_t *root, const char *params, char *err, size_t errlen) {
+json_t *cl_macro_expand(json_t *root, const char *params, const char *dir, char *err,
+                        size_t errlen) {
     char none[1];
     struct mx x = {.macros = json_object(), .consts = json_object(), .done = json_object(),
-                   .err = errlen ? err : none, .errlen = errlen ? errlen : sizeof(none)};
+                   .err = errlen ? err : none, .errlen = errlen ? errlen : sizeof(none),
+                   .dir = dir};
     x.err[0] = '\0';
     json_t *out = NULL, *macros = json_object_get(root, "macros");
     if (x.macros == NULL || x.consts == NULL || x.done == NULL || add_params(&x, params) < 0)

@@ -25,10 +25,10 @@ int cellar_config_parse(struct cellar_config **out, const char *text,
     return cellar_config_parse_routing(out, text, opt, NULL, err, errlen);
 }
 
-int cellar_config_parse_routing(struct cellar_config **out, const char *text,
-                                const struct cellar_options *opt,
-                                const struct cellar_routing *routing, char *err,
-                                size_t errlen) {
+/* cellar_config_parse_routing(), an @import's relative paths read from dir (NULL: .). */
+static int parse_in(struct cellar_config **out, const char *text,
+                    const struct cellar_options *opt, const struct cellar_routing *routing,
+                    const char *dir, char *err, size_t errlen) {
     const struct cellar_options none = {0};
     *out = NULL;
     if (errlen)
@@ -42,7 +42,7 @@ int cellar_config_parse_routing(struct cellar_config **out, const char *text,
     struct cellar_config *cfg = cl_config_new(opt, err, errlen);
     if (cfg == NULL)
         return CELLAR_ECONFIG;
-    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, routing, err, errlen)
+    int rc = looks_json(text) ? cl_config_json(cfg, text, opt, routing, dir, err, errlen)
                               : cl_config_list(cfg, text, opt, err, errlen);
     long big = routing ? routing->big_value_split_threshold : 0;
     if (rc == 0 && cfg->root != NULL && big > 0)    /* the whole tree, as mcrouter's */
@@ -56,6 +56,13 @@ int cellar_config_parse_routing(struct cellar_config **out, const char *text,
     }
     *out = cfg;
     return CELLAR_OK;
+}
+
+int cellar_config_parse_routing(struct cellar_config **out, const char *text,
+                                const struct cellar_options *opt,
+                                const struct cellar_routing *routing, char *err,
+                                size_t errlen) {
+    return parse_in(out, text, opt, routing, NULL, err, errlen);
 }
 
 int cellar_config_load(struct cellar_config **out, const char *path,
@@ -89,7 +96,12 @@ int cellar_config_load_routing(struct cellar_config **out, const char *path,
         cl_config_say(err, errlen, "%s: cannot read", path);
         return CELLAR_ECONFIG;
     }
-    int rc = cellar_config_parse_routing(out, text, opt, routing, err, errlen);
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash)
+        *slash = '\0';             /* an @import beside the file: its directory */
+    int rc = parse_in(out, text, opt, routing, slash ? dir : NULL, err, errlen);
+    free(dir);
     free(text);
     return rc;
 }

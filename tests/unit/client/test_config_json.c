@@ -10,6 +10,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cellar.h"
 #include "client/client_int.h"
@@ -558,8 +559,10 @@ TEST(macros) {
         {"{\"route\": \"@nope(1)\"}", "ERROR: route: unknown macro \"nope\" in \"@nope(1)\""},
         {"{\"route\": \"%NOPE%\"}", "ERROR: route: unknown parameter \"NOPE\""},
         {"{\"route\": \"a%b\"}", "ERROR: route: an odd number of '%' in \"a%b\""},
-        {"{\"route\": \"@import(x.json)\"}",
-         "ERROR: route: mcrouter's built-in macro \"import\" is not supported"},
+        {"{\"route\": \"@import(/nonexistent/x.json)\"}",
+         "ERROR: route: @import(/nonexistent/x.json): No such file or directory"},
+        {"{\"route\": \"@range(1)\"}",
+         "ERROR: route: mcrouter's built-in macro \"range\" is not supported"},
         {"{\"macros\": {\"p\": {\"type\": \"macroDef\", \"params\": [\"x\"], \"result\": \"%x%\"}},"
          " \"route\": \"@p(1,2)\"}",
          "ERROR: route: macro p takes at most 1 arguments, not 2"},
@@ -582,6 +585,50 @@ TEST(macros) {
         if (strcmp(descbuf, cases[i].want) != 0)
             TH_FAIL("case %zu: got \"%s\", want \"%s\"", i, descbuf, cases[i].want);
     }
+}
+
+/*
+ * @import: another file's JSON (comments allowed, its macros expanded),
+ * a relative path read beside the configuration's file, "file:" as it is;
+ * a file that imports itself stops at the nesting bound.
+ */
+TEST(import_reads_beside_the_configuration) {
+    char dir[] = "/tmp/cellar-import-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    char main_path[128], part[128], self[128];
+    snprintf(main_path, sizeof(main_path), "%s/main.json", dir);
+    snprintf(part, sizeof(part), "%s/part.json", dir);
+    snprintf(self, sizeof(self), "%s/self.json", dir);
+    FILE *f = fopen(part, "w");
+    ASSERT(f != NULL);
+    fputs("/* the routes */ {\"a\": \"PoolRoute|A\", \"b\": \"@str(PoolRoute|B)\",}", f);
+    fclose(f);
+    f = fopen(self, "w");
+    ASSERT(f != NULL);
+    fputs("\"@import(self.json)\"", f);
+    fclose(f);
+    f = fopen(main_path, "w");
+    ASSERT(f != NULL);
+    fprintf(f, "{" POOLS_AB ", \"route\": {\"type\": \"AllSyncRoute\", \"children\": ["
+               "{\"type\": \"select\", \"dictionary\": \"@import(part.json)\", \"key\": \"b\"},"
+               "{\"type\": \"select\", \"dictionary\": \"@import(file:%s)\", \"key\": \"a\"}]}}",
+            part);
+    fclose(f);
+    struct cellar_config *cfg = NULL;
+    char err[256] = "";
+    ASSERT_EQ(cellar_config_load(&cfg, main_path, NULL, err, sizeof(err)), CELLAR_OK);
+    ASSERT_STR(desc(cfg, cfg->root), "AllSyncRoute[PoolRoute(B),PoolRoute(A)]");
+    cellar_config_release(&cfg);
+    f = fopen(main_path, "w");
+    ASSERT(f != NULL);
+    fputs("{" POOLS_AB ", \"route\": \"@import(self.json)\"}", f);
+    fclose(f);
+    ASSERT_EQ(cellar_config_load(&cfg, main_path, NULL, err, sizeof(err)), CELLAR_ECONFIG);
+    ASSERT(strstr(err, "nested more than 200 deep") != NULL);
+    unlink(self);
+    unlink(part);
+    unlink(main_path);
+    rmdir(dir);
 }
 
 /* ---------------------------------------------------------------------- */
