@@ -177,7 +177,7 @@ static int parse_server(struct cl_server *s, const char *p, const char *end, boo
             cl_config_say(err, errlen, "server \"%s\": bad port (IPv6 addresses go in brackets)", s->name);
             return -1;
         }
-        if (colon && !read_num(colon + 1, end, 1, UINT32_MAX, &weight)) {
+        if (colon && !read_num(colon + 1, end, 0, UINT32_MAX, &weight)) {
             cl_config_say(err, errlen, "server \"%s\": bad weight", s->name);
             return -1;
         }

@@ -9,6 +9,7 @@
  */
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,29 +107,48 @@ static char *weighted_entry(struct rb *b, const char *entry, json_int_t w) {
 }
 
 /*
- * Checks a pool's weights: only ketama reads them (another hash would
- * quietly ignore them), one whole number from 1 per server.
+ * Checks a pool's weights: ketama's, one whole number from 1 per server;
+ * or, with mcrouter's default hash (ch3), mcrouter's: a number in [0, 1]
+ * per server, the pool then placing keys by WeightedCh3 (*wch3 set), a
+ * missing one 0.5 and one past the servers unread, as mcrouter reads them.
+ * Another hash would quietly ignore them: refused.
  */
-static int check_weights(struct rb *b, json_t *weights, size_t n, const char *hash) {
+static int check_weights(struct rb *b, json_t *weights, size_t n, const char *hash,
+                         bool *wch3) {
     rb_path_key(b, "weights");
-    if (strcmp(hash, "ketama") != 0)
-        return rb_fail(b, "only the ketama hash uses weights (this pool hashes with %s)", hash);
-    if (json_array_size(weights) != n)
+    *wch3 = strcmp(hash, "ch3") == 0;
+    if (strcmp(hash, "ketama") != 0 && !*wch3)
+        return rb_fail(b, "only ketama and ch3 (mcrouter's WeightedCh3) use weights (this "
+                          "pool hashes with %s)", hash);
+    if (!*wch3 && json_array_size(weights) != n)
         return rb_fail(b, "%zu weights for %zu servers", json_array_size(weights), n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && i < json_array_size(weights); i++) {
         json_t *w = json_array_get(weights, i);
         size_t mark = rb_path_index(b, i);
-        if (!json_is_integer(w) || json_integer_value(w) < 1 ||
-            json_integer_value(w) > UINT32_MAX)
-            return rb_fail(b, "a weight is a whole number from 1 (ketama's; mcrouter's "
-                            "fractional WeightedCh3 weights are not supported)");
+        if (*wch3 && (!json_is_number(w) || json_number_value(w) < 0 ||
+                      json_number_value(w) > 1))
+            return rb_fail(b, "a weight of a ch3 pool is a number in [0, 1] (mcrouter's "
+                              "WeightedCh3; ketama's are whole numbers)");
+        if (!*wch3 && (!json_is_integer(w) || json_integer_value(w) < 1 ||
+                       json_integer_value(w) > UINT32_MAX))
+            return rb_fail(b, "a weight of a ketama pool is a whole number from 1");
         rb_path_set(b, mark);
     }
     return 0;
 }
 
+/* Server i's weight as its entry carries it: ketama's, or WeightedCh3's times 2^32 - 1. */
+static json_int_t entry_weight(json_t *weights, size_t i, bool wch3) {
+    json_t *w = json_array_get(weights, i);
+    if (!wch3)
+        return json_integer_value(w);
+    double d = w ? json_number_value(w) : 0.5;
+    return (json_int_t)(uint64_t)(d * 4294967295.0);
+}
+
 /* The pool's server entries (weights, already checked, folded in) into entries[0..n). */
-static int pool_entries(struct rb *b, json_t *servers, json_t *weights, char **entries) {
+static int pool_entries(struct rb *b, json_t *servers, json_t *weights, bool wch3,
+                        char **entries) {
     for (size_t i = 0; i < json_array_size(servers); i++) {
         json_t *s = json_array_get(servers, i);
         size_t mark = rb_path_key(b, "servers");
@@ -136,8 +156,7 @@ static int pool_entries(struct rb *b, json_t *servers, json_t *weights, char **e
         if (!json_is_string(s))
             return rb_fail(b, "expected a string, not %s", rb_type_name(s));
         if (weights)
-            entries[i] = weighted_entry(b, json_string_value(s),
-                                        json_integer_value(json_array_get(weights, i)));
+            entries[i] = weighted_entry(b, json_string_value(s), entry_weight(weights, i, wch3));
         else if ((entries[i] = strdup(json_string_value(s))) == NULL)
             rb_nomem(b);
         if (entries[i] == NULL)
@@ -253,11 +272,14 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         return rb_nomem(b);
     /* "ch3" is config.c's default hash. */
     size_t mark = b->plen;
-    int rc = weights ? check_weights(b, weights, n, po.hash ? po.hash : "ch3") : 0;
+    bool wch3 = false;
+    int rc = weights ? check_weights(b, weights, n, po.hash ? po.hash : "ch3", &wch3) : 0;
     if (rc == 0) {
         rb_path_set(b, mark);
-        rc = pool_entries(b, servers, weights, entries);
+        rc = pool_entries(b, servers, weights, wch3, entries);
     }
+    if (wch3)
+        po.hash = "wch3";           /* as mcrouter's PoolRoute over a pool with weights */
     if (rc == 0 && json_object_get(obj, "port_override"))
         rc = port_override(b, json_object_get(obj, "port_override"), entries, n);
     uint32_t spool_ops = 1u << MSG_DELETE;

@@ -468,6 +468,30 @@ TEST(failover_options) {
                "FailoverRoute(exptime=60,failover_errors=6/0/15)[PoolRoute(A),PoolRoute(B)]");
 }
 
+/*
+ * mcrouter's pool weights: a ch3 pool with "weights" places keys by
+ * WeightedCh3, a missing weight 0.5; a server of weight 0 gets no key.
+ */
+TEST(ch3_pool_weights_are_weighted_ch3) {
+    struct cellar_config *cfg = parse(
+        "{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\"],"
+        " \"weights\": [0, 1]}}, \"route\": \"PoolRoute|A\"}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(ring_kind(cfg->pools[0].ring), "wch3");
+    ASSERT_EQ(cfg->servers[0].weight, 0);
+    ASSERT_EQ(cfg->servers[1].weight, 4294967295u);
+    ASSERT_EQ(cfg->servers[2].weight, 2147483647u);
+    unsigned got[3] = {0};
+    char key[16];
+    for (int i = 0; i < 3000; i++) {
+        int n = snprintf(key, sizeof(key), "k%d", i);
+        got[route_server_of(cfg->root, cfg, key, (size_t)n)]++;
+    }
+    ASSERT_EQ(got[0], 0);
+    ASSERT(got[1] > got[2] && got[2] > 500);
+    cellar_config_release(&cfg);
+}
+
 /* mcrouter's port_override: every server on that port, a ketama weight kept. */
 TEST(port_override) {
     struct cellar_config *cfg = parse(
@@ -690,13 +714,17 @@ static const struct bad bad[] = {
      "pools.A.pool_locality: expected a string"},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"weights\": [2]}},"
      " \"route\": \"NullRoute\"}",
-     "pools.A.weights: only the ketama hash uses weights (this pool hashes with ch3)"},
+     "pools.A.weights[0]: a weight of a ch3 pool is a number in [0, 1]"},
+    {"{\"pools\": {\"A\": {\"hash\": \"modula\", \"servers\": [\"127.0.0.1\"],"
+     " \"weights\": [2]}}, \"route\": \"NullRoute\"}",
+     "pools.A.weights: only ketama and ch3 (mcrouter's WeightedCh3) use weights (this pool "
+     "hashes with modula)"},
     {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"127.0.0.1\", \"127.0.0.2\"],"
      " \"weights\": [2]}}, \"route\": \"NullRoute\"}",
      "pools.A.weights: 1 weights for 2 servers"},
     {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"127.0.0.1\", \"127.0.0.2\"],"
      " \"weights\": [2, 0.5]}}, \"route\": \"NullRoute\"}",
-     "pools.A.weights[1]: a weight is a whole number from 1"},
+     "pools.A.weights[1]: a weight of a ketama pool is a whole number from 1"},
     {"{\"pools\": {\"A\": {\"hash\": \"ketama\", \"servers\": [\"127.0.0.1:5:3\"],"
      " \"weights\": [2]}}, \"route\": \"NullRoute\"}",
      "pools.A.servers[0]: has a weight already"},
