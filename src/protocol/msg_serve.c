@@ -15,7 +15,6 @@
 #include "protocol/msg_serve.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "protocol/mc_mcr.h"
 #include "protocol/mc_put.h"
@@ -364,9 +363,8 @@ serve_mcr(char *out, size_t cap, const struct mc_req *req, const struct msg *m,
     if (r->res != MSG_RES_HIT || cap < MC_VALUE_LINE_MAX + 96 || m->key.len > MC_KEY_MAX ||
         r->value.len > UINT32_MAX)
         return put_proto_error(out, cap);
-    if (req->cmd == MC_CMD_METAGET)
-        return mc_mcr_fmt_meta(out, m->key.p, m->key.len, -1,
-                               r->ttl < 0 ? 0 : (int64_t)time(NULL) + r->ttl);
+    if (req->cmd == MC_CMD_METAGET)     /* its ttl made a unix time by the caller */
+        return mc_mcr_fmt_meta(out, m->key.p, m->key.len, -1, r->ttl < 0 ? 0 : r->ttl);
     o->value = r->value;
     o->tail = crlf;
     if (r->won || r->token_sent)

@@ -181,6 +181,17 @@ size_t msg_serve_text(char *out, size_t cap, const struct mc_req *req, const str
                       const struct msg_reply *r, struct msg_serve_out *o);
 
 /*
+ * mcrouter's metaget answers an absolute exptime, and a codec reads no
+ * clock: the caller makes a metaget reply's ttl (seconds left) the unix
+ * time it ends, with now, before msg_serve_text().  Other replies as they are.
+ */
+static inline void msg_serve_expiry(const struct mc_req *req, struct msg_reply *r,
+                                    int64_t now) {
+    if (req->cmd == MC_CMD_METAGET && r->ttl >= 0)
+        r->ttl += now;
+}
+
+/*
  * The answer to binary request req given reply r to m (m as msg_from_bin
  * made it, or the add of msg_bin_create).  Writes memcached's response
  * header with req's opcode and opaque (and the key for getk/gatk), as

@@ -625,6 +625,8 @@ static void sub_done(struct cl_req *q, int status, const struct msg_reply *rep) 
     struct rconn *c = r->c;
     struct rworker *w = r->rh->w;
     s->rep = *rep;
+    if (r->proto == RP_TEXT && r->u.text.cmd == MC_CMD_METAGET)
+        msg_serve_expiry(&r->u.text, &s->rep, (int64_t)time(NULL));
     s->answered = true;
     size_t nval = rep->value.len + rep->msg.len;
     if (c != NULL) {
