@@ -14,7 +14,8 @@
  *                         the N pieces, joined (any piece missing: a
  *                         miss); a value not of that form: a miss
  *
- * set, add, replace and cas split; get, gets, gat and gats join; the rest
+ * set, add, replace, cas and lease-set split (the lease's token on the
+ * key's own store); get, gets, gat, gats and a lease-get's hit join; the rest
  * (and a value at most T) go to the target as they are; a value of more
  * than PIECES_MAX pieces is refused as too large.  The flag stays
  * in the answer's flags unless hide_reply_flag.  At most batch_size pieces
@@ -220,7 +221,7 @@ static void get_head_done(struct cl_req *q, int status, const struct msg_reply *
     const struct route *r = hd->r;
     cl_block_put(h, hd);
     if (status != CELLAR_OK || rep == NULL || rep->res != MSG_RES_HIT ||
-        !(rep->flags & BIG_FLAG)) {
+        !(rep->flags & BIG_FLAG) || rep->won || rep->token_sent) {
         parent->done(parent, status, rep);
         return;
     }
@@ -307,12 +308,13 @@ static void split(const struct route *r, struct cellar *h, struct cl_req *q) {
 
 static void big_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     enum msg_op op = q->m.op;
-    if ((op == MSG_SET || op == MSG_ADD || op == MSG_REPLACE || op == MSG_CAS) &&
-        q->m.value.len > bg(r)->threshold) {
+    if ((op == MSG_SET || op == MSG_ADD || op == MSG_REPLACE || op == MSG_CAS ||
+         op == MSG_LEASE_SET) && q->m.value.len > bg(r)->threshold) {
         split(r, h, q);
         return;
     }
-    if (op != MSG_GET && op != MSG_GETS && op != MSG_GAT && op != MSG_GATS) {
+    if (op != MSG_GET && op != MSG_GETS && op != MSG_GAT && op != MSG_GATS &&
+        op != MSG_LEASE_GET) {
         route_dispatch(r->children[0], h, q);
         return;
     }

@@ -661,3 +661,19 @@ def test_miss_failover_return_best_on_error():
             store(live, b"set best:h 0 0 1", b"v")
             c.expect(b"get best:h\r\n", b"VALUE best:h 0 1\r\nv\r\nEND\r\n")
             c.expect(b"delete best:h\r\n", b"DELETED\r\n")
+
+
+def test_big_values_with_leases():
+    """A lease-set of a big value stores its pieces, then the key under the
+    lease's token; a lease-get's hit of it is the whole value."""
+    with servers(1) as (be,):
+        cfg = json.dumps({"pools": {"a": pool(be)}, "route": "PoolRoute|a"})
+        with Router(cfg, args=["--big-value-split-threshold", "4"]) as r, r.conn() as c:
+            c.expect(b"set first 0 0 1\r\nx\r\n", b"STORED\r\n")     # no token of 1
+            c.send(b"lease-get lk\r\n")
+            token = int(c.readline().split()[2])
+            c.readline(), c.readline()
+            c.expect(b"lease-set lk %d 3 0 10\r\n0123456789\r\n" % token, b"STORED\r\n")
+            c.expect(b"lease-get lk\r\n", b"VALUE lk 32771 10\r\n0123456789\r\nEND\r\n")
+            c.expect(b"get lk\r\n", b"VALUE lk 32771 10\r\n0123456789\r\nEND\r\n")
+            c.expect(b"lease-set lk %d 3 0 10\r\n9876543210\r\n" % token, b"NOT_STORED\r\n")
