@@ -89,6 +89,73 @@ static inline void cl_block_put(struct cellar *h, void *b) {
 }
 
 /*
+ * A request a route sends on in its parent's place (the parent's message,
+ * changed as the route needs), in one of the handle's blocks: its answer
+ * is the parent's (cl_child_end()), or the route reads it first.
+ */
+struct cl_child {
+    struct cl_req q;            /* first, so done() finds the child */
+    struct cl_req *parent;
+    struct cellar *h;
+    const struct route *r;      /* the route that made it */
+};
+
+_Static_assert(sizeof(struct cl_child) <= CL_BLOCK, "a child fits a handle's block");
+
+/* A child of parent for route r with done, or NULL (the parent answered CELLAR_ENOMEM). */
+static inline struct cl_child *cl_child_get(struct cellar *h, const struct route *r,
+                                            struct cl_req *parent,
+                                            void (*done)(struct cl_req *, int,
+                                                         const struct msg_reply *)) {
+    struct cl_child *c = cl_block_get(h);
+    if (c == NULL) {
+        parent->done(parent, CELLAR_ENOMEM, NULL);
+        return NULL;
+    }
+    *c = (struct cl_child){.q = {.m = parent->m, .done = done}, .parent = parent, .h = h,
+                           .r = r};
+    return c;
+}
+
+/* Gives the child's block back and answers its parent with status and rep. */
+static inline void cl_child_end(struct cl_child *c, int status, const struct msg_reply *rep) {
+    struct cl_req *parent = c->parent;
+    cl_block_put(c->h, c);
+    parent->done(parent, status, rep);
+}
+
+/*
+ * A request of head bytes (a struct whose first member is its struct
+ * cl_req) holding its own copy of m's key (and the routing prefix before
+ * it, prefix_len then 0), value and raw meta flags after it, malloc'd: for
+ * the requests a route sends in the background, which outlive their
+ * parent.  done set by the caller; NULL when out of memory.  free() it.
+ */
+static inline struct cl_req *cl_req_copy(const struct msg *m, size_t head) {
+    size_t nk = m->key.len, nv = msg_carries_value(m) ? m->value.len : 0;
+    size_t nf = m->op == MSG_META ? m->meta_flags.len : 0;
+    char *b = malloc(head + nk + nv + nf);
+    if (b == NULL)
+        return NULL;
+    memset(b, 0, head);
+    struct cl_req *q = (struct cl_req *)b;
+    char *bytes = b + head;
+    q->m = *m;
+    q->m.prefix_len = 0;
+    if (nk)
+        memcpy(bytes, m->key.p, nk);
+    if (nv)
+        memcpy(bytes + nk, m->value.p, nv);
+    if (nf)
+        memcpy(bytes + nk + nv, m->meta_flags.p, nf);
+    q->m.key = (struct mc_span){nk ? bytes : NULL, nk};
+    q->m.value = (struct mc_span){nv ? bytes + nk : NULL, nv};
+    if (m->op == MSG_META)
+        q->m.meta_flags = (struct mc_span){nf ? bytes + nk + nv : NULL, nf};
+    return q;
+}
+
+/*
  * A handle's io_uring (uring.c; cl_async_ring()): connected sockets read
  * into rbuf with one receive always armed and write with one send at a
  * time; everything prepared goes to the kernel with one system call when

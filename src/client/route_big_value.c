@@ -205,17 +205,8 @@ static bool parse_info(struct mc_span v, unsigned *n, uint64_t *suffix) {
     return true;
 }
 
-struct head {
-    struct cl_req q;            /* first */
-    struct cl_req *parent;
-    struct cellar *h;
-    const struct route *r;
-};
-
-_Static_assert(sizeof(struct head) <= CL_BLOCK, "a request fits a handle's block");
-
 static void get_head_done(struct cl_req *q, int status, const struct msg_reply *rep) {
-    struct head *hd = (struct head *)q;
+    struct cl_child *hd = (struct cl_child *)q;
     struct cl_req *parent = hd->parent;
     struct cellar *h = hd->h;
     const struct route *r = hd->r;
@@ -318,13 +309,9 @@ static void big_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         route_dispatch(r->children[0], h, q);
         return;
     }
-    struct head *hd = cl_block_get(h);
-    if (hd == NULL) {
-        q->done(q, CELLAR_ENOMEM, NULL);
-        return;
-    }
-    *hd = (struct head){.q = {.m = q->m, .done = get_head_done}, .parent = q, .h = h, .r = r};
-    route_dispatch(r->children[0], h, &hd->q);
+    struct cl_child *hd = cl_child_get(h, r, q, get_head_done);
+    if (hd != NULL)
+        route_dispatch(r->children[0], h, &hd->q);
 }
 
 static int big_server_of(const struct route *r, const struct cellar_config *cfg,

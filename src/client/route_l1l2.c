@@ -38,43 +38,35 @@ static struct l1l2 *ll(const struct route *r) {
     return (struct l1l2 *)r;    /* ncache_left changes; the rest is read only */
 }
 
-/* A request the client waits for: l1's, then maybe l2's. */
-struct fg {
-    struct cl_req q;            /* first, so done() finds it */
-    struct cl_req *parent;
-    struct cellar *h;
-    const struct route *r;
-};
-
-_Static_assert(sizeof(struct fg) <= CL_BLOCK, "a request fits a handle's block");
-
 /* A background request to l1 (or, for a refresh, l2 then l1), with its own bytes. */
 struct bg {
-    struct cl_req q;
+    struct cl_req q;            /* first: cl_req_copy()'s head, done() finds it */
     struct cellar *h;
     const struct route *r;
     bool refresh;               /* asking l2 for a negative entry's key */
-    char bytes[];               /* the key, then the value */
 };
 
 static void bg_done(struct cl_req *q, int status, const struct msg_reply *rep);
+
+/* Sends m (its own copy) to route i of r in the background; refresh as bg says. */
+static void bg_send(struct cellar *h, const struct route *r, unsigned i, const struct msg *m,
+                    bool refresh) {
+    struct bg *b = (struct bg *)cl_req_copy(m, sizeof(struct bg));
+    if (b == NULL)
+        return;                 /* a fill of a cache: losing it loses nothing */
+    b->q.done = bg_done;
+    b->h = h;
+    b->r = r;
+    b->refresh = refresh;
+    route_dispatch(r->children[i], h, &b->q);
+}
 
 /* Sends op of key (value, flags, exptime) to l1 in the background. */
 static void bg_store(struct cellar *h, const struct route *r, enum msg_op op,
                      struct mc_span key, struct mc_span value, uint32_t flags,
                      int64_t exptime) {
-    struct bg *b = malloc(sizeof(*b) + key.len + value.len);
-    if (b == NULL)
-        return;                 /* a fill of a cache: losing it loses nothing */
-    *b = (struct bg){.q = {.m = {.op = op, .key = {b->bytes, key.len},
-                                 .value = {b->bytes + key.len, value.len},
-                                 .flags = flags, .exptime = exptime},
-                           .done = bg_done},
-                     .h = h, .r = r};
-    memcpy(b->bytes, key.p, key.len);       /* after: the struct's padding may overlap */
-    if (value.len)
-        memcpy(b->bytes + key.len, value.p, value.len);
-    route_dispatch(r->children[0], h, &b->q);
+    struct msg m = {.op = op, .key = key, .value = value, .flags = flags, .exptime = exptime};
+    bg_send(h, r, 0, &m, false);
 }
 
 static void bg_ncache(struct cellar *h, const struct route *r, enum msg_op op,
@@ -105,34 +97,24 @@ static void maybe_refresh(struct cellar *h, const struct route *r, struct mc_spa
     if (left > 1 && left <= l->ncache_period)
         return;
     atomic_store(&l->ncache_left, l->ncache_period);
-    struct bg *b = malloc(sizeof(*b) + key.len);
-    if (b == NULL)
-        return;
-    *b = (struct bg){.q = {.m = {.op = MSG_GET, .key = {b->bytes, key.len}}, .done = bg_done},
-                     .h = h, .r = r, .refresh = true};
-    memcpy(b->bytes, key.p, key.len);
-    route_dispatch(r->children[1], h, &b->q);
+    struct msg m = {.op = MSG_GET, .key = key};
+    bg_send(h, r, 1, &m, true);
 }
 
-static void fg_finish(struct fg *f, int status, const struct msg_reply *rep) {
-    struct cl_req *parent = f->parent;
-    cl_block_put(f->h, f);
-    parent->done(parent, status, rep);
-}
-
+/* The client's request goes as a struct cl_child: l1's, then maybe l2's. */
 static void l2_done(struct cl_req *q, int status, const struct msg_reply *rep) {
-    struct fg *f = (struct fg *)q;
+    struct cl_child *f = (struct cl_child *)q;
     const struct route *r = f->r;
     struct mc_span key = f->parent->m.key;
     if (status == CELLAR_OK && rep && rep->res == MSG_RES_HIT)
         bg_store(f->h, r, MSG_ADD, key, rep->value, rep->flags, ll(r)->upgrade_exptime);
     else if (status == CELLAR_NOT_FOUND && ll(r)->ncache_period)
         bg_ncache(f->h, r, MSG_ADD, key);
-    fg_finish(f, status, rep);
+    cl_child_end(f, status, rep);
 }
 
 static void l1_done(struct cl_req *q, int status, const struct msg_reply *rep) {
-    struct fg *f = (struct fg *)q;
+    struct cl_child *f = (struct cl_child *)q;
     if (status == CELLAR_OK && rep && rep->res == MSG_RES_HIT) {
         if (rep->flags & NCACHE_FLAG) {     /* a negative entry: a miss */
             maybe_refresh(f->h, f->r, f->parent->m.key);
@@ -141,7 +123,7 @@ static void l1_done(struct cl_req *q, int status, const struct msg_reply *rep) {
             cl_answer_null(parent);
             return;
         }
-        fg_finish(f, status, rep);
+        cl_child_end(f, status, rep);
         return;
     }
     f->q = (struct cl_req){.m = f->parent->m, .done = l2_done};
@@ -157,13 +139,9 @@ static void l1l2_dispatch(const struct route *r, struct cellar *h, struct cl_req
         route_dispatch(r->children[0], h, q);
         return;
     }
-    struct fg *f = cl_block_get(h);
-    if (f == NULL) {
-        q->done(q, CELLAR_ENOMEM, NULL);
-        return;
-    }
-    *f = (struct fg){.q = {.m = q->m, .done = l1_done}, .parent = q, .h = h, .r = r};
-    route_dispatch(r->children[0], h, &f->q);
+    struct cl_child *f = cl_child_get(h, r, q, l1_done);
+    if (f != NULL)
+        route_dispatch(r->children[0], h, &f->q);
 }
 
 static int l1l2_server_of(const struct route *r, const struct cellar_config *cfg,

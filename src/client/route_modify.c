@@ -8,8 +8,8 @@
  *          is the latest); "min" with exptime 0 changes nothing and builds
  *          as its target alone
  *
- * The child request is the parent's message with the new exptime, in one
- * of the handle's blocks; its answer is the parent's.
+ * The child request (a struct cl_child) is the parent's message with the
+ * new exptime; its answer is the parent's.
  */
 #include <string.h>
 
@@ -27,19 +27,8 @@ static const struct modify *mo(const struct route *r) {
     return (const struct modify *)r;
 }
 
-struct modify_req {
-    struct cl_req q;            /* first, so done() finds it */
-    struct cl_req *parent;
-    struct cellar *h;
-};
-
-_Static_assert(sizeof(struct modify_req) <= CL_BLOCK, "a request fits a handle's block");
-
 static void modify_done(struct cl_req *q, int status, const struct msg_reply *rep) {
-    struct modify_req *c = (struct modify_req *)q;
-    struct cl_req *parent = c->parent;
-    cl_block_put(c->h, c);
-    parent->done(parent, status, rep);
+    cl_child_end((struct cl_child *)q, status, rep);
 }
 
 static void modify_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
@@ -49,12 +38,9 @@ static void modify_dispatch(const struct route *r, struct cellar *h, struct cl_r
         route_dispatch(r->children[0], h, q);
         return;
     }
-    struct modify_req *c = cl_block_get(h);
-    if (c == NULL) {
-        q->done(q, CELLAR_ENOMEM, NULL);
+    struct cl_child *c = cl_child_get(h, r, q, modify_done);
+    if (c == NULL)
         return;
-    }
-    *c = (struct modify_req){.q = {.m = q->m, .done = modify_done}, .parent = q, .h = h};
     c->q.m.exptime = m->exptime;
     route_dispatch(r->children[0], h, &c->q);
 }

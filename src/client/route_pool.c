@@ -23,39 +23,25 @@ static unsigned target_of(const struct route *r) {
     return ((const struct leaf *)r)->target;
 }
 
-/* A request sent with the routing prefix its key lost (keep_routing_prefix). */
-struct keep {
-    struct cl_req q;            /* first, so done() finds it */
-    struct cl_req *parent;
-    struct cellar *h;
-};
-
-_Static_assert(sizeof(struct keep) <= CL_BLOCK, "a request fits a handle's block");
-
 static void keep_done(struct cl_req *q, int status, const struct msg_reply *rep) {
-    struct keep *k = (struct keep *)q;
-    struct cl_req *parent = k->parent;
-    cl_block_put(k->h, k);
-    parent->done(parent, status, rep);
+    cl_child_end((struct cl_child *)q, status, rep);
+}
+
+/* q again with the routing prefix its key lost (keep_routing_prefix), or NULL (answered). */
+__attribute__((noinline)) static struct cl_req *with_prefix(struct cellar *h, struct cl_req *q) {
+    struct cl_child *c = cl_child_get(h, NULL, q, keep_done);
+    if (c == NULL)
+        return NULL;
+    c->q.m.key.p -= q->m.prefix_len;
+    c->q.m.key.len += q->m.prefix_len;
+    c->q.m.prefix_len = 0;
+    return &c->q;
 }
 
 /*
  * To server s: through its spool when the op is one to keep if it fails;
  * with the routing prefix put back when its pool keeps it.
  */
-__attribute__((noinline)) static struct cl_req *with_prefix(struct cellar *h, struct cl_req *q) {
-    struct keep *k = cl_block_get(h);
-    if (k == NULL) {
-        q->done(q, CELLAR_ENOMEM, NULL);
-        return NULL;
-    }
-    *k = (struct keep){.q = {.m = q->m, .done = keep_done}, .parent = q, .h = h};
-    k->q.m.key.p -= q->m.prefix_len;
-    k->q.m.key.len += q->m.prefix_len;
-    k->q.m.prefix_len = 0;
-    return &k->q;
-}
-
 static void leaf_submit(struct cellar *h, unsigned s, struct cl_req *q) {
     if (__builtin_expect(q->m.prefix_len != 0, 0) &&
         h->cfg->pools[h->cfg->servers[s].pool].keep_prefix && (q = with_prefix(h, q)) == NULL)

@@ -38,35 +38,18 @@ static const struct shadow_route *sr(const struct route *r) {
     return (const struct shadow_route *)r;
 }
 
-/* A shadow copy of a request: its own key, value and meta flags, freed when answered. */
-struct copy {
-    struct cl_req q;
-    char bytes[];
-};
-
+/* A shadow's copy of a request (cl_req_copy()), freed when answered; its answer dropped. */
 static void copy_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     (void)status, (void)rep;
     free(q);
 }
 
 static void send_copy(struct cellar *h, const struct route *target, const struct msg *m) {
-    size_t nk = m->key.len, nv = msg_carries_value(m) ? m->value.len : 0;
-    size_t nf = m->op == MSG_META ? m->meta_flags.len : 0;
-    struct copy *c = malloc(sizeof(*c) + nk + nv + nf);
+    struct cl_req *c = cl_req_copy(m, sizeof(struct cl_req));
     if (c == NULL)
         return;                 /* a shadow's request may be lost; the client's is not */
-    *c = (struct copy){.q = {.m = *m, .done = copy_done}};
-    memcpy(c->bytes, m->key.p, nk);
-    if (nv)
-        memcpy(c->bytes + nk, m->value.p, nv);
-    if (nf)
-        memcpy(c->bytes + nk + nv, m->meta_flags.p, nf);
-    c->q.m.key.p = c->bytes;
-    c->q.m.prefix_len = 0;
-    c->q.m.value = (struct mc_span){nv ? c->bytes + nk : NULL, nv};
-    if (m->op == MSG_META)
-        c->q.m.meta_flags = (struct mc_span){nf ? c->bytes + nk + nv : NULL, nf};
-    route_dispatch(target, h, &c->q);
+    c->done = copy_done;
+    route_dispatch(target, h, c);
 }
 
 static bool shadows(const struct shadow *s, const struct cellar_config *cfg, const char *key,

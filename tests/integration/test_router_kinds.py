@@ -439,9 +439,9 @@ def test_shutdown_only_when_enabled():
             c.expect(b"get plain\r\n", b"END\r\n")
             assert r.proc.poll() is None
         with Router(config(bes), args=["--enable-shutdown"]) as r, r.conn() as c:
-            r._term_sent = True         # told to stop: its exit is no crash
             c.send(b"shutdown\r\n")
             util.wait_for(lambda: r.proc.poll() is not None, 10, what="the router to stop")
+            r._term_sent = True         # it stopped as told: no crash (else __exit__ stops it)
             assert r.proc.returncode == 0, r.proc.returncode
 
 
