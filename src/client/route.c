@@ -120,6 +120,11 @@ static int finish(struct mc_put *w, char *out) {
     return w->full ? -1 : (int)(w->p - out);
 }
 
+int route_server_of_first(const struct route *r, const struct cellar_config *cfg,
+                          const char *key, size_t nkey) {
+    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
+}
+
 int route_label(const struct route *r, const struct cellar_config *cfg, char *out, size_t cap) {
     if (cap == 0)
         return -1;

@@ -112,6 +112,10 @@ static inline int route_server_of(const struct route *r, const struct cellar_con
     return r != NULL ? r->ops->server_of(r, cfg, key, nkey) : -1;
 }
 
+/* The server_of of a kind whose get goes to its first child (-1: none). */
+int route_server_of_first(const struct route *r, const struct cellar_config *cfg,
+                          const char *key, size_t nkey);
+
 /* All the routes of one configuration: made together, freed together. */
 struct route_set;
 

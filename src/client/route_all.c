@@ -196,23 +196,17 @@ static void all_dispatch(const struct route *r, struct cellar *h, struct cl_req 
     cl_all_dispatch(h, q, r->children, r->nchildren, mode_of(r));
 }
 
-/* Every child gets it; the first is where it goes first. */
-static int all_server_of(const struct route *r, const struct cellar_config *cfg,
-                         const char *key, size_t nkey) {
-    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
-}
-
 static const struct route_ops ops[] = {
     [ROUTE_ALL_SYNC] = {.name = "AllSyncRoute", .dispatch = all_dispatch,
-                        .server_of = all_server_of},
+                        .server_of = route_server_of_first},
     [ROUTE_ALL_ASYNC] = {.name = "AllAsyncRoute", .dispatch = all_dispatch,
-                         .server_of = all_server_of},
+                         .server_of = route_server_of_first},
     [ROUTE_ALL_INITIAL] = {.name = "AllInitialRoute", .dispatch = all_dispatch,
-                           .server_of = all_server_of},
+                           .server_of = route_server_of_first},
     [ROUTE_ALL_FASTEST] = {.name = "AllFastestRoute", .dispatch = all_dispatch,
-                           .server_of = all_server_of},
+                           .server_of = route_server_of_first},
     [ROUTE_ALL_MAJORITY] = {.name = "AllMajorityRoute", .dispatch = all_dispatch,
-                            .server_of = all_server_of},
+                            .server_of = route_server_of_first},
 };
 
 struct route *route_all(struct route_set *rs, enum route_all_mode mode,

@@ -314,11 +314,6 @@ static void big_dispatch(const struct route *r, struct cellar *h, struct cl_req 
         route_dispatch(r->children[0], h, &hd->q);
 }
 
-static int big_server_of(const struct route *r, const struct cellar_config *cfg,
-                         const char *key, size_t nkey) {
-    return route_server_of(r->children[0], cfg, key, nkey);
-}
-
 static void big_label(const struct route *r, const struct cellar_config *cfg,
                       struct mc_put *w) {
     (void)cfg;
@@ -330,7 +325,7 @@ static void big_label(const struct route *r, const struct cellar_config *cfg,
 static const struct route_ops big_ops = {
     .name = "BigValueRoute",
     .dispatch = big_dispatch,
-    .server_of = big_server_of,
+    .server_of = route_server_of_first,
     .label = big_label,
 };
 

@@ -273,12 +273,6 @@ static void latest_dispatch(const struct route *r, struct cellar *h, struct cl_r
     seq_dispatch(r, h, q, n ? (unsigned)(h->cfg->host_id % n) : 0, limit < n ? limit : n);
 }
 
-/* A get tries the first child first. */
-static int first_server_of(const struct route *r, const struct cellar_config *cfg,
-                           const char *key, size_t nkey) {
-    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
-}
-
 /* The child this host reads first (latest_dispatch()'s). */
 static int latest_server_of(const struct route *r, const struct cellar_config *cfg,
                             const char *key, size_t nkey) {
@@ -371,7 +365,7 @@ static void failover_release(struct route *r) {
 static const struct route_ops failover_ops = {
     .name = "FailoverRoute",
     .dispatch = failover_dispatch,
-    .server_of = first_server_of,
+    .server_of = route_server_of_first,
     .label = failover_label,
     .release = failover_release,
 };
@@ -379,7 +373,7 @@ static const struct route_ops failover_ops = {
 static const struct route_ops miss_failover_ops = {
     .name = "MissFailoverRoute",
     .dispatch = miss_failover_dispatch,
-    .server_of = first_server_of,
+    .server_of = route_server_of_first,
 };
 
 static const struct route_ops latest_ops = {

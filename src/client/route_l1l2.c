@@ -144,11 +144,6 @@ static void l1l2_dispatch(const struct route *r, struct cellar *h, struct cl_req
         route_dispatch(r->children[0], h, &f->q);
 }
 
-static int l1l2_server_of(const struct route *r, const struct cellar_config *cfg,
-                          const char *key, size_t nkey) {
-    return route_server_of(r->children[0], cfg, key, nkey);
-}
-
 static void l1l2_label(const struct route *r, const struct cellar_config *cfg,
                        struct mc_put *w) {
     (void)cfg;
@@ -166,7 +161,7 @@ static void l1l2_label(const struct route *r, const struct cellar_config *cfg,
 static const struct route_ops l1l2_ops = {
     .name = "L1L2CacheRoute",
     .dispatch = l1l2_dispatch,
-    .server_of = l1l2_server_of,
+    .server_of = route_server_of_first,
     .label = l1l2_label,
 };
 

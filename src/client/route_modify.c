@@ -45,11 +45,6 @@ static void modify_dispatch(const struct route *r, struct cellar *h, struct cl_r
     route_dispatch(r->children[0], h, &c->q);
 }
 
-static int modify_server_of(const struct route *r, const struct cellar_config *cfg,
-                            const char *key, size_t nkey) {
-    return route_server_of(r->children[0], cfg, key, nkey);
-}
-
 static void modify_label(const struct route *r, const struct cellar_config *cfg,
                          struct mc_put *w) {
     (void)cfg;
@@ -64,7 +59,7 @@ static void modify_label(const struct route *r, const struct cellar_config *cfg,
 static const struct route_ops modify_ops = {
     .name = "ModifyExptimeRoute",
     .dispatch = modify_dispatch,
-    .server_of = modify_server_of,
+    .server_of = route_server_of_first,
     .label = modify_label,
 };
 

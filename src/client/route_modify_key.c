@@ -94,11 +94,6 @@ static void modify_key_dispatch(const struct route *r, struct cellar *h, struct 
     route_dispatch(r->children[0], h, &c->q);
 }
 
-static int modify_key_server_of(const struct route *r, const struct cellar_config *cfg,
-                                const char *key, size_t nkey) {
-    return route_server_of(r->children[0], cfg, key, nkey);
-}
-
 static void put_opt(struct mc_put *w, const char **sep, const char *name, const char *v) {
     mc_put(w, *sep, 1);
     mc_put(w, name, strlen(name));
@@ -127,7 +122,7 @@ static void modify_key_label(const struct route *r, const struct cellar_config *
 static const struct route_ops modify_key_ops = {
     .name = "ModifyKeyRoute",
     .dispatch = modify_key_dispatch,
-    .server_of = modify_key_server_of,
+    .server_of = route_server_of_first,
     .label = modify_key_label,
 };
 

@@ -13,16 +13,10 @@ static void random_dispatch(const struct route *r, struct cellar *h, struct cl_r
     route_dispatch(r->children[cl_random32() % r->nchildren], h, q);
 }
 
-/* A get may go to any child: the first is named. */
-static int random_server_of(const struct route *r, const struct cellar_config *cfg,
-                            const char *key, size_t nkey) {
-    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
-}
-
 static const struct route_ops random_ops = {
     .name = "RandomRoute",
     .dispatch = random_dispatch,
-    .server_of = random_server_of,
+    .server_of = route_server_of_first,
 };
 
 static struct route *random_over(struct route_set *rs, const struct route_type *t,

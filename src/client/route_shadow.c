@@ -75,11 +75,6 @@ static void shadow_dispatch(const struct route *r, struct cellar *h, struct cl_r
     route_dispatch(r->children[0], h, q);
 }
 
-static int shadow_server_of(const struct route *r, const struct cellar_config *cfg,
-                            const char *key, size_t nkey) {
-    return route_server_of(r->children[0], cfg, key, nkey);
-}
-
 static void free_settings_in(struct shadow *s, unsigned n);
 
 static void shadow_release(struct route *r) {
@@ -89,7 +84,7 @@ static void shadow_release(struct route *r) {
 static const struct route_ops shadow_ops = {
     .name = "ShadowRoute",
     .dispatch = shadow_dispatch,
-    .server_of = shadow_server_of,
+    .server_of = route_server_of_first,
     .release = shadow_release,
 };
 

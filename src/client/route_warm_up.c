@@ -167,12 +167,6 @@ static void warm_up_dispatch(const struct route *r, struct cellar *h, struct cl_
     route_dispatch(r->children[0], h, &w->q);
 }
 
-/* A get reads cold first (children[0]). */
-static int warm_up_server_of(const struct route *r, const struct cellar_config *cfg,
-                             const char *key, size_t nkey) {
-    return route_server_of(r->nchildren ? r->children[0] : NULL, cfg, key, nkey);
-}
-
 static void warm_up_label(const struct route *r, const struct cellar_config *cfg,
                           struct mc_put *w) {
     (void)cfg;
@@ -197,7 +191,7 @@ static void warm_up_traverse(const struct route *r, const struct cellar_config *
 static const struct route_ops warm_up_ops = {
     .name = "WarmUpRoute",
     .dispatch = warm_up_dispatch,
-    .server_of = warm_up_server_of,
+    .server_of = route_server_of_first,
     .traverse = warm_up_traverse,
     .label = warm_up_label,
 };
