@@ -29,6 +29,7 @@ struct cl_server {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     unsigned pool;              /* index of its pool */
+    uint32_t failure_domain;    /* mcrouter's pool "failure_domains": 0 when not given */
 };
 
 struct cl_pool {

@@ -36,7 +36,8 @@
  *   route    := STRING | object | [ route, ... ]  (a list where one route is
  *                                                  expected must hold one)
  *   STRING   := a named handle's name
- *             | "Pool|P"                  P's servers, one route each
+ *             | "Pool|P"                  P's servers, one route each (also written
+ *                                          {"type": "Pool", "name": P, pool's keys})
  *             | "PoolRoute|P" | "NullRoute"
  *             | "KIND|" STRING            KIND over that STRING's routes, for
  *                                          FailoverRoute, MissFailoverRoute,
@@ -151,6 +152,13 @@ static int named_add(struct rb *b, const char *name, json_t *def) {
 
 static int scan_route(struct rb *b, json_t *v);
 
+/* mcrouter's {"type": "Pool", "name": P, "servers": [...], ...}: "Pool|P" inline. */
+static bool is_pool_object(json_t *v) {
+    json_t *type = json_object_get(v, "type");
+    return json_is_object(v) && json_is_string(type) &&
+           strcmp(json_string_value(type), "Pool") == 0;
+}
+
 /*
  * Scans what an object route holds: the values of its route keys and of
  * its objects of routes; adds an inline pool.  Unknown types and keys are
@@ -177,6 +185,17 @@ static int scan_object(struct rb *b, json_t *obj) {
         } else if (rb_has_word(k->route_keys, key)) {
             if (scan_route(b, v) < 0)
                 return -1;
+        } else if (strcmp(key, "shadows") == 0 && json_is_array(v)) {
+            size_t i;           /* each shadow's "target" (route_shadow.c) */
+            json_t *sh;
+            json_array_foreach(v, i, sh) {
+                size_t m = rb_path_index(b, i);
+                json_t *target = json_is_object(sh) ? json_object_get(sh, "target") : NULL;
+                rb_path_key(b, "target");
+                if (target && scan_route(b, target) < 0)
+                    return -1;
+                rb_path_set(b, m);
+            }
         } else if (rb_has_word(k->map_keys, key) && json_is_object(v)) {
             const char *sub;
             json_t *r;
@@ -203,6 +222,10 @@ static int scan_route(struct rb *b, json_t *v) {
             rc = scan_route(b, json_array_get(v, i));
             rb_path_set(b, mark);
         }
+    } else if (is_pool_object(v)) {
+        json_t *name = json_object_get(v, "name");
+        rc = json_is_string(name) ? cl_json_add_pool(b, json_string_value(name), v, true)
+                                  : rb_fail(b, "an inline pool needs a \"name\"");
     } else if (json_is_object(v)) {
         json_t *name = json_object_get(v, "name");
         if (name && !json_is_string(name)) {
@@ -412,6 +435,8 @@ static int build_list(struct rb *b, json_t *v, struct route_list *l) {
             if (rc == 0)
                 rb_path_set(b, mark);
         }
+    } else if (is_pool_object(v)) {
+        rc = build_pool_servers(b, json_string_value(json_object_get(v, "name")), l);
     } else if (json_is_object(v) && many_type(v) != NULL) {
         rc = build_many(b, many_type(v), v, l);
     } else if (json_is_object(v)) {

@@ -23,7 +23,8 @@
 
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
-    "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality port_override"
+    "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality port_override " \
+    "failure_domains"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
@@ -239,14 +240,42 @@ static int spool_list(struct rb *b, json_t *obj, uint32_t *ops) {
 }
 
 /*
+ * mcrouter's "failure_domains": a whole number from 0 per server (the
+ * rack or power domain it shares with others; 0: none), read by
+ * FailoverRoute's DeterministicOrderPolicy.
+ */
+static int failure_domains(struct rb *b, json_t *v, size_t n, uint32_t *out) {
+    size_t mark = rb_path_key(b, "failure_domains");
+    if (!json_is_array(v) || json_array_size(v) != n)
+        return rb_fail(b, "expected a list of %zu failure domains, one per server", n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(v, i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0 ||
+            json_integer_value(e) > UINT32_MAX) {
+            rb_path_index(b, i);
+            return rb_fail(b, "a failure domain is a whole number from 0");
+        }
+        out[i] = (uint32_t)json_integer_value(e);
+    }
+    rb_path_set(b, mark);
+    return 0;
+}
+
+/*
  * Adds pool name from obj (at the current path): servers, weights, and
  * settings over a copy of the caller's options.
  */
 int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_pool) {
     if (!json_is_object(obj))
         return rb_fail(b, "a pool is an object, not %s", rb_type_name(obj));
-    if (rb_check_keys(b, obj, inline_pool ? "name " POOL_KEYS : POOL_KEYS, "a pool") < 0)
+    /* inline: a PoolRoute's "pool" object, or mcrouter's {"type": "Pool", ...} */
+    if (rb_check_keys(b, obj, inline_pool ? "name type " POOL_KEYS : POOL_KEYS, "a pool") < 0)
         return -1;
+    json_t *type = json_object_get(obj, "type");
+    if (type && !(json_is_string(type) && strcmp(json_string_value(type), "Pool") == 0)) {
+        rb_path_key(b, "type");
+        return rb_fail(b, "a pool's type is \"Pool\"");
+    }
     if (cl_config_find_pool(b->cfg, name) >= 0)
         return rb_fail(b, "pool \"%s\" is defined twice", name);
     struct cellar_options po = *b->opt;
@@ -297,6 +326,12 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         rb_path_key(b, "pool_locality");
         rc = rb_fail(b, "expected a string");
     }
+    json_t *domains_v = json_object_get(obj, "failure_domains");
+    uint32_t *domains = domains_v ? calloc(n, sizeof(*domains)) : NULL;
+    if (rc == 0 && domains_v) {
+        rb_path_set(b, mark);
+        rc = domains ? failure_domains(b, domains_v, n, domains) : rb_nomem(b);
+    }
     if (rc == 0) {
         char msg[MSG_LEN] = "";
         int i = cl_config_add_pool(b->cfg, name, (const char *const *)entries, (unsigned)n,
@@ -306,8 +341,11 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         else {
             b->cfg->pools[i].spool_ops = spool_ops;
             b->cfg->pools[i].keep_prefix = json_is_true(keep);
+            for (size_t k = 0; domains && k < n; k++)
+                b->cfg->servers[b->cfg->pools[i].first + k].failure_domain = domains[k];
         }
     }
+    free(domains);
     for (size_t i = 0; i < n; i++)
         free(entries[i]);
     free(entries);

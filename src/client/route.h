@@ -82,6 +82,14 @@ struct route_ops {
                                       const struct cellar_config *cfg));
     /* Frees what the kind allocated beside the struct; NULL: nothing. */
     void (*release)(struct route *r);
+    /*
+     * Tells put each of mcrouter's stats the route counts (FailoverRoute's
+     * failover_policy_result_error, ...), by mcrouter's name; cellar-router's
+     * `stats all` sums them over the routes.  NULL: none.  Any thread.
+     */
+    void (*counters)(const struct route *r, void (*put)(void *arg, const char *name,
+                                                        uint64_t v),
+                     void *arg);
 };
 
 /* What every route has; a kind's struct starts with it. */

@@ -130,6 +130,14 @@ int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigne
                   struct route **out);
 
 /*
+ * A ring of mcrouter's hash function func (Ch3, Crc32, WeightedCh3, whose
+ * "weights" spec holds) over n places, as HashRoute picks; -1 with the
+ * error said.
+ */
+struct ring;
+int rb_hash_ring(struct rb *b, const char *func, json_t *spec, unsigned n, struct ring **out);
+
+/*
  * mcrouter's "shadows" (route_shadow.c) over kids[0..n), the routes of a
  * pool's servers in order (or a ShadowRoute's one child): each kid in a
  * shadow's index range, or every kid for keys_to_shadow, is replaced by a

@@ -86,6 +86,49 @@ static bool limiter_allow(struct limiter *l) {
     return ok;
 }
 
+/*
+ * mcrouter's failover stats, as FailoverRoute counts them: errors met on
+ * the way (the last child's answer is not looked at), by whether the
+ * server was marked down; DeterministicOrderPolicy's picks of a child
+ * already asked (or of a failed domain); walks that ended on an error;
+ * failovers the limit refused.  Summed over routes by `stats all`.
+ */
+enum { FS_RESULT_ERROR, FS_TKO_ERROR, FS_COLLISIONS, FS_DOMAIN_COLLISIONS, FS_ALL_FAILED,
+       FS_RATE_LIMITED, FS_COUNT };
+static const char *const fs_names[FS_COUNT] = {
+    "failover_policy_result_error", "failover_policy_tko_error", "failover_num_collisions",
+    "failover_num_failed_domain_collisions", "failover_all_failed_count",
+    "failover_rate_limited",
+};
+
+/*
+ * mcrouter's DeterministicOrderPolicy: the first child, then children
+ * picked by a hash of the key and a salt counting up ("2", "3", ...),
+ * each picked child asked once (a pick of one already asked, or of the
+ * child the first one's pool chose, is a collision and is picked again),
+ * up to max_tries children in all, and no more than max_error_tries that
+ * answered with an error other than a server marked down.  With
+ * enable_failure_domains, a pick in the failure domain of a server found
+ * marked down is picked again too.
+ */
+struct det {
+    unsigned max_error_tries;
+    unsigned exclude;           /* error bits (error_bit()) that do not count as tries */
+    bool domains;               /* enable_failure_domains */
+    bool ignore_normal;         /* ignore_normal_reply_index */
+    struct ring *ring;          /* Ch3 or WeightedCh3 over the children's places */
+    _Atomic uint32_t *domain_of; /* each child's failure domain as learnt (0: not yet) */
+};
+
+/* One request's walk under a DeterministicOrderPolicy (mcrouter's iterator). */
+struct walk {
+    uint32_t salt, id, index;   /* salt last hashed; picks made; the child picked */
+    uint32_t tries;             /* answers that count against max_error_tries */
+    uint32_t collisions, domain_collisions, nfailed;
+    uint32_t *failed;           /* the failure domains of servers met marked down */
+    uint64_t used[];            /* a bit per child: asked, or not to be asked */
+};
+
 /* The three kinds share one struct and the walk below. */
 struct failover {
     struct route r;
@@ -102,7 +145,10 @@ struct failover {
     bool best_on_error;         /* ... and a miss is answered before a later error */
     bool custom;                /* failover_errors given: errors[] decides, else every
                                    failover error (cl_failover_error) moves on */
+    bool counts;                /* FailoverRoute's kinds: mcrouter's failover stats */
     unsigned errors[FO_CLASSES];
+    struct det *det;            /* DeterministicOrderPolicy, or NULL */
+    _Atomic uint64_t stat[FS_COUNT];
 };
 
 static const struct failover *fo(const struct route *r) {
@@ -119,6 +165,9 @@ struct seq {
     bool missed;                    /* MissFailoverRoute: a child said it has none */
     uint64_t used;                  /* LeastFailuresPolicy: the children asked */
     char *tagged;                   /* failover_tag's key, made at the first failover */
+    struct walk *w;                 /* DeterministicOrderPolicy's, from the first failover */
+    bool last;                      /* the child now asked is the last: its answer is not
+                                       looked at, as mcrouter's walk */
 };
 
 _Static_assert(sizeof(struct seq) <= CL_BLOCK, "a seq fits a handle's block");
@@ -197,9 +246,14 @@ static unsigned least_failures(const struct seq *s) {
     return best;
 }
 
+static void stat_add(const struct route *r, int which, uint64_t n) {
+    atomic_fetch_add_explicit(&((struct failover *)r)->stat[which], n, memory_order_relaxed);
+}
+
 static void seq_send(struct seq *s) {
     const struct route *r = s->r;
-    unsigned i = fo(r)->fails ? least_failures(s) : (s->start + s->tried) % r->nchildren;
+    unsigned i = s->w ? s->w->index
+                      : fo(r)->fails ? least_failures(s) : (s->start + s->tried) % r->nchildren;
     s->at = i;
     s->used |= 1ull << (i & 63);
     s->q = (struct cl_req){.m = s->parent->m, .done = seq_done};
@@ -215,25 +269,194 @@ static void seq_send(struct seq *s) {
     route_dispatch(r->children[i], s->h, &s->q);
 }
 
+/* ---- DeterministicOrderPolicy's walk ---- */
+
+static bool bit(const uint64_t *v, unsigned i) {
+    return (v[i / 64] >> (i % 64)) & 1;
+}
+
+static void bit_set(uint64_t *v, unsigned i) {
+    v[i / 64] |= 1ull << (i % 64);
+}
+
+/* The failure domain of the server child i sends the key to. */
+static uint32_t server_domain(const struct seq *s, unsigned i) {
+    const struct cellar_config *cfg = s->h->cfg;
+    int sv = route_server_of(s->r->children[i], cfg, s->parent->m.key.p, s->parent->m.key.len);
+    return sv >= 0 ? cfg->servers[sv].failure_domain : 0;
+}
+
+/* ... as learnt the first time (mcrouter's memo, shared by every request). */
+static uint32_t child_domain(const struct seq *s, unsigned i) {
+    _Atomic uint32_t *memo = &fo(s->r)->det->domain_of[i];
+    uint32_t dom = atomic_load_explicit(memo, memory_order_relaxed);
+    if (dom == 0 && (dom = server_domain(s, i)) != 0)
+        atomic_store_explicit(memo, dom, memory_order_relaxed);
+    return dom;
+}
+
+static bool domain_failed(const struct walk *w, uint32_t dom) {
+    for (uint32_t k = 0; k < w->nfailed; k++)
+        if (w->failed[k] == dom)
+            return true;
+    return false;
+}
+
+/* The child asked now (s->at) was found marked down: its domain is failed. */
+static void det_down(struct seq *s) {
+    const struct det *d = fo(s->r)->det;
+    struct walk *w = s->w;
+    if (!d->domains)
+        return;
+    uint32_t dom = s->at > 0 ? child_domain(s, s->at) : server_domain(s, 0);
+    if (dom != 0 && !domain_failed(w, dom))
+        w->failed[w->nfailed++] = dom;
+}
+
+/*
+ * The walk's next pick (mcrouter's increment()): the salt counts up and
+ * the key with it is hashed until a child not asked (nor in a failed
+ * domain, for the first 75 tries) comes up, or 100 tries.
+ */
+static void det_next(struct seq *s) {
+    const struct det *d = fo(s->r)->det;
+    struct walk *w = s->w;
+    const struct cellar_config *cfg = s->h->cfg;
+    unsigned n = s->r->nchildren;
+    if (w->id == 0) {
+        bit_set(w->used, 0);
+        if (!d->ignore_normal) {
+            /* the server the first child's pool chose, by its place in that pool */
+            int sv = route_server_of(s->r->children[0], cfg, s->parent->m.key.p,
+                                     s->parent->m.key.len);
+            unsigned normal = sv >= 0 ? (unsigned)sv - cfg->pools[cfg->servers[sv].pool].first
+                                      : 0;
+            if (normal + 1 < n)
+                bit_set(w->used, normal + 1);
+        }
+    }
+    const char *key = s->parent->m.key.p;
+    size_t nkey = cl_hash_key(cfg, key, s->parent->m.key.len);
+    char buf[MC_KEY_MAX + 3 + 12];
+    if (nkey > MC_KEY_MAX + 3)
+        nkey = MC_KEY_MAX + 3;
+    memcpy(buf, key, nkey);
+    uint32_t attempts = 0;
+    bool failed;
+    do {
+        w->salt++;
+        int len = snprintf(buf + nkey, 12, "%u", w->salt);
+        w->index = ring_pick(d->ring, buf, nkey + (size_t)len);
+        failed = d->domains && attempts <= 75 && domain_failed(w, child_domain(s, w->index));
+        if (failed)
+            w->domain_collisions++;
+        else
+            w->collisions++;
+    } while ((bit(w->used, w->index) || failed) && attempts++ < 100);
+    w->collisions--;
+    bit_set(w->used, w->index);
+    w->id++;
+}
+
+/* The walk, made at the first failover; NULL when out of memory. */
+static struct walk *walk_new(const struct seq *s) {
+    size_t words = (s->r->nchildren + 63) / 64;
+    struct walk *w = calloc(1, sizeof(*w) + words * sizeof(uint64_t) +
+                                   (s->limit + 1) * sizeof(uint32_t));
+    if (w == NULL)
+        return NULL;
+    w->salt = 1;
+    w->failed = (uint32_t *)(w->used + words);
+    return w;
+}
+
+/*
+ * mcrouter's processReply: is this answer the request's (true), or does
+ * the walk go on?  Counts the error, takes a token of failover_limit
+ * unless the server was marked down, counts a try.
+ */
+static bool answered(struct seq *s, int status) {
+    const struct failover *f = fo(s->r);
+    if (!moves_on(s, status))
+        return true;
+    if (f->counts && status < 0)
+        stat_add(s->r, status == CELLAR_EDOWN ? FS_TKO_ERROR : FS_RESULT_ERROR, 1);
+    if (status == CELLAR_EDOWN) {
+        if (s->w)
+            det_down(s);
+        return false;
+    }
+    if (f->limit && !limiter_allow(f->limit)) {
+        if (f->counts)
+            stat_add(s->r, FS_RATE_LIMITED, 1);
+        return true;
+    }
+    if (s->w && !(f->det->exclude & error_bit(status)))
+        s->w->tries++;
+    return false;
+}
+
+/*
+ * After an answer that moves on: is there a child to ask next (s->at set
+ * up for seq_send, s->last when its answer will not be looked at)?  *end
+ * is set when the walk ran out of children, rather than of error tries.
+ */
+static bool next_child(struct seq *s, bool *end) {
+    const struct det *d = fo(s->r)->det;
+    *end = false;
+    if (d == NULL) {
+        if (s->tried >= s->limit) {
+            *end = true;
+            return false;
+        }
+        s->last = s->tried + 1 == s->limit;
+        return true;
+    }
+    struct walk *w = s->w;
+    det_next(s);
+    if (s->tried == 1 && w->id == s->limit) {
+        *end = true;            /* max_tries 1: only the first */
+        return false;
+    }
+    if (w->tries >= d->max_error_tries)
+        return false;
+    s->last = w->id + 1 == s->limit;
+    return true;
+}
+
 static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct seq *s = (struct seq *)q;
-    struct limiter *l = fo(s->r)->limit;
+    const struct failover *f = fo(s->r);
     s->missed |= status == CELLAR_NOT_FOUND;
-    if (fo(s->r)->fails) {
-        _Atomic unsigned *n = &fo(s->r)->fails[s->at];
+    if (f->fails) {
+        _Atomic unsigned *n = &f->fails[s->at];
         if (status < 0)
             atomic_fetch_add_explicit(n, 1, memory_order_relaxed);
         else
             atomic_store_explicit(n, 0, memory_order_relaxed);
     }
-    if (s->tried < s->limit && moves_on(s, status) &&
-        (l == NULL || status == CELLAR_EDOWN || limiter_allow(l))) {
-        seq_send(s);
-        return;
+    bool end = s->last, walked = s->last;
+    if (!s->last) {
+        if (f->det && s->w == NULL && moves_on(s, status) && (s->w = walk_new(s)) == NULL)
+            status = CELLAR_ENOMEM;
+        if (!answered(s, status)) {
+            if (next_child(s, &end)) {
+                seq_send(s);
+                return;
+            }
+            walked = !end;      /* out of error tries */
+        }
+    }
+    if (f->counts && end && status < 0)
+        stat_add(s->r, FS_ALL_FAILED, 1);
+    if (s->w && walked && f->counts) {
+        stat_add(s->r, FS_COLLISIONS, s->w->collisions);
+        stat_add(s->r, FS_DOMAIN_COLLISIONS, s->w->domain_collisions);
     }
     struct cl_req *parent = s->parent;
-    bool best_miss = s->missed && status < 0 && fo(s->r)->best_on_error;
+    bool best_miss = s->missed && status < 0 && f->best_on_error;
     free(s->tagged);
+    free(s->w);
     cl_block_put(s->h, s);
     if (best_miss)
         cl_answer_null(parent);     /* the miss met on the way, not this error */
@@ -327,6 +550,16 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
         mc_put(w, sep, 1);
         if (f->fails)
             MC_PUT_LIT(w, "least_failures,");
+        if (f->det) {
+            MC_PUT_LIT(w, "deterministic_order(");
+            const char *kind = ring_kind(f->det->ring);
+            mc_put(w, kind, strlen(kind));
+            const char *end = f->det->domains ? ",failure_domains)," : "),";
+            mc_put(w, end, strlen(end));
+            MC_PUT_LIT(w, "max_error_tries=");
+            mc_put_u64(w, f->det->max_error_tries);
+            MC_PUT_LIT(w, ",");
+        }
         MC_PUT_LIT(w, "max_tries=");
         mc_put_u64(w, f->max_tries);
         sep = ",";
@@ -351,10 +584,22 @@ static void latest_label(const struct route *r, const struct cellar_config *cfg,
     MC_PUT_LIT(w, ")");
 }
 
+static void failover_counters(const struct route *r,
+                              void (*put)(void *arg, const char *name, uint64_t v), void *arg) {
+    for (int i = 0; i < FS_COUNT; i++)
+        put(arg, fs_names[i], atomic_load_explicit(&fo(r)->stat[i], memory_order_relaxed));
+}
+
 static void failover_release(struct route *r) {
     struct failover *f = (struct failover *)r;
     free((void *)f->fails);
     f->fails = NULL;
+    if (f->det) {
+        ring_destroy(&f->det->ring);
+        free((void *)f->det->domain_of);
+        free(f->det);
+        f->det = NULL;
+    }
     if (f->limit) {
         pthread_mutex_destroy(&f->limit->mu);
         free(f->limit);
@@ -368,6 +613,7 @@ static const struct route_ops failover_ops = {
     .server_of = route_server_of_first,
     .label = failover_label,
     .release = failover_release,
+    .counters = failover_counters,
 };
 
 static const struct route_ops miss_failover_ops = {
@@ -394,8 +640,10 @@ static struct failover *make(struct route_set *rs, const struct route_ops *ops,
 struct route *route_failover(struct route_set *rs, struct route *const *children, unsigned n,
                              int failover_exptime) {
     struct failover *f = make(rs, &failover_ops, children, n);
-    if (f)
+    if (f) {
         f->exptime = failover_exptime < 0 ? -1 : failover_exptime;
+        f->counts = true;
+    }
     return f ? &f->r : NULL;
 }
 
@@ -520,17 +768,84 @@ static int failover_limit(struct rb *b, json_t *obj, struct failover *f) {
     return 0;
 }
 
+/* obj[key] as true or false into *out (false when absent). */
+static int get_bool(struct rb *b, json_t *obj, const char *key, bool *out) {
+    json_t *v = json_object_get(obj, key);
+    if (v && !json_is_boolean(v)) {
+        rb_path_key(b, key);
+        return rb_fail(b, "expected true or false");
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
 /*
- * mcrouter's failover options of obj into f: "failover_errors" (a list of
- * error names, or {"gets", "updates", "deletes"}: lists, each absent one
- * every error) and "failover_limit".
+ * DeterministicOrderPolicy's settings (struct det): "max_tries" and
+ * "max_error_tries" (both required, as mcrouter; more than the children,
+ * or than max_tries, are cut to them), "hash" ({"hash_func": "Ch3" |
+ * "WeightedCh3", "weights": [...]}, or the route's own "hash"; Ch3 and
+ * the policy's own "weights" without either), "exclude_errors", "enable_failure_domains",
+ * "ignore_normal_reply_index".
  */
+static int deterministic(struct rb *b, json_t *v, json_t *route_hash, struct failover *f) {
+    unsigned n = f->r.nchildren;
+    if (rb_check_keys(b, v, "type max_tries max_error_tries hash exclude_errors "
+                            "enable_failure_domains ignore_normal_reply_index",
+                      "DeterministicOrderPolicy") < 0 ||
+        rb_need(b, v, "max_tries") == NULL || rb_need(b, v, "max_error_tries") == NULL)
+        return -1;
+    if (n == 0)
+        return rb_fail(b, "DeterministicOrderPolicy over no children");
+    struct det *d = calloc(1, sizeof(*d));
+    if (d == NULL)
+        return rb_nomem(b);
+    f->det = d;                 /* failover_release() frees it, whatever happens next */
+    long long tries, errs;
+    bool domains = false, ignore = false;
+    if (rb_get_int(b, v, "max_tries", 1, UINT32_MAX, 0, &tries) < 0 ||
+        rb_get_int(b, v, "max_error_tries", 1, UINT32_MAX, 0, &errs) < 0 ||
+        get_bool(b, v, "enable_failure_domains", &domains) < 0 ||
+        get_bool(b, v, "ignore_normal_reply_index", &ignore) < 0)
+        return -1;
+    f->max_tries = tries > n ? n : (unsigned)tries;
+    d->max_error_tries = errs > f->max_tries ? f->max_tries : (unsigned)errs;
+    d->domains = domains;
+    d->ignore_normal = ignore;
+    json_t *ex = json_object_get(v, "exclude_errors");
+    if (ex) {
+        size_t m = rb_path_key(b, "exclude_errors");
+        if (error_list(b, ex, &d->exclude) < 0)
+            return -1;
+        rb_path_set(b, m);
+    }
+    /* the route's own "hash" (SaltedFailoverRoute's) is the policy's, as mcrouter */
+    json_t *hash = route_hash ? route_hash : json_object_get(v, "hash"), *spec = v;
+    const char *func = "Ch3";
+    size_t m = b->plen;
+    if (hash) {
+        rb_path_key(b, "hash");
+        json_t *hf = json_is_object(hash) ? json_object_get(hash, "hash_func") : NULL;
+        if (!json_is_object(hash) || (hf && !json_is_string(hf)))
+            return rb_fail(b, "expected {\"hash_func\": \"Ch3\" or \"WeightedCh3\", ...}");
+        func = hf ? json_string_value(hf) : func;
+        spec = hash;
+    }
+    if (strcmp(func, "Ch3") != 0 && strcmp(func, "WeightedCh3") != 0)
+        return rb_fail(b, "DeterministicOrderPolicy hashes with Ch3 or WeightedCh3, not \"%s\"",
+                       func);
+    if (rb_hash_ring(b, func, spec, n, &d->ring) < 0)
+        return -1;
+    rb_path_set(b, m);
+    d->domain_of = calloc(n, sizeof(*d->domain_of));
+    return d->domain_of ? 0 : rb_nomem(b);
+}
+
 /*
- * "failover_policy": {"type": "InOrderPolicy" | "LeastFailuresPolicy",
- * "max_tries": INT} (for LeastFailures, which asks the first child, then
- * the others by fewest errors in a row, max_tries is required, as in
- * mcrouter).  mcrouter's DeterministicOrderPolicy and RendezvousPolicy
- * are refused by name.
+ * "failover_policy": {"type": "InOrderPolicy" | "LeastFailuresPolicy" |
+ * "DeterministicOrderPolicy", "max_tries": INT, ...}.  LeastFailures asks
+ * the first child, then the others by fewest errors in a row; max_tries
+ * is required, as in mcrouter.  mcrouter's RendezvousPolicy is refused by
+ * name.
  */
 static int failover_policy(struct rb *b, json_t *obj, struct failover *f) {
     json_t *v = json_object_get(obj, "failover_policy");
@@ -543,10 +858,16 @@ static int failover_policy(struct rb *b, json_t *obj, struct failover *f) {
     if (type == NULL)
         return -1;
     const char *t = json_is_string(type) ? json_string_value(type) : "";
+    if (strcmp(t, "DeterministicOrderPolicy") == 0) {
+        if (deterministic(b, v, json_object_get(obj, "hash"), f) < 0)
+            return -1;
+        rb_path_set(b, mark);
+        return 0;
+    }
     bool least = strcmp(t, "LeastFailuresPolicy") == 0;
     if (!least && strcmp(t, "InOrderPolicy") != 0)
         return rb_fail(b, "policy \"%s\" is not one cellar implements (InOrderPolicy, "
-                          "LeastFailuresPolicy)", t);
+                          "LeastFailuresPolicy, DeterministicOrderPolicy)", t);
     if (rb_check_keys(b, v, "type max_tries", "failover_policy") < 0 ||
         (least && rb_need(b, v, "max_tries") == NULL))
         return -1;
@@ -566,6 +887,11 @@ static int failover_policy(struct rb *b, json_t *obj, struct failover *f) {
     return 0;
 }
 
+/*
+ * mcrouter's failover options of obj into f: "failover_errors" (a list of
+ * error names, or {"gets", "updates", "deletes"}: lists, each absent one
+ * every error), "failover_limit", "failover_policy", "failover_tag".
+ */
 static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
     if (failover_limit(b, obj, f) < 0 || failover_policy(b, obj, f) < 0)
         return -1;
@@ -676,6 +1002,64 @@ const struct route_type route_type_failover_exptime = {
     .map_keys = "",
     .pool_keys = "",
     .build = build_failover_exptime,
+};
+
+/*
+ * mcrouter's {"type": "SaltedFailoverRoute", "pool": NAME | pool, "hash",
+ * "shadows", and FailoverRoute's options}: a FailoverRoute over the
+ * pool's PoolRoute (with that hash and those shadows) and then each of
+ * the pool's servers, for a failover_policy to pick among.
+ */
+static int build_salted(struct rb *b, const struct route_type *t, json_t *obj,
+                        struct route **out) {
+    (void)t;
+    json_t *pool = rb_need(b, obj, "pool");
+    if (pool == NULL)
+        return -1;
+    json_t *name = json_is_object(pool) ? json_object_get(pool, "name") : pool;
+    if (!json_is_string(name)) {
+        rb_path_key(b, "pool");
+        return rb_fail(b, json_is_object(pool) ? "an inline pool needs a \"name\""
+                                               : "expected a pool's name or a pool object");
+    }
+    json_t *normal = json_pack("{s:s, s:O}", "type", "PoolRoute", "pool", pool);
+    char *servers = NULL;
+    int rc = normal && asprintf(&servers, "Pool|%s", json_string_value(name)) >= 0
+                 ? 0 : rb_nomem(b);
+    static const char *const shared[] = {"hash", "shadows"};
+    for (size_t i = 0; rc == 0 && i < sizeof(shared) / sizeof(shared[0]); i++)
+        if (json_object_get(obj, shared[i]) &&
+            json_object_set(normal, shared[i], json_object_get(obj, shared[i])) < 0)
+            rc = rb_nomem(b);
+    struct route_list l = {0};
+    struct route *first = NULL;
+    json_t *rest = servers ? json_string(servers) : NULL;
+    if (rc == 0 && rest == NULL)
+        rc = rb_nomem(b);
+    if (rc == 0)
+        rc = rb_build_one(b, normal, &first);
+    if (rc == 0)
+        rc = rb_push(b, &l, first);
+    if (rc == 0)
+        rc = b->build_list(b, rest, &l);
+    if (rc == 0 && (*out = route_failover(b->cfg->routes, l.v, l.n, -1)) == NULL)
+        rc = rb_nomem(b);
+    if (rc == 0)
+        rc = failover_options(b, obj, (struct failover *)*out);
+    free(l.v);
+    free(servers);
+    json_decref(rest);
+    json_decref(normal);
+    return rc;
+}
+
+const struct route_type route_type_salted_failover = {
+    .type = "SaltedFailoverRoute",
+    .keys = "pool hash shadows failover_errors failover_limit failover_tag failover_policy",
+    .route_keys = "",
+    .map_keys = "",
+    .pool_keys = "pool",
+    .build = build_salted,
 };
 
 /* {"type": "MissFailoverRoute", "children": route, "return_best_on_error": BOOL} */

@@ -158,6 +158,27 @@ static int weights(struct rb *b, json_t *spec, struct ring_server *s, unsigned n
     return 0;
 }
 
+int rb_hash_ring(struct rb *b, const char *func, json_t *spec, unsigned n,
+                 struct ring **out) {
+    *out = NULL;
+    size_t k = 0, nf = sizeof(funcs) / sizeof(funcs[0]);
+    while (k < nf && !(funcs[k].ring && strcmp(funcs[k].name, func) == 0))
+        k++;
+    if (k == nf)
+        return rb_fail(b, "hash function \"%s\" is not one cellar knows here (Ch3, Crc32, "
+                          "WeightedCh3)", func);
+    struct ring_server *s = places(n);
+    if (s == NULL)
+        return rb_nomem(b);
+    const char *why = NULL;
+    if (strcmp(funcs[k].ring, "wch3") != 0 || weights(b, spec, s, n) == 0)
+        *out = ring_create(funcs[k].ring, s, n, &why);
+    free(s);
+    if (why != NULL && *out == NULL)
+        return rb_fail(b, "%s", why);
+    return *out ? 0 : -1;
+}
+
 int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
                   struct route **out) {
     const char *func = "Ch3", *salt = "";

@@ -14,12 +14,14 @@ extern const struct route_type route_type_pool, route_type_failover,
     route_type_warm_up, route_type_null, route_type_dev_null, route_type_error,
     route_type_modify_exptime, route_type_all_fastest, route_type_all_majority,
     route_type_l1l2, route_type_hash, route_type_migrate, route_type_shadow,
-    route_type_modify_key, route_type_random, route_type_big_value;
+    route_type_modify_key, route_type_random, route_type_big_value,
+    route_type_salted_failover;
 
 static const struct route_type *const types[] = {
     &route_type_pool,               /* route_pool.c */
     &route_type_failover,           /* route_failover.c */
     &route_type_failover_exptime,
+    &route_type_salted_failover,
     &route_type_miss_failover,
     &route_type_latest,
     &route_type_all_sync,           /* route_all.c */

@@ -304,6 +304,28 @@ static void stats_routes(struct stat_out *o, const struct view *v) {
     }
 }
 
+/* The routes' own counters (route_ops.counters), summed by name. */
+struct route_sums {
+    struct {
+        const char *name;
+        uint64_t v;
+    } e[32];
+    unsigned n;
+};
+
+static void route_sum(void *arg, const char *name, uint64_t v) {
+    struct route_sums *t = arg;
+    unsigned i = 0;
+    while (i < t->n && strcmp(t->e[i].name, name) != 0)
+        i++;
+    if (i == t->n) {
+        if (t->n == sizeof(t->e) / sizeof(t->e[0]))
+            return;
+        t->e[t->n++].name = name;
+    }
+    t->e[i].v += v;
+}
+
 /*
  * `stats all`: the general ones, then mcrouter's names for what cellar
  * counts too, so that monitoring written for mcrouter finds them.
@@ -342,6 +364,14 @@ static void stats_mcrouter(struct stat_out *o, const struct view *v) {
         if (strcmp(route_set_at(rs, i)->ops->name, "DevNullRoute") == 0)
             dev_null += v->routes[i];
     stat_put(o, "dev_null_requests", "%llu", (unsigned long long)dev_null);
+    struct route_sums sums = {.n = 0};
+    for (unsigned i = 0; i < v->nroutes; i++) {
+        const struct route *r = route_set_at(rs, i);
+        if (r->ops->counters)
+            r->ops->counters(r, route_sum, &sums);
+    }
+    for (unsigned i = 0; i < sums.n; i++)
+        stat_put(o, sums.e[i].name, "%llu", (unsigned long long)sums.e[i].v);
 }
 
 int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,

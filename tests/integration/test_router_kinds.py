@@ -6,9 +6,11 @@ backend is read from the backend itself."""
 import contextlib
 import json
 import os
+import select
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import zlib
 
@@ -549,9 +551,13 @@ def test_failover_policies():
                 c.send(b"get in:k\r\n")
                 assert c.readline().startswith(b"SERVER_ERROR "), "InOrderPolicy's max_tries"
             assert int(r.stats()["cmd_get"]) == 5
-        for policy, why in (({"type": "DeterministicOrderPolicy", "max_tries": 2,
-                              "max_error_tries": 1}, "is not one cellar implements"),
-                            ({"type": "LeastFailuresPolicy"}, 'missing "max_tries"')):
+        for policy, why in (({"type": "RendezvousPolicy"}, "is not one cellar implements"),
+                            ({"type": "LeastFailuresPolicy"}, 'missing "max_tries"'),
+                            ({"type": "DeterministicOrderPolicy", "max_tries": 2},
+                             'missing "max_error_tries"'),
+                            ({"type": "DeterministicOrderPolicy", "max_tries": 2,
+                              "max_error_tries": 1, "hash": {"hash_func": "Crc32"}},
+                             "hashes with Ch3 or WeightedCh3")):
             bad = json.loads(cfg)
             bad["route"] = {"type": "FailoverRoute", "children": kids, "failover_policy": policy}
             res = run_router(json.dumps(bad))
@@ -677,3 +683,103 @@ def test_big_values_with_leases():
             c.expect(b"lease-get lk\r\n", b"VALUE lk 32771 10\r\n0123456789\r\nEND\r\n")
             c.expect(b"get lk\r\n", b"VALUE lk 32771 10\r\n0123456789\r\nEND\r\n")
             c.expect(b"lease-set lk %d 3 0 10\r\n9876543210\r\n" % token, b"NOT_STORED\r\n")
+
+
+@contextlib.contextmanager
+def silent_servers(n):
+    """n servers that accept and read but never answer: each request line
+    they get is recorded as (time, server index, line)."""
+    got, lock, socks, stop = [], threading.Lock(), [], threading.Event()
+
+    def serve(i, ls):
+        conns = []
+        while not stop.is_set():
+            ready, _, _ = select.select([ls] + conns, [], [], 0.05)
+            for s in ready:
+                if s is ls:
+                    conns.append(ls.accept()[0])
+                    continue
+                data = s.recv(4096)
+                if not data:
+                    conns.remove(s)
+                    s.close()
+                with lock:
+                    got.extend((time.monotonic(), i, line)
+                               for line in data.split(b"\r\n") if line)
+        for s in conns:
+            s.close()
+    threads = []
+    try:
+        for i in range(n):
+            ls = socket.socket()
+            ls.bind((util.HOST, 0))
+            ls.listen(16)
+            socks.append(ls)
+            threads.append(threading.Thread(target=serve, args=(i, ls), daemon=True))
+            threads[-1].start()
+        yield ["%s:%d" % ls.getsockname() for ls in socks], got
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(5)
+        for ls in socks:
+            ls.close()
+
+
+def asked(got, key, n):
+    """The servers that got `get key`, in order, once n of them have."""
+    def which():
+        return [i for _, i, line in sorted(got) if line == b"get " + key]
+    util.wait_for(lambda: len(which()) >= n, timeout=5, what="get %s at %d servers" % (key, n))
+    return which()
+
+
+def test_deterministic_order_policy():
+    """mcrouter's DeterministicOrderPolicy under SaltedFailoverRoute: the
+    pool's own pick, then servers picked by a salted hash of the key, each
+    asked once, max_error_tries errors at most; the same key walks the same
+    servers on another router; mcrouter's failover stats count the walk."""
+    with silent_servers(8) as (addrs, got):
+        def cfg(tries, error_tries, domains=False):
+            return json.dumps({
+                "pools": {"s": {"servers": addrs, "server_timeout": 100, "tko_timeouts": 1000,
+                                "failure_domains": [1, 1, 2, 2, 3, 3, 4, 4]}},
+                "route": {"type": "SaltedFailoverRoute", "pool": "s",
+                          "failover_policy": {"type": "DeterministicOrderPolicy",
+                                              "max_tries": tries,
+                                              "max_error_tries": error_tries,
+                                              "enable_failure_domains": domains}}})
+        walks = []
+        for _run in range(2):
+            with Router(cfg(6, 3)) as r, r.conn() as c:
+                c.expect(b"get det\r\n", b"SERVER_ERROR Reply timeout\r\n")
+                walk = asked(got, b"det", 3 * (_run + 1))[3 * _run:]
+                st = r.stats("all")
+                assert st["failover_policy_result_error"] == "3", st   # the three asked
+                assert st["failover_all_failed_count"] == "0"          # out of error tries
+                assert int(st["failover_num_collisions"]) >= 1         # the pool's pick again
+            walks.append(walk)
+        assert walks[0] == walks[1] and len(set(walks[0])) == 3, walks
+        # a different key walks elsewhere (for one of these keys, at least)
+        with Router(cfg(6, 3)) as r, r.conn() as c:
+            others = []
+            for k in (b"a", b"b", b"c"):
+                c.expect(b"get " + k + b"\r\n", b"SERVER_ERROR Reply timeout\r\n")
+                others.append(asked(got, k, 3))
+            assert any(w != walks[0] for w in others), others
+        # max_tries reached first: the last answer is not looked at, the walk all failed
+        with Router(cfg(2, 2)) as r, r.conn() as c:
+            c.expect(b"get two\r\n", b"SERVER_ERROR Reply timeout\r\n")
+            assert len(set(asked(got, b"two", 2))) == 2
+            st = r.stats("all")
+            assert (st["failover_policy_result_error"], st["failover_all_failed_count"]) == \
+                ("1", "1"), st
+        # failure domains: servers marked down at once (tko_timeouts 1) fail their
+        # domain, and later picks in it are picked again
+        text = json.loads(cfg(8, 8, domains=True))
+        text["pools"]["s"]["tko_timeouts"] = 1
+        with Router(json.dumps(text)) as r, r.conn() as c:
+            for i in range(6):
+                c.send(b"get fd%d\r\n" % i)
+                assert c.readline().startswith(b"SERVER_ERROR ")
+            assert int(r.stats("all")["failover_num_failed_domain_collisions"]) > 0

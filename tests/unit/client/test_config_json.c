@@ -334,6 +334,13 @@ static const struct row kinds[] = {
     {"{\"type\": \"WarmUpRoute\", \"cold\": [\"PoolRoute|A\"], \"warm\": \"Pool|B\"}",
      "WarmUpRoute(exptime=0)[PoolRoute(A),Server(127.0.0.1:11401)]"},
     {"[\"PoolRoute|A\"]", "PoolRoute(A)"},
+    {"{\"type\": \"AllSyncRoute\", \"children\": [{\"type\": \"Pool\", \"name\": \"C\","
+     " \"servers\": [\"127.0.0.1:11501\"]}, \"PoolRoute|C\"]}",
+     "AllSyncRoute[Server(127.0.0.1:11501),PoolRoute(C)]"},
+    {"{\"type\": \"SaltedFailoverRoute\", \"pool\": \"A\", \"failover_policy\": {"
+     "\"type\": \"DeterministicOrderPolicy\", \"max_tries\": 9, \"max_error_tries\": 2}}",
+     "FailoverRoute(deterministic_order(ch3),max_error_tries=2,max_tries=3)"
+     "[PoolRoute(A),Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
 };
 
 static const char *with_pools(char *buf, size_t cap, const char *route) {
@@ -749,9 +756,20 @@ static const struct bad bad[] = {
      "route.children: no routes in the list"},
     {P "\"route\": {\"type\": \"AllSyncRoute\", \"children\": [\"PoolRoute|A\", null]}}",
      "route.children[1]: a route is an object or a string, not null"},
+    {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:1\", \"127.0.0.1:2\"], "
+     "\"failure_domains\": [1]}}, \"route\": \"PoolRoute|A\"}",
+     "pools.A.failure_domains: expected a list of 2 failure domains, one per server"},
+    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\", "
+     "{\"type\": \"Pool\", \"servers\": [\"127.0.0.1:1\"]}]}}",
+     "route.children[1]: an inline pool needs a \"name\""},
+    {P "\"route\": {\"type\": \"SaltedFailoverRoute\", \"pool\": \"A\", "
+     "\"failover_policy\": {\"type\": \"DeterministicOrderPolicy\", \"max_tries\": 2, "
+     "\"max_error_tries\": 1, \"hash\": {\"hash_func\": \"Crc32\"}}}}",
+     "route.failover_policy.hash: DeterministicOrderPolicy hashes with Ch3 or WeightedCh3, "
+     "not \"Crc32\""},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
-     " \"failover_policy\": {\"type\": \"DeterministicOrderPolicy\"}}}",
-     "route.failover_policy: policy \"DeterministicOrderPolicy\" is not one cellar implements"},
+     " \"failover_policy\": {\"type\": \"RendezvousPolicy\"}}}",
+     "route.failover_policy: policy \"RendezvousPolicy\" is not one cellar implements"},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_shadow\": true}}",
      "route: unknown key \"failover_shadow\" (FailoverRoute takes: type name children "
