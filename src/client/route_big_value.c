@@ -370,6 +370,6 @@ const struct route_type route_type_big_value = {
     .keys = "target split_threshold batch_size hide_reply_flag",
     .route_keys = "target",
     .map_keys = "",
-    .pool_keys = "target",
+    .pool_keys = "",
     .build = build_big_value,
 };

@@ -204,6 +204,6 @@ const struct route_type route_type_l1l2 = {
     .keys = "l1 l2 upgradingL1Exptime ncacheExptime ncacheUpdatePeriod",
     .route_keys = "l1 l2",
     .map_keys = "",
-    .pool_keys = "l1 l2",
+    .pool_keys = "",
     .build = build_l1l2,
 };

@@ -113,6 +113,6 @@ const struct route_type route_type_migrate = {
     .keys = "from to start_time interval",
     .route_keys = "from to",
     .map_keys = "",
-    .pool_keys = "from to",
+    .pool_keys = "",
     .build = build_migrate,
 };

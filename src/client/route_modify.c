@@ -108,6 +108,6 @@ const struct route_type route_type_modify_exptime = {
     .keys = "target exptime action",
     .route_keys = "target",
     .map_keys = "",
-    .pool_keys = "target",
+    .pool_keys = "",
     .build = build_modify,
 };

@@ -192,6 +192,6 @@ const struct route_type route_type_modify_key = {
             "modify_inplace",
     .route_keys = "target",
     .map_keys = "",
-    .pool_keys = "target",
+    .pool_keys = "",
     .build = build_modify_key,
 };

@@ -201,7 +201,7 @@ static enum mc_parse parse_retrieval(struct mc_req *req, int n, const char *rest
     uint32_t nkeys = 0;
     for (int i = first; i < n; i++) {
         if (req->tok[i].len > MC_KEY_MAX)
-            return fail(req, MC_ERR_BAD_FORMAT);
+            return fail(req, MC_ERR_BAD_KEY);
         nkeys++;
     }
     /* Words past the tokenizer's limit: the long multiget. */
@@ -214,7 +214,7 @@ static enum mc_parse parse_retrieval(struct mc_req *req, int n, const char *rest
         if (q == NULL)
             q = end;
         if ((size_t)(q - p) > MC_KEY_MAX)
-            return fail(req, MC_ERR_BAD_FORMAT);
+            return fail(req, MC_ERR_BAD_KEY);
         nkeys++;
         p = q;
     }
@@ -253,9 +253,6 @@ static enum mc_parse parse_storage(struct mc_req *req, int n) {
     if (n != want && n != want + 1)
         return fail(req, MC_ERR_ERROR);
     req->noreply = last_is_noreply(req, n);
-    if (req->tok[1].len > MC_KEY_MAX)
-        return fail(req, MC_ERR_BAD_FORMAT);
-    req->key = req->tok[1];
     if (!parse_u64(req->tok[2], &flags) || flags > UINT32_MAX ||
         !parse_i64(req->tok[3], &req->exptime) ||
         !parse_i64(req->tok[4], &vlen))
@@ -266,6 +263,9 @@ static enum mc_parse parse_storage(struct mc_req *req, int n) {
         return fail(req, MC_ERR_BAD_FORMAT);
     req->flags = (uint32_t)flags;
     req->vlen = (uint32_t)vlen;
+    if (req->tok[1].len > MC_KEY_MAX)
+        return fail(req, MC_ERR_BAD_KEY);   /* vlen known: mcrouter reads the block past */
+    req->key = req->tok[1];
     return MC_PARSE_OK;
 }
 
@@ -313,7 +313,7 @@ static enum mc_parse parse_delete(struct mc_req *req, int n) {
         }
     }
     if (req->tok[1].len > MC_KEY_MAX)
-        return fail(req, MC_ERR_BAD_FORMAT);
+        return fail(req, MC_ERR_BAD_KEY);
     req->key = req->tok[1];
     return MC_PARSE_OK;
 }
@@ -329,7 +329,7 @@ static enum mc_parse parse_key_num(struct mc_req *req, int n) {
         return fail(req, MC_ERR_ERROR);
     req->noreply = last_is_noreply(req, n);
     if (req->tok[1].len > MC_KEY_MAX)
-        return fail(req, MC_ERR_BAD_FORMAT);
+        return fail(req, MC_ERR_BAD_KEY);
     req->key = req->tok[1];
     if (req->cmd == MC_CMD_TOUCH) {
         if (!parse_i64(req->tok[2], &req->exptime))
@@ -639,6 +639,7 @@ static const struct {
     [MC_ERR_NONE] = { "", 0 },
     [MC_ERR_ERROR] = ERR_LINE("ERROR"),
     [MC_ERR_BAD_FORMAT] = ERR_LINE("CLIENT_ERROR bad command line format"),
+    [MC_ERR_BAD_KEY] = ERR_LINE("CLIENT_ERROR bad command line format"),
     [MC_ERR_BAD_DELTA] = ERR_LINE("CLIENT_ERROR invalid numeric delta argument"),
     [MC_ERR_BAD_EXPTIME] = ERR_LINE("CLIENT_ERROR invalid exptime argument"),
     [MC_ERR_DELETE_USAGE] = ERR_LINE("CLIENT_ERROR bad command line format.  "

@@ -81,6 +81,9 @@ enum mc_err {
     MC_ERR_BAD_EXPTIME,         /* "CLIENT_ERROR invalid exptime argument" */
     MC_ERR_DELETE_USAGE,        /* "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]" */
     MC_ERR_LINE_TOO_LONG,       /* reserved */
+    MC_ERR_BAD_KEY,             /* a key over 250 bytes: memcached's "CLIENT_ERROR bad command
+                                   line format" (mcrouter's "CLIENT_ERROR bad key"); a
+                                   storage command's vlen is set, its block not read */
     MC_ERR_COUNT
 };
 

@@ -232,10 +232,13 @@ struct stat_out {
     struct text t;
     bool binary;
     uint32_t opaque;
+    const char *only;           /* NULL, or only the stats whose names start so */
 };
 
 __attribute__((format(printf, 3, 4))) static void stat_put(struct stat_out *o, const char *name,
                                                             const char *fmt, ...) {
+    if (o->only && strncmp(name, o->only, strlen(o->only)) != 0)
+        return;
     char val[128];
     va_list ap;
     va_start(ap, fmt);
@@ -374,27 +377,54 @@ static void stats_mcrouter(struct stat_out *o, const struct view *v) {
         stat_put(o, sums.e[i].name, "%llu", (unsigned long long)sums.e[i].v);
 }
 
+/* mcrouter's suspect_servers: each server marked down now, with its failures so far. */
+static void stats_suspect(struct stat_out *o, const struct view *v) {
+    for (unsigned i = 0; i < v->nservers; i++) {
+        const struct server_view *s = &v->servers[i];
+        if (s->state == CL_CONN_DOWN)
+            stat_put(o, s->name, "status:tko num_failures:%llu",
+                     (unsigned long long)(s->errors + s->timeouts));
+    }
+}
+
 int admin_stats(struct router *rt, const char *group, size_t ngroup, bool binary,
                 uint32_t opaque, char **out, size_t *nout) {
     *out = NULL;
     *nout = 0;
-    bool servers = ngroup == 7 && memcmp(group, "servers", 7) == 0;
-    bool routes = ngroup == 6 && memcmp(group, "routes", 6) == 0;
-    bool all = ngroup == 3 && memcmp(group, "all", 3) == 0;
-    if (ngroup > 0 && !servers && !routes && !all)
+    /* cellar's groups, and mcrouter's: detailed and ods are all here;
+       cmd-error, count and suspect_servers their parts; external none */
+    enum { G_GENERAL, G_SERVERS, G_ROUTES, G_ALL, G_CMD_ERROR, G_COUNT, G_SUSPECT, G_EXTERNAL,
+           G_VERSION } g;
+    static const char *const names[] = {"", "servers", "routes", "all", "cmd-error", "count",
+                                        "suspect_servers", "external", "version", "detailed",
+                                        "ods"};
+    unsigned k = 0, n = sizeof(names) / sizeof(names[0]);
+    while (k < n && !(strlen(names[k]) == ngroup && memcmp(names[k], group, ngroup) == 0))
+        k++;
+    if (k == n)
         return 1;
+    g = k > G_VERSION ? G_ALL : k;
     struct view v;
     if (!view_take(rt, &v))
         return -1;
     struct stat_out o = {.binary = binary, .opaque = opaque};
-    if (servers)
-        stats_servers(&o, &v);
-    else if (routes)
-        stats_routes(&o, &v);
-    else
+    switch (g) {
+    case G_SERVERS: stats_servers(&o, &v); break;
+    case G_ROUTES: stats_routes(&o, &v); break;
+    case G_GENERAL:
+    case G_ALL:
         stats_general(&o, &v);
-    if (all || ngroup == 0)
         stats_mcrouter(&o, &v);
+        break;
+    case G_CMD_ERROR:
+    case G_COUNT:
+        o.only = g == G_CMD_ERROR ? "result_" : "cmd_";
+        stats_mcrouter(&o, &v);
+        break;
+    case G_SUSPECT: stats_suspect(&o, &v); break;
+    case G_EXTERNAL: break;
+    case G_VERSION: stat_put(&o, "mcrouter-version", "%s", "cellar-router " ROUTER_VERSION); break;
+    }
     view_release(&v);
     if (binary) {
         if (text_room(&o.t, 24))

@@ -146,9 +146,28 @@ def test_stats_servers_binary_and_unknown_groups():
                 with pytest.raises(KeyError):
                     c.stats(b"slabs")
             with util.Conn(r.port) as c:
-                c.expect(b"stats slabs\r\n", b"ERROR\r\n")
-                c.expect(b"stats servers now\r\n", b"ERROR\r\n")
+                c.expect(b"stats slabs\r\n", b"CLIENT_ERROR bad stats command\r\n")
+                c.expect(b"stats servers now\r\n", b"CLIENT_ERROR bad stats command\r\n")
                 c.expect(b"version\r\n", b"VERSION 1.6.18\r\n")
+                # mcrouter's groups
+                c.send(b"stats version\r\n")
+                assert c.read_to(b"END\r\n").startswith(b"STAT mcrouter-version cellar-router ")
+                c.send(b"stats cmd-error\r\n")
+                got = c.read_to(b"END\r\n")
+                assert b"STAT result_error_count 0\r\n" in got and b"cmd_" not in got, got
+                c.send(b"stats count\r\n")
+                got = c.read_to(b"END\r\n")
+                assert b"STAT cmd_get_count " in got and b"result_" not in got, got
+                for g in (b"detailed", b"ods"):
+                    c.send(b"stats " + g + b"\r\n")
+                    assert b"STAT cmd_get_count " in c.read_to(b"END\r\n")
+                c.expect(b"stats suspect_servers\r\n", b"END\r\n")      # none down
+                c.expect(b"stats external\r\n", b"END\r\n")
+                # a line mcrouter cannot parse: its words, and the connection stops
+                c.expect(b"bogus\r\n", b"CLIENT_ERROR malformed request\r\n")
+                assert not c._fill(time.monotonic() + 5), "the connection should have closed"
+            with util.Conn(r.port) as c:
+                c.expect(b"get\r\n", b"CLIENT_ERROR malformed request\r\n")
 
 
 def test_failovers_counted():

@@ -783,3 +783,21 @@ def test_deterministic_order_policy():
                 c.send(b"get fd%d\r\n" % i)
                 assert c.readline().startswith(b"SERVER_ERROR ")
             assert int(r.stats("all")["failover_num_failed_domain_collisions"]) > 0
+
+
+def test_mcrouters_words_for_a_key_too_long():
+    """A key over 250 bytes: mcrouter's CLIENT_ERROR bad key (cellard keeps
+    memcached's words), a storage command's data block read past."""
+    long_key = b"k" * 10000
+    with servers(1) as (be,), Router(json.dumps({"pools": {"a": pool(be)},
+                                                 "route": "PoolRoute|a"})) as r, r.conn() as c:
+        c.expect(b"set " + long_key + b" 0 0 3\r\nabc\r\n", b"CLIENT_ERROR bad key\r\n")
+        c.expect(b"append " + long_key + b" 0 0 3 noreply\r\nabc\r\n"
+                 b"get " + long_key + b"\r\n", b"CLIENT_ERROR bad key\r\n")
+        for cmd in (b"delete ", b"touch ", b"incr "):
+            c.expect(cmd + long_key + (b"\r\n" if cmd == b"delete " else b" 1\r\n"),
+                     b"CLIENT_ERROR bad key\r\n")
+        c.expect(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n")
+        with be.conn() as b:
+            b.expect(b"set " + b"k" * 251 + b" 0 0 3\r\nabc\r\n",
+                     b"CLIENT_ERROR bad command line format\r\n")

@@ -395,10 +395,10 @@ static const struct bad_row bad_rows[] = {
     {S("gats x\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, false},
     {S("gat 99999999999999999999 k\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, false},
     {S("gat abc " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, false},
-    {S("gat 1 " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("get " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("get k " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("gets " T21 " t21 t22 " K251 " t23\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
+    {S("gat 1 " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("get " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("get k " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("gets " T21 " t21 t22 " K251 " t23\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
     /* storage */
     {S("set k\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
     {S("set k 0 0\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
@@ -420,8 +420,8 @@ static const struct bad_row bad_rows[] = {
     {S("set k 0 abc 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
     {S("set k 0 99999999999999999999 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
     {S("set k 0 -9223372036854775809 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("set " K251 " 0 0 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("set " K251 " 0 0 1 noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, true},
+    {S("set " K251 " 0 0 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("set " K251 " 0 0 1 noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, true},
     {S("set k 0 0 noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, true},
     {S("add k 0 0 x noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, true},
     {S("cas k 0 0 1 abc\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
@@ -439,9 +439,9 @@ static const struct bad_row bad_rows[] = {
     {S("delete k 00\r\n"), MC_PARSE_ERROR, MC_ERR_DELETE_USAGE, false},
     {S("delete k -0\r\n"), MC_PARSE_ERROR, MC_ERR_DELETE_USAGE, false},
     {S("delete " K251 " 5\r\n"), MC_PARSE_ERROR, MC_ERR_DELETE_USAGE, false},
-    {S("delete " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("delete " K251 " 0\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("delete " K251 " noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, true},
+    {S("delete " K251 "\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("delete " K251 " 0\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("delete " K251 " noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, true},
     /* incr, decr, touch */
     {S("incr k\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
     {S("incr k 1 2 3\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
@@ -452,14 +452,14 @@ static const struct bad_row bad_rows[] = {
     {S("incr k 18446744073709551616\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_DELTA, false},
     {S("incr k abc noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_DELTA, true},
     {S("decr k noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_DELTA, true},
-    {S("incr " K251 " 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
-    {S("incr " K251 " x\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
+    {S("incr " K251 " 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
+    {S("incr " K251 " x\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
     {S("touch k\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
     {S("touch k 1 2 3\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
     {S("touch k abc\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, false},
     {S("touch k 99999999999999999999\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, false},
     {S("touch k abc noreply\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, true},
-    {S("touch " K251 " 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_FORMAT, false},
+    {S("touch " K251 " 1\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_KEY, false},
     /* admin */
     {S("flush_all 1 2 3\r\n"), MC_PARSE_ERROR, MC_ERR_ERROR, false},
     {S("flush_all abc\r\n"), MC_PARSE_ERROR, MC_ERR_BAD_EXPTIME, false},
@@ -619,7 +619,7 @@ TEST(two_thousand_keys) {
     memcpy(bad + head + 251, line + head, len - head);
     blen = len + 251;
     ASSERT_EQ(mc_text_parse(&req, bad, blen, &consumed), MC_PARSE_ERROR);
-    ASSERT_EQ(req.err, MC_ERR_BAD_FORMAT);
+    ASSERT_EQ(req.err, MC_ERR_BAD_KEY);
     ASSERT_EQ(consumed, blen);
     free(bad);
     free(line);
