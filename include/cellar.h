@@ -188,6 +188,14 @@ struct cellar_routing {
                                    whole tree (mcrouter's --big-value-split-threshold) */
     long big_value_batch_size;  /* of them, the pieces of a request in flight at once
                                    (0: all; mcrouter's --big-value-batch-size) */
+    const char *runtime_vars_file; /* mcrouter's runtime variables, a file of a JSON
+                                   object ({"name": value}): a shadow's "index_range_rv"
+                                   or "key_fraction_range_rv" that names one takes its
+                                   value (mcrouter's --runtime-vars-file); NULL: none */
+    /* Told what mcrouter's JSON has that is passed over, as mcrouter logs and
+       passes it over (a broken shadow), "path: why"; NULL: not told. */
+    void (*warn)(void *arg, const char *msg);
+    void *warn_arg;
 };
 
 /* cellar_config_parse() and _load() with routing settings (NULL: none). */

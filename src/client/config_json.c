@@ -669,6 +669,17 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
         rb_fail(&jp.b, "line %d, column %d: %s", je.line, je.column, je.text);
     } else if (!json_is_object(root)) {
         rc = parse_config(&jp.b, root);         /* which refuses it */
+    } else if (jp.b.routing->runtime_vars_file &&
+               !json_is_object(jp.b.vars = json_load_file(jp.b.routing->runtime_vars_file, 0,
+                                                          &je))) {
+        const char *vf = jp.b.routing->runtime_vars_file;
+        if (jp.b.vars)
+            rb_fail(&jp.b, "runtime variables %s: expected an object of variables", vf);
+        else if (je.line > 0)
+            rb_fail(&jp.b, "runtime variables %s: line %d, column %d: %s", vf, je.line,
+                    je.column, je.text);
+        else
+            rb_fail(&jp.b, "runtime variables %s: %s", vf, je.text);
     } else {
         char why[512] = "";
         json_t *plain = cl_macro_expand(root, jp.b.routing->config_params, dir, why, sizeof(why));
@@ -679,6 +690,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
         json_decref(plain);
     }
     json_decref(root);
+    json_decref(jp.b.vars);
     free(clean);
     for (unsigned i = 0; i < jp.nnamed; i++)
         free(jp.named[i].path);

@@ -75,6 +75,7 @@ int rb_fail(struct rb *b, const char *fmt, ...) {
 }
 
 int rb_nomem(struct rb *b) {
+    b->nomem = true;
     return rb_fail(b, "out of memory");
 }
 

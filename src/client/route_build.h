@@ -42,6 +42,8 @@ struct rb {
     char path[RB_PATH_LEN];
     size_t plen;
     unsigned depth;
+    bool nomem;                 /* rb_nomem() was said: not an error to pass over */
+    json_t *vars;               /* routing->runtime_vars_file's, parsed (NULL: none) */
     /* The grammar's (config_json.c): a route, a string that may stand
      * for several, or a list, appended to l. */
     int (*build_list)(struct rb *b, json_t *v, struct route_list *l);

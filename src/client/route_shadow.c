@@ -10,9 +10,11 @@
  * "requests_fraction": of those, at random (1), "keys_to_shadow": [keys]
  * (instead of the ranges: these keys, on every server)}.  A PoolRoute's
  * "shadows" wrap each of its servers in the index range
- * (rb_build_shadows); mcrouter's runtime variables ("..._rv") are names
- * only here: the ranges written are the ones used.
+ * (rb_build_shadows).  mcrouter's runtime variables: "index_range_rv" and
+ * "key_fraction_range_rv" name one of cellar_routing.runtime_vars_file's, whose
+ * value, when it is there, is the range used.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +90,18 @@ static const struct route_ops shadow_ops = {
     .release = shadow_release,
 };
 
+/*
+ * obj[key], or the runtime variable obj[rvkey] names when the caller's
+ * runtime variables have it (mcrouter's --runtime-vars-file): its value
+ * wins over the one written.
+ */
+static json_t *runtime(struct rb *b, json_t *obj, const char *key, const char *rvkey) {
+    json_t *name = json_object_get(obj, rvkey);
+    json_t *var = b->vars && json_is_string(name) ? json_object_get(b->vars, json_string_value(name))
+                                                   : NULL;
+    return var ? var : json_object_get(obj, key);
+}
+
 /* One shadow's settings from obj (its target built into *target). */
 static int parse_shadow(struct rb *b, json_t *obj, struct shadow *s, struct route **target) {
     *s = (struct shadow){.sample = UINT32_MAX};
@@ -99,7 +113,14 @@ static int parse_shadow(struct rb *b, json_t *obj, struct shadow *s, struct rout
         rb_build_key(b, obj, "target", true, target) < 0)
         return -1;
     json_t *v;
-    if ((v = json_object_get(obj, "index_range")) != NULL) {
+    const char *rv[2] = {"index_range_rv", "key_fraction_range_rv"};
+    for (int i = 0; i < 2; i++) {
+        if ((v = json_object_get(obj, rv[i])) != NULL && !json_is_string(v)) {
+            rb_path_key(b, rv[i]);
+            return rb_fail(b, "expected a runtime variable's name");
+        }
+    }
+    if ((v = runtime(b, obj, "index_range", "index_range_rv")) != NULL) {
         size_t mark = rb_path_key(b, "index_range");
         json_t *a = json_array_get(v, 0), *z = json_array_get(v, 1);
         if (json_array_size(v) != 2 || !json_is_integer(a) || !json_is_integer(z) ||
@@ -110,7 +131,7 @@ static int parse_shadow(struct rb *b, json_t *obj, struct shadow *s, struct rout
         s->end = (unsigned)json_integer_value(z);
         rb_path_set(b, mark);
     }
-    if ((v = json_object_get(obj, "key_fraction_range")) != NULL) {
+    if ((v = runtime(b, obj, "key_fraction_range", "key_fraction_range_rv")) != NULL) {
         size_t mark = rb_path_key(b, "key_fraction_range");
         json_t *a = json_array_get(v, 0), *z = json_array_get(v, 1);
         double lo = json_number_value(a), hi = json_number_value(z);
@@ -128,13 +149,6 @@ static int parse_shadow(struct rb *b, json_t *obj, struct shadow *s, struct rout
         double f = json_number_value(v);
         s->sample = f >= 1 ? UINT32_MAX : (uint32_t)(f * 4294967295.0);
         rb_path_set(b, mark);
-    }
-    const char *rv[2] = {"index_range_rv", "key_fraction_range_rv"};
-    for (int i = 0; i < 2; i++) {
-        if ((v = json_object_get(obj, rv[i])) != NULL && !json_is_string(v)) {
-            rb_path_key(b, rv[i]);
-            return rb_fail(b, "expected a runtime variable's name");
-        }
     }
     if ((v = json_object_get(obj, "keys_to_shadow")) != NULL) {
         size_t mark = rb_path_key(b, "keys_to_shadow");
@@ -237,8 +251,18 @@ int rb_build_shadows(struct rb *b, json_t *list, struct route **kids, unsigned n
         size_t m = rb_path_index(b, i);
         rc = parse_shadow(b, json_array_get(list, i), &set[i], &targets[i]);
         parsed = i + 1;
-        if (rc == 0)
-            rb_path_set(b, m);
+        if (rc < 0 && !b->nomem) {
+            /* mcrouter logs a broken shadow and goes on without it */
+            char why[RB_PATH_LEN + 600];
+            snprintf(why, sizeof(why), "%s (this shadow is passed over, as mcrouter does)",
+                     b->err);
+            if (b->routing->warn)
+                b->routing->warn(b->routing->warn_arg, why);
+            free_settings_in(&set[i], 1);
+            set[i] = (struct shadow){0};
+            rc = 0;
+        }
+        rb_path_set(b, m);
     }
     for (unsigned c = 0; rc == 0 && c < n; c++) {
         for (unsigned i = 0; i < ns; i++)

@@ -42,6 +42,9 @@ static void usage(FILE *f) {
             "                          without one go to the routes of that alias\n"
             "                          (default /././, as mcrouter's)\n"
             "  --config-params=NAME:VALUE,...  values the config's macros see as %%NAME%%\n"
+            "  --runtime-vars-file=FILE  mcrouter's runtime variables (JSON): a shadow's\n"
+            "                          index_range_rv or key_fraction_range_rv names one\n"
+            "                          whose value it takes; read again when it changes\n"
             "  --server-timeout=MS     a pool's server_timeout when it gives none (1000)\n"
             "  --timeouts-until-tko=N  a pool's tko_timeouts when it gives none (3)\n"
             "  -r, --probe-timeout-initial=MS  a pool's probe_min_ms when it gives none\n"
@@ -92,6 +95,11 @@ static void usage(FILE *f) {
             "Reloads the config on SIGHUP and when the file changes.\n");
 }
 
+/* What the configuration has that is passed over, as mcrouter logs it. */
+static void config_warn(void *arg, const char *msg) {
+    fprintf(stderr, "cellar-router: %s: %s\n", (const char *)arg, msg);
+}
+
 int router_config_load(struct router *rt, const char *path, char *err, size_t errlen) {
     struct cellar_options opt = {.window_init = ROUTER_WINDOW, .window_min = ROUTER_WINDOW,
                                  .window_max = ROUTER_WINDOW, .window_bytes = -1,
@@ -103,7 +111,10 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
                                      .send_invalid_route_to_default =
                                          rt->send_invalid_route_to_default,
                                      .big_value_split_threshold = rt->big_value_split,
-                                     .big_value_batch_size = rt->big_value_batch};
+                                     .big_value_batch_size = rt->big_value_batch,
+                                     .warn = config_warn,
+                                     .warn_arg = (void *)path};
+    routing.runtime_vars_file = rt->runtime_vars_path;
     struct cellar_config *cfg = NULL;
     if (cellar_config_load_routing(&cfg, path, &opt, &routing, err, errlen) != CELLAR_OK)
         return -1;
@@ -146,6 +157,7 @@ int main(int argc, char **argv) {
         {"config-file", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
         {"route-prefix", required_argument, NULL, 'R'},
         {"config-params", required_argument, NULL, 'Q' | OPTIONS_LONG_ONLY},
+        {"runtime-vars-file", required_argument, NULL, 'L' | OPTIONS_LONG_ONLY},
         {"send-invalid-route-to-default", no_argument, NULL, 'S' | OPTIONS_LONG_ONLY},
         {"enable-flush-cmd", no_argument, NULL, 'E' | OPTIONS_LONG_ONLY},
         {"enable-shutdown", no_argument, NULL, 'A'},
@@ -185,7 +197,7 @@ int main(int argc, char **argv) {
     options_getopt_add(&g, 'o', NULL, required_argument, required_argument); /* -o io=MODE */
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
-               *config_params = NULL;
+               *config_params = NULL, *runtime_vars = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
     bool only_gets = false;
     long big_value = 0, big_batch = 0;
@@ -214,6 +226,7 @@ int main(int argc, char **argv) {
         case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
         case 'R': route_prefix = optarg; break;
         case 'Q': config_params = optarg; break;
+        case 'L': runtime_vars = optarg; break;
         case 'S': invalid_to_default = true; break;
         case 'E': enable_flush = true; break;
         case 'A': enable_shutdown = true; break;
@@ -323,6 +336,7 @@ int main(int argc, char **argv) {
     rt.config_path = config;
     rt.route_prefix = route_prefix;
     rt.config_params = config_params;
+    rt.runtime_vars_path = runtime_vars;
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
     rt.enable_shutdown = enable_shutdown;
@@ -357,9 +371,11 @@ int main(int argc, char **argv) {
         cellar_config_release(&rt.cfg);
         return 0;
     }
-    struct timespec mtime = {0, 0};
-    off_t size = 0;
+    struct timespec mtime = {0, 0}, vmtime = {0, 0};
+    off_t size = 0, vsize = 0;
     file_stamp(config, &mtime, &size);
+    if (runtime_vars)
+        file_stamp(runtime_vars, &vmtime, &vsize);
     if (async_dir != NULL && cellar_spool_open(&rt.spool, async_dir, async_max) != CELLAR_OK) {
         fprintf(stderr, "cellar-router: --async-dir %s: not a directory the router can write\n",
                 async_dir);
@@ -466,6 +482,12 @@ int main(int argc, char **argv) {
             mtime = m;
             size = sz;
             reload(&rt, "file changed");
+        }
+        if (runtime_vars && file_stamp(runtime_vars, &m, &sz) &&
+            (m.tv_sec != vmtime.tv_sec || m.tv_nsec != vmtime.tv_nsec || sz != vsize)) {
+            vmtime = m;
+            vsize = sz;
+            reload(&rt, "runtime variables changed");
         }
     }
 

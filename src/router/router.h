@@ -127,6 +127,7 @@ struct router {
     const char *config_path;
     const char *route_prefix;       /* -R: the default routing prefix */
     const char *config_params;      /* --config-params: the config's %NAME%s */
+    const char *runtime_vars_path;  /* --runtime-vars-file: shadows' runtime variables */
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool enable_shutdown;           /* -A: a client's shutdown stops the router */
     bool allow_only_gets;           /* --allow-only-gets: other requests get NullRoute's answer */

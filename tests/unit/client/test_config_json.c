@@ -784,12 +784,8 @@ static const struct bad bad[] = {
      "route.hash: hash function \"Md5\" is not one cellar knows"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shards\": []}}",
      "route: unknown key \"shards\" (PoolRoute takes: type name pool hash shadows)"},
-    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": [{\"target\":"
-     " \"PoolRoute|B\", \"keys_to_shadow\": [\"k\"], \"index_range\": [0, 1]}]}}",
-     "route.shadows[0].keys_to_shadow: keys_to_shadow cannot be mixed"},
-    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": [{\"target\":"
-     " \"PoolRoute|B\", \"key_fraction_range\": [0.5, 0.1]}]}}",
-     "route.shadows[0].key_fraction_range: expected [a, b], 0 <= a <= b <= 1"},
+    {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": {}}}",
+     "route.shadows: expected a list of shadows, not an object"},
     {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
     {P "\"route\": {\"type\": \"LatestRoute\", \"children\": \"Pool|A\", \"failover_count\": -1}}",
      "route.failover_count: -1 is out of range"},
@@ -849,6 +845,67 @@ static const struct bad bad[] = {
      " {\"aliases\": [], \"route\": \"PoolRoute|Q\"}]}",
      "routes[1].route: unknown pool \"Q\""},
 };
+
+/* What a warn callback was told, one message a line. */
+static char warned[2048];
+
+static void warn_into(void *arg, const char *msg) {
+    (void)arg;
+    size_t n = strlen(warned);
+    snprintf(warned + n, sizeof(warned) - n, "%s\n", msg);
+}
+
+/*
+ * A broken shadow is passed over, as mcrouter logs and passes it over,
+ * and the caller's warn told where and why; the good ones stay.
+ */
+TEST(broken_shadows_are_passed_over_and_said) {
+    struct cellar_routing routing = {.warn = warn_into};
+    warned[0] = '\0';
+    ASSERT_STR(root_routing("{" POOLS_AB ", \"route\": {\"type\": \"PoolRoute\", \"pool\":"
+                            " \"B\", \"shadows\": [{\"target\": \"PoolRoute|A\","
+                            " \"keys_to_shadow\": [\"k\"], \"index_range\": [0, 1]},"
+                            " {\"target\": \"PoolRoute|A\", \"key_fraction_range\": [0.5, 0.1]},"
+                            " {\"target\": \"nothere\"}, 12345,"
+                            " {\"target\": \"PoolRoute|A\", \"index_range\": [0, 1]}]}}",
+                            &routing),
+               "PoolRoute(B)[ShadowRoute[Server(127.0.0.1:11401),PoolRoute(A)]]");
+    ASSERT_STR(warned,
+               "route.shadows[0].keys_to_shadow: keys_to_shadow cannot be mixed with index_range "
+               "or key_fraction_range, as mcrouter says (this shadow is passed over, as mcrouter "
+               "does)\n"
+               "route.shadows[1].key_fraction_range: expected [a, b], 0 <= a <= b <= 1 (this "
+               "shadow is passed over, as mcrouter does)\n"
+               "route.shadows[2].target: unknown named handle or route \"nothere\" (this shadow "
+               "is passed over, as mcrouter does)\n"
+               "route.shadows[3]: a shadow is an object, not an integer (this shadow is passed "
+               "over, as mcrouter does)\n");
+}
+
+/* mcrouter's runtime variables: a shadow's "..._rv" names one whose value wins. */
+TEST(runtime_variables_override_shadow_ranges) {
+    char path[] = "/tmp/cellar-rv-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    static const char vars[] = "{\"r\": [1, 2]}";
+    ASSERT_EQ(write(fd, vars, sizeof(vars) - 1), (ssize_t)(sizeof(vars) - 1));
+    close(fd);
+    struct cellar_routing routing = {.runtime_vars_file = path};
+    /* index_range [0, 1] written; the variable moves it to the second server */
+    const char *text = "{" POOLS_AB ", \"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\","
+                       " \"hash\": \"Ch3\", \"shadows\": [{\"target\": \"PoolRoute|B\","
+                       " \"index_range\": [0, 1], \"index_range_rv\": \"r\"}]}}";
+    ASSERT_STR(root_routing(text, &routing),
+               "HashRoute(ch3)[Server(127.0.0.1:11301),"
+               "ShadowRoute[Server(127.0.0.1:11302),PoolRoute(B)]]");
+    ASSERT_STR(root_routing(text, NULL),
+               "HashRoute(ch3)[ShadowRoute[Server(127.0.0.1:11301),PoolRoute(B)],"
+               "Server(127.0.0.1:11302)]");
+    unlink(path);
+    routing.runtime_vars_file = path;       /* gone: said, not passed over */
+    ASSERT(strstr(root_routing(text, &routing), "ERROR: runtime variables /tmp/cellar-rv-") ==
+           root_routing(text, &routing));
+}
 
 TEST(invalid_configs_say_where_and_why) {
     if (sizeof(bad) / sizeof(bad[0]) < 25)
