@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const struct ring_ops *const kinds[] = {&ring_ketama, &ring_modula, &ring_rendezvous,
-                                                &ring_ch3, &ring_crc32, &ring_wch3};
+                                                &ring_ch3, &ring_crc32, &ring_wch3,
+                                                &ring_const_shard};
 #define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 struct ring {
@@ -27,7 +28,7 @@ struct ring *ring_create(const char *kind, const struct ring_server *servers, un
         if (strcmp(kinds[i]->name, kind) == 0)
             ops = kinds[i];
     if (ops == NULL) {
-        *err = "unknown hash (ketama, modula, rendezvous, ch3, crc32 or wch3)";
+        *err = "unknown hash (ketama, modula, rendezvous, ch3, crc32, wch3 or constshard)";
         return NULL;
     }
     if (n == 0) {

@@ -26,6 +26,7 @@ extern const struct ring_ops ring_rendezvous;
 extern const struct ring_ops ring_ch3;
 extern const struct ring_ops ring_crc32;
 extern const struct ring_ops ring_wch3;
+extern const struct ring_ops ring_const_shard;
 
 /* mcrouter's furc_hash: key's server among n (ring_ch3.c; n <= 2^23). */
 uint32_t ring_furc(const char *key, size_t len, uint32_t n);

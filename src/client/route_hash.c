@@ -6,6 +6,8 @@
  *   Ch3          mcrouter's default (ring_ch3.c)
  *   Crc32        (crc32(key) & 0x7fffffff) % n (ring_crc32.c)
  *   WeightedCh3  Ch3 with a weight in [0, 1] per child (ring_wch3.c)
+ *   ConstShard   a key "prefix:N:rest" to child N, any other by Ch3
+ *                (ring_const_shard.c)
  *   Latest       LatestRoute over the children (failover_count)
  *
  * mcrouter's PoolRoute with a "hash" is this over the pool's servers
@@ -130,7 +132,8 @@ static struct ring_server *places(unsigned n) {
 static const struct {
     const char *name, *ring;
 } funcs[] = {
-    {"Ch3", "ch3"}, {"Crc32", "crc32"}, {"WeightedCh3", "wch3"}, {"Latest", NULL},
+    {"Ch3", "ch3"}, {"Crc32", "crc32"}, {"WeightedCh3", "wch3"}, {"ConstShard", "constshard"},
+    {"Latest", NULL},
 };
 
 /*
@@ -201,7 +204,7 @@ int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigne
         k++;
     if (k == nf)
         return rb_fail(b, "hash function \"%s\" is not one cellar knows (Ch3, Crc32, "
-                          "WeightedCh3, Latest)", func);
+                          "WeightedCh3, ConstShard, Latest)", func);
     if (strlen(salt) > SALT_MAX)
         return rb_fail(b, "a salt of more than %d bytes", SALT_MAX);
     struct route_set *rs = b->cfg->routes;

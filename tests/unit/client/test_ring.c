@@ -206,3 +206,19 @@ TEST(crc32_ring) {
     ASSERT_EQ(ring_pick(r, "123456789", 9), (0xcbf43926u & 0x7fffffffu) % 7);
     ring_destroy(&r);
 }
+
+/* mcrouter's ConstShard: "prefix:N:rest" to server N when N < n, else Ch3. */
+TEST(const_shard_ring) {
+    struct ring_server s[5];
+    for (int i = 0; i < 5; i++)
+        s[i] = (struct ring_server){"h", (uint16_t)(1 + i), 1};
+    struct ring *r = ring_create("constshard", s, 5, NULL);
+    ASSERT(r != NULL);
+    ASSERT_EQ(ring_pick(r, "a:3:b", 5), 3u);
+    ASSERT_EQ(ring_pick(r, "xyz:0:", 6), 0u);
+    ASSERT_EQ(ring_pick(r, "a:04:b", 6), 4u);
+    static const char *const ch3[] = {"a:5:b", "a:x3:b", "a:3", "a::b", "nocolon", "a:99999999999999999999:b"};
+    for (size_t i = 0; i < sizeof(ch3) / sizeof(ch3[0]); i++)
+        ASSERT_EQ(ring_pick(r, ch3[i], strlen(ch3[i])), ring_furc(ch3[i], strlen(ch3[i]), 5));
+    ring_destroy(&r);
+}
