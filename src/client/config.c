@@ -281,7 +281,7 @@ static int build_ring(struct cellar_config *cfg, struct cl_pool *pl, const char 
 int cl_config_add_pool(struct cellar_config *cfg, const char *name,
                        const char *const *entries, unsigned n,
                        const struct cellar_options *opt, char *err, size_t errlen) {
-    if (n == 0) {
+    if (n == 0 && !cfg->mcrouter) {     /* mcrouter's JSON may have one: see route_pool.c */
         cl_config_say(err, errlen, "pool \"%s\": no servers", name);
         return -1;
     }
@@ -311,7 +311,8 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
             return -1;
     }
     const char *hash = opt->hash ? opt->hash : defaults.hash;
-    if (pool_settings(pl, opt, err, errlen) < 0 || build_ring(cfg, pl, hash, err, errlen) < 0)
+    if (pool_settings(pl, opt, err, errlen) < 0 ||
+        (n > 0 && build_ring(cfg, pl, hash, err, errlen) < 0))
         return -1;
     return (int)idx;
 nomem:

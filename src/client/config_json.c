@@ -371,10 +371,8 @@ static int build_listed_string(struct rb *b, const struct route_type *k, const c
     struct route_list sub = {0};
     int rc = build_string(b, arg, &sub);
     b->depth--;
-    if (rc == 0 && sub.n == 0)
-        rc = rb_fail(b, "\"%s|%s\": no routes", k->type, arg);
     if (rc == 0)
-        rc = rb_push(b, l, k->over(b->cfg->routes, k, sub.v, sub.n));
+        rc = rb_push(b, l, rb_over(b, k, sub.v, sub.n));
     free(sub.v);
     return rc;
 }

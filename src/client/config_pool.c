@@ -286,10 +286,9 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
     json_t *servers = rb_need(b, obj, "servers"), *weights = json_object_get(obj, "weights");
     if (servers == NULL)
         return -1;
-    if (!json_is_array(servers) || json_array_size(servers) == 0) {
+    if (!json_is_array(servers)) {     /* an empty one, as mcrouter: see route_pool.c */
         rb_path_key(b, "servers");
-        return rb_fail(b, "expected a list of servers, not %s",
-                    json_is_array(servers) ? "an empty list" : rb_type_name(servers));
+        return rb_fail(b, "expected a list of servers, not %s", rb_type_name(servers));
     }
     if (weights && !json_is_array(weights)) {
         rb_path_key(b, "weights");

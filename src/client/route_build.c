@@ -196,19 +196,32 @@ int rb_build_key_list(struct rb *b, json_t *obj, const char *key, struct route_l
     if (v == NULL)
         return -1;
     size_t mark = rb_path_key(b, key);
-    unsigned before = l->n;
     if (b->build_list(b, v, l) < 0)
         return -1;
-    if (l->n == before)
-        return rb_fail(b, "no routes in the list");
     rb_path_set(b, mark);
     return 0;
+}
+
+struct route *rb_over(struct rb *b, const struct route_type *t, struct route *const *v,
+                      unsigned n) {
+    if (n > 0)
+        return t->over(b->cfg->routes, t, v, n);
+    if (strcmp(t->type, "HashRoute") == 0)
+        return rb_empty_hash(b, "");
+    return route_null(b->cfg->routes);
+}
+
+struct route *rb_empty_hash(struct rb *b, const char *name) {
+    char text[300];
+    int len = snprintf(text, sizeof(text), "HashRoute with empty children, name: %s", name);
+    return route_error(b->cfg->routes, CELLAR_ESERVER, text,
+                       len < (int)sizeof(text) ? (size_t)len : sizeof(text) - 1);
 }
 
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out) {
     struct route_list l = {0};
     int rc = rb_build_key_list(b, obj, "children", &l);
-    if (rc == 0 && (*out = t->over(b->cfg->routes, t, l.v, l.n)) == NULL)
+    if (rc == 0 && (*out = rb_over(b, t, l.v, l.n)) == NULL)
         rc = rb_nomem(b);
     free(l.v);
     return rc;

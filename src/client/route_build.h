@@ -120,7 +120,7 @@ int rb_build_one(struct rb *b, json_t *v, struct route **out);
 /* obj[key] as one route into *out (left as it is when absent and optional). */
 int rb_build_key(struct rb *b, json_t *obj, const char *key, bool required,
                  struct route **out);
-/* obj[key] as a list of at least one route, appended to l. */
+/* obj[key] as a list of routes (an empty pool's "Pool|A" is none), appended to l. */
 int rb_build_key_list(struct rb *b, json_t *obj, const char *key, struct route_list *l);
 
 /*
@@ -154,6 +154,15 @@ int rb_build_shadows(struct rb *b, json_t *list, struct route **kids, unsigned n
  */
 int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_pool);
 int cl_json_parse_pools(struct rb *b, json_t *pools);
+
+/*
+ * t->over(v[0..n)); over none, as mcrouter builds it: NullRoute, or for
+ * HashRoute rb_empty_hash(); NULL when out of memory.
+ */
+struct route *rb_over(struct rb *b, const struct route_type *t, struct route *const *v,
+                      unsigned n);
+/* mcrouter's HashRoute (or PoolRoute) over no children: "HashRoute with empty children". */
+struct route *rb_empty_hash(struct rb *b, const char *name);
 
 /* A kind over a list: {"type": T, "children": route}, built with t->over. */
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out);

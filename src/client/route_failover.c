@@ -13,6 +13,7 @@
  *                             the way is the answer rather than a later error
  *   LatestRoute               a replica picked by the handle's host id,
  *                             then up to failover_count more, in order
+ *                             (HostIdRoute: that replica alone)
  *
  *   dispatch --> child[start] --done--> answered? --yes--> parent->done
  *                     ^                    | no, and children left
@@ -1084,6 +1085,23 @@ const struct route_type route_type_miss_failover = {
     .pool_keys = "",
     .build = build_miss_failover,
     .over = miss_failover_over,
+};
+
+/* mcrouter's HostIdRoute: the child this host reads, and no other (LatestRoute without failover). */
+static struct route *host_id_over(struct route_set *rs, const struct route_type *t,
+                                  struct route *const *v, unsigned n) {
+    (void)t;
+    return route_latest(rs, v, n, 0);
+}
+
+const struct route_type route_type_host_id = {
+    .type = "HostIdRoute",
+    .keys = "children",
+    .route_keys = "children",
+    .map_keys = "",
+    .pool_keys = "",
+    .build = rb_build_over,
+    .over = host_id_over,
 };
 
 const struct route_type route_type_latest = {

@@ -208,6 +208,10 @@ int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigne
     if (strlen(salt) > SALT_MAX)
         return rb_fail(b, "a salt of more than %d bytes", SALT_MAX);
     struct route_set *rs = b->cfg->routes;
+    if (n == 0) {
+        *out = rb_empty_hash(b, "");
+        return *out ? 0 : rb_nomem(b);
+    }
     if (funcs[k].ring == NULL) {
         long long count;
         if (*salt)

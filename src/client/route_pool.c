@@ -202,6 +202,10 @@ static int build_pool(struct rb *b, const struct route_type *t, json_t *obj,
     if (pool < 0)
         return -1;
     rb_path_set(b, mark);
+    if (b->cfg->pools[pool].n == 0) {
+        *out = rb_empty_hash(b, json_string_value(name));
+        return *out ? 0 : rb_nomem(b);
+    }
     if (json_object_get(obj, "hash") || json_object_get(obj, "shadows"))
         return build_children(b, obj, (unsigned)pool, out);
     *out = route_pool(b->cfg->routes, (unsigned)pool);
@@ -214,7 +218,10 @@ static int pool_from_string(struct rb *b, const char *s, const char *arg,
     if (arg == NULL)
         return rb_fail(b, "\"%s\" needs a pool, as \"PoolRoute|A\"", s);
     int pool = rb_find_pool(b, arg);
-    return pool < 0 ? -1 : rb_push(b, l, route_pool(b->cfg->routes, (unsigned)pool));
+    if (pool < 0)
+        return -1;
+    return rb_push(b, l, b->cfg->pools[pool].n == 0 ? rb_empty_hash(b, arg)
+                                                    : route_pool(b->cfg->routes, (unsigned)pool));
 }
 
 const struct route_type route_type_pool = {

@@ -15,7 +15,7 @@ extern const struct route_type route_type_pool, route_type_failover,
     route_type_modify_exptime, route_type_all_fastest, route_type_all_majority,
     route_type_l1l2, route_type_hash, route_type_migrate, route_type_shadow,
     route_type_modify_key, route_type_random, route_type_big_value,
-    route_type_salted_failover;
+    route_type_salted_failover, route_type_host_id;
 
 static const struct route_type *const types[] = {
     &route_type_pool,               /* route_pool.c */
@@ -24,6 +24,7 @@ static const struct route_type *const types[] = {
     &route_type_salted_failover,
     &route_type_miss_failover,
     &route_type_latest,
+    &route_type_host_id,
     &route_type_all_sync,           /* route_all.c */
     &route_type_all_async,
     &route_type_all_initial,

@@ -68,7 +68,7 @@ static const char *root_of(const char *text) {
 
 #define POOLS_AB                                                                     \
     "\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:11301\", \"127.0.0.1:11302\"]},"  \
-    " \"B\": {\"servers\": [\"127.0.0.1:11401\"]}}"
+    " \"B\": {\"servers\": [\"127.0.0.1:11401\"]}, \"E\": {\"servers\": []}}"
 
 /* ---------------------------------------------------------------------- */
 /* Pools                                                                    */
@@ -78,7 +78,7 @@ TEST(one_pool_with_defaults) {
     struct cellar_config *cfg = parse("{" POOLS_AB ", \"route\": \"PoolRoute|A\"}");
     ASSERT_PARSED(cfg);
     ASSERT_STR(desc(cfg, cfg->root), "PoolRoute(A)");
-    ASSERT_EQ(cfg->npools, 2);
+    ASSERT_EQ(cfg->npools, 3);     /* E has no servers, as mcrouter allows */
     ASSERT_EQ(cfg->nservers, 3);
     ASSERT_STR(cfg->pools[0].name, "A");
     ASSERT_STR(cfg->pools[1].name, "B");
@@ -334,6 +334,16 @@ static const struct row kinds[] = {
     {"{\"type\": \"WarmUpRoute\", \"cold\": [\"PoolRoute|A\"], \"warm\": \"Pool|B\"}",
      "WarmUpRoute(exptime=0)[PoolRoute(A),Server(127.0.0.1:11401)]"},
     {"[\"PoolRoute|A\"]", "PoolRoute(A)"},
+    /* no children, as mcrouter builds them: NullRoute, or HashRoute's error */
+    {"{\"type\": \"AllSyncRoute\", \"children\": []}", "NullRoute"},
+    {"\"FailoverRoute|Pool|E\"", "NullRoute"},
+    {"{\"type\": \"FailoverRoute\", \"children\": \"Pool|E\"}", "FailoverRoute"},
+    {"\"HashRoute|Pool|E\"", "ErrorRoute(HashRoute with empty children, name: )"},
+    {"\"PoolRoute|E\"", "ErrorRoute(HashRoute with empty children, name: E)"},
+    {"{\"type\": \"PoolRoute\", \"pool\": \"E\", \"hash\": \"Crc32\"}",
+     "ErrorRoute(HashRoute with empty children, name: E)"},
+    {"\"HostIdRoute|Pool|A\"",
+     "LatestRoute(failover_count=0)[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
     {"{\"type\": \"AllSyncRoute\", \"children\": [{\"type\": \"Pool\", \"name\": \"C\","
      " \"servers\": [\"127.0.0.1:11501\"]}, \"PoolRoute|C\"]}",
      "AllSyncRoute[Server(127.0.0.1:11501),PoolRoute(C)]"},
@@ -690,8 +700,8 @@ static const struct bad bad[] = {
      "pools.A.servers[2]: bad port (IPv6 addresses go in brackets) in \"127.0.0.1:x\""},
     {"{\"pools\": {\"A\": {\"servers\": [\"fe80::1:11211\"]}}, \"route\": \"NullRoute\"}",
      "pools.A.servers[0]: IPv6 addresses go in brackets"},
-    {"{\"pools\": {\"A\": {\"servers\": []}}, \"route\": \"NullRoute\"}",
-     "pools.A.servers: expected a list of servers, not an empty list"},
+    {"{\"pools\": {\"A\": {\"servers\": {}}}, \"route\": \"NullRoute\"}",
+     "pools.A.servers: expected a list of servers, not an object"},
     {"{\"pools\": {\"A\": {}}, \"route\": \"NullRoute\"}", "pools.A: missing \"servers\""},
     {"{\"pools\": {\"A\": {\"servers\": [11211]}}, \"route\": \"NullRoute\"}",
      "pools.A.servers[0]: expected a string, not an integer"},
@@ -752,8 +762,6 @@ static const struct bad bad[] = {
     {P "\"route\": {\"type\": 7}}", "route.type: expected a string, not an integer"},
     {P "\"route\": 42}", "route: a route is an object or a string, not an integer"},
     {P "\"route\": {\"type\": \"FailoverRoute\"}}", "route: missing \"children\""},
-    {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": []}}",
-     "route.children: no routes in the list"},
     {P "\"route\": {\"type\": \"AllSyncRoute\", \"children\": [\"PoolRoute|A\", null]}}",
      "route.children[1]: a route is an object or a string, not null"},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:1\", \"127.0.0.1:2\"], "
