@@ -130,6 +130,14 @@ int rb_build_key_list(struct rb *b, json_t *obj, const char *key, struct route_l
  */
 int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
                   struct route **out);
+/*
+ * ... as a PoolRoute's: WeightedCh3 over the pool's own weights
+ * (pool_weights, scaled to 2^32 - 1; NULL: none) unless spec gives
+ * others, and with buckets > 0 mcrouter's bucketize (the key's bucket,
+ * Ch3 of it over buckets, hashed instead of the key).
+ */
+int rb_build_pool_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
+                       const uint32_t *pool_weights, uint32_t buckets, struct route **out);
 
 /*
  * A ring of mcrouter's hash function func (Ch3, Crc32, WeightedCh3, whose

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "client/client_int.h"
+#include "client/ring_int.h"
 #include "client/route_build.h"
 #include "protocol/mc_put.h"
 
@@ -28,6 +29,8 @@
 struct hash_route {
     struct route r;
     struct ring *ring;
+    uint32_t buckets;           /* mcrouter's bucketize: hash the key's bucket, not the key
+                                   (0: the key) */
     size_t nsalt;
     char salt[SALT_MAX];
 };
@@ -40,8 +43,12 @@ static const struct hash_route *hr(const struct route *r) {
 static const struct route *pick(const struct route *r, const struct cellar_config *cfg,
                                 const char *key, size_t nkey) {
     const struct hash_route *h = hr(r);
-    char buf[MC_KEY_MAX + 3 + SALT_MAX];
+    char buf[MC_KEY_MAX + 3 + SALT_MAX], bucket[12];
     size_t n = cl_hash_key(cfg, key, nkey);
+    if (h->buckets) {           /* mcrouter's McBucketRoute: Ch3 of the key over the buckets */
+        n = (size_t)snprintf(bucket, sizeof(bucket), "%u", ring_furc(key, n, h->buckets));
+        key = bucket;
+    }
     if (h->nsalt == 0)
         return r->children[ring_pick(h->ring, key, n)];
     if (n > MC_KEY_MAX + 3)
@@ -79,6 +86,10 @@ static void hash_label(const struct route *r, const struct cellar_config *cfg,
     if (hr(r)->nsalt) {
         MC_PUT_LIT(w, ",salt=");
         mc_put(w, hr(r)->salt, hr(r)->nsalt);
+    }
+    if (hr(r)->buckets) {
+        MC_PUT_LIT(w, ",buckets=");
+        mc_put_u64(w, hr(r)->buckets);
     }
     MC_PUT_LIT(w, ")");
 }
@@ -138,10 +149,17 @@ static const struct {
 
 /*
  * spec's "weights" (WeightedCh3): one in [0, 1] per child, into s[].weight
- * as mcrouter scales them; a missing one is 0.5, as mcrouter's.
+ * as mcrouter scales them; a missing one is 0.5, as mcrouter's.  Without
+ * any, a pool's own (given, scaled so already) are taken.
  */
-static int weights(struct rb *b, json_t *spec, struct ring_server *s, unsigned n) {
+static int weights_or(struct rb *b, json_t *spec, struct ring_server *s, unsigned n,
+                      const uint32_t *pool_weights) {
     json_t *w = json_is_object(spec) ? json_object_get(spec, "weights") : NULL;
+    if (w == NULL && pool_weights) {
+        for (unsigned i = 0; i < n; i++)
+            s[i].weight = pool_weights[i];
+        return 0;
+    }
     if (!json_is_array(w))
         return rb_fail(b, "WeightedCh3 needs \"weights\": a list of numbers in [0, 1]");
     size_t mark = rb_path_key(b, "weights");
@@ -159,6 +177,10 @@ static int weights(struct rb *b, json_t *spec, struct ring_server *s, unsigned n
     }
     rb_path_set(b, mark);
     return 0;
+}
+
+static int weights(struct rb *b, json_t *spec, struct ring_server *s, unsigned n) {
+    return weights_or(b, spec, s, n, NULL);
 }
 
 int rb_hash_ring(struct rb *b, const char *func, json_t *spec, unsigned n,
@@ -184,7 +206,12 @@ int rb_hash_ring(struct rb *b, const char *func, json_t *spec, unsigned n,
 
 int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
                   struct route **out) {
-    const char *func = "Ch3", *salt = "";
+    return rb_build_pool_hash(b, spec, kids, n, NULL, 0, out);
+}
+
+int rb_build_pool_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigned n,
+                       const uint32_t *pool_weights, uint32_t buckets, struct route **out) {
+    const char *func = pool_weights ? "WeightedCh3" : "Ch3", *salt = "";
     if (json_is_object(spec)) {
         json_t *f = json_object_get(spec, "hash_func"), *sv = json_object_get(spec, "salt");
         if ((f && !json_is_string(f)) || (sv && !json_is_string(sv))) {
@@ -229,13 +256,15 @@ int rb_build_hash(struct rb *b, json_t *spec, struct route *const *kids, unsigne
     struct ring_server *s = places(n);
     if (s == NULL)
         return rb_nomem(b);
-    if (strcmp(funcs[k].ring, "wch3") == 0 && weights(b, spec, s, n) < 0) {
+    if (strcmp(funcs[k].ring, "wch3") == 0 && weights_or(b, spec, s, n, pool_weights) < 0) {
         free(s);
         return -1;
     }
     const char *why;
     *out = make(rs, funcs[k].ring, s, kids, n, salt, &why);
     free(s);
+    if (*out && buckets)
+        ((struct hash_route *)*out)->buckets = buckets;
     return *out ? 0 : rb_fail(b, "%s", why);
 }
 

@@ -157,7 +157,8 @@ struct route *route_pool(struct route_set *rs, unsigned pool) {
  * ShadowRoutes, route_shadow.c): a route per server, then the hash's
  * route over them, or the pool's own ring over them.
  */
-static int build_children(struct rb *b, json_t *obj, unsigned pool, struct route **out) {
+static int build_children(struct rb *b, json_t *obj, unsigned pool, uint32_t buckets,
+                          struct route **out) {
     json_t *hash = json_object_get(obj, "hash"), *shadows = json_object_get(obj, "shadows");
     const struct cl_pool *pl = &b->cfg->pools[pool];
     struct route_list l = {0};
@@ -166,12 +167,19 @@ static int build_children(struct rb *b, json_t *obj, unsigned pool, struct route
         rc = rb_push(b, &l, route_server(b->cfg->routes, pl->first + i));
     if (rc == 0 && shadows)
         rc = rb_build_shadows(b, shadows, l.v, l.n);
-    if (rc == 0 && hash) {
+    /* a pool's own weights (mcrouter's WeightedCh3) go with its PoolRoute's hash */
+    const char *kind = ring_kind(pl->ring);
+    uint32_t *weights = strcmp(kind, "wch3") == 0 ? calloc(pl->n, sizeof(*weights)) : NULL;
+    for (unsigned i = 0; weights && i < pl->n; i++)
+        weights[i] = b->cfg->servers[pl->first + i].weight;
+    if (rc == 0 && buckets && !hash && strcmp(kind, "ch3") != 0 && weights == NULL)
+        rc = rb_fail(b, "bucketize hashes as mcrouter's Ch3 or WeightedCh3, not a %s pool", kind);
+    if (rc == 0 && (hash || buckets)) {
         size_t mark = rb_path_key(b, "hash");
         if (json_is_object(hash))
             rc = rb_check_keys(b, hash, "hash_func salt weights failover_count", "a hash");
         if (rc == 0)
-            rc = rb_build_hash(b, hash, l.v, l.n, out);
+            rc = rb_build_pool_hash(b, hash, l.v, l.n, weights, buckets, out);
         if (rc == 0)
             rb_path_set(b, mark);
     } else if (rc == 0) {
@@ -181,8 +189,37 @@ static int build_children(struct rb *b, json_t *obj, unsigned pool, struct route
         else
             rc = rb_nomem(b);
     }
+    free(weights);
     free(l.v);
     return rc;
+}
+
+/*
+ * mcrouter's "bucketize": true, "total_buckets": 1 .. 2^23, and
+ * "bucketization_keyspace" (a name, required as mcrouter requires it):
+ * into *buckets (0: not bucketized).
+ */
+static int bucketize(struct rb *b, json_t *obj, uint32_t *buckets) {
+    json_t *on = json_object_get(obj, "bucketize");
+    *buckets = 0;
+    if (on && !json_is_boolean(on)) {
+        rb_path_key(b, "bucketize");
+        return rb_fail(b, "expected true or false");
+    }
+    if (!json_is_true(on))
+        return 0;
+    json_t *ks = rb_need(b, obj, "bucketization_keyspace");
+    if (ks == NULL || rb_need(b, obj, "total_buckets") == NULL)
+        return -1;
+    if (!json_is_string(ks)) {
+        rb_path_key(b, "bucketization_keyspace");
+        return rb_fail(b, "expected a string");
+    }
+    long long n;
+    if (rb_get_int(b, obj, "total_buckets", 1, 1 << 23, 0, &n) < 0)
+        return -1;
+    *buckets = (uint32_t)n;
+    return 0;
 }
 
 /* {"type": "PoolRoute", "pool": NAME | pool with "name", "hash": ...} */
@@ -206,8 +243,11 @@ static int build_pool(struct rb *b, const struct route_type *t, json_t *obj,
         *out = rb_empty_hash(b, json_string_value(name));
         return *out ? 0 : rb_nomem(b);
     }
-    if (json_object_get(obj, "hash") || json_object_get(obj, "shadows"))
-        return build_children(b, obj, (unsigned)pool, out);
+    uint32_t buckets;
+    if (bucketize(b, obj, &buckets) < 0)
+        return -1;
+    if (json_object_get(obj, "hash") || json_object_get(obj, "shadows") || buckets)
+        return build_children(b, obj, (unsigned)pool, buckets, out);
     *out = route_pool(b->cfg->routes, (unsigned)pool);
     return *out ? 0 : rb_nomem(b);
 }
@@ -226,7 +266,7 @@ static int pool_from_string(struct rb *b, const char *s, const char *arg,
 
 const struct route_type route_type_pool = {
     .type = "PoolRoute",
-    .keys = "pool hash shadows",
+    .keys = "pool hash shadows bucketize total_buckets bucketization_keyspace",
     .route_keys = "",
     .map_keys = "",
     .pool_keys = "pool",

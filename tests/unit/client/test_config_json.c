@@ -15,6 +15,7 @@
 #include "cellar.h"
 #include "client/client_int.h"
 #include "client/ring.h"
+#include "client/ring_int.h"
 #include "harness.h"
 
 static char errbuf[1024];
@@ -509,6 +510,45 @@ TEST(ch3_pool_weights_are_weighted_ch3) {
     cellar_config_release(&cfg);
 }
 
+/*
+ * mcrouter's bucketize: a PoolRoute hashes the key's bucket (Ch3 of the
+ * key over total_buckets, in decimal) instead of the key, by the pool's
+ * weights (WeightedCh3) when its "hash" names the function alone.
+ */
+TEST(bucketized_pool_route) {
+    struct cellar_config *cfg = parse(
+        "{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:1\", \"127.0.0.1:2\", \"127.0.0.1:3\","
+        " \"127.0.0.1:4\"], \"weights\": [0.5, 1, 0.25, 0.75]}}, \"route\": {\"type\":"
+        " \"PoolRoute\", \"pool\": \"A\", \"bucketize\": true, \"total_buckets\": 1000,"
+        " \"bucketization_keyspace\": \"ks\", \"hash\": \"WeightedCh3\"}}");
+    ASSERT_PARSED(cfg);
+    ASSERT_STR(desc(cfg, cfg->root),
+               "HashRoute(wch3,buckets=1000)[Server(127.0.0.1:1:2147483647),"
+               "Server(127.0.0.1:2:4294967295),Server(127.0.0.1:3:1073741823),"
+               "Server(127.0.0.1:4:3221225471)]");
+    struct ring_server s[4];
+    static const double w[4] = {0.5, 1, 0.25, 0.75};
+    for (int i = 0; i < 4; i++)
+        s[i] = (struct ring_server){"", (uint16_t)i, (uint32_t)(uint64_t)(w[i] * 4294967295.0)};
+    struct ring *wch3 = ring_create("wch3", s, 4, NULL);
+    ASSERT(wch3 != NULL);
+    char key[16], bucket[12];
+    unsigned differ = 0;
+    for (int i = 0; i < 500; i++) {
+        int n = snprintf(key, sizeof(key), "key%d", i);
+        int m = snprintf(bucket, sizeof(bucket), "%u", ring_furc(key, (size_t)n, 1000));
+        unsigned want = ring_pick(wch3, bucket, (size_t)m);
+        ASSERT_EQ((unsigned)route_server_of(cfg->root, cfg, key, (size_t)n), want);
+        differ += want != ring_pick(wch3, key, (size_t)n);
+    }
+    ASSERT(differ > 100);           /* the bucket, not the key, placed them */
+    ring_destroy(&wch3);
+    cellar_config_release(&cfg);
+    ASSERT_STR(root_of("{" POOLS_AB ", \"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\","
+                       " \"bucketize\": true, \"total_buckets\": 10}}"),
+               "ERROR: route: missing \"bucketization_keyspace\"");
+}
+
 /* mcrouter's port_override: every server on that port, a ketama weight kept. */
 TEST(port_override) {
     struct cellar_config *cfg = parse(
@@ -791,7 +831,8 @@ static const struct bad bad[] = {
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"hash\": {\"hash_func\": \"Md5\"}}}",
      "route.hash: hash function \"Md5\" is not one cellar knows"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shards\": []}}",
-     "route: unknown key \"shards\" (PoolRoute takes: type name pool hash shadows)"},
+     "route: unknown key \"shards\" (PoolRoute takes: type name pool hash shadows bucketize "
+     "total_buckets bucketization_keyspace)"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": {}}}",
      "route.shadows: expected a list of shadows, not an object"},
     {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
