@@ -172,6 +172,9 @@ struct route *rb_over(struct rb *b, const struct route_type *t, struct route *co
 /* mcrouter's HashRoute (or PoolRoute) over no children: "HashRoute with empty children". */
 struct route *rb_empty_hash(struct rb *b, const char *name);
 
+/* mcrouter's ShardSplitRoute over child, with splits (route_shard_split.c), into *out. */
+int rb_shard_splits(struct rb *b, json_t *splits, struct route *child, struct route **out);
+
 /* A kind over a list: {"type": T, "children": route}, built with t->over. */
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out);
 

@@ -222,10 +222,24 @@ static int bucketize(struct rb *b, json_t *obj, uint32_t *buckets) {
     return 0;
 }
 
-/* {"type": "PoolRoute", "pool": NAME | pool with "name", "hash": ...} */
+static int build_pool_route(struct rb *b, json_t *obj, struct route **out);
+
+/* {"type": "PoolRoute", "pool": NAME | pool with "name", "hash": ..., "shard_splits": ...} */
 static int build_pool(struct rb *b, const struct route_type *t, json_t *obj,
                       struct route **out) {
     (void)t;
+    json_t *splits = json_object_get(obj, "shard_splits");
+    struct route *r;
+    if (build_pool_route(b, obj, &r) < 0)
+        return -1;
+    if (splits == NULL) {
+        *out = r;
+        return 0;
+    }
+    return rb_shard_splits(b, splits, r, out);
+}
+
+static int build_pool_route(struct rb *b, json_t *obj, struct route **out) {
     json_t *v = rb_need(b, obj, "pool");
     if (v == NULL)
         return -1;
@@ -266,7 +280,7 @@ static int pool_from_string(struct rb *b, const char *s, const char *arg,
 
 const struct route_type route_type_pool = {
     .type = "PoolRoute",
-    .keys = "pool hash shadows bucketize total_buckets bucketization_keyspace",
+    .keys = "pool hash shadows bucketize total_buckets bucketization_keyspace shard_splits",
     .route_keys = "",
     .map_keys = "",
     .pool_keys = "pool",

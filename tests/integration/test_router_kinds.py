@@ -801,3 +801,38 @@ def test_mcrouters_words_for_a_key_too_long():
         with be.conn() as b:
             b.expect(b"set " + b"k" * 251 + b" 0 0 3\r\nabc\r\n",
                      b"CLIENT_ERROR bad command line format\r\n")
+
+
+def test_shard_splits():
+    """mcrouter's shard_splits: a key "prefix:SHARD:rest" of a shard split in
+    three lives in one of its copies (the one this router's host id picks,
+    itself or "prefix:SHARDaa:rest", "...ba..."); a delete reaches them all;
+    an unsplit shard's key goes on as it is."""
+    with servers(3) as bes:
+        cfg = json.dumps({"pools": {"p": {"servers": ["%s:%d" % (util.HOST, b.port)
+                                                      for b in bes]}},
+                          "route": {"type": "PoolRoute", "pool": "p",
+                                    "shard_splits": {"1": 3, "7": {"new_split_size": 1}}}})
+        copies = [b"a:1:k", b"a:1aa:k", b"a:1ba:k"]
+
+        def where(key):
+            return [be for be in bes if held(be, key.decode()) is not None]
+
+        with Router(cfg) as r, r.conn() as c:
+            c.expect(b"set a:1:k 0 0 1\r\nv\r\n", b"STORED\r\n")
+            stored = [k for k in copies if where(k)]
+            assert len(stored) == 1, stored
+            c.expect(b"get a:1:k\r\n", b"VALUE a:1:k 0 1\r\nv\r\nEND\r\n")
+            for k in copies:            # a copy's own key is no split shard's: as it is
+                c.expect(b"set " + k + b" 0 0 1\r\nw\r\n", b"STORED\r\n")
+            assert all(len(where(k)) == 1 for k in copies)
+            c.expect(b"delete a:1:k\r\n", b"DELETED\r\n")
+            util.wait_for(lambda: not any(where(k) for k in copies), timeout=5,
+                          what="the delete at every copy")
+            c.expect(b"set a:7:k 0 0 1\r\nv\r\n", b"STORED\r\n")
+            assert where(b"a:7:k") and not where(b"a:7aa:k")
+        bad = json.loads(cfg)
+        bad["route"]["shard_splits"] = {"1": 0}
+        res = run_router(json.dumps(bad))
+        assert res.returncode == 1 and 'shard_splits.1: a split is a size from 1' in res.stderr, \
+            res.stderr
