@@ -130,6 +130,48 @@ struct walk {
     uint64_t used[];            /* a bit per child: asked, or not to be asked */
 };
 
+/*
+ * mcrouter's enable_lease_pairing: a lease won through a later child (or a
+ * token that looks like one of these) is handed out as a token of the
+ * route's own, PAIR_MAGIC in its top half, so that the lease-set goes back
+ * to that child with the token it gave; any other lease-set goes to the
+ * first child only.  The last PAIR_SLOTS such leases are kept, each for
+ * PAIR_TTL_S seconds (a lease of mcrouter's lasts 10).  Shared by the
+ * handles of every thread; a reload starts a new table.
+ */
+#define PAIR_MAGIC 0x7aceb00cull
+#define PAIR_SLOTS 4096
+#define PAIR_TTL_S 10
+
+struct pairs {
+    pthread_mutex_t mu;
+    uint32_t next;              /* the low half of the next token handed out */
+    struct pair {
+        uint64_t ours, token;   /* handed out; the child's */
+        unsigned child;
+        int64_t until;          /* unix seconds */
+    } slot[PAIR_SLOTS];
+};
+
+static uint64_t pairs_put(struct pairs *p, uint64_t token, unsigned child) {
+    pthread_mutex_lock(&p->mu);
+    uint32_t n = p->next++;
+    uint64_t ours = PAIR_MAGIC << 32 | n;
+    p->slot[n % PAIR_SLOTS] = (struct pair){ours, token, child, (int64_t)time(NULL) + PAIR_TTL_S};
+    pthread_mutex_unlock(&p->mu);
+    return ours;
+}
+
+/* The pair of the token a lease-set brings back, or false. */
+static bool pairs_get(struct pairs *p, uint64_t ours, struct pair *out) {
+    if (ours >> 32 != PAIR_MAGIC)
+        return false;
+    pthread_mutex_lock(&p->mu);
+    *out = p->slot[(uint32_t)ours % PAIR_SLOTS];
+    pthread_mutex_unlock(&p->mu);
+    return out->ours == ours && out->until >= (int64_t)time(NULL);
+}
+
 /* The three kinds share one struct and the walk below. */
 struct failover {
     struct route r;
@@ -149,6 +191,7 @@ struct failover {
     bool counts;                /* FailoverRoute's kinds: mcrouter's failover stats */
     unsigned errors[FO_CLASSES];
     struct det *det;            /* DeterministicOrderPolicy, or NULL */
+    struct pairs *pairs;        /* enable_lease_pairing, or NULL */
     _Atomic uint64_t stat[FS_COUNT];
 };
 
@@ -456,6 +499,15 @@ static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) 
     }
     struct cl_req *parent = s->parent;
     bool best_miss = s->missed && status < 0 && f->best_on_error;
+    struct msg_reply paired;
+    /* (a won token of 1, a fresh memcached's first cas, would read as mcrouter's
+       "hot miss": paired too) */
+    if (f->pairs && parent->m.op == MSG_LEASE_GET && rep && rep->won &&
+        (s->at > 0 || rep->cas <= 1 || rep->cas >> 32 == PAIR_MAGIC)) {
+        paired = *rep;
+        paired.cas = pairs_put(f->pairs, rep->cas, s->at);
+        rep = &paired;
+    }
     free(s->tagged);
     free(s->w);
     cl_block_put(s->h, s);
@@ -480,7 +532,34 @@ static void seq_dispatch(const struct route *r, struct cellar *h, struct cl_req 
     seq_send(s);
 }
 
+static void pair_done(struct cl_req *q, int status, const struct msg_reply *rep) {
+    cl_child_end((struct cl_child *)q, status, rep);
+}
+
+/* A lease-set under enable_lease_pairing: to the child its lease came from. */
+static void lease_set_paired(const struct route *r, struct cellar *h, struct cl_req *q) {
+    struct pair p;
+    if (!pairs_get(fo(r)->pairs, q->m.cas, &p)) {
+        route_dispatch(r->children[0], h, q);   /* not through a failover: no failing over */
+        return;
+    }
+    if (p.child >= r->nchildren) {
+        static const char why[] = "LeaseSet failover destination out-of-range.";
+        cl_answer_error(h, q, CELLAR_ESERVER, why, sizeof(why) - 1);
+        return;
+    }
+    struct cl_child *c = cl_child_get(h, r, q, pair_done);
+    if (c == NULL)
+        return;
+    c->q.m.cas = p.token;
+    route_dispatch(r->children[p.child], h, &c->q);
+}
+
 static void failover_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
+    if (fo(r)->pairs && q->m.op == MSG_LEASE_SET) {
+        lease_set_paired(r, h, q);
+        return;
+    }
     if (fo(r)->limit)
         limiter_bump(fo(r)->limit);
     unsigned tries = fo(r)->max_tries;
@@ -525,7 +604,7 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
     (void)cfg;
     const struct failover *f = fo(r);
     bool limited = f->limit != NULL;
-    bool any = f->exptime >= 0 || limited || f->custom || f->tag || f->max_tries;
+    bool any = f->exptime >= 0 || limited || f->custom || f->tag || f->max_tries || f->pairs;
     if (!any)
         return;
     const char *sep = "(";
@@ -545,6 +624,11 @@ static void failover_label(const struct route *r, const struct cellar_config *cf
     if (f->tag) {
         mc_put(w, sep, 1);
         MC_PUT_LIT(w, "failover_tag");
+        sep = ",";
+    }
+    if (f->pairs) {
+        mc_put(w, sep, 1);
+        MC_PUT_LIT(w, "lease_pairing");
         sep = ",";
     }
     if (f->max_tries) {
@@ -593,6 +677,11 @@ static void failover_counters(const struct route *r,
 
 static void failover_release(struct route *r) {
     struct failover *f = (struct failover *)r;
+    if (f->pairs) {
+        pthread_mutex_destroy(&f->pairs->mu);
+        free(f->pairs);
+        f->pairs = NULL;
+    }
     free((void *)f->fails);
     f->fails = NULL;
     if (f->det) {
@@ -894,8 +983,17 @@ static int failover_policy(struct rb *b, json_t *obj, struct failover *f) {
  * every error), "failover_limit", "failover_policy", "failover_tag".
  */
 static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
-    if (failover_limit(b, obj, f) < 0 || failover_policy(b, obj, f) < 0)
+    bool pairing = false;
+    if (failover_limit(b, obj, f) < 0 || failover_policy(b, obj, f) < 0 ||
+        get_bool(b, obj, "enable_lease_pairing", &pairing) < 0)
         return -1;
+    if (pairing && !json_is_string(json_object_get(obj, "name")))
+        return rb_fail(b, "enable_lease_pairing needs the route's \"name\", as mcrouter's");
+    if (pairing) {
+        if ((f->pairs = calloc(1, sizeof(*f->pairs))) == NULL)
+            return rb_nomem(b);
+        pthread_mutex_init(&f->pairs->mu, NULL);
+    }
     json_t *tag = json_object_get(obj, "failover_tag");
     if (tag && !json_is_boolean(tag)) {
         rb_path_key(b, "failover_tag");
@@ -987,7 +1085,8 @@ static int build_failover_exptime(struct rb *b, const struct route_type *t, json
 
 const struct route_type route_type_failover = {
     .type = "FailoverRoute",
-    .keys = "children failover_errors failover_limit failover_tag failover_policy",
+    .keys = "children failover_errors failover_limit failover_tag failover_policy "
+            "enable_lease_pairing",
     .route_keys = "children",
     .map_keys = "",
     .pool_keys = "",
@@ -1056,7 +1155,8 @@ static int build_salted(struct rb *b, const struct route_type *t, json_t *obj,
 
 const struct route_type route_type_salted_failover = {
     .type = "SaltedFailoverRoute",
-    .keys = "pool hash shadows failover_errors failover_limit failover_tag failover_policy",
+    .keys = "pool hash shadows failover_errors failover_limit failover_tag failover_policy "
+            "enable_lease_pairing",
     .route_keys = "",
     .map_keys = "",
     .pool_keys = "pool",

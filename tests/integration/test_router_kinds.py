@@ -15,7 +15,7 @@ import time
 import zlib
 
 import util
-from router_util import Router, backend, need
+from router_util import Router, backend, need, restart
 
 ROUTER = os.environ.get("CELLAR_ROUTER")
 
@@ -836,3 +836,37 @@ def test_shard_splits():
         res = run_router(json.dumps(bad))
         assert res.returncode == 1 and 'shard_splits.1: a split is a size from 1' in res.stderr, \
             res.stderr
+
+
+def test_lease_pairing():
+    """mcrouter's enable_lease_pairing: a lease won through the second child
+    comes with a token of the route's own, and its lease-set goes back to
+    that child, though the first is up again; a token it did not hand out
+    goes to the first child only."""
+    with servers(2) as bes:
+        cfg = json.dumps({"pools": {"A": {"servers": ["%s:%d" % (util.HOST, b.port) for b in bes],
+                                          "probe_min_ms": 20, "probe_max_ms": 50}},
+                          "route": {"type": "FailoverRoute", "name": "lp",
+                                    "enable_lease_pairing": True, "children": "Pool|A"}})
+        with Router(cfg, threads=1) as r, r.conn() as c:
+            bes[0].proc.kill()
+            bes[0].proc.wait()
+            c.send(b"lease-get key\r\n")
+            line = c.readline()
+            assert line.startswith(b"LVALUE key ") and c.read_to(b"END\r\n"), line
+            token = int(line.split()[2])
+            assert token >> 32 == 0x7aceb00c, line        # the route's own
+            restart(bes[0])
+            addr = "%s:%d" % (util.HOST, bes[0].port)
+            def up():
+                c.call(b"get probe\r\n", b"END\r\n")     # traffic, for the probe to see
+                return r.servers()[addr]["state"] == "up"
+            util.wait_for(up, timeout=10, what="the first server up again")
+            c.expect(b"lease-set key %d 0 0 3\r\nabc\r\n" % token, b"STORED\r\n")
+            assert held(bes[1], "key") == b"abc" and held(bes[0], "key") is None
+            # a token not handed out here: the first child, no failing over
+            c.expect(b"lease-set other 12345 0 0 1\r\nv\r\n", b"NOT_STORED\r\n")
+        bad = json.loads(cfg)
+        del bad["route"]["name"]
+        res = run_router(json.dumps(bad))
+        assert res.returncode == 1 and "enable_lease_pairing needs the route's" in res.stderr

@@ -821,7 +821,7 @@ static const struct bad bad[] = {
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_shadow\": true}}",
      "route: unknown key \"failover_shadow\" (FailoverRoute takes: type name children "
-     "failover_errors failover_limit failover_tag failover_policy)"},
+     "failover_errors failover_limit failover_tag failover_policy enable_lease_pairing)"},
     {P "\"route\": {\"type\": \"FailoverRoute\", \"children\": [\"PoolRoute|A\"],"
      " \"failover_errors\": [\"timeout\", \"oops\"]}}",
      "route.failover_errors[1]: \"oops\" is not a failover error"},
