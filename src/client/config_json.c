@@ -349,16 +349,10 @@ static int build_object(struct rb *b, json_t *obj, struct route **out) {
     return build_named(b, nh, out);
 }
 
-/* "Pool|P": one route per server of P, in order. */
+/* "Pool|P": one route per server of P (or route in a server's place), in order. */
 static int build_pool_servers(struct rb *b, const char *pool_name, struct route_list *l) {
     int pool = rb_find_pool(b, pool_name);
-    if (pool < 0)
-        return -1;
-    const struct cl_pool *pl = &b->cfg->pools[pool];
-    for (unsigned i = 0; i < pl->n; i++)
-        if (rb_push(b, l, route_server(b->cfg->routes, pl->first + i)) < 0)
-            return -1;
-    return 0;
+    return pool < 0 ? -1 : rb_pool_routes(b, (unsigned)pool, l);
 }
 
 static int build_string(struct rb *b, const char *s, struct route_list *l);
@@ -689,6 +683,12 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
     }
     json_decref(root);
     json_decref(jp.b.vars);
+    for (unsigned i = 0; i < jp.b.nmembers; i++) {
+        for (unsigned k = 0; k < jp.b.members[i].n; k++)
+            json_decref(jp.b.members[i].route[k]);
+        free(jp.b.members[i].route);
+    }
+    free(jp.b.members);
     free(clean);
     for (unsigned i = 0; i < jp.nnamed; i++)
         free(jp.named[i].path);

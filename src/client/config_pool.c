@@ -147,23 +147,54 @@ static json_int_t entry_weight(json_t *weights, size_t i, bool wch3) {
     return (json_int_t)(uint64_t)(d * 4294967295.0);
 }
 
-/* The pool's server entries (weights, already checked, folded in) into entries[0..n). */
+/*
+ * The pool's server entries (weights, already checked, folded in) into
+ * entries[0..*n); an entry that is a route (an object) into routes[i]
+ * instead (routes[] NULL when there is none).
+ */
 static int pool_entries(struct rb *b, json_t *servers, json_t *weights, bool wch3,
-                        char **entries) {
+                        char **entries, size_t *n, json_t ***routes) {
+    *n = 0;
+    *routes = NULL;
     for (size_t i = 0; i < json_array_size(servers); i++) {
         json_t *s = json_array_get(servers, i);
         size_t mark = rb_path_key(b, "servers");
         rb_path_index(b, i);
+        if (json_is_object(s)) {            /* a route in a server's place, as mcrouter's */
+            if (weights)
+                return rb_fail(b, "a route among the servers of a pool with weights");
+            if (*routes == NULL &&
+                (*routes = calloc(json_array_size(servers), sizeof(**routes))) == NULL)
+                return rb_nomem(b);
+            (*routes)[i] = json_incref(s);
+            rb_path_set(b, mark);
+            continue;
+        }
         if (!json_is_string(s))
-            return rb_fail(b, "expected a string, not %s", rb_type_name(s));
+            return rb_fail(b, "expected a string or a route, not %s", rb_type_name(s));
+        char **e = &entries[(*n)++];
         if (weights)
-            entries[i] = weighted_entry(b, json_string_value(s), entry_weight(weights, i, wch3));
-        else if ((entries[i] = strdup(json_string_value(s))) == NULL)
+            *e = weighted_entry(b, json_string_value(s), entry_weight(weights, i, wch3));
+        else if ((*e = strdup(json_string_value(s))) == NULL)
             rb_nomem(b);
-        if (entries[i] == NULL)
+        if (*e == NULL)
             return -1;
         rb_path_set(b, mark);
     }
+    return 0;
+}
+
+/* Records pool's entries that are routes (routes[0..n), owned from here on). */
+static int add_members(struct rb *b, unsigned pool, json_t **routes, size_t n) {
+    struct rb_members *v = realloc(b->members, (b->nmembers + 1) * sizeof(*v));
+    if (v == NULL) {
+        for (size_t i = 0; i < n; i++)
+            json_decref(routes[i]);
+        free(routes);
+        return rb_nomem(b);
+    }
+    b->members = v;
+    v[b->nmembers++] = (struct rb_members){pool, (unsigned)n, routes};
     return 0;
 }
 
@@ -294,17 +325,22 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         rb_path_key(b, "weights");
         return rb_fail(b, "expected a list of weights, not %s", rb_type_name(weights));
     }
-    size_t n = json_array_size(servers);
-    char **entries = calloc(n, sizeof(*entries));
+    size_t total = json_array_size(servers), n = 0;
+    char **entries = calloc(total ? total : 1, sizeof(*entries));
+    json_t **routes = NULL;
     if (entries == NULL)
         return rb_nomem(b);
     /* "ch3" is config.c's default hash. */
     size_t mark = b->plen;
     bool wch3 = false;
-    int rc = weights ? check_weights(b, weights, n, po.hash ? po.hash : "ch3", &wch3) : 0;
+    int rc = weights ? check_weights(b, weights, total, po.hash ? po.hash : "ch3", &wch3) : 0;
     if (rc == 0) {
         rb_path_set(b, mark);
-        rc = pool_entries(b, servers, weights, wch3, entries);
+        rc = pool_entries(b, servers, weights, wch3, entries, &n, &routes);
+    }
+    if (rc == 0 && routes && json_object_get(obj, "failure_domains")) {
+        rb_path_key(b, "failure_domains");
+        rc = rb_fail(b, "failure domains of a pool with routes among its servers");
     }
     if (wch3)
         po.hash = "wch3";           /* as mcrouter's PoolRoute over a pool with weights */
@@ -342,8 +378,15 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
             b->cfg->pools[i].keep_prefix = json_is_true(keep);
             for (size_t k = 0; domains && k < n; k++)
                 b->cfg->servers[b->cfg->pools[i].first + k].failure_domain = domains[k];
+            if (routes) {
+                rc = add_members(b, (unsigned)i, routes, total);
+                routes = NULL;
+            }
         }
     }
+    for (size_t k = 0; routes && k < total; k++)
+        json_decref(routes[k]);
+    free(routes);
     free(domains);
     for (size_t i = 0; i < n; i++)
         free(entries[i]);

@@ -44,6 +44,8 @@ struct rb {
     unsigned depth;
     bool nomem;                 /* rb_nomem() was said: not an error to pass over */
     json_t *vars;               /* routing->runtime_vars_file's, parsed (NULL: none) */
+    struct rb_members *members; /* the pools with routes among their servers */
+    unsigned nmembers;
     /* The grammar's (config_json.c): a route, a string that may stand
      * for several, or a list, appended to l. */
     int (*build_list)(struct rb *b, json_t *v, struct route_list *l);
@@ -174,6 +176,22 @@ struct route *rb_empty_hash(struct rb *b, const char *name);
 
 /* mcrouter's ShardSplitRoute over child, with splits (route_shard_split.c), into *out. */
 int rb_shard_splits(struct rb *b, json_t *splits, struct route *child, struct route **out);
+
+/*
+ * A pool whose "servers" hold routes among the servers, as mcrouter's may
+ * ({"type": "ErrorRoute"}): entry i is route[i], or (NULL) the pool's next
+ * server.  Recorded by cl_json_add_pool(), built where the pool is used.
+ */
+struct rb_members {
+    unsigned pool;
+    unsigned n;
+    json_t **route;             /* [n], references held */
+};
+
+/* The pool's entries as routes, appended to l: its servers, and routes where it has them. */
+int rb_pool_routes(struct rb *b, unsigned pool, struct route_list *l);
+/* Does the pool have routes among its servers? */
+bool rb_pool_has_routes(const struct rb *b, unsigned pool);
 
 /* A kind over a list: {"type": T, "children": route}, built with t->over. */
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out);

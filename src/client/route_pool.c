@@ -195,6 +195,23 @@ static int build_children(struct rb *b, json_t *obj, unsigned pool, uint32_t buc
 }
 
 /*
+ * A PoolRoute over a pool with routes among its servers: mcrouter's
+ * HashRoute over the entries (obj's "hash", Ch3 by default), the pool's
+ * own hash having only its servers.
+ */
+static int with_routes(struct rb *b, json_t *obj, unsigned pool, struct route **out) {
+    json_t *hash = obj ? json_object_get(obj, "hash") : NULL;
+    if (obj && (json_object_get(obj, "shadows") || json_object_get(obj, "bucketize")))
+        return rb_fail(b, "shadows or bucketize over a pool with routes among its servers");
+    struct route_list l = {0};
+    int rc = rb_pool_routes(b, pool, &l);
+    if (rc == 0)
+        rc = rb_build_hash(b, hash, l.v, l.n, out);
+    free(l.v);
+    return rc;
+}
+
+/*
  * mcrouter's "bucketize": true, "total_buckets": 1 .. 2^23, and
  * "bucketization_keyspace" (a name, required as mcrouter requires it):
  * into *buckets (0: not bucketized).
@@ -253,6 +270,8 @@ static int build_pool_route(struct rb *b, json_t *obj, struct route **out) {
     if (pool < 0)
         return -1;
     rb_path_set(b, mark);
+    if (rb_pool_has_routes(b, (unsigned)pool))
+        return with_routes(b, obj, (unsigned)pool, out);
     if (b->cfg->pools[pool].n == 0) {
         *out = rb_empty_hash(b, json_string_value(name));
         return *out ? 0 : rb_nomem(b);
@@ -274,6 +293,10 @@ static int pool_from_string(struct rb *b, const char *s, const char *arg,
     int pool = rb_find_pool(b, arg);
     if (pool < 0)
         return -1;
+    if (rb_pool_has_routes(b, (unsigned)pool)) {
+        struct route *r;
+        return with_routes(b, NULL, (unsigned)pool, &r) < 0 ? -1 : rb_push(b, l, r);
+    }
     return rb_push(b, l, b->cfg->pools[pool].n == 0 ? rb_empty_hash(b, arg)
                                                     : route_pool(b->cfg->routes, (unsigned)pool));
 }

@@ -69,7 +69,8 @@ static const char *root_of(const char *text) {
 
 #define POOLS_AB                                                                     \
     "\"pools\": {\"A\": {\"servers\": [\"127.0.0.1:11301\", \"127.0.0.1:11302\"]},"  \
-    " \"B\": {\"servers\": [\"127.0.0.1:11401\"]}, \"E\": {\"servers\": []}}"
+    " \"B\": {\"servers\": [\"127.0.0.1:11401\"]}, \"E\": {\"servers\": []},"               \
+    " \"M\": {\"servers\": [\"127.0.0.1:11501\", {\"type\": \"ErrorRoute\"}]}}"
 
 /* ---------------------------------------------------------------------- */
 /* Pools                                                                    */
@@ -79,8 +80,8 @@ TEST(one_pool_with_defaults) {
     struct cellar_config *cfg = parse("{" POOLS_AB ", \"route\": \"PoolRoute|A\"}");
     ASSERT_PARSED(cfg);
     ASSERT_STR(desc(cfg, cfg->root), "PoolRoute(A)");
-    ASSERT_EQ(cfg->npools, 3);     /* E has no servers, as mcrouter allows */
-    ASSERT_EQ(cfg->nservers, 3);
+    ASSERT_EQ(cfg->npools, 4);     /* E has no servers, as mcrouter allows */
+    ASSERT_EQ(cfg->nservers, 4);   /* M's ErrorRoute is none */
     ASSERT_STR(cfg->pools[0].name, "A");
     ASSERT_STR(cfg->pools[1].name, "B");
     ASSERT_EQ(cfg->pools[1].first, 2);
@@ -343,6 +344,9 @@ static const struct row kinds[] = {
     {"\"PoolRoute|E\"", "ErrorRoute(HashRoute with empty children, name: E)"},
     {"{\"type\": \"PoolRoute\", \"pool\": \"E\", \"hash\": \"Crc32\"}",
      "ErrorRoute(HashRoute with empty children, name: E)"},
+    /* routes among a pool's servers, as mcrouter's pools may have them */
+    {"\"AllSyncRoute|Pool|M\"", "AllSyncRoute[Server(127.0.0.1:11501),ErrorRoute(local error)]"},
+    {"\"PoolRoute|M\"", "HashRoute(ch3)[Server(127.0.0.1:11501),ErrorRoute(local error)]"},
     {"\"HostIdRoute|Pool|A\"",
      "LatestRoute(failover_count=0)[Server(127.0.0.1:11301),Server(127.0.0.1:11302)]"},
     {"{\"type\": \"AllSyncRoute\", \"children\": [{\"type\": \"Pool\", \"name\": \"C\","
@@ -744,7 +748,7 @@ static const struct bad bad[] = {
      "pools.A.servers: expected a list of servers, not an object"},
     {"{\"pools\": {\"A\": {}}, \"route\": \"NullRoute\"}", "pools.A: missing \"servers\""},
     {"{\"pools\": {\"A\": {\"servers\": [11211]}}, \"route\": \"NullRoute\"}",
-     "pools.A.servers[0]: expected a string, not an integer"},
+     "pools.A.servers[0]: expected a string or a route, not an integer"},
     {"{\"pools\": {\"A\": {\"servers\": [\"127.0.0.1\"], \"protocol\": \"caret\"}},"
      " \"route\": \"NullRoute\"}",
      "pools.A.protocol: expected \"ascii\", \"text\", \"meta\" or \"binary\""},
