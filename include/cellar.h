@@ -183,6 +183,9 @@ struct cellar_routing {
                                    route, not answered "SERVER_ERROR RootRoute: No rh
                                    found" */
     const char *config_params;  /* "NAME:VALUE,...": strings the macros see as %NAME% */
+    const char *builtin_params; /* a JSON object of the values the macros see as %NAME%
+                                   besides, typed (mcrouter's own: router-info-name,
+                                   num-proxies); config_params win; NULL: none */
     long big_value_split_threshold; /* > 0: values larger go as pieces under keys of
                                    their own, as mcrouter's BigValueRoute over the
                                    whole tree (mcrouter's --big-value-split-threshold) */

@@ -674,7 +674,8 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
             rb_fail(&jp.b, "runtime variables %s: %s", vf, je.text);
     } else {
         char why[512] = "";
-        json_t *plain = cl_macro_expand(root, jp.b.routing->config_params, dir, why, sizeof(why));
+        json_t *plain = cl_macro_expand(root, jp.b.routing->config_params,
+                                        jp.b.routing->builtin_params, dir, why, sizeof(why));
         if (plain == NULL)
             rb_fail(&jp.b, "%s", why[0] ? why : "out of memory");
         else

@@ -809,15 +809,34 @@ static int add_params(struct mx *x, const char *params) {
     return 0;
 }
 
-json_t *cl_macro_expand(json_t *root, const char *params, const char *dir, char *err,
-                        size_t errlen) {
+/* The built-in parameters' JSON object into consts, as they are typed. */
+static int add_builtins(struct mx *x, const char *builtins) {
+    if (builtins == NULL)
+        return 0;
+    json_error_t je;
+    json_t *v = json_loads(builtins, 0, &je);
+    if (!json_is_object(v)) {
+        json_decref(v);
+        fail(x, "built-in params: not a JSON object");
+        return -1;
+    }
+    int rc = json_object_update(x->done, v);
+    json_decref(v);
+    if (rc < 0)
+        fail(x, "out of memory");
+    return rc;
+}
+
+json_t *cl_macro_expand(json_t *root, const char *params, const char *builtins, const char *dir,
+                        char *err, size_t errlen) {
     char none[1];
     struct mx x = {.macros = json_object(), .consts = json_object(), .done = json_object(),
                    .err = errlen ? err : none, .errlen = errlen ? errlen : sizeof(none),
                    .dir = dir};
     x.err[0] = '\0';
     json_t *out = NULL, *macros = json_object_get(root, "macros");
-    if (x.macros == NULL || x.consts == NULL || x.done == NULL || add_params(&x, params) < 0)
+    if (x.macros == NULL || x.consts == NULL || x.done == NULL ||
+        add_builtins(&x, builtins) < 0 || add_params(&x, params) < 0)
         goto done;
     if (macros && !json_is_object(macros)) {
         fail(&x, "macros: expected an object of macro definitions");

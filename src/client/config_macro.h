@@ -11,12 +11,14 @@
 /*
  * root (a configuration object) with its "macros" applied everywhere and
  * taken out, and params ("NAME:VALUE,...", mcrouter's --config-params;
- * NULL: none) bound as %NAME%: a new reference, or NULL with err saying
- * where ("route: ...") and why.  An @import's relative path is read from
- * dir (the configuration file's directory; NULL: the current one).
+ * NULL: none) and builtins (a JSON object, its values typed; NULL: none)
+ * bound as %NAME%, params winning: a new reference, or NULL with err
+ * saying where ("route: ...") and why.  An @import's relative path is
+ * read from dir (the configuration file's directory; NULL: the current
+ * one).
  */
-json_t *cl_macro_expand(json_t *root, const char *params, const char *dir, char *err,
-                        size_t errlen);
+json_t *cl_macro_expand(json_t *root, const char *params, const char *builtins, const char *dir,
+                        char *err, size_t errlen);
 
 /*
  * Copies in to out (as long as in, plus one) with comments blanked and

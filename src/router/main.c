@@ -115,6 +115,10 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
                                      .warn = config_warn,
                                      .warn_arg = (void *)path};
     routing.runtime_vars_file = rt->runtime_vars_path;
+    char builtins[96];              /* mcrouter's own parameters */
+    snprintf(builtins, sizeof(builtins), "{\"router-info-name\": \"Memcache\", "
+                                         "\"num-proxies\": %d}", rt->nworkers);
+    routing.builtin_params = builtins;
     struct cellar_config *cfg = NULL;
     if (cellar_config_load_routing(&cfg, path, &opt, &routing, err, errlen) != CELLAR_OK)
         return -1;

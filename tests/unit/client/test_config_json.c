@@ -604,6 +604,21 @@ TEST(the_example_with_its_macro) {
  * strings, defaults, constants, string and object calls, escapes, the
  * built-ins, --config-params; and what is refused, with where and why.
  */
+/* Built-in parameters keep their types (mcrouter's num-proxies is a number); config_params win. */
+TEST(builtin_params) {
+    const char *text = "{\"route\": {\"type\": \"if\", \"condition\":"
+                       " \"@equals(%num-proxies%,@int(17))\", \"is_true\": \"ErrorRoute|%router-info-name%\","
+                       " \"is_false\": \"NullRoute\"}}";
+    struct cellar_routing routing = {
+        .builtin_params = "{\"router-info-name\": \"Memcache\", \"num-proxies\": 17}"};
+    ASSERT_STR(root_routing(text, &routing), "ErrorRoute(Memcache)");
+    routing.config_params = "num-proxies:17";       /* a string: no longer equal */
+    ASSERT_STR(root_routing(text, &routing), "NullRoute");
+    routing.config_params = NULL;
+    routing.builtin_params = "[]";
+    ASSERT(strstr(root_routing(text, &routing), "built-in params: not a JSON object") != NULL);
+}
+
 TEST(macros) {
     struct cellar_routing routing = {.config_params = "POOL:B,N:7"};
     struct {
