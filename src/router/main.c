@@ -82,6 +82,7 @@ static void usage(FILE *f) {
             "  --async-dir=DIR         keep deletes a backend could not take in DIR, one file\n"
             "                          per backend, and replay them once it answers (default:\n"
             "                          off: such deletes get their error)\n"
+            "  --asynclog-disable      no spool, --async-dir or not (mcrouter's flag)\n"
             "  --async-max-bytes=N     a backend's spool file at most (default 64 MiB)\n"
             "  --client-max-bytes=N    a client's answers held and in flight, reckoned in\n"
             "                          bytes, past which it is not read from (default 1 MiB)\n"
@@ -186,6 +187,7 @@ int main(int argc, char **argv) {
         {"pidfile", required_argument, NULL, 'P'},
         {"metrics", required_argument, NULL, 'M' | OPTIONS_LONG_ONLY},
         {"async-dir", required_argument, NULL, 'D' | OPTIONS_LONG_ONLY},
+        {"asynclog-disable", no_argument, NULL, 'O' | OPTIONS_LONG_ONLY},
         {"async-max-bytes", required_argument, NULL, 'X' | OPTIONS_LONG_ONLY},
         {"client-max-bytes", required_argument, NULL, 'B' | OPTIONS_LONG_ONLY},
         {"client-hard-max-bytes", required_argument, NULL, 'H' | OPTIONS_LONG_ONLY},
@@ -203,7 +205,7 @@ int main(int argc, char **argv) {
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL, *runtime_vars = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
-    bool only_gets = false;
+    bool only_gets = false, asynclog_off = false;
     long big_value = 0, big_batch = 0;
     int validate = 0;                   /* 1: check and exit; 2: check, then serve */
     int rt_server_timeout = 0, rt_tko = 0, rt_probe = 0;
@@ -273,6 +275,7 @@ int main(int argc, char **argv) {
             break;
         case 'M': metrics = optarg; break;
         case 'D': async_dir = optarg; break;
+        case 'O': asynclog_off = true; break;
         case 'X':
             bad = !options_strtou64(optarg, &u) || u < 1024;
             async_max = u;
@@ -380,6 +383,8 @@ int main(int argc, char **argv) {
     file_stamp(config, &mtime, &size);
     if (runtime_vars)
         file_stamp(runtime_vars, &vmtime, &vsize);
+    if (asynclog_off)
+        async_dir = NULL;               /* mcrouter's --asynclog-disable: no spool */
     if (async_dir != NULL && cellar_spool_open(&rt.spool, async_dir, async_max) != CELLAR_OK) {
         fprintf(stderr, "cellar-router: --async-dir %s: not a directory the router can write\n",
                 async_dir);

@@ -870,3 +870,16 @@ def test_lease_pairing():
         del bad["route"]["name"]
         res = run_router(json.dumps(bad))
         assert res.returncode == 1 and "enable_lease_pairing needs the route's" in res.stderr
+
+
+def test_asynclog_disable():
+    """mcrouter's --asynclog-disable: a delete a dead server could not take
+    gets its error, not a place in the --async-dir spool (NOT_FOUND)."""
+    cfg = json.dumps({"pools": {"dead": dead_pool()}, "route": "PoolRoute|dead"})
+    with Router(cfg, threads=1, spool=True) as r, r.conn() as c:
+        c.expect(b"delete k\r\n", b"NOT_FOUND\r\n")             # spooled
+        assert r.stat("spool_appended") == 1
+    with Router(cfg, threads=1, spool=True, args=["--asynclog-disable"]) as r, r.conn() as c:
+        c.send(b"delete k\r\n")
+        assert c.readline().startswith(b"SERVER_ERROR "), "the delete's own error"
+        assert r.stat("spool_appended") == 0
