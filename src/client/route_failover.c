@@ -480,9 +480,11 @@ static void seq_done(struct cl_req *q, int status, const struct msg_reply *rep) 
             atomic_store_explicit(n, 0, memory_order_relaxed);
     }
     bool end = s->last, walked = s->last;
-    if (!s->last) {
-        if (f->det && s->w == NULL && moves_on(s, status) && (s->w = walk_new(s)) == NULL)
-            status = CELLAR_ENOMEM;
+    if (f->det && !s->last && s->w == NULL && moves_on(s, status) &&
+        (s->w = walk_new(s)) == NULL) {
+        status = CELLAR_ENOMEM;         /* no walk: answered so, not walked on */
+        rep = NULL;
+    } else if (!s->last) {
         if (!answered(s, status)) {
             if (next_child(s, &end)) {
                 seq_send(s);
