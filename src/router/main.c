@@ -37,7 +37,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "cellar-router " ROUTER_VERSION " -- a memcache router on libcellar's routes\n"
             "  --config FILE   mcrouter-format JSON (or a server list); \"file:PATH\" works too\n"
-            "  --config-file FILE  the same (mcrouter's name)\n"
+            "  -f, --config-file FILE  the same (mcrouter's names)\n"
             "  -R, --route-prefix=/REGION/CLUSTER/  this router's routing prefix: keys\n"
             "                          without one go to the routes of that alias\n"
             "                          (default /././, as mcrouter's)\n"
@@ -159,7 +159,7 @@ int main(int argc, char **argv) {
     /* the options: a short form and a long one, or a long one alone (core/options.h) */
     static const struct option longs[] = {
         {"config", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
-        {"config-file", required_argument, NULL, 'C' | OPTIONS_LONG_ONLY},
+        {"config-file", required_argument, NULL, 'f'},
         {"route-prefix", required_argument, NULL, 'R'},
         {"config-params", required_argument, NULL, 'Q' | OPTIONS_LONG_ONLY},
         {"runtime-vars-file", required_argument, NULL, 'L' | OPTIONS_LONG_ONLY},
@@ -229,7 +229,8 @@ int main(int argc, char **argv) {
         bool bad = numeric && (end == optarg || *end != '\0');
         uint64_t u = 0;
         switch (ch) {
-        case 'C': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
+        case 'C':
+        case 'f': config = strncmp(optarg, "file:", 5) == 0 ? optarg + 5 : optarg; break;
         case 'R': route_prefix = optarg; break;
         case 'Q': config_params = optarg; break;
         case 'L': runtime_vars = optarg; break;
@@ -369,6 +370,11 @@ int main(int argc, char **argv) {
     mallopt(M_TRIM_THRESHOLD, 256 * 1024);
     pthread_mutex_init(&rt.cfg_lock, NULL);
     char err[512] = "";
+    if (access(config, R_OK) != 0) {        /* mcrouter's words */
+        fprintf(stderr, "cellar-router: Can not read config from %s: %s\n", config,
+                strerror(errno));
+        return 1;
+    }
     if (router_config_load(&rt, config, err, sizeof(err)) != 0) {
         fprintf(stderr, "cellar-router: %s: %s\n", config, err);
         return 1;
