@@ -174,6 +174,13 @@ struct route *rb_over(struct rb *b, const struct route_type *t, struct route *co
 /* mcrouter's HashRoute (or PoolRoute) over no children: "HashRoute with empty children". */
 struct route *rb_empty_hash(struct rb *b, const char *name);
 
+/*
+ * mcrouter's "slow_warmup" ({"failoverTarget": route, "settings": {...}})
+ * over kids[0..n), a pool's servers: each replaced by a SlowWarmUpRoute
+ * over it (route_slow_warmup.c).
+ */
+int rb_slow_warmup(struct rb *b, json_t *v, struct route **kids, unsigned n);
+
 /* mcrouter's ShardSplitRoute over child, with splits (route_shard_split.c), into *out. */
 int rb_shard_splits(struct rb *b, json_t *splits, struct route *child, struct route **out);
 

@@ -165,6 +165,8 @@ static int build_children(struct rb *b, json_t *obj, unsigned pool, uint32_t buc
     int rc = 0;
     for (unsigned i = 0; rc == 0 && i < pl->n; i++)
         rc = rb_push(b, &l, route_server(b->cfg->routes, pl->first + i));
+    if (rc == 0 && json_object_get(obj, "slow_warmup"))
+        rc = rb_slow_warmup(b, json_object_get(obj, "slow_warmup"), l.v, l.n);
     if (rc == 0 && shadows)
         rc = rb_build_shadows(b, shadows, l.v, l.n);
     /* a pool's own weights (mcrouter's WeightedCh3) go with its PoolRoute's hash */
@@ -201,8 +203,10 @@ static int build_children(struct rb *b, json_t *obj, unsigned pool, uint32_t buc
  */
 static int with_routes(struct rb *b, json_t *obj, unsigned pool, struct route **out) {
     json_t *hash = obj ? json_object_get(obj, "hash") : NULL;
-    if (obj && (json_object_get(obj, "shadows") || json_object_get(obj, "bucketize")))
-        return rb_fail(b, "shadows or bucketize over a pool with routes among its servers");
+    if (obj && (json_object_get(obj, "shadows") || json_object_get(obj, "bucketize") ||
+                json_object_get(obj, "slow_warmup")))
+        return rb_fail(b, "shadows, bucketize or slow_warmup over a pool with routes among its "
+                          "servers");
     struct route_list l = {0};
     int rc = rb_pool_routes(b, pool, &l);
     if (rc == 0)
@@ -279,7 +283,8 @@ static int build_pool_route(struct rb *b, json_t *obj, struct route **out) {
     uint32_t buckets;
     if (bucketize(b, obj, &buckets) < 0)
         return -1;
-    if (json_object_get(obj, "hash") || json_object_get(obj, "shadows") || buckets)
+    if (json_object_get(obj, "hash") || json_object_get(obj, "shadows") || buckets ||
+        json_object_get(obj, "slow_warmup"))
         return build_children(b, obj, (unsigned)pool, buckets, out);
     *out = route_pool(b->cfg->routes, (unsigned)pool);
     return *out ? 0 : rb_nomem(b);
@@ -303,7 +308,8 @@ static int pool_from_string(struct rb *b, const char *s, const char *arg,
 
 const struct route_type route_type_pool = {
     .type = "PoolRoute",
-    .keys = "pool hash shadows bucketize total_buckets bucketization_keyspace shard_splits",
+    .keys = "pool hash shadows bucketize total_buckets bucketization_keyspace shard_splits "
+            "slow_warmup",
     .route_keys = "",
     .map_keys = "",
     .pool_keys = "pool",

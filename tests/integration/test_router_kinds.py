@@ -883,3 +883,35 @@ def test_asynclog_disable():
         c.send(b"delete k\r\n")
         assert c.readline().startswith(b"SERVER_ERROR "), "the delete's own error"
         assert r.stat("spool_appended") == 0
+
+
+def test_slow_warmup():
+    """mcrouter's slow_warmup: a server whose hit rate fell below
+    enable_threshold gets only some gets (start + rate * step), the rest
+    going to the failover target (NullRoute: a miss); other requests all
+    reach it."""
+    with servers(1) as (be,):
+        cfg = json.dumps({"pools": {"a": pool(be)},
+                          "route": {"type": "PoolRoute", "pool": "a", "slow_warmup": {
+                              "failoverTarget": "NullRoute",
+                              "settings": {"enable_threshold": 0.5, "disable_threshold": 0.9,
+                                           "start": 0.5, "step": 0.1, "min_requests": 10}}}})
+        store(be, b"set hot 0 0 1", b"v")
+        with Router(cfg, threads=1) as r, r.conn() as c:
+            def gets(n):
+                hits = 0
+                for _ in range(n):
+                    c.send(b"get hot\r\n")
+                    hits += c.read_to(b"END\r\n") != b"END\r\n"
+                return hits
+            assert gets(20) == 20                   # warm: every get reaches it
+            for i in range(50):                     # cold now: 20 hits of 70
+                c.expect(b"get cold%d\r\n" % i, b"END\r\n")
+            hits = gets(40)                         # each a 0.53 chance
+            assert 0 < hits < 40, hits
+            c.expect(b"set s 0 0 1\r\nv\r\n", b"STORED\r\n")   # writes all reach it
+            assert held(be, "s") == b"v"
+        bad = json.loads(cfg)
+        bad["route"]["slow_warmup"]["settings"]["enable_threshold"] = 0.95
+        res = run_router(json.dumps(bad))
+        assert res.returncode == 1 and "enable_threshold must be below" in res.stderr, res.stderr

@@ -851,7 +851,7 @@ static const struct bad bad[] = {
      "route.hash: hash function \"Md5\" is not one cellar knows"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shards\": []}}",
      "route: unknown key \"shards\" (PoolRoute takes: type name pool hash shadows bucketize "
-     "total_buckets bucketization_keyspace shard_splits)"},
+     "total_buckets bucketization_keyspace shard_splits slow_warmup)"},
     {P "\"route\": {\"type\": \"PoolRoute\", \"pool\": \"A\", \"shadows\": {}}}",
      "route.shadows: expected a list of shadows, not an object"},
     {P "\"route\": {\"type\": \"PoolRoute\"}}", "route: missing \"pool\""},
