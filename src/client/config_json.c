@@ -39,31 +39,19 @@
  *             | "Pool|P"                  P's servers, one route each (also written
  *                                          {"type": "Pool", "name": P, pool's keys})
  *             | "PoolRoute|P" | "NullRoute"
- *             | "KIND|" STRING            KIND over that STRING's routes, for
- *                                          FailoverRoute, MissFailoverRoute,
- *                                          AllSyncRoute, AllAsyncRoute,
- *                                          AllInitialRoute, LatestRoute
+ *             | "KIND|" STRING            KIND over that STRING's routes, for the
+ *                                          kinds over a list (route_type.over)
  *   object   := { "type": KIND, "name": NAME (optional: a named handle), ... }
- *     PoolRoute                 "pool": NAME | pool with "name"
- *     FailoverRoute, MissFailoverRoute, AllSyncRoute, AllAsyncRoute,
- *     AllInitialRoute           "children": route
- *     LatestRoute               "children": route, "failover_count": INT (5)
- *     FailoverWithExptimeRoute  "normal": route, "failover": route (optional),
- *                               "failover_exptime": INT (60)
- *     OperationSelectorRoute    "operation_policies": { OP: route, ... },
- *     (or PrefixPolicyRoute)    "default_policy": route     (both optional)
- *     PrefixSelectorRoute       "policies": { PREFIX: route, ... },
- *                               "wildcard": route            (both optional)
- *     WarmUpRoute               "cold": route, "warm": route, "exptime": INT (0),
- *                               "delete_hold": seconds (0; ours: cellard's hold-off)
- *     NullRoute
  *
- * Comments (// and / * * /) and trailing commas are allowed, as mcrouter's
- * folly JSON allows them.  Any other key is refused rather than ignored:
- * mcrouter's keys this library does not implement (shadows, hash on a
- * PoolRoute, failover_errors, keep_routing_prefix, ...) would change what
- * a configuration means, so a configuration that uses them must not
- * quietly load.  Macros are refused for the same reason.
+ * Each KIND and its keys: route_types.c's table, one route_<kind>.c each;
+ * doc/libcellar.md lists them for users.  Comments (// and / * * /) and
+ * trailing commas are allowed, as mcrouter's folly JSON allows them;
+ * macros are expanded first (config_macro.c).  Any other key is refused
+ * rather than ignored: a key of mcrouter's this library does not
+ * implement would change what a configuration means, so a configuration
+ * that uses it must not quietly load.  What mcrouter itself logs and
+ * passes over (a broken shadow) is passed over too, and said to
+ * cellar_routing.warn.
  *
  * Named handles are resolved lazily, as mcrouter's RouteHandleFactory
  * does: a name may be used before or after its definition (a scan over
