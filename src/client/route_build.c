@@ -74,6 +74,16 @@ int rb_fail(struct rb *b, const char *fmt, ...) {
     return -1;
 }
 
+int rb_get_bool(struct rb *b, json_t *obj, const char *key, bool *out) {
+    json_t *v = json_object_get(obj, key);
+    *out = json_is_true(v);
+    if (v && !json_is_boolean(v)) {
+        rb_path_key(b, key);
+        return rb_fail(b, "expected true or false");
+    }
+    return 0;
+}
+
 int rb_nomem(struct rb *b) {
     b->nomem = true;
     return rb_fail(b, "out of memory");

@@ -110,6 +110,8 @@ json_t *rb_need(struct rb *b, json_t *obj, const char *key);
 /* obj[key] as an integer in [lo, hi] into *out; dflt when absent. */
 int rb_get_int(struct rb *b, json_t *obj, const char *key, long long lo, long long hi,
                long long dflt, long long *out);
+/* obj[key] as true or false into *out; false when absent. */
+int rb_get_bool(struct rb *b, json_t *obj, const char *key, bool *out);
 /* Checks that obj[key], when there, is an object. */
 int rb_check_map(struct rb *b, json_t *obj, const char *key);
 /* The pool named name, or -1 with the error said. */

@@ -860,17 +860,6 @@ static int failover_limit(struct rb *b, json_t *obj, struct failover *f) {
     return 0;
 }
 
-/* obj[key] as true or false into *out (false when absent). */
-static int get_bool(struct rb *b, json_t *obj, const char *key, bool *out) {
-    json_t *v = json_object_get(obj, key);
-    if (v && !json_is_boolean(v)) {
-        rb_path_key(b, key);
-        return rb_fail(b, "expected true or false");
-    }
-    *out = json_is_true(v);
-    return 0;
-}
-
 /*
  * DeterministicOrderPolicy's settings (struct det): "max_tries" and
  * "max_error_tries" (both required, as mcrouter; more than the children,
@@ -896,8 +885,8 @@ static int deterministic(struct rb *b, json_t *v, json_t *route_hash, struct fai
     bool domains = false, ignore = false;
     if (rb_get_int(b, v, "max_tries", 1, UINT32_MAX, 0, &tries) < 0 ||
         rb_get_int(b, v, "max_error_tries", 1, UINT32_MAX, 0, &errs) < 0 ||
-        get_bool(b, v, "enable_failure_domains", &domains) < 0 ||
-        get_bool(b, v, "ignore_normal_reply_index", &ignore) < 0)
+        rb_get_bool(b, v, "enable_failure_domains", &domains) < 0 ||
+        rb_get_bool(b, v, "ignore_normal_reply_index", &ignore) < 0)
         return -1;
     f->max_tries = tries > n ? n : (unsigned)tries;
     d->max_error_tries = errs > f->max_tries ? f->max_tries : (unsigned)errs;
@@ -987,7 +976,7 @@ static int failover_policy(struct rb *b, json_t *obj, struct failover *f) {
 static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
     bool pairing = false;
     if (failover_limit(b, obj, f) < 0 || failover_policy(b, obj, f) < 0 ||
-        get_bool(b, obj, "enable_lease_pairing", &pairing) < 0)
+        rb_get_bool(b, obj, "enable_lease_pairing", &pairing) < 0)
         return -1;
     if (pairing && !json_is_string(json_object_get(obj, "name")))
         return rb_fail(b, "enable_lease_pairing needs the route's \"name\", as mcrouter's");
@@ -996,12 +985,8 @@ static int failover_options(struct rb *b, json_t *obj, struct failover *f) {
             return rb_nomem(b);
         pthread_mutex_init(&f->pairs->mu, NULL);
     }
-    json_t *tag = json_object_get(obj, "failover_tag");
-    if (tag && !json_is_boolean(tag)) {
-        rb_path_key(b, "failover_tag");
-        return rb_fail(b, "expected true or false");
-    }
-    f->tag = json_is_true(tag);
+    if (rb_get_bool(b, obj, "failover_tag", &f->tag) < 0)
+        return -1;
     json_t *v = json_object_get(obj, "failover_errors");
     if (v == NULL)
         return 0;
@@ -1168,14 +1153,10 @@ const struct route_type route_type_salted_failover = {
 /* {"type": "MissFailoverRoute", "children": route, "return_best_on_error": BOOL} */
 static int build_miss_failover(struct rb *b, const struct route_type *t, json_t *obj,
                                struct route **out) {
-    json_t *best = json_object_get(obj, "return_best_on_error");
-    if (best && !json_is_boolean(best)) {
-        rb_path_key(b, "return_best_on_error");
-        return rb_fail(b, "expected true or false");
-    }
-    if (rb_build_over(b, t, obj, out) < 0)
+    bool best;
+    if (rb_get_bool(b, obj, "return_best_on_error", &best) < 0 || rb_build_over(b, t, obj, out) < 0)
         return -1;
-    ((struct failover *)*out)->best_on_error = json_is_true(best);
+    ((struct failover *)*out)->best_on_error = best;
     return 0;
 }
 

@@ -221,13 +221,11 @@ static int with_routes(struct rb *b, json_t *obj, unsigned pool, struct route **
  * into *buckets (0: not bucketized).
  */
 static int bucketize(struct rb *b, json_t *obj, uint32_t *buckets) {
-    json_t *on = json_object_get(obj, "bucketize");
+    bool on;
     *buckets = 0;
-    if (on && !json_is_boolean(on)) {
-        rb_path_key(b, "bucketize");
-        return rb_fail(b, "expected true or false");
-    }
-    if (!json_is_true(on))
+    if (rb_get_bool(b, obj, "bucketize", &on) < 0)
+        return -1;
+    if (!on)
         return 0;
     json_t *ks = rb_need(b, obj, "bucketization_keyspace");
     if (ks == NULL || rb_need(b, obj, "total_buckets") == NULL)

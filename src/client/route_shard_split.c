@@ -244,13 +244,7 @@ static int parse_split(struct rb *b, json_t *v, struct split *s) {
         return -1;
     s->start = start;
     s->period = period;
-    json_t *f = json_object_get(v, "fanout_deletes");
-    if (f && !json_is_boolean(f)) {
-        rb_path_key(b, "fanout_deletes");
-        return rb_fail(b, "expected true or false");
-    }
-    s->fanout = json_is_true(f);
-    return 0;
+    return rb_get_bool(b, v, "fanout_deletes", &s->fanout);
 }
 
 int rb_shard_splits(struct rb *b, json_t *splits, struct route *child, struct route **out) {
