@@ -69,6 +69,8 @@ int cellar_create(struct cellar **out, struct cellar_config *cfg) {
         c->fd = -1;
         c->udp.io = CL_IO_UDP;
         c->udp.fd = -1;
+        c->waiting.gauge = c->udp.waiting.gauge = &c->ctr.pending;
+        c->sent.gauge = &c->ctr.inflight;
         c->probe_backoff_ms = c->pool->probe_min_ms;
     }
     h->window = cfg->window_init;

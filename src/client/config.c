@@ -410,6 +410,13 @@ const char *cellar_config_server_name(const struct cellar_config *cfg, unsigned 
     return i < cfg->nservers ? cfg->servers[i].name : NULL;
 }
 
+void cl_config_server_dest(const struct cellar_config *cfg, unsigned i, char *buf, size_t cap) {
+    const struct cl_server *s = &cfg->servers[i];
+    const struct cl_pool *pl = &cfg->pools[s->pool];
+    snprintf(buf, cap, "%s:%s:plain:notcompressed-%d", s->name, pl->wire->name,
+             pl->server_timeout_ms);
+}
+
 unsigned cl_config_nroutes(const struct cellar_config *cfg) { return route_set_count(cfg->routes); }
 
 const struct route_set *cl_config_routes(const struct cellar_config *cfg) { return cfg->routes; }

@@ -21,11 +21,22 @@ struct cellar;
 /* Connections (conn.c): one per server per handle                          */
 /* ---------------------------------------------------------------------- */
 
-/* A FIFO of requests, linked through cl_req.next. */
+/*
+ * A FIFO of requests, linked through cl_req.next; gauge, when set, follows
+ * n for other threads to read (a connection's pending and inflight, which
+ * two queues may share).
+ */
 struct cl_queue {
     struct cl_req *head, *tail;
     unsigned n;
+    _Atomic uint64_t *gauge;
 };
+
+static inline void cl_gauge_add(_Atomic uint64_t *g, int64_t d) {
+    if (g)      /* one writer: the handle's thread */
+        atomic_store_explicit(g, atomic_load_explicit(g, memory_order_relaxed) + (uint64_t)d,
+                              memory_order_relaxed);
+}
 
 static inline void cl_queue_push(struct cl_queue *qu, struct cl_req *q) {
     q->next = NULL;
@@ -35,6 +46,7 @@ static inline void cl_queue_push(struct cl_queue *qu, struct cl_req *q) {
         qu->head = q;
     qu->tail = q;
     qu->n++;
+    cl_gauge_add(qu->gauge, 1);
 }
 
 static inline struct cl_req *cl_queue_pop(struct cl_queue *qu) {
@@ -45,6 +57,7 @@ static inline struct cl_req *cl_queue_pop(struct cl_queue *qu) {
             qu->tail = NULL;
         qu->n--;
         q->next = NULL;
+        cl_gauge_add(qu->gauge, -1);
     }
     return q;
 }

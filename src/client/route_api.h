@@ -92,6 +92,8 @@ struct cl_conn_counters {
     _Atomic uint64_t errors;        /* failed otherwise on the way (connection, protocol) */
     _Atomic uint64_t down_fails;    /* failed at once, the server marked down */
     _Atomic uint64_t tko_events;    /* times marked down */
+    _Atomic uint64_t pending;       /* now: requests waiting to be written (TCP and UDP) */
+    _Atomic uint64_t inflight;      /* now: written, waiting for their replies (TCP) */
     _Atomic int health;             /* enum cl_conn_state */
 };
 
@@ -113,6 +115,13 @@ struct cellar_config *cl_config_ref(struct cellar_config *cfg);
 /* Its servers, routes (as numbered by route_set_at()) and route set. */
 unsigned cl_config_nroutes(const struct cellar_config *cfg);
 const struct route_set *cl_config_routes(const struct cellar_config *cfg);
+/*
+ * Server i's destination as mcrouter names it in `stats servers`
+ * ("host:port:ascii:plain:notcompressed-1000": the address as written, the
+ * pool's protocol, no TLS, no compression, its server_timeout), into buf;
+ * servers of pools alike share one.
+ */
+void cl_config_server_dest(const struct cellar_config *cfg, unsigned i, char *buf, size_t cap);
 /* Where its requests enter the tree, and the host id LatestRoute reads by. */
 const struct route *cl_config_root(const struct cellar_config *cfg);
 uint64_t cl_config_host_id(const struct cellar_config *cfg);

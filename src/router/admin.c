@@ -38,6 +38,8 @@ struct server_view {
     unsigned workers_down;          /* workers that have it marked down now */
     uint64_t requests, replies, latency_ns, timeouts, errors, down_fails, tko_events;
     uint64_t spool_depth;           /* its deletes waiting in the spool */
+    uint64_t pending, inflight;     /* requests waiting to be written, and written */
+    unsigned states[4];             /* handles whose connection is new, up, down, closed */
 };
 
 /* The general statistics, in stat_defs' order. */
@@ -113,13 +115,10 @@ static int health_rank(int state) {
     }
 }
 
-static const char *health_name(int state) {
-    switch (state) {
-    case CL_CONN_DOWN: return "down";
-    case CL_CONN_UP: return "up";
-    case CL_CONN_CONNECTING: return "connecting";
-    default: return "idle";
-    }
+/* mcrouter's states of a destination: new (connecting, never up), up, down, closed. */
+static int mcr_state(int health) {
+    return health == CL_CONN_CONNECTING ? 0 : health == CL_CONN_UP ? 1
+         : health == CL_CONN_DOWN ? 2 : 3;
 }
 
 /* Adds worker w's handles to v: their servers (current configuration only) and failovers. */
@@ -151,6 +150,9 @@ static void view_worker(struct view *v, struct rworker *w) {
             s->errors += cl_count_get(&c->errors);
             s->down_fails += cl_count_get(&c->down_fails);
             s->tko_events += cl_count_get(&c->tko_events);
+            s->pending += cl_count_get(&c->pending);
+            s->inflight += cl_count_get(&c->inflight);
+            s->states[mcr_state(health)]++;
         }
     }
     pthread_mutex_unlock(&w->lock);
@@ -239,7 +241,7 @@ __attribute__((format(printf, 3, 4))) static void stat_put(struct stat_out *o, c
                                                             const char *fmt, ...) {
     if (o->only && strncmp(name, o->only, strlen(o->only)) != 0)
         return;
-    char val[128];
+    char val[512];
     va_list ap;
     va_start(ap, fmt);
     int vl = vsnprintf(val, sizeof(val), fmt, ap);
@@ -268,25 +270,62 @@ static void stats_general(struct stat_out *o, const struct view *v) {
     }
 }
 
-/* `stats servers`: <server>:<field> <value>, every server of the current configuration. */
+/*
+ * `stats servers`, as mcrouter writes it: a line per destination (servers
+ * of pools alike are one), "<host:port:protocol:plain:notcompressed-
+ * timeout> avg_latency_us:F pending_reqs:N inflight_reqs:N [hard_tko; ]
+ * <state>:<handles> ...; requests:N replies:N timeouts:N errors:N
+ * down_fails:N tko_events:N spool_depth:N", summed over the workers.
+ */
 static void stats_servers(struct stat_out *o, const struct view *v) {
-    for (unsigned i = 0; i < v->nservers; i++) {
-        const struct server_view *s = &v->servers[i];
-        char name[300];
-#define FIELD(f) (snprintf(name, sizeof(name), "%s:%s", s->name, f), name)
-        stat_put(o, FIELD("state"), "%s", health_name(s->state));
-        stat_put(o, FIELD("workers_down"), "%u", s->workers_down);
-        stat_put(o, FIELD("requests"), "%llu", (unsigned long long)s->requests);
-        stat_put(o, FIELD("replies"), "%llu", (unsigned long long)s->replies);
-        stat_put(o, FIELD("errors"), "%llu", (unsigned long long)s->errors);
-        stat_put(o, FIELD("timeouts"), "%llu", (unsigned long long)s->timeouts);
-        stat_put(o, FIELD("down_fails"), "%llu", (unsigned long long)s->down_fails);
-        stat_put(o, FIELD("tko_events"), "%llu", (unsigned long long)s->tko_events);
-        stat_put(o, FIELD("avg_latency_us"), "%llu",
-                 (unsigned long long)(s->replies ? s->latency_ns / s->replies / 1000 : 0));
-        stat_put(o, FIELD("spool_depth"), "%llu", (unsigned long long)s->spool_depth);
-#undef FIELD
+    char (*dest)[300] = calloc(v->nservers ? v->nservers : 1, sizeof(*dest));
+    if (dest == NULL) {
+        o->t.oom = true;
+        return;
     }
+    for (unsigned i = 0; i < v->nservers; i++)
+        cl_config_server_dest(v->cfg, i, dest[i], sizeof(dest[i]));
+    static const char *const states[4] = {"new", "up", "down", "closed"};
+    for (unsigned i = 0; i < v->nservers; i++) {
+        unsigned first = 0;
+        while (strcmp(dest[first], dest[i]) != 0)
+            first++;
+        if (first < i)
+            continue;               /* summed with its first */
+        struct server_view s = {0};
+        for (unsigned k = i; k < v->nservers; k++) {
+            const struct server_view *x = &v->servers[k];
+            if (k > i && strcmp(dest[k], dest[i]) != 0)
+                continue;
+            s.requests += x->requests, s.replies += x->replies, s.latency_ns += x->latency_ns;
+            s.timeouts += x->timeouts, s.errors += x->errors, s.down_fails += x->down_fails;
+            s.tko_events += x->tko_events, s.spool_depth += x->spool_depth;
+            s.pending += x->pending, s.inflight += x->inflight;
+            s.workers_down += x->workers_down;
+            for (int t = 0; t < 4; t++)
+                s.states[t] += x->states[t];
+        }
+        char line[512];
+        int n = snprintf(line, sizeof(line),
+                         "avg_latency_us:%.3f pending_reqs:%llu inflight_reqs:%llu%s",
+                         s.replies ? (double)s.latency_ns / (double)s.replies / 1000.0 : 0.0,
+                         (unsigned long long)s.pending, (unsigned long long)s.inflight,
+                         s.workers_down ? " hard_tko;" : "");
+        for (int t = 0; t < 4 && n < (int)sizeof(line); t++)
+            if (s.states[t])
+                n += snprintf(line + n, sizeof(line) - (size_t)n, " %s:%u", states[t],
+                              s.states[t]);
+        if (n < (int)sizeof(line))
+            snprintf(line + n, sizeof(line) - (size_t)n,
+                     "; requests:%llu replies:%llu timeouts:%llu errors:%llu down_fails:%llu "
+                     "tko_events:%llu spool_depth:%llu",
+                     (unsigned long long)s.requests, (unsigned long long)s.replies,
+                     (unsigned long long)s.timeouts, (unsigned long long)s.errors,
+                     (unsigned long long)s.down_fails, (unsigned long long)s.tko_events,
+                     (unsigned long long)s.spool_depth);
+        stat_put(o, dest[i], "%s", line);
+    }
+    free(dest);
 }
 
 /* A route's label with no spaces (a stat name cannot hold one). */

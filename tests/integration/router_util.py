@@ -126,11 +126,22 @@ class Router(util.Server):
         return int(self.stats()[name])
 
     def servers(self):
-        """`stats servers` as {server: {field: str}}."""
+        """`stats servers` (mcrouter's line per destination, "host:port:proto:plain:
+        notcompressed-T") as {host:port: {field: str}}: its fields (avg_latency_us,
+        pending_reqs, inflight_reqs, the handles in each state, requests, replies, ...),
+        workers_down (the handles down) and state: the worst of down, up, connecting
+        (new) and idle (closed)."""
         out = {}
-        for name, value in self.stats("servers").items():
-            server, field = name.rsplit(":", 1)
-            out.setdefault(server, {})[field] = value
+        for dest, line in self.stats("servers").items():
+            f = {}
+            for w in line.replace(";", " ").split():
+                k, _, v = w.partition(":")
+                if v:
+                    f[k] = v
+            f["workers_down"] = f.get("down", "0")
+            f["state"] = ("down" if "down" in f else "up" if "up" in f
+                          else "connecting" if "new" in f else "idle")
+            out[dest.rsplit(":", 3)[0]] = f
         return out
 
     def http(self, method, path):

@@ -89,7 +89,8 @@ def test_stats_servers_up_down_and_back():
                 assert int(s["requests"]) > 0 and s["replies"] == s["requests"], (n, s)
                 assert int(s["errors"]) == int(s["timeouts"]) == int(s["down_fails"]) == 0
                 assert int(s["workers_down"]) == 0 and int(s["tko_events"]) == 0
-                assert int(s["avg_latency_us"]) >= 0
+                assert float(s["avg_latency_us"]) >= 0
+                assert s["pending_reqs"] == s["inflight_reqs"] == "0", s
             total = sum(int(after[n]["requests"]) for n in names)
             assert total >= 2 * len(KEYS), after
             st = r.stats()
@@ -137,10 +138,13 @@ def test_stats_servers_binary_and_unknown_groups():
         with Router(pool_config(b), threads=1) as r:
             assert traffic(r.port, KEYS[:10], conns=1) == {}
             with binproto.BinConn(r.port) as c:
-                got = c.stats(b"servers")
+                got = c.stats(b"servers")           # the same lines as text's
+                text = r.stats("servers")
+                assert sorted(got) == sorted(text) and len(got) == 2, (got, text)
                 for n in addrs(b):
-                    assert got[n + ":state"] == b"up", got
-                    assert int(got[n + ":requests"]) > 0
+                    line = got[n + ":ascii:plain:notcompressed-1000"].decode()
+                    assert " up:1" in line and r.servers()[n]["state"] == "up", line
+                    assert int(r.servers()[n]["requests"]) > 0
                 general = c.stats()
                 assert general["servers"] == b"2" and general["servers_down"] == b"0"
                 with pytest.raises(KeyError):

@@ -242,9 +242,9 @@ def test_kill9_backend_under_load_gutter_takes_its_keys():
             delete_all(rt.port, alive, b"DELETED\r\n")
             assert (rt.stat("spool_depth"), rt.stat("spool_appended")) == (len(gone), len(gone))
             assert rt.stat("spool_servers") == 1
-            spooled = rt.stats("servers")
-            assert int(spooled["%s:spool_depth" % addrs([main[victim]])[0]]) == len(gone)
-            assert all(int(spooled["%s:spool_depth" % a]) == 0
+            spooled = rt.servers()
+            assert int(spooled[addrs([main[victim]])[0]]["spool_depth"]) == len(gone)
+            assert all(int(spooled[a]["spool_depth"]) == 0
                        for i, a in enumerate(addrs(main)) if i != victim)
 
             # Back on its port, empty: the spool is replayed to it; what we put
