@@ -82,6 +82,10 @@ static void usage(FILE *f) {
             "  --async-dir=DIR         keep deletes a backend could not take in DIR, one file\n"
             "                          per backend, and replay them once it answers (default:\n"
             "                          off: such deletes get their error)\n"
+            "  --mcrouter-errors       mcrouter's words for a line it cannot parse (CLIENT_ERROR\n"
+            "                          malformed request, and the connection closed), a key\n"
+            "                          over 250 bytes (CLIENT_ERROR bad key) and an unknown\n"
+            "                          stats group (default: memcached's words)\n"
             "  --asynclog-disable      no spool, --async-dir or not (mcrouter's flag)\n"
             "  --async-max-bytes=N     a backend's spool file at most (default 64 MiB)\n"
             "  --client-max-bytes=N    a client's answers held and in flight, reckoned in\n"
@@ -188,6 +192,7 @@ int main(int argc, char **argv) {
         {"metrics", required_argument, NULL, 'M' | OPTIONS_LONG_ONLY},
         {"async-dir", required_argument, NULL, 'D' | OPTIONS_LONG_ONLY},
         {"asynclog-disable", no_argument, NULL, 'O' | OPTIONS_LONG_ONLY},
+        {"mcrouter-errors", no_argument, NULL, 'e' | OPTIONS_LONG_ONLY},
         {"async-max-bytes", required_argument, NULL, 'X' | OPTIONS_LONG_ONLY},
         {"client-max-bytes", required_argument, NULL, 'B' | OPTIONS_LONG_ONLY},
         {"client-hard-max-bytes", required_argument, NULL, 'H' | OPTIONS_LONG_ONLY},
@@ -205,7 +210,7 @@ int main(int argc, char **argv) {
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL, *runtime_vars = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
-    bool only_gets = false, asynclog_off = false;
+    bool only_gets = false, asynclog_off = false, mcrouter_errors = false;
     long big_value = 0, big_batch = 0;
     int validate = 0;                   /* 1: check and exit; 2: check, then serve */
     int rt_server_timeout = 0, rt_tko = 0, rt_probe = 0;
@@ -277,6 +282,7 @@ int main(int argc, char **argv) {
         case 'M': metrics = optarg; break;
         case 'D': async_dir = optarg; break;
         case 'O': asynclog_off = true; break;
+        case 'e': mcrouter_errors = true; break;
         case 'X':
             bad = !options_strtou64(optarg, &u) || u < 1024;
             async_max = u;
@@ -348,6 +354,7 @@ int main(int argc, char **argv) {
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
     rt.enable_shutdown = enable_shutdown;
+    rt.mcrouter_errors = mcrouter_errors;
     rt.allow_only_gets = only_gets;
     rt.big_value_split = big_value;
     rt.big_value_batch = big_batch;

@@ -710,8 +710,10 @@ static void stats_answer(struct rconn *c, enum rproto proto, const char *group, 
         answer_local(c, proto, e,
                      mc_bin_fmt_error(e, opcode, rc > 0 ? MC_BIN_ST_KEY_ENOENT : MC_BIN_ST_ENOMEM,
                                       opaque));
+    } else if (rc > 0 && c->w->rt->mcrouter_errors) {
+        answer_local(c, proto, "CLIENT_ERROR bad stats command\r\n", 32);
     } else if (rc > 0) {
-        answer_local(c, proto, "CLIENT_ERROR bad stats command\r\n", 32);    /* mcrouter's */
+        answer_local(c, proto, "ERROR\r\n", 7);
     } else {
         answer_local(c, proto, "SERVER_ERROR out of memory\r\n", 28);
     }
@@ -788,7 +790,7 @@ static enum take take_text(struct rconn *c) {
        refuses it as memcached does); a key the text form cannot carry cannot */
     bool hold = pr == MC_PARSE_ERROR && req.cmd == MC_CMD_DELETE &&
                 req.err == MC_ERR_DELETE_USAGE && req.exptime > 0 && msg_key_ok(req.key);
-    if (pr == MC_PARSE_ERROR && req.err == MC_ERR_BAD_KEY) {
+    if (pr == MC_PARSE_ERROR && req.err == MC_ERR_BAD_KEY && c->w->rt->mcrouter_errors) {
         /* mcrouter's words for a key over 250 bytes, its data block read past */
         if (req.cmd >= MC_CMD_SET && req.cmd <= MC_CMD_CAS) {
             total = used + (size_t)req.vlen + 2;
@@ -801,7 +803,7 @@ static enum take take_text(struct rconn *c) {
             answer_local(c, RP_TEXT, "CLIENT_ERROR bad key\r\n", 22);
         return TAKEN;
     }
-    if (pr == MC_PARSE_ERROR && req.err == MC_ERR_ERROR) {
+    if (pr == MC_PARSE_ERROR && req.err == MC_ERR_ERROR && c->w->rt->mcrouter_errors) {
         /* mcrouter's answer to a line it cannot parse (an unknown command, a
            wrong word count): the connection stops once the answers before it
            are out */
@@ -843,8 +845,10 @@ static enum take take_text(struct rconn *c) {
         return STOP;
     case MC_CMD_STATS:
         c->w->st.cmd_other++;
-        if (req.ntokens > 2)            /* a group the router does not keep */
+        if (req.ntokens > 2 && c->w->rt->mcrouter_errors)    /* a group the router does not keep */
             answer_local(c, RP_TEXT, "CLIENT_ERROR bad stats command\r\n", 32);
+        else if (req.ntokens > 2)
+            answer_local(c, RP_TEXT, "ERROR\r\n", 7);
         else
             stats_answer(c, RP_TEXT, req.ntokens > 1 ? req.tok[1].p : "",
                          req.ntokens > 1 ? req.tok[1].len : 0, 0, 0);

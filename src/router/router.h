@@ -130,6 +130,9 @@ struct router {
     const char *runtime_vars_path;  /* --runtime-vars-file: shadows' runtime variables */
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool enable_shutdown;           /* -A: a client's shutdown stops the router */
+    bool mcrouter_errors;           /* --mcrouter-errors: mcrouter's words for bad lines,
+                                       keys too long and unknown stats groups, where
+                                       memcached's are the default */
     bool allow_only_gets;           /* --allow-only-gets: other requests get NullRoute's answer */
     long big_value_split;           /* --big-value-split-threshold (0: off) */
     long big_value_batch;           /* --big-value-batch-size (0: all) */

@@ -150,8 +150,9 @@ def test_stats_servers_binary_and_unknown_groups():
                 with pytest.raises(KeyError):
                     c.stats(b"slabs")
             with util.Conn(r.port) as c:
-                c.expect(b"stats slabs\r\n", b"CLIENT_ERROR bad stats command\r\n")
-                c.expect(b"stats servers now\r\n", b"CLIENT_ERROR bad stats command\r\n")
+                c.expect(b"stats slabs\r\n", b"ERROR\r\n")
+                c.expect(b"stats servers now\r\n", b"ERROR\r\n")
+                c.expect(b"bogus\r\n", b"ERROR\r\n")         # memcached's words, by default
                 c.expect(b"version\r\n", b"VERSION 1.6.18\r\n")
                 # mcrouter's groups
                 c.send(b"stats version\r\n")
@@ -167,7 +168,10 @@ def test_stats_servers_binary_and_unknown_groups():
                     assert b"STAT cmd_get_count " in c.read_to(b"END\r\n")
                 c.expect(b"stats suspect_servers\r\n", b"END\r\n")      # none down
                 c.expect(b"stats external\r\n", b"END\r\n")
-                # a line mcrouter cannot parse: its words, and the connection stops
+        # --mcrouter-errors: mcrouter's words; a line it cannot parse stops the connection
+        with Router(pool_config(b), threads=1, args=["--mcrouter-errors"]) as r:
+            with util.Conn(r.port) as c:
+                c.expect(b"stats slabs\r\n", b"CLIENT_ERROR bad stats command\r\n")
                 c.expect(b"bogus\r\n", b"CLIENT_ERROR malformed request\r\n")
                 assert not c._fill(time.monotonic() + 5), "the connection should have closed"
             with util.Conn(r.port) as c:

@@ -786,11 +786,18 @@ def test_deterministic_order_policy():
 
 
 def test_mcrouters_words_for_a_key_too_long():
-    """A key over 250 bytes: mcrouter's CLIENT_ERROR bad key (cellard keeps
-    memcached's words), a storage command's data block read past."""
+    """A key over 250 bytes, with --mcrouter-errors: mcrouter's CLIENT_ERROR
+    bad key, a storage command's data block read past; without it, and in
+    cellard, memcached's words."""
     long_key = b"k" * 10000
+    cfg = json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, util.free_port())]}},
+                      "route": "PoolRoute|a"})
+    with Router(cfg) as r, r.conn() as c:
+        c.expect(b"set " + long_key + b" 0 0 3\r\nabc\r\n",
+                 b"CLIENT_ERROR bad command line format\r\nERROR\r\n")
     with servers(1) as (be,), Router(json.dumps({"pools": {"a": pool(be)},
-                                                 "route": "PoolRoute|a"})) as r, r.conn() as c:
+                                                 "route": "PoolRoute|a"}),
+                                     args=["--mcrouter-errors"]) as r, r.conn() as c:
         c.expect(b"set " + long_key + b" 0 0 3\r\nabc\r\n", b"CLIENT_ERROR bad key\r\n")
         c.expect(b"append " + long_key + b" 0 0 3 noreply\r\nabc\r\n"
                  b"get " + long_key + b"\r\n", b"CLIENT_ERROR bad key\r\n")
