@@ -17,6 +17,7 @@
 #include "net/worker.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -423,6 +424,7 @@ static void *worker_main(void *arg) {
     bool ring = w->srv->io == NET_IO_URING && net_uring_init(w) == 0;
     if (w->started != NULL)
         w->started(w);
+    atomic_fetch_add(&w->srv->started, 1);
     if (ring) {
         net_uring_run(w);
         return NULL;
@@ -479,6 +481,10 @@ int net_workers_start(struct net_server *s) {
         if (pthread_create(&s->workers[i]->thread, NULL, worker_main, s->workers[i]) != 0)
             return -1;
     }
+    /* every worker's started callback done (its UDP sockets in its loop) before the
+       server goes on to accept: what it reports from the first client on has them all */
+    while (atomic_load(&s->started) < s->nworkers)
+        sched_yield();
     return 0;
 }
 

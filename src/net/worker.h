@@ -185,6 +185,7 @@ struct net_server {
                                        (a power of 2; 0: 128) */
     atomic_bool stop;
     _Atomic uint64_t curr_conns, total_conns, rejected_conns, conn_structs;
+    atomic_int started;             /* workers past their started callback */
 };
 
 /*
@@ -199,7 +200,7 @@ int net_worker_init(struct net_worker *w, struct net_server *s, int id, struct n
  * default).  Before w's threads start.
  */
 void net_worker_set_budget(struct net_worker *w, unsigned units);
-/* Starts the threads of s's workers.  0 or -1. */
+/* Starts the threads of s's workers; returns once each has run its started callback (-1: one failed). */
 int net_workers_start(struct net_server *s);
 /* Wakes and joins the workers (after s->stop is set), closes their connections. */
 void net_workers_stop(struct net_server *s);
