@@ -345,6 +345,19 @@ static int build_pool_servers(struct rb *b, const char *pool_name, struct route_
 
 static int build_string(struct rb *b, const char *s, struct route_list *l);
 
+/*
+ * t->over(v[0..n)); over none, as mcrouter builds it: NullRoute, or for
+ * HashRoute rb_empty_hash(); NULL when out of memory.  (struct rb's over.)
+ */
+static struct route *over_list(struct rb *b, const struct route_type *t, struct route *const *v,
+                             unsigned n) {
+    if (n > 0)
+        return t->over(b->cfg->routes, t, v, n);
+    if (strcmp(t->type, "HashRoute") == 0)
+        return rb_empty_hash(b, "");
+    return route_null(b->cfg->routes);
+}
+
 /* "TYPE|arg" for a kind over a list: that kind over arg's routes. */
 static int build_listed_string(struct rb *b, const struct route_type *k, const char *arg,
                                struct route_list *l) {
@@ -354,7 +367,7 @@ static int build_listed_string(struct rb *b, const struct route_type *k, const c
     int rc = build_string(b, arg, &sub);
     b->depth--;
     if (rc == 0)
-        rc = rb_push(b, l, rb_over(b, k, sub.v, sub.n));
+        rc = rb_push(b, l, over_list(b, k, sub.v, sub.n));
     free(sub.v);
     return rc;
 }
@@ -636,7 +649,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
     cfg->mcrouter = true;
     struct jp jp = {.b = {.cfg = cfg, .opt = opt, .routing = routing ? routing : &none,
                           .err = err, .errlen = errlen,
-                          .build_list = build_list}};
+                          .build_list = build_list, .over = over_list}};
     char *clean = malloc(strlen(text) + 1);
     if (clean == NULL)
         return rb_nomem(&jp.b);

@@ -212,62 +212,10 @@ int rb_build_key_list(struct rb *b, json_t *obj, const char *key, struct route_l
     return 0;
 }
 
-static const struct rb_members *members_of(const struct rb *b, unsigned pool) {
-    for (unsigned i = 0; i < b->nmembers; i++)
-        if (b->members[i].pool == pool)
-            return &b->members[i];
-    return NULL;
-}
-
-bool rb_pool_has_routes(const struct rb *b, unsigned pool) {
-    return members_of(b, pool) != NULL;
-}
-
-int rb_pool_routes(struct rb *b, unsigned pool, struct route_list *l) {
-    const struct cl_pool *pl = &b->cfg->pools[pool];
-    const struct rb_members *m = members_of(b, pool);
-    unsigned next = pl->first;
-    for (unsigned i = 0; i < (m ? m->n : pl->n); i++) {
-        struct route *r;
-        if (m && m->route[i]) {
-            char saved[RB_PATH_LEN];        /* errors name the entry's own place */
-            size_t saved_len = b->plen;
-            memcpy(saved, b->path, saved_len + 1);
-            rb_path_set(b, 0);
-            rb_path_put(b, "pools.%s.servers[%u]", pl->name, i);
-            if (rb_build_one(b, m->route[i], &r) < 0)
-                return -1;
-            memcpy(b->path, saved, saved_len + 1);
-            b->plen = saved_len;
-        } else {
-            r = route_server(b->cfg->routes, next++);
-        }
-        if (rb_push(b, l, r) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-struct route *rb_over(struct rb *b, const struct route_type *t, struct route *const *v,
-                      unsigned n) {
-    if (n > 0)
-        return t->over(b->cfg->routes, t, v, n);
-    if (strcmp(t->type, "HashRoute") == 0)
-        return rb_empty_hash(b, "");
-    return route_null(b->cfg->routes);
-}
-
-struct route *rb_empty_hash(struct rb *b, const char *name) {
-    char text[300];
-    int len = snprintf(text, sizeof(text), "HashRoute with empty children, name: %s", name);
-    return route_error(b->cfg->routes, CELLAR_ESERVER, text,
-                       len < (int)sizeof(text) ? (size_t)len : sizeof(text) - 1);
-}
-
 int rb_build_over(struct rb *b, const struct route_type *t, json_t *obj, struct route **out) {
     struct route_list l = {0};
     int rc = rb_build_key_list(b, obj, "children", &l);
-    if (rc == 0 && (*out = rb_over(b, t, l.v, l.n)) == NULL)
+    if (rc == 0 && (*out = b->over(b, t, l.v, l.n)) == NULL)
         rc = rb_nomem(b);
     free(l.v);
     return rc;

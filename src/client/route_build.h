@@ -32,6 +32,8 @@ struct route_list {
     unsigned n, cap;
 };
 
+struct route_type;
+
 /* The builder's state; path names the value being looked at. */
 struct rb {
     struct cellar_config *cfg;
@@ -49,6 +51,10 @@ struct rb {
     /* The grammar's (config_json.c): a route, a string that may stand
      * for several, or a list, appended to l. */
     int (*build_list)(struct rb *b, json_t *v, struct route_list *l);
+    /* The grammar's too: kind t over v[0..n), none included (NullRoute, or
+     * HashRoute's error, as mcrouter builds them); NULL when out of memory. */
+    struct route *(*over)(struct rb *b, const struct route_type *t, struct route *const *v,
+                          unsigned n);
 };
 
 /*
@@ -168,12 +174,9 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
 int cl_json_parse_pools(struct rb *b, json_t *pools);
 
 /*
- * t->over(v[0..n)); over none, as mcrouter builds it: NullRoute, or for
- * HashRoute rb_empty_hash(); NULL when out of memory.
+ * mcrouter's HashRoute (or PoolRoute) over no children: an ErrorRoute
+ * "HashRoute with empty children, name: NAME" (route_error.c).
  */
-struct route *rb_over(struct rb *b, const struct route_type *t, struct route *const *v,
-                      unsigned n);
-/* mcrouter's HashRoute (or PoolRoute) over no children: "HashRoute with empty children". */
 struct route *rb_empty_hash(struct rb *b, const char *name);
 
 /*
@@ -197,7 +200,8 @@ struct rb_members {
     json_t **route;             /* [n], references held */
 };
 
-/* The pool's entries as routes, appended to l: its servers, and routes where it has them. */
+/* The pool's entries as routes, appended to l: its servers, and routes where it has them
+ * (route_pool.c). */
 int rb_pool_routes(struct rb *b, unsigned pool, struct route_list *l);
 /* Does the pool have routes among its servers? */
 bool rb_pool_has_routes(const struct rb *b, unsigned pool);

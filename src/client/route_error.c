@@ -157,3 +157,10 @@ const struct route_type route_type_error = {
     .build = build_error,
     .from_string = error_from_string,
 };
+
+struct route *rb_empty_hash(struct rb *b, const char *name) {
+    char text[300];
+    int len = snprintf(text, sizeof(text), "HashRoute with empty children, name: %s", name);
+    return route_error(b->cfg->routes, CELLAR_ESERVER, text,
+                       len < (int)sizeof(text) ? (size_t)len : sizeof(text) - 1);
+}

@@ -150,6 +150,42 @@ struct route *route_pool(struct route_set *rs, unsigned pool) {
     return leaf(rs, &pool_ops, pool);
 }
 
+static const struct rb_members *members_of(const struct rb *b, unsigned pool) {
+    for (unsigned i = 0; i < b->nmembers; i++)
+        if (b->members[i].pool == pool)
+            return &b->members[i];
+    return NULL;
+}
+
+bool rb_pool_has_routes(const struct rb *b, unsigned pool) {
+    return members_of(b, pool) != NULL;
+}
+
+int rb_pool_routes(struct rb *b, unsigned pool, struct route_list *l) {
+    const struct cl_pool *pl = &b->cfg->pools[pool];
+    const struct rb_members *m = members_of(b, pool);
+    unsigned next = pl->first;
+    for (unsigned i = 0; i < (m ? m->n : pl->n); i++) {
+        struct route *r;
+        if (m && m->route[i]) {
+            char saved[RB_PATH_LEN];        /* errors name the entry's own place */
+            size_t saved_len = b->plen;
+            memcpy(saved, b->path, saved_len + 1);
+            rb_path_set(b, 0);
+            rb_path_put(b, "pools.%s.servers[%u]", pl->name, i);
+            if (rb_build_one(b, m->route[i], &r) < 0)
+                return -1;
+            memcpy(b->path, saved, saved_len + 1);
+            b->plen = saved_len;
+        } else {
+            r = route_server(b->cfg->routes, next++);
+        }
+        if (rb_push(b, l, r) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /*
  * A PoolRoute with a "hash" (a function's name, or {"hash_func", "salt",
  * "weights", "failover_count"}: mcrouter's HashRoute over the pool's
