@@ -642,6 +642,13 @@ static int parse_config(struct rb *b, json_t *root) {
     return build_root(b, one);
 }
 
+/* routing->runtime_vars_file into b->vars: true when it is a JSON object (json_is_object()
+   reads its argument twice, so the load is not written inside it). */
+static bool vars_loaded(struct rb *b, json_error_t *je) {
+    b->vars = json_load_file(b->routing->runtime_vars_file, 0, je);
+    return json_is_object(b->vars);
+}
+
 int cl_config_json(struct cellar_config *cfg, const char *text,
                    const struct cellar_options *opt, const struct cellar_routing *routing,
                    const char *dir, char *err, size_t errlen) {
@@ -662,9 +669,7 @@ int cl_config_json(struct cellar_config *cfg, const char *text,
         rb_fail(&jp.b, "line %d, column %d: %s", je.line, je.column, je.text);
     } else if (!json_is_object(root)) {
         rc = parse_config(&jp.b, root);         /* which refuses it */
-    } else if (jp.b.routing->runtime_vars_file &&
-               !json_is_object(jp.b.vars = json_load_file(jp.b.routing->runtime_vars_file, 0,
-                                                          &je))) {
+    } else if (jp.b.routing->runtime_vars_file && !vars_loaded(&jp.b, &je)) {
         const char *vf = jp.b.routing->runtime_vars_file;
         if (jp.b.vars)
             rb_fail(&jp.b, "runtime variables %s: expected an object of variables", vf);
