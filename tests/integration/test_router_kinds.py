@@ -922,3 +922,30 @@ def test_slow_warmup():
         bad["route"]["slow_warmup"]["settings"]["enable_threshold"] = 0.95
         res = run_router(json.dumps(bad))
         assert res.returncode == 1 and "enable_threshold must be below" in res.stderr, res.stderr
+
+
+def test_runtime_vars_file():
+    """--runtime-vars-file: a shadow's index_range_rv takes the variable's
+    range over the one written, and the configuration is built again when
+    the file changes."""
+    with servers(2) as (main, shadow), tempfile.TemporaryDirectory() as d:
+        vars_path = os.path.join(d, "vars.json")
+        with open(vars_path, "w") as f:
+            json.dump({"r": [0, 1]}, f)
+        cfg = json.dumps({"pools": {"m": pool(main), "s": pool(shadow)},
+                          "route": {"type": "PoolRoute", "pool": "m", "shadows": [
+                              {"target": "PoolRoute|s", "index_range": [0, 0],
+                               "index_range_rv": "r", "key_fraction_range": [0, 1]}]}})
+        with Router(cfg, args=["--runtime-vars-file", vars_path]) as r, r.conn() as c:
+            assert any("ShadowRoute" in k for k in r.stats("routes")), r.stats("routes")
+            c.expect(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n")
+            util.wait_for(lambda: held(shadow, "k") == b"v", 5, what="the shadow's copy")
+            reloads = r.stat("config_reloads")
+            with open(vars_path + ".tmp", "w") as f:
+                json.dump({"r": [0, 0]}, f)
+            os.replace(vars_path + ".tmp", vars_path)
+            util.wait_for(lambda: r.stat("config_reloads") > reloads, 10,
+                          what="the configuration built again")
+            assert not any("ShadowRoute" in k for k in r.stats("routes")), r.stats("routes")
+        res = run_router(cfg, "--runtime-vars-file", os.path.join(d, "none.json"))
+        assert res.returncode == 1 and "runtime variables" in res.stderr, res.stderr
