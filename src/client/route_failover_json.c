@@ -370,9 +370,7 @@ static int build_salted(struct rb *b, const struct route_type *t, json_t *obj,
                                                : "expected a pool's name or a pool object");
     }
     json_t *normal = json_pack("{s:s, s:O}", "type", "PoolRoute", "pool", pool);
-    char *servers = NULL;
-    int rc = normal && asprintf(&servers, "Pool|%s", json_string_value(name)) >= 0
-                 ? 0 : rb_nomem(b);
+    int rc = normal ? 0 : rb_nomem(b);
     static const char *const shared[] = {"hash", "shadows"};
     for (size_t i = 0; rc == 0 && i < sizeof(shared) / sizeof(shared[0]); i++)
         if (json_object_get(obj, shared[i]) &&
@@ -380,22 +378,18 @@ static int build_salted(struct rb *b, const struct route_type *t, json_t *obj,
             rc = rb_nomem(b);
     struct route_list l = {0};
     struct route *first = NULL;
-    json_t *rest = servers ? json_string(servers) : NULL;
-    if (rc == 0 && rest == NULL)
-        rc = rb_nomem(b);
     if (rc == 0)
         rc = rb_build_one(b, normal, &first);
     if (rc == 0)
         rc = rb_push(b, &l, first);
+    int p = rc == 0 ? rb_find_pool(b, json_string_value(name)) : -1;   /* then "Pool|P" */
     if (rc == 0)
-        rc = b->build_list(b, rest, &l);
+        rc = p < 0 ? -1 : rb_pool_routes(b, (unsigned)p, &l);
     if (rc == 0 && (*out = route_failover(b->cfg->routes, l.v, l.n, -1)) == NULL)
         rc = rb_nomem(b);
     if (rc == 0)
         rc = failover_options(b, obj, (struct failover *)*out);
     free(l.v);
-    free(servers);
-    json_decref(rest);
     json_decref(normal);
     return rc;
 }

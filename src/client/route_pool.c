@@ -207,10 +207,14 @@ static int build_children(struct rb *b, json_t *obj, unsigned pool, uint32_t buc
         rc = rb_build_shadows(b, shadows, l.v, l.n);
     /* a pool's own weights (mcrouter's WeightedCh3) go with its PoolRoute's hash */
     const char *kind = ring_kind(pl->ring);
-    uint32_t *weights = strcmp(kind, "wch3") == 0 ? calloc(pl->n, sizeof(*weights)) : NULL;
+    bool wch3 = strcmp(kind, "wch3") == 0;
+    uint32_t *weights = rc == 0 && (hash || buckets) && wch3 ? calloc(pl->n, sizeof(*weights))
+                                                            : NULL;
     for (unsigned i = 0; weights && i < pl->n; i++)
         weights[i] = b->cfg->servers[pl->first + i].weight;
-    if (rc == 0 && buckets && !hash && strcmp(kind, "ch3") != 0 && weights == NULL)
+    if (rc == 0 && (hash || buckets) && wch3 && weights == NULL)
+        rc = rb_nomem(b);
+    if (rc == 0 && buckets && !hash && strcmp(kind, "ch3") != 0 && !wch3)
         rc = rb_fail(b, "bucketize hashes as mcrouter's Ch3 or WeightedCh3, not a %s pool", kind);
     if (rc == 0 && (hash || buckets)) {
         size_t mark = rb_path_key(b, "hash");

@@ -79,6 +79,14 @@ static unsigned size_now(const struct split *s, uint64_t host_id) {
     return (double)(host_id % HOST_MODULO) / HOST_MODULO < point ? s->new_size : s->old_size;
 }
 
+/* Copy i's key into out: key[0..len) with copy i's two letters after the shard (at). */
+static void split_key(char *out, const char *key, size_t len, size_t at, unsigned i) {
+    memcpy(out, key, at);
+    out[at] = (char)('a' + (i - 1) % 26);
+    out[at + 1] = (char)('a' + (i - 1) / 26);
+    memcpy(out + at + 2, key + at, len - at);
+}
+
 /* A request for copy i of the shard ending at shard_end in q's key. */
 struct split_req {
     struct cl_req q;            /* first, so done() finds it */
@@ -113,11 +121,8 @@ static void send_copy(const struct route *r, struct cellar *h, struct cl_req *q,
         return;
     }
     *c = (struct split_req){.q = {.m = q->m, .done = split_done}, .parent = parent};
-    char *p = c->bytes;
-    memcpy(p, q->m.key.p - pre, pre + at);
-    p[pre + at] = (char)('a' + (i - 1) % 26);
-    p[pre + at + 1] = (char)('a' + (i - 1) / 26);
-    memcpy(p + pre + at + 2, q->m.key.p + at, q->m.key.len - at);
+    char *p = c->bytes;             /* the routing prefix kept before the key */
+    split_key(p, q->m.key.p - pre, pre + q->m.key.len, pre + at, i);
     c->q.m.key = (struct mc_span){p + pre, n};
     if (!parent && msg_carries_value(&q->m)) {    /* outlives q: its own value too */
         memcpy(p + pre + n, q->m.value.p, q->m.value.len);
@@ -165,11 +170,7 @@ static int shard_split_server_of(const struct route *r, const struct cellar_conf
     if (size <= 1 || i == 0 || nkey + 2 > MC_KEY_MAX)
         return route_server_of(r->children[0], cfg, key, nkey);
     char split[MC_KEY_MAX + 3];
-    size_t at = (size_t)(shard.p + shard.len - key);
-    memcpy(split, key, at);
-    split[at] = (char)('a' + (i - 1) % 26);
-    split[at + 1] = (char)('a' + (i - 1) / 26);
-    memcpy(split + at + 2, key + at, nkey - at);
+    split_key(split, key, nkey, (size_t)(shard.p + shard.len - key), i);
     return route_server_of(r->children[0], cfg, split, nkey + 2);
 }
 

@@ -393,8 +393,7 @@ static void stats_mcrouter(struct stat_out *o, const struct view *v) {
        down), closed (idle, no connection now); they add up to num_servers */
     unsigned long long by[4] = {0};     /* new, up, down, closed */
     for (unsigned i = 0; i < v->nservers; i++) {
-        int st = v->servers[i].state;
-        by[st == CL_CONN_CONNECTING ? 0 : st == CL_CONN_UP ? 1 : st == CL_CONN_DOWN ? 2 : 3]++;
+        by[mcr_state(v->servers[i].state)]++;
     }
     stat_put(o, "num_servers_new", "%llu", by[0]);
     stat_put(o, "num_servers_up", "%llu", by[1]);
