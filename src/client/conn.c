@@ -74,13 +74,17 @@ void cl_conn_complete(struct cl_conn *c, struct cl_req *q, int status, const str
     } else if (status == CELLAR_ETIMEDOUT) {
         st->timeouts++;
         cl_count(&c->ctr.timeouts, 1);
+        cl_count(&c->ctr.fails_run, 1);
     } else if (status == CELLAR_EDOWN) {
         st->down_fast_fails++;
         cl_count(&c->ctr.down_fails, 1);
     } else if (status < 0 && r == NULL && status != CELLAR_ENOTSUP && status != CELLAR_EINVAL) {
         st->errors++;               /* what went wrong on the way: not the caller's request */
         cl_count(&c->ctr.errors, 1);
+        cl_count(&c->ctr.fails_run, 1);
     }
+    if (r != NULL && cl_count_get(&c->ctr.fails_run) != 0)
+        atomic_store_explicit(&c->ctr.fails_run, 0, memory_order_relaxed);
     if (status < 0)
         note_error(c, status, r);
     q->done(q, status, r);
@@ -151,6 +155,7 @@ static void mark_down(struct cl_conn *c, int status, uint64_t now) {
     c->state = CL_CONN_DOWN;
     c->probing = false;
     publish(c);
+    cl_count(&c->ctr.fails_run, 1);
     drop(c, status, status);
     if (!was_probing) {
         c->h->st.tko_events++;
@@ -179,6 +184,7 @@ static void conn_failed(struct cl_conn *c, int status, unsigned timeouts, uint64
     }
     c->state = CL_CONN_IDLE;
     publish(c);
+    cl_count(&c->ctr.fails_run, 1);
     drop(c, status, status);
 }
 

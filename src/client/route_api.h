@@ -92,6 +92,9 @@ struct cl_conn_counters {
     _Atomic uint64_t errors;        /* failed otherwise on the way (connection, protocol) */
     _Atomic uint64_t down_fails;    /* failed at once, the server marked down */
     _Atomic uint64_t tko_events;    /* times marked down */
+    _Atomic uint64_t fails_run;     /* failures since the last answer, as mcrouter counts
+                                       them: the connection's failing is one, and each
+                                       request it failed (timed out, lost) one more */
     _Atomic uint64_t pending;       /* now: requests waiting to be written (TCP and UDP) */
     _Atomic uint64_t inflight;      /* now: written, waiting for their replies (TCP) */
     _Atomic int health;             /* enum cl_conn_state */

@@ -36,7 +36,7 @@ struct server_view {
     const char *name;               /* the view's cfg holds it */
     int state;                      /* enum cl_conn_state, the worst: DOWN > UP > CONNECTING */
     unsigned workers_down;          /* workers that have it marked down now */
-    uint64_t requests, replies, latency_ns, timeouts, errors, down_fails, tko_events;
+    uint64_t requests, replies, latency_ns, timeouts, errors, down_fails, tko_events, fails_run;
     uint64_t spool_depth;           /* its deletes waiting in the spool */
     uint64_t pending, inflight;     /* requests waiting to be written, and written */
     unsigned states[4];             /* handles whose connection is new, up, down, closed */
@@ -150,6 +150,7 @@ static void view_worker(struct view *v, struct rworker *w) {
             s->errors += cl_count_get(&c->errors);
             s->down_fails += cl_count_get(&c->down_fails);
             s->tko_events += cl_count_get(&c->tko_events);
+            s->fails_run += cl_count_get(&c->fails_run);
             s->pending += cl_count_get(&c->pending);
             s->inflight += cl_count_get(&c->inflight);
             s->states[mcr_state(health)]++;
@@ -383,18 +384,20 @@ static void stats_mcrouter(struct stat_out *o, const struct view *v) {
         {"cmd_flush_all_count", ST_cmd_flush}, {"result_error_count", ST_errors},
         {"result_client_error_count", ST_client_errors},
         {"result_remote_error_count", ST_remote_errors},
-        {"failover_all", ST_FAILOVERS},      {"num_servers", ST_SERVERS},
+        {"failover_all", ST_FAILOVERS},
         {"num_client_connections", ST_CURR_CONNS},
         {"proxy_reqs_processing", ST_requests_inflight}, {"num_proxies", ST_THREADS},
     };
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
         stat_put(o, same[i].name, "%llu", (unsigned long long)v->v[same[i].st]);
-    /* mcrouter's states of a server: new (never up yet: connecting), up, down (marked
-       down), closed (idle, no connection now); they add up to num_servers */
+    /* mcrouter's states of a destination: new (never up yet: connecting), up, down
+       (marked down), closed (idle, no connection now).  A destination is a server as
+       one worker sees it, as mcrouter's is one per proxy; they add up to num_servers */
     unsigned long long by[4] = {0};     /* new, up, down, closed */
-    for (unsigned i = 0; i < v->nservers; i++) {
-        by[mcr_state(v->servers[i].state)]++;
-    }
+    for (unsigned i = 0; i < v->nservers; i++)
+        for (int t = 0; t < 4; t++)
+            by[t] += v->servers[i].states[t];
+    stat_put(o, "num_servers", "%llu", by[0] + by[1] + by[2] + by[3]);
     stat_put(o, "num_servers_new", "%llu", by[0]);
     stat_put(o, "num_servers_up", "%llu", by[1]);
     stat_put(o, "num_servers_down", "%llu", by[2]);
@@ -421,7 +424,7 @@ static void stats_suspect(struct stat_out *o, const struct view *v) {
         const struct server_view *s = &v->servers[i];
         if (s->state == CL_CONN_DOWN)
             stat_put(o, s->name, "status:tko num_failures:%llu",
-                     (unsigned long long)(s->errors + s->timeouts));
+                     (unsigned long long)s->fails_run);
     }
 }
 

@@ -25,6 +25,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "router/router.h"
@@ -62,6 +63,32 @@ static struct rhandle *handle_new(struct rworker *w) {
         return NULL;
     }
     return rh;
+}
+
+/*
+ * An old handle goes: a server it had marked down that the current
+ * configuration no longer has (as the same destination: address, protocol,
+ * timeout) is said in the log, as mcrouter says it.
+ */
+static void handle_say_gone(const struct rhandle *rh, const struct cellar_config *now) {
+    const struct cellar_config *was = cl_handle_config(rh->h);
+    if (now == was)
+        return;
+    for (unsigned i = 0; i < cl_handle_servers(rh->h); i++) {
+        const struct cl_conn_counters *c = cl_handle_server_counters(rh->h, i);
+        if (atomic_load_explicit(&c->health, memory_order_relaxed) != CL_CONN_DOWN)
+            continue;
+        char dest[300], other[300];
+        cl_config_server_dest(was, i, dest, sizeof(dest));
+        bool kept = false;
+        for (unsigned j = 0; j < cellar_config_servers(now) && !kept; j++) {
+            cl_config_server_dest(now, j, other, sizeof(other));
+            kept = strcmp(dest, other) == 0;
+        }
+        if (!kept)
+            fprintf(stderr, "cellar-router: %s was TKO, removed from config\n",
+                    cellar_config_server_name(was, i));
+    }
 }
 
 static void handle_free(struct rworker *w, struct rhandle *rh) {
@@ -108,6 +135,7 @@ static void worker_tick(struct net_worker *nw) {
             *pp = rh->older;
             w->failovers_gone += cl_handle_failovers(rh->h);
             pthread_mutex_unlock(&w->lock);
+            handle_say_gone(rh, cl_handle_config(w->cur->h));
             handle_free(w, rh);
         } else {
             pp = &rh->older;

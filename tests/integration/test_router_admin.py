@@ -456,3 +456,23 @@ def test_mcrouter_admin_gets():
             assert get("__mcrouter__.route(nope,k)") is None
             for s in b:
                 assert int(s.stats()["cmd_get"]) == 0, s.name
+
+
+def test_suspect_servers_and_a_marked_down_server_gone_at_a_reload():
+    """mcrouter's suspect_servers counts failures in a row: a refused
+    connection is one, the request it failed another.  A reload that no
+    longer has the server (same address, another timeout) says so in the log,
+    and the new handle has nothing marked down."""
+    dead = "%s:%d" % (util.HOST, util.free_port())
+    cfg = {"pools": {"a": {"servers": [dead], "server_timeout": 500}}, "route": "PoolRoute|a"}
+    with Router(json.dumps(cfg), threads=1) as r, util.Conn(r.port) as c:
+        c.send(b"get k\r\n")
+        assert c.read_to(b"\r\n").startswith(b"SERVER_ERROR"), "a refused backend"
+        c.send(b"stats suspect_servers\r\n")
+        assert c.read_to(b"END\r\n") == (
+            b"STAT %s status:tko num_failures:2\r\nEND\r\n" % dead.encode())
+        cfg["pools"]["a"]["server_timeout"] = 600
+        r.write_config(json.dumps(cfg))
+        util.wait_for(lambda: "%s was TKO, removed from config" % dead in r.stderr_text(), 10,
+                      what="the log line")
+        c.expect(b"stats suspect_servers\r\n", b"END\r\n")
