@@ -310,15 +310,17 @@ static struct walk *walk_new(const struct seq *s) {
 /*
  * mcrouter's processReply: is this answer the request's (true), or does
  * the walk go on?  Counts the error, takes a token of failover_limit
- * unless the server was marked down, counts a try.
+ * unless the server was marked down or refused the connection, counts a try.
  */
 static bool answered(struct seq *s, int status) {
     const struct failover *f = fo(s->r);
     if (!moves_on(s, status))
         return true;
+    /* marked down, or refused: mcrouter's TKO and hard TKO, no work done */
+    bool tko = status == CELLAR_EDOWN || status == CELLAR_ECONNECT;
     if (f->counts && status < 0)
-        stat_add(s->r, status == CELLAR_EDOWN ? FS_TKO_ERROR : FS_RESULT_ERROR, 1);
-    if (status == CELLAR_EDOWN) {
+        stat_add(s->r, tko ? FS_TKO_ERROR : FS_RESULT_ERROR, 1);
+    if (tko) {
         if (s->w)
             det_down(s);
         return false;
