@@ -91,6 +91,12 @@ void cellar_destroy(struct cellar **hp) {
      * every such submission fail at once, so nothing is left queued.
      */
     h->closing = true;
+    while (h->timers != NULL) {     /* the waits end now: their requests fail */
+        struct cl_timer *t = h->timers;
+        h->timers = t->next;
+        t->fire(t, true);
+    }
+    h->timers_tail = NULL;
     for (unsigned i = 0; i < h->nconns; i++) {
         cl_conn_deinit(&h->conns[i]);
         cl_spool_detach(&h->conns[i]);  /* once the connection failed what it held */
@@ -148,6 +154,8 @@ static void pump(struct cellar *h, uint64_t now) {
 
 /* Is anything in flight or due: requests held, connections opening, servers to probe? */
 static bool busy(const struct cellar *h) {
+    if (h->timers != NULL)
+        return true;
     for (unsigned i = 0; i < h->nconns; i++) {
         const struct cl_conn *c = &h->conns[i];
         if (c->sent.n || c->waiting.n || c->state == CL_CONN_CONNECTING ||
@@ -213,7 +221,36 @@ static uint64_t tick_active(struct cellar *h, uint64_t now) {
 }
 
 /* Lets waiting requests out and runs the due deadlines; the next one (0: none). */
+void cl_timer_add(struct cellar *h, struct cl_timer *t) {
+    t->next = NULL;
+    if (h->timers == NULL) {
+        h->timers = h->timers_tail = t;
+    } else if (t->due >= h->timers_tail->due) {     /* the common case: one delay */
+        h->timers_tail->next = t;
+        h->timers_tail = t;
+    } else {
+        struct cl_timer **pp = &h->timers;
+        while ((*pp)->due <= t->due)
+            pp = &(*pp)->next;
+        t->next = *pp;
+        *pp = t;
+    }
+}
+
+/* Fires the timers due by now; the next one's due, or 0. */
+static uint64_t timers_run(struct cellar *h, uint64_t now) {
+    while (h->timers != NULL && h->timers->due <= now) {
+        struct cl_timer *t = h->timers;
+        h->timers = t->next;
+        if (h->timers == NULL)
+            h->timers_tail = NULL;
+        t->fire(t, false);          /* may add timers */
+    }
+    return h->timers != NULL ? h->timers->due : 0;
+}
+
 static uint64_t pump_and_tick(struct cellar *h, uint64_t now, uint64_t next) {
+    next = sooner(next, timers_run(h, now));
     pump(h, now);
     next = sooner(next, tick_active(h, now));
     /* a spool fills from other threads: its servers are looked at now and then */

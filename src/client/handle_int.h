@@ -20,6 +20,17 @@
 /* The handle (client.c)                                                    */
 /* ---------------------------------------------------------------------- */
 
+/*
+ * A wait a route asks of the handle's loop (cl_timer_add()): fire runs
+ * once, from the loop when due is past, or from cellar_destroy() with
+ * cancelled set.  The route owns t; the handle links it until it fires.
+ */
+struct cl_timer {
+    uint64_t due;               /* clock_mono_ns() */
+    void (*fire)(struct cl_timer *t, bool cancelled);
+    struct cl_timer *next;
+};
+
 struct cellar {
     struct cellar_config *cfg;
     struct evloop *loop;
@@ -50,6 +61,7 @@ struct cellar {
      * leaves when its tick finds nothing due.
      */
     struct cl_conn *active;
+    struct cl_timer *timers, *timers_tail; /* waiting, soonest first (cl_timer_add) */
     bool spooled;               /* a delete spool was ever attached: its servers are
                                    looked at every SPOOL_SCAN_MS (client.c) */
     uint64_t spool_scan_ns;     /* when they are looked at next */
@@ -205,6 +217,8 @@ int cl_call_one(struct cellar *h, const struct msg *m, struct cellar_item *it,
 
 /* Waits ms milliseconds, running the handle's background work meanwhile. */
 void cl_pause(struct cellar *h, int ms);
+/* Has t->fire called once t->due is past (client.c). */
+void cl_timer_add(struct cellar *h, struct cl_timer *t);
 
 /* Connection events the handle keeps count of or adjusts the window by. */
 /* The window (window.c): an answer of reply_bytes came; a request timed out; the

@@ -15,7 +15,8 @@ extern const struct route_type route_type_pool, route_type_failover,
     route_type_modify_exptime, route_type_all_fastest, route_type_all_majority,
     route_type_l1l2, route_type_hash, route_type_migrate, route_type_shadow,
     route_type_modify_key, route_type_random, route_type_big_value,
-    route_type_salted_failover, route_type_host_id, route_type_shard_split;
+    route_type_salted_failover, route_type_host_id, route_type_shard_split,
+    route_type_latency;
 
 static const struct route_type *const types[] = {
     &route_type_pool,               /* route_pool.c */
@@ -46,6 +47,7 @@ static const struct route_type *const types[] = {
     &route_type_random,             /* route_random.c */
     &route_type_big_value,          /* route_big_value.c */
     &route_type_shard_split,        /* route_shard_split.c */
+    &route_type_latency,            /* route_latency.c */
 };
 
 const struct route_type *route_type_find(const char *type, size_t len) {
