@@ -59,6 +59,8 @@ struct conn {
     bool proto_known;               /* the first byte has been seen */
     bool is_udp;                    /* a worker's UDP socket, not a stream */
     bool binary;                    /* speaks the binary protocol */
+    bool authed;                    /* -Y: passed its authentication (auth.c) */
+    uint32_t auth_need;             /* -Y: the token's bytes awaited, with its \r\n (0: a line) */
     uint16_t udp_reqid;             /* UDP: request id of the datagram in hand */
     size_t pf_end;                  /* rbuf[..pf_end) scanned for keys to prefetch */
 

@@ -37,6 +37,7 @@
 
 #include "core/clock.h"
 #include "core/httpd.h"
+#include "server/auth.h"
 #include "server/detail.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -203,6 +204,7 @@ int main(int argc, char **argv) {
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGUSR1);
     sigaddset(&mask, SIGUSR2);
+    sigaddset(&mask, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -337,6 +339,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "out of memory\n");
         return 1;
     }
+    /* -Y: the user:password file, read again at SIGHUP */
+    if (cfg.auth_file != NULL && (srv.auth = auth_open(cfg.auth_file, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
 
     /* -o io: io_uring where it works (auto says so when it falls back), else epoll. */
     if (net_io_choose(&srv.net, cfg.io, "cellard", "-o io=uring") < 0)
@@ -434,6 +441,12 @@ int main(int argc, char **argv) {
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                     if (cfg.verbose)
                         fprintf(stderr, "Signal handled: %s.\n", strsignal((int)si.ssi_signo));
+                    /* memcached's SIGHUP: the authentication file read again */
+                    if (si.ssi_signo == SIGHUP) {
+                        if (srv.auth != NULL && !auth_reload(srv.auth, err, sizeof(err)))
+                            fprintf(stderr, "%s; keeping the one read before\n", err);
+                        continue;
+                    }
                     /* memcached's graceful stop (also `shutdown graceful`): -e saves */
                     if (si.ssi_signo == SIGUSR1)
                         save = cfg.memory_file != NULL;
@@ -468,6 +481,7 @@ stop:
     watch_free(&srv);
     engine_destroy(&srv.engine);
     detail_free(&srv);
+    auth_free(&srv.auth);
     pthread_mutex_destroy(&srv.stats_lock);
     pthread_mutex_destroy(&srv.tune_lock);
     if (cfg.pid_file != NULL)

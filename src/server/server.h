@@ -29,6 +29,7 @@
 
 struct worker;
 struct detail;
+struct auth;
 struct watch_hub;
 
 struct server {
@@ -52,6 +53,7 @@ struct server {
     atomic_bool accepting;
     _Atomic uint64_t reset_time;
     pthread_mutex_t stats_lock;     /* stats reset vs. readers */
+    struct auth *auth;              /* -Y: the user:password table (auth.c); NULL: none */
 };
 
 /*

@@ -210,6 +210,7 @@ static int opt_backlog(struct parse *p, const char *a) {
 }
 
 static int opt_protocol(struct parse *p, const char *a) {
+    p->protocol_specified = true;
     if (strcmp(a, "auto") == 0) {
         p->s->binding_protocol = SETTINGS_PROTO_AUTO;
     } else if (strcmp(a, "binary") == 0) {
@@ -244,16 +245,9 @@ static int opt_sasl(struct parse *p, const char *a) {
     return SETTINGS_EX_USAGE;
 }
 
-/*
- * FIXME: ASCII authentication (-Y) is not implemented.  Starting without
- * it would leave open a cache its operator meant to close, so we refuse.
- */
+/* ASCII authentication: the file is read once the options are (main.c, auth.c). */
 static int opt_auth_file(struct parse *p, const char *a) {
-    if (settings_str_set(p, &p->s->auth_file, a) != 0)
-        return 1;
-    fprintf(p->err, "cellard: -Y (ASCII authentication) is not implemented yet; "
-                    "refusing to start without it\n");
-    return SETTINGS_EX_USAGE;
+    return settings_str_set(p, &p->s->auth_file, a);
 }
 
 static int opt_memory_file(struct parse *p, const char *a) {
@@ -369,8 +363,7 @@ const struct opt settings_opts[] = {
      "disable watch commands (live logging)", F_NONE, FIELD(watch_enabled), NULL, OPT_FALSE},
     {'Y', "auth-file", required_argument, "<file>",
      "(EXPERIMENTAL) enable ASCII protocol authentication. format:\n"
-     "user:pass\\nuser2:pass2\\n\n"
-     "(not implemented yet: refused)", F_NONE, 0, opt_auth_file, 0},
+     "user:pass\\nuser2:pass2\\n", F_NONE, 0, opt_auth_file, 0},
     {'e', "memory-file", required_argument, "<file>",
      "(EXPERIMENTAL) mmap a file for item memory.\n"
      "use only in ram disks or persistent memory mounts!\n"

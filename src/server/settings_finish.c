@@ -126,6 +126,22 @@ int settings_finish(struct parse *p) {
         fprintf(err, "ERROR: Invalid port number %d.\n", s->udpport);
         return SETTINGS_EX_USAGE;
     }
+    /* ASCII authentication speaks ASCII alone, and not over UDP, which has no connection
+       to be authenticated (memcached's words and order) */
+    if (s->auth_file != NULL) {
+        if (!p->protocol_specified) {
+            s->binding_protocol = SETTINGS_PROTO_ASCII;
+        } else if (s->binding_protocol != SETTINGS_PROTO_ASCII) {
+            fprintf(err, "ERROR: You cannot allow the BINARY protocol while using ascii "
+                         "authentication tokens.\n");
+            return SETTINGS_EX_USAGE;
+        }
+        if (s->udpport != 0) {
+            fprintf(err, "Cannot use UDP with ascii authentication enabled (-U 0 to "
+                         "disable)\n");
+            return SETTINGS_EX_USAGE;
+        }
+    }
     /* One UDP thread per listener when several are listed. */
     s->num_threads_per_udp = s->inter && strchr(s->inter, ',') ? 1 : s->num_threads;
     return 0;

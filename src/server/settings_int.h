@@ -42,7 +42,7 @@ enum fmt {
     F_PROTO,        /* enum settings_protocol */
     F_HASH,         /* enum settings_hash */
     F_NAPI,         /* int, "(null)" when 0 */
-    F_SET,          /* const char *: yes when set, no when NULL */
+    F_STR_NO,       /* const char *: itself, or no when NULL */
     F_LIT,          /* no field: the row's fixed text (a feature cellard lacks) */
 };
 
@@ -58,6 +58,7 @@ struct parse {
     FILE *err;
     bool tcp_specified;         /* -p given: -U alone also sets the TCP port */
     bool udp_specified;
+    bool protocol_specified;    /* -B given: -Y refuses anything but ascii */
     bool chunk_changed;         /* slab_chunk_max given: -I > 1m keeps it */
     char *slab_sizes;           /* -o slab_sizes, checked once -n is known */
     int todo[MAX_OPTS + MAX_SUBS]; /* options given that we do not act on */

@@ -58,7 +58,7 @@ const char *settings_field_format(const struct settings *s, enum fmt fmt, size_t
             return "(null)";
         snprintf(buf, n, "%d", *(const int *)p);
         break;
-    case F_SET: return *(const char *const *)p ? "yes" : "no";
+    case F_STR_NO: return *(const char *const *)p ? *(const char *const *)p : "no";
     case F_NONE: case F_LIT: buf[0] = '\0'; break;
     }
     return buf;
@@ -125,7 +125,7 @@ static const struct stat_row stat_table[] = {
     {"tcp_backlog", F_INT, FIELD(backlog)},
     {"binding_protocol", F_PROTO, FIELD(binding_protocol)},
     {"auth_enabled_sasl", F_YESNO, FIELD(sasl)},
-    {"auth_enabled_ascii", F_SET, FIELD(auth_file)},
+    {"auth_enabled_ascii", F_STR_NO, FIELD(auth_file)},
     {"item_size_max", F_INT, FIELD(item_size_max)},
     {"maxconns_fast", F_YESNO, FIELD(maxconns_fast)},
     {"hashpower_init", F_INT, FIELD(hashpower_init)},

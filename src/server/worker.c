@@ -23,6 +23,7 @@
 
 #include "protocol/mc_bin.h"
 #include "protocol/mc_meta.h"
+#include "server/auth.h"
 #include "server/conn.h"
 #include "server/ctx.h"
 #include "server/dispatch.h"
@@ -260,6 +261,16 @@ static enum rare_next conn_process_rare(struct conn *c, int st, int *budget) {
         return RARE_STOP;
     }
     if (!c->proto_known) {
+        struct auth *a = c->ctx->srv->auth;
+        if (a != NULL && !c->authed && !c->is_udp) {
+            /* -Y: nothing but the authentication until it passed (auth.c) */
+            if (!auth_step(c, a)) {
+                mc_idle(c, budget);
+                return RARE_STOP;
+            }
+            c->mc_flush = true;
+            return mc_step(c, budget) ? RARE_STOP : RARE_NEXT;
+        }
         /* memcached picks the protocol from a connection's first byte (-B auto). */
         enum settings_protocol p = c->ctx->cfg->binding_protocol;
         c->binary = p == SETTINGS_PROTO_BINARY ||

@@ -1,0 +1,148 @@
+"""ASCII authentication (-Y FILE): the same bytes to cellard and to Debian's
+memcached 1.6.18, both started with the same file, and the same answers
+back; then what memcached 1.6.18 has no answer for yet (an over-long
+token), the counters, a reload at SIGHUP, and the options refused."""
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+import util
+from util import CELLARD, MEMCACHED, Server, root_args, wait_for
+
+
+@pytest.fixture
+def authfile():
+    fd, path = tempfile.mkstemp(prefix="cellar-auth-")
+    with os.fdopen(fd, "w") as f:
+        f.write("foo:bar\nbaaaz:quux\r\nempty:\n")
+    yield path
+    os.unlink(path)
+
+
+def exchange(port, data):
+    """All the server answers to data, until it stops answering for a moment
+    or closes; and whether it closed."""
+    s = socket.create_connection((util.HOST, port), timeout=10)
+    try:
+        s.sendall(data)
+        s.settimeout(0.5)
+        got, closed = b"", False
+        while True:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+        return got, closed
+    finally:
+        s.close()
+
+
+def stats(port, group=""):
+    """`stats` over a connection that authenticates first (that token counted too)."""
+    with util.Conn(port) as c:
+        c.expect(b"set a 0 0 7\r\nfoo bar\r\n", b"STORED\r\n")
+        c.send(("stats %s\r\n" % group).encode())
+        out = {}
+        for line in c.read_to(b"END\r\n").decode().splitlines():
+            if line.startswith("STAT "):
+                _, k, v = line.split(" ", 2)
+                out[k] = v
+        return out
+
+
+STREAMS = [
+    b"get foo\r\n",                                     # no command before authentication
+    b"set foo 0 0 2\r\nhi\r\n",                          # a value that is one word
+    b"set foo 0 0 7\r\nfoo bab\r\n",                     # a wrong password
+    b"set foo 0 0 7\r\nfoo bar\r\nset k 0 0 1\r\nv\r\nget k\r\n",   # in, then served
+    b"set x 1 2 10\r\nbaaaz quux\r\nmn\r\nmg k v\r\n",   # any key, flags, exptime; meta after
+    b"set x 0 0 6\r\nempty \r\n",                       # an empty password, one word only
+    b"set x 0 0 7\r\nfoo barXY",                         # not ended by \r\n where it should be
+    b"set x 0 0 abc\r\n",                               # no length
+    b"set x 0 0\r\n",                                   # too few words
+    b"mg k v\r\n",                                      # meta, refused too
+    b"\x80\x0c\x00\x00" + b"\x00" * 20,                  # binary bytes: not a line
+    b"x" * 3000,                                         # 2048 bytes and no newline: closed
+    b"set foo 0 0 7\r\nfoo bar\r\nset foo 0 0 7\r\nfoo bar\r\n",   # a set like a token, after
+]
+
+
+def test_same_answers_as_memcached(authfile):
+    with Server(MEMCACHED, ["-Y", authfile], name="oracle") as mc, \
+            Server(CELLARD, ["-Y", authfile]) as ours:
+        for data in STREAMS:
+            want = exchange(mc.port, data)
+            got = exchange(ours.port, data)
+            assert got == want, (data[:60], want, got)
+        # the counters: a token checked is a command, a wrong one an error too
+        st_ours, st_mc = stats(ours.port), stats(mc.port)
+        for key in ("auth_cmds", "auth_errors"):
+            assert st_ours[key] == st_mc[key], key
+        assert st_ours["auth_cmds"] == "5" and st_ours["auth_errors"] == "1"
+        assert stats(ours.port, "settings")["auth_enabled_ascii"] == authfile
+
+
+def test_pipelined_refusals_each_answered(authfile):
+    """memcached 1.6.18 answers only the last of several refusals sent in one
+    go (each overwrites the one before); cellard answers each line."""
+    with Server(CELLARD, ["-Y", authfile]) as ours:
+        got, closed = exchange(ours.port, b"get a\r\nset x 0 0 6\r\nempty \r\n"
+                                          b"set x 0 0 7\r\nfoo barXY\r\nversion\r\n"
+                                          b"set x 0 0 7\r\nfoo bar\r\nversion\r\n")
+        assert got == (b"CLIENT_ERROR unauthenticated\r\n"
+                       b"CLIENT_ERROR bad authentication token format\r\n"
+                       b"CLIENT_ERROR bad command line termination\r\n"
+                       b"CLIENT_ERROR unauthenticated\r\n"      # the \r\n after XY: a line
+                       b"CLIENT_ERROR unauthenticated\r\n"
+                       b"STORED\r\nVERSION 1.6.18\r\n"), got
+        assert not closed
+
+
+def test_token_too_long_and_reload(authfile):
+    with Server(CELLARD, ["-Y", authfile]) as ours:
+        # memcached's newer answer: a token over 16384 bytes is refused, its bytes then lines
+        got, closed = exchange(ours.port, b"set x 0 0 20000\r\nget k\r\n")
+        assert got == b"CLIENT_ERROR auth token too long\r\nCLIENT_ERROR unauthenticated\r\n"
+        assert not closed
+        with open(authfile, "w") as f:
+            f.write("new:pass\n")
+        os.kill(ours.pid, signal.SIGHUP)
+        wait_for(lambda: exchange(ours.port, b"set x 0 0 8\r\nnew pass\r\n")[0]
+                 == b"STORED\r\n", 10, what="the file read again")
+        assert exchange(ours.port, b"set x 0 0 7\r\nfoo bar\r\n")[0] == \
+            b"CLIENT_ERROR authentication failure\r\n"
+        # a file gone bad at a reload: the table read before stays, the server with it
+        with open(authfile, "w") as f:
+            f.write("no colon here\n")
+        os.kill(ours.pid, signal.SIGHUP)
+        wait_for(lambda: "malformed" in ours.stderr_text(), 10, what="the refusal said")
+        assert exchange(ours.port, b"set x 0 0 8\r\nnew pass\r\n")[0] == b"STORED\r\n"
+
+
+def test_options_refused_as_memcached_refuses_them(authfile):
+    """The same exit code from both for what -Y cannot go with, and for a bad file."""
+    bad = authfile + ".bad"
+    with open(bad, "w") as f:
+        f.write("foo:bar\nnocolon\n")
+    try:
+        for extra in (["-B", "binary"], ["-U", "11299"], [], ["-Y", bad]):
+            args = ["-l", util.HOST, "-p", str(util.free_port()), "-Y",
+                    authfile if extra != [] else authfile + ".missing"] + extra + root_args()
+            if "-U" not in extra:
+                args += ["-U", "0"]
+            rcs = []
+            for binary in (MEMCACHED, CELLARD):
+                p = subprocess.run([binary] + args, capture_output=True, text=True, timeout=10)
+                rcs.append((p.returncode, p.stderr.strip().splitlines()[:1]))
+            assert rcs[0][0] == rcs[1][0] != 0, (extra, rcs)
+    finally:
+        os.unlink(bad)
