@@ -172,7 +172,7 @@ install: programs lib
 # tree (its tracked and unignored files) in $(B)/deb/cellar, so the .debs, .changes
 # and .buildinfo land in $(B)/deb; then lintian, which fails it on an error.  Installs
 # the tools it needs when missing; never part of make test.
-DEB_PKGS := debhelper dpkg-dev fakeroot lintian libjansson-dev liburing-dev libpq-dev
+DEB_PKGS := debhelper dpkg-dev fakeroot lintian libjansson-dev liburing-dev libssl-dev libpq-dev
 DEBDIR   := $(B)/deb
 .PHONY: deb
 deb:
@@ -262,9 +262,9 @@ deps_net      := $(NET_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_squeal   := $(SQUEAL_A)
 # System libraries a layer's archive needs (the client's JSON configuration and
-# its io_uring connections; the network core's io_uring back end).
+# its io_uring connections; the network core's io_uring back end and TLS).
 libs_client   := -ljansson -luring
-libs_net      := -luring
+libs_net      := -luring -lssl -lcrypto
 libs_server   := $(libs_net)
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
@@ -285,9 +285,9 @@ $(B)/fuzz/%: tests/fuzz/%.c $(PROTOCOL_A) $(CORE_A)
 run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
 
-# Packages the build (libjansson-dev: libcellar's JSON configuration; liburing-dev: the
+# Packages the build (libjansson-dev: libcellar's JSON configuration; libssl-dev: TLS; liburing-dev: the
 # network core's io_uring back end) and the tests need, from Debian.
-TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev liburing-dev \
+TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev liburing-dev libssl-dev openssl \
              python3-pytest python3-pytest-timeout python3-pytest-xdist postgresql-15 libpq-dev \
              groff-base systemd python3-prometheus-client
 deps:

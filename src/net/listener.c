@@ -21,7 +21,8 @@ static int set_nonblock(int fd) {
     return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-static int add_listener(struct net_listeners *ls, int fd, bool is_unix, const char *name) {
+static int add_listener(struct net_listeners *ls, int fd, bool is_unix, bool tls,
+                        const char *name) {
     struct net_listener *n = realloc(ls->l, sizeof(*n) * (size_t)(ls->n + 1));
     if (n == NULL) {
         close(fd);
@@ -30,6 +31,7 @@ static int add_listener(struct net_listeners *ls, int fd, bool is_unix, const ch
     ls->l = n;
     n[ls->n].fd = fd;
     n[ls->n].is_unix = is_unix;
+    n[ls->n].tls = tls;
     snprintf(n[ls->n].name, sizeof(n[0].name), "%s", name);
     ls->n++;
     return 0;
@@ -56,7 +58,8 @@ static void tcp_name(int fd, char *name, size_t cap) {
     }
 }
 
-static int listen_one(struct net_listeners *ls, const char *entry, int port, int backlog) {
+static int listen_one(struct net_listeners *ls, const char *entry, int port, int backlog,
+                      bool tls) {
     char host[256];
     snprintf(host, sizeof(host), "%s", entry);
     char *colon = strrchr(host, ':');
@@ -104,7 +107,7 @@ static int listen_one(struct net_listeners *ls, const char *entry, int port, int
         set_nonblock(fd);
         char name[128];
         tcp_name(fd, name, sizeof(name));
-        if (add_listener(ls, fd, false, name) < 0) {
+        if (add_listener(ls, fd, false, tls, name) < 0) {
             freeaddrinfo(ai);
             return -1;
         }
@@ -119,7 +122,16 @@ int net_listen_tcp(struct net_listeners *ls, const char *list, int port, int bac
     snprintf(buf, sizeof(buf), "%s", list);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
-        if (listen_one(ls, tok, port, backlog) < 0)
+        bool tls = ls->tls;
+        if (strncmp(tok, "notls:", 6) == 0) {
+            if (!ls->tls) {
+                fprintf(stderr, "'notls' option is valid only when SSL is enabled\n");
+                return -1;
+            }
+            tls = false;
+            tok += 6;
+        }
+        if (listen_one(ls, tok, port, backlog, tls) < 0)
             return -1;
     }
     return 0;
@@ -136,7 +148,7 @@ int net_listen_fd(struct net_listeners *ls, int fd) {
         return -1;
     char name[128];
     tcp_name(fd, name, sizeof(name));
-    return add_listener(ls, fd, false, name);
+    return add_listener(ls, fd, false, ls->tls, name);
 }
 
 int net_listen_inherited(struct net_listeners *ls) {
@@ -182,7 +194,7 @@ int net_listen_unix(struct net_listeners *ls, const char *path, int mask, int ba
     set_nonblock(fd);
     char name[128];
     snprintf(name, sizeof(name), "unix:%s", path);
-    return add_listener(ls, fd, true, name);
+    return add_listener(ls, fd, true, false, name);
 }
 
 void net_listeners_close(struct net_listeners *ls) {
@@ -231,6 +243,6 @@ void net_accept_all(struct net_server *s, const struct net_listener *l,
         atomic_fetch_add(&s->total_conns, 1);
         struct net_worker *w = s->workers[s->next_worker];
         s->next_worker = (s->next_worker + 1) % s->nworkers;
-        net_worker_hand_fd(w, fd, l->fd, &peer, plen);
+        net_worker_hand_fd(w, fd, l->fd, &peer, plen, l->tls);
     }
 }

@@ -22,17 +22,21 @@ struct net_server;
 struct net_listener {
     int fd;
     bool is_unix;
+    bool tls;                       /* its connections speak TLS (net/tls.h) */
     char name[128];                 /* for `stats conns`: tcp:127.0.0.1:11211 */
 };
 
 struct net_listeners {
     struct net_listener *l;
     int n;
+    bool tls;                       /* set before listening: TCP listeners speak TLS,
+                                       but for a -l entry written "notls:host:port" */
 };
 
 /*
  * Listens on each "host[:port]" of list (comma or space separated; "[v6]:port",
- * "*" for every address; port when an entry has none), with backlog.
+ * "*" for every address; port when an entry has none; "notls:" before an
+ * entry: plain even when ls->tls, memcached's words), with backlog.
  * Messages as memcached prints them go to stderr.  0, or -1 (what was
  * opened stays in ls, for net_listeners_close()).
  */

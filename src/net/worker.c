@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/sys.h"
+#include "net/tls.h"
 #include "net/uring.h"
 
 #define RBUF_INIT NET_RBUF_SIZE
@@ -33,6 +34,7 @@
 struct net_pending {
     struct net_pending *next;
     int fd, listen_fd;
+    bool tls;
     struct sockaddr_storage peer;
     socklen_t peerlen;
 };
@@ -142,10 +144,18 @@ bool net_rbuf_room(struct net_conn *c, size_t n) {
 
 struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
                                const struct sockaddr_storage *peer, socklen_t peerlen,
-                               struct net_handler *h) {
+                               struct net_handler *h, bool tls) {
     struct net_conn *c = calloc(1, w->srv->ops->conn_size);
     if (c == NULL)
         return NULL;
+    if (tls) {
+        c->fd = fd;
+        c->w = w;
+        if (net_tls_conn_start(c) < 0) {
+            free(c);
+            return NULL;
+        }
+    }
     c->h = h != NULL ? *h : stream_handler;
     c->fd = fd;
     c->w = w;
@@ -155,8 +165,9 @@ struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
         c->peerlen = peerlen;
     }
     out_init(&c->out, &w->outpool);
-    c->ring = w->ring != NULL && h == NULL;
+    c->ring = w->ring != NULL && h == NULL && !tls;     /* TLS: on epoll (tls.h) */
     if (!c->ring && evloop_add(w->loop, c->fd, EV_READ, &c->h) < 0) {
+        net_tls_conn_end(c, false);
         free(c);
         return NULL;
     }
@@ -192,6 +203,7 @@ void net_conn_free(struct net_conn *c) {
 
 void net_conn_destroy(struct net_conn *c) {
     struct net_worker *w = c->w;
+    net_tls_conn_end(c, false);
     w->srv->ops->release(c);
     out_deinit(&c->out);
     if (c->rbuf != NULL)
@@ -219,6 +231,7 @@ void net_conn_close(struct net_conn *c) {
         return;
     }
     evloop_del(w->loop, c->fd);
+    net_tls_conn_end(c, true);
     close(c->fd);
     net_conn_free(c);
 }
@@ -253,7 +266,7 @@ bool net_conn_flush(struct net_conn *c) {
     if (c->ring)
         return net_uring_flush(c);
     size_t n = 0;
-    int r = out_flush(&c->out, c->fd, &n);
+    int r = c->tls ? net_tls_flush(c, &n) : out_flush(&c->out, c->fd, &n);
     NET_STAT_ADD(c->w->st->bytes_written, n);
     if (r < 0) {
         net_conn_close(c);
@@ -291,14 +304,15 @@ void net_conn_yield(struct net_conn *c) {
 static void conn_on_readable(struct net_conn *c) {
     const struct net_conn_ops *ops = c->w->srv->ops;
     ssize_t r = NET_READ_RBUF;
-    if (c->read_direct && c->rstart == c->rend)
+    if (c->read_direct && c->rstart == c->rend && c->tls == NULL)
         r = ops->read_direct(c);
     if (r == NET_READ_RBUF) {
         if (!rbuf_make_room(c)) {
             net_conn_close(c);
             return;
         }
-        r = sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
+        r = c->tls ? net_tls_read(c, c->rbuf + c->rend, c->rsize - c->rend)
+                   : sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
         if (r > 0)
             c->rend += (size_t)r;
     }
@@ -310,11 +324,19 @@ static void conn_on_readable(struct net_conn *c) {
     if (r < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             net_conn_close(c);
+        else if (c->tls_rwant_write)
+            conn_want(c, true);     /* the handshake writes first: read again once it can */
         return;
     }
     NET_STAT_ADD(c->w->st->bytes_read, (uint64_t)r);
-    if (ops->process(c))
-        net_rbuf_release(c);
+    if (!ops->process(c))
+        return;
+    net_rbuf_release(c);
+    if (c->tls_more && !c->yielded) {   /* a record's rest is in hand, not in the socket */
+        c->yielded = true;
+        c->ready_next = c->w->ready;
+        c->w->ready = c;
+    }
 }
 
 /* A stream connection's event: output drained, or input to read. */
@@ -324,6 +346,12 @@ static void conn_event(struct net_handler *h, int events) {
         /* interest in nothing: only an error or hang-up gets here, and would again */
         if (events & EV_ERROR)
             net_conn_close(c);
+        return;
+    }
+    if (c->tls_rwant_write) {           /* the handshake could write: read on */
+        c->tls_rwant_write = false;
+        conn_want(c, false);
+        conn_on_readable(c);
         return;
     }
     if (c->want_write) {
@@ -349,7 +377,8 @@ static void take_pending(struct net_handler *h, int events) {
     pthread_mutex_unlock(&w->queue_lock);
     while (p != NULL) {
         struct net_pending *next = p->next;
-        struct net_conn *c = net_conn_open(w, p->fd, p->listen_fd, &p->peer, p->peerlen, NULL);
+        struct net_conn *c = net_conn_open(w, p->fd, p->listen_fd, &p->peer, p->peerlen, NULL,
+                                           p->tls);
         if (c == NULL) {
             close(p->fd);
             atomic_fetch_sub(&w->srv->curr_conns, 1);
@@ -404,6 +433,11 @@ void net_worker_after_round(struct net_worker *w) {
     while (r != NULL) {
         struct net_conn *next = r->ready_next;
         r->yielded = false;
+        if (r->tls_more && !r->want_write && !r->paused) {
+            conn_on_readable(r);    /* reads the record's rest, then runs what came */
+            r = next;
+            continue;
+        }
         if (!r->want_write) {
             if (!ops->process(r)) {
                 r = next;
@@ -437,7 +471,7 @@ static void *worker_main(void *arg) {
 }
 
 void net_worker_hand_fd(struct net_worker *w, int fd, int listen_fd,
-                        const struct sockaddr_storage *peer, socklen_t peerlen) {
+                        const struct sockaddr_storage *peer, socklen_t peerlen, bool tls) {
     struct net_pending *p = malloc(sizeof(*p));
     if (p == NULL) {
         close(fd);
@@ -446,6 +480,7 @@ void net_worker_hand_fd(struct net_worker *w, int fd, int listen_fd,
     }
     p->fd = fd;
     p->listen_fd = listen_fd;
+    p->tls = tls;
     p->peer = *peer;
     p->peerlen = peerlen;
     pthread_mutex_lock(&w->queue_lock);
@@ -512,6 +547,7 @@ void net_workers_stop(struct net_server *s) {
 
 void net_worker_deinit(struct net_worker *w) {
     net_uring_deinit(w);
+    net_tls_worker_free(w);
     evloop_destroy(&w->loop);
     while (w->nrbuf_free > 0)
         free(w->rbuf_free[--w->nrbuf_free]);

@@ -83,6 +83,12 @@ struct net_conn {
                                        application last looked (it keeps pointers into them) */
     bool read_direct;               /* ask ops->read_direct before reading into rbuf */
     bool paused;                    /* not read from (net_conn_pause()) */
+    /* TLS (net/tls.c): its SSL object, NULL on a plain connection */
+    void *tls;
+    bool tls_rwant_write;           /* a read (the handshake) waits for the socket to take
+                                       what it must write first */
+    bool tls_more;                  /* a record read but not all taken: read again without
+                                       waiting for the socket */
     /* io_uring back end (net/uring.c): what the kernel has of this connection */
     bool ring;                      /* driven by the worker's ring, not epoll */
     uint8_t ring_flags;             /* NET_RING_* */
@@ -166,6 +172,7 @@ struct net_worker {
     _Atomic uint64_t rbufs_ring;    /* the ring's receive buffers (in rbufs too; idle but
                                        for the moment each is being parsed) */
     struct out_pool outpool;        /* idle reply scratch blocks */
+    char *tls_wbuf;                 /* TLS: where output is gathered for SSL_write() */
     struct net_counters *st;        /* where its counters are kept (the application's) */
     /* On the worker's thread: before its loop, and after each round of events. */
     void (*started)(struct net_worker *w);
@@ -181,6 +188,7 @@ struct net_server {
     int nworkers;
     int next_worker;                /* the acceptor's round robin */
     enum net_io io;                 /* set before net_workers_start() */
+    struct net_tls *tls;            /* TLS listeners' context (net/tls.h); NULL: none */
     unsigned ring_bufs;             /* io_uring: receive buffers a worker hands the kernel
                                        (a power of 2; 0: 128) */
     atomic_bool stop;
@@ -207,17 +215,19 @@ void net_workers_stop(struct net_server *s);
 /* Frees what net_worker_init() made (the worker's thread has ended). */
 void net_worker_deinit(struct net_worker *w);
 
-/* Hands an accepted descriptor to w (any thread); s->curr_conns already counts it. */
+/* Hands an accepted descriptor to w (any thread); s->curr_conns already counts it.
+   tls: it came to a TLS listener (w's server has a net_tls). */
 void net_worker_hand_fd(struct net_worker *w, int fd, int listen_fd,
-                        const struct sockaddr_storage *peer, socklen_t peerlen);
+                        const struct sockaddr_storage *peer, socklen_t peerlen, bool tls);
 
 /*
  * Makes a connection on w for fd (on w's thread), in w's list and loop,
- * reported to h (NULL: net's stream handling).  NULL when out of memory.
+ * reported to h (NULL: net's stream handling, over TLS when tls).  NULL
+ * when out of memory or when its TLS could not be set up.
  */
 struct net_conn *net_conn_open(struct net_worker *w, int fd, int listen_fd,
                                const struct sockaddr_storage *peer, socklen_t peerlen,
-                               struct net_handler *h);
+                               struct net_handler *h, bool tls);
 /* Closes c: ops->closing, the descriptor, ops->release; c is gone. */
 void net_conn_close(struct net_conn *c);
 /* Frees c without the close's bookkeeping (a datagram socket at shutdown). */

@@ -394,6 +394,7 @@ static enum mc_parse parse_admin(struct mc_req *req, int n) {
         return MC_PARSE_OK;
 
     case MC_CMD_WATCH:
+    case MC_CMD_REFRESH_CERTS:
         req->noreply = last_is_noreply(req, n);
         return MC_PARSE_OK;
 

@@ -52,7 +52,7 @@ enum mc_cmd {
     MC_CMD_SHUTDOWN,            /* tok[1] = mode if ntokens > 1 */
     MC_CMD_STATS,               /* tok[1..] = arguments */
     MC_CMD_CACHE_MEMLIMIT,      /* delta = megabytes */
-    MC_CMD_REFRESH_CERTS,       /* any words (TLS; never enabled here) */
+    MC_CMD_REFRESH_CERTS,       /* any words; noreply last hushes its OK (TLS) */
     MC_CMD_SLABS,               /* tok[1..] */
     MC_CMD_LRU,                 /* tok[1..] */
     MC_CMD_LRU_CRAWLER,         /* tok[1..] */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "net/tls.h"
 #include "protocol/mc_num.h"
 #include "server/conn.h"
 #include "server/ctx.h"
@@ -460,10 +461,21 @@ static void do_admin(struct conn *c, struct mc_req *req) {
     case MC_CMD_LRU_CRAWLER:
         do_lru_crawler(c, req);
         break;
-    case MC_CMD_REFRESH_CERTS:
-        /* memcached built with TLS, run without it; noreply does not hush this */
-        out_copy(&c->net.out, S("Error TLS not enabled\r\n"));
+    case MC_CMD_REFRESH_CERTS: {
+        /* the certificates read again for connections to come; an error is not hushed */
+        struct net_tls *tls = c->ctx->srv->net.tls;
+        char err[600];
+        if (tls == NULL) {
+            out_copy(&c->net.out, S("Error TLS not enabled\r\n"));
+        } else if (net_tls_refresh(tls, err, sizeof(err) - 2)) {
+            reply(c, req->noreply, S("OK\r\n"));
+        } else {
+            size_t n = strlen(err);
+            memcpy(err + n, "\r\n", 2);
+            out_copy(&c->net.out, err, n + 2);
+        }
         break;
+    }
     case MC_CMD_WATCH:
         if (!c->ctx->cfg->watch_enabled) {
             reply(c, req->noreply, S("CLIENT_ERROR watch commands not allowed\r\n"));

@@ -37,6 +37,7 @@
 
 #include "core/clock.h"
 #include "core/httpd.h"
+#include "net/tls.h"
 #include "server/auth.h"
 #include "server/detail.h"
 #include "server/metrics.h"
@@ -273,7 +274,7 @@ int main(int argc, char **argv) {
     ec.automove_window = cfg.slab_automove_window;
     ec.temp_ttl = cfg.temp_lru ? cfg.temporary_ttl : -1;
     ec.lru_flat = !cfg.lru_segmented;
-    char err[256] = "";
+    char err[1024] = "";
     /* -e: what the last graceful stop saved, read before the table is sized (persist.h) */
     struct persist_meta saved;
     enum persist_check restart = PERSIST_NONE;
@@ -338,6 +339,21 @@ int main(int argc, char **argv) {
     if (detail_init(&srv) != 0) {
         fprintf(stderr, "out of memory\n");
         return 1;
+    }
+    /* -Z: the TLS context, its certificates read now (memcached stops on a bad one) */
+    if (cfg.ssl_enabled) {
+        const struct net_tls_config tc = {
+            .chain_cert = cfg.ssl_chain_cert, .key = cfg.ssl_key, .keyformat = cfg.ssl_keyformat,
+            .verify_mode = cfg.ssl_verify_mode, .ciphers = cfg.ssl_ciphers,
+            .ca_cert = cfg.ssl_ca_cert, .wbuf_size = cfg.ssl_wbuf_size,
+            .session_cache = cfg.ssl_session_cache, .kernel_tls = cfg.ssl_kernel_tls,
+            .min_version = cfg.ssl_min_version,
+        };
+        if ((srv.net.tls = net_tls_create(&tc, err, sizeof(err))) == NULL) {
+            fprintf(stderr, "%s\n", err);
+            return 64;  /* EX_USAGE, as memcached */
+        }
+        srv.listeners.tls = true;
     }
     /* -Y: the user:password file, read again at SIGHUP */
     if (cfg.auth_file != NULL && (srv.auth = auth_open(cfg.auth_file, err, sizeof(err))) == NULL) {
@@ -482,6 +498,7 @@ stop:
     engine_destroy(&srv.engine);
     detail_free(&srv);
     auth_free(&srv.auth);
+    net_tls_destroy(&srv.net.tls);
     pthread_mutex_destroy(&srv.stats_lock);
     pthread_mutex_destroy(&srv.tune_lock);
     if (cfg.pid_file != NULL)

@@ -254,12 +254,6 @@ static int opt_memory_file(struct parse *p, const char *a) {
     return settings_str_set(p, &p->s->memory_file, a);
 }
 
-/* cellard has no TLS; refuse -Z the way -S is refused without SASL. */
-static int opt_ssl(struct parse *p, const char *a) {
-    (void)a;
-    fprintf(p->err, "This server is not built with TLS support.\n");
-    return SETTINGS_EX_USAGE;
-}
 
 static int opt_napi_ids(struct parse *p, const char *a) {
     if (settings_int_read(p, "-N", a, &p->s->num_napi_ids) != 0)
@@ -368,7 +362,8 @@ const struct opt settings_opts[] = {
      "(EXPERIMENTAL) mmap a file for item memory.\n"
      "use only in ram disks or persistent memory mounts!\n"
      "enables restartable cache (stop with SIGUSR1)", F_NONE, 0, opt_memory_file, 0},
-    {'Z', "enable-ssl", no_argument, NULL, "enable TLS/SSL", F_NONE, 0, opt_ssl, OPT_HIDDEN},
+    {'Z', "enable-ssl", no_argument, NULL, "enable TLS/SSL", F_NONE, FIELD(ssl_enabled), NULL,
+     OPT_TRUE},
     {'o', "extended", required_argument, NULL,
      "comma separated list of extended options\n"
      "most options have a 'no_' prefix to disable", F_NONE, 0, settings_opt_extended, 0},

@@ -15,10 +15,9 @@
  * Deliberate differences from memcached, each for a reason:
  *   - cellard listens on 127.0.0.1 unless -l says otherwise (memcached: all
  *     interfaces), so a fresh server is not open to the network.
- *   - -S (SASL), -Z and ssl_* (TLS) are refused the way a memcached built
- *     without those features refuses them; -Y (ASCII auth) is refused until
- *     it is implemented.  Accepting them and running without the security
- *     the operator asked for would be worse than not starting.
+ *   - -S (SASL) is refused the way a memcached built without it refuses
+ *     it: accepting it and running without the security the operator
+ *     asked for would be worse than not starting.
  *   - Options cellard accepts but does not act on yet print one warning
  *     line each; `-h` marks them.
  *   - Numbers are read like memcached reads them (atoi: leading digits,
@@ -175,7 +174,16 @@ struct settings {
     bool shutdown_command;      /* -A */
     bool flush_enabled;         /* false with -F */
     bool sasl;                  /* -S; refused, kept for `stats settings` */
-    const char *auth_file;      /* -Y; refused until implemented */
+    const char *auth_file;      /* -Y: the user:password file (auth.c); NULL: none */
+
+    /* TLS (-Z, -o ssl_*: net/tls.h's settings, in memcached's units). */
+    bool ssl_enabled;           /* -Z */
+    const char *ssl_chain_cert, *ssl_key, *ssl_ciphers, *ssl_ca_cert;
+    int ssl_verify_mode;        /* 0..3 */
+    int ssl_keyformat;          /* 1: PEM */
+    unsigned ssl_wbuf_size;     /* bytes (given in kilobytes) */
+    bool ssl_session_cache, ssl_kernel_tls;
+    int ssl_min_version;        /* 0..3: TLS 1.0 .. 1.3 */
 
     /* The process (-d -P -u -r -N). */
     bool daemonize;             /* -d */

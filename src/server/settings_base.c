@@ -89,6 +89,9 @@ void settings_init(struct settings *s) {
     s->access = 0700;
     s->backlog = 1024;
     s->binding_protocol = SETTINGS_PROTO_AUTO;
+    s->ssl_keyformat = 1;               /* PEM */
+    s->ssl_wbuf_size = 16 * 1024;
+    s->ssl_min_version = 2;             /* TLS 1.2 */
     s->maxconns = 1024;
     s->maxconns_fast = true;
     s->num_threads = 4;
@@ -129,7 +132,8 @@ void settings_init(struct settings *s) {
 
 void settings_deinit(struct settings *s) {
     const char **owned[] = {&s->inter, &s->socketpath, &s->memory_file, &s->evict_policy,
-                            &s->auth_file, &s->pid_file, &s->username, &s->metrics};
+                            &s->auth_file, &s->pid_file, &s->username, &s->metrics,
+                            &s->ssl_chain_cert, &s->ssl_key, &s->ssl_ciphers, &s->ssl_ca_cert};
     for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++) {
         settings_str_free(*owned[i]);
         *owned[i] = NULL;

@@ -12,6 +12,7 @@
 
 #include "core/options.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +389,78 @@ static int sub_memory_file(struct parse *p, const char *v) {
     return settings_str_set(p, &p->s->memory_file, v);
 }
 
+/* -o ssl_*: memcached's TLS settings, checked as it checks them. */
+static int sub_ssl_str(struct parse *p, const char *v, const char *name, const char **field) {
+    if (v == NULL) {
+        fprintf(p->err, "Missing %s argument\n", name);
+        return 1;
+    }
+    return settings_str_set(p, field, v);
+}
+
+static int sub_ssl_chain_cert(struct parse *p, const char *v) {
+    return sub_ssl_str(p, v, "ssl_chain_cert", &p->s->ssl_chain_cert);
+}
+
+static int sub_ssl_key(struct parse *p, const char *v) {
+    return sub_ssl_str(p, v, "ssl_key", &p->s->ssl_key);
+}
+
+static int sub_ssl_ciphers(struct parse *p, const char *v) {
+    return sub_ssl_str(p, v, "ssl_ciphers", &p->s->ssl_ciphers);
+}
+
+static int sub_ssl_ca_cert(struct parse *p, const char *v) {
+    return sub_ssl_str(p, v, "ssl_ca_cert", &p->s->ssl_ca_cert);
+}
+
+/* A number in [0, max] (max < 0: any), memcached's words when it is not. */
+static int sub_ssl_int(struct parse *p, const char *v, const char *name, int max, int *out) {
+    if (v == NULL) {
+        fprintf(p->err, "Missing %s argument\n", name);
+        return 1;
+    }
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < INT_MIN || n > INT_MAX) {
+        fprintf(p->err, "could not parse argument to %s\n", name);
+        return 1;
+    }
+    if (max >= 0 && (n < 0 || n > max)) {
+        fprintf(p->err, "Invalid %s. Use help to see valid options.\n", name);
+        return 1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+static int sub_ssl_verify_mode(struct parse *p, const char *v) {
+    return sub_ssl_int(p, v, "ssl_verify_mode", 3, &p->s->ssl_verify_mode);
+}
+
+static int sub_ssl_keyformat(struct parse *p, const char *v) {
+    return sub_ssl_int(p, v, "ssl_keyformat", -1, &p->s->ssl_keyformat);
+}
+
+static int sub_ssl_min_version(struct parse *p, const char *v) {
+    return sub_ssl_int(p, v, "ssl_min_version", 3, &p->s->ssl_min_version);
+}
+
+static int sub_ssl_wbuf_size(struct parse *p, const char *v) {
+    uint32_t kb = 0;
+    if (v == NULL) {
+        fprintf(p->err, "Missing ssl_wbuf_size argument\n");
+        return 1;
+    }
+    if (!options_strtou32(v, &kb) || kb == 0 || kb > 1024 * 1024) {
+        fprintf(p->err, "could not parse argument to ssl_wbuf_size\n");
+        return 1;
+    }
+    p->s->ssl_wbuf_size = kb * 1024;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* The table.                                                          */
 
@@ -503,6 +576,24 @@ const struct subopt settings_subs[] = {
     {"ext_max_sleep", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
     {"slab_automove_freeratio", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
     {"ext_drop_unread", NULL, F_NONE, 0, sub_ext_value, OPT_TODO},
+    {"ssl_chain_cert", "certificate chain file in PEM format", F_NONE, 0, sub_ssl_chain_cert, 0},
+    {"ssl_key", "private key, if not part of the ssl_chain_cert", F_NONE, 0, sub_ssl_key, 0},
+    {"ssl_keyformat", "private key format (1: PEM, 2: DER) (default: %s)", F_INT,
+     FIELD(ssl_keyformat), sub_ssl_keyformat, 0},
+    {"ssl_verify_mode", "peer certificate verification mode, default is %s (none):\n"
+     "0: none, 1: request, 2: require, 3: once", F_INT, FIELD(ssl_verify_mode),
+     sub_ssl_verify_mode, 0},
+    {"ssl_ciphers", "cipher list to be used", F_NONE, 0, sub_ssl_ciphers, 0},
+    {"ssl_ca_cert", "PEM file of the client CAs accepted", F_NONE, 0, sub_ssl_ca_cert, 0},
+    {"ssl_wbuf_size", "kilobytes each TLS write gathers (default: %s)", F_UINT_KB,
+     FIELD(ssl_wbuf_size), sub_ssl_wbuf_size, 0},
+    {"ssl_session_cache", "resume TLS sessions from a server-side cache", F_NONE,
+     FIELD(ssl_session_cache), NULL, OPT_TRUE},
+    {"ssl_kernel_tls", "the kernel's TLS offload", F_NONE, FIELD(ssl_kernel_tls), NULL,
+     OPT_TRUE},
+    {"ssl_min_version", "minimum protocol version accepted (default: %s):\n"
+     "0: TLS 1.0, 1: TLS 1.1, 2: TLS 1.2, 3: TLS 1.3", F_INT, FIELD(ssl_min_version),
+     sub_ssl_min_version, 0},
 };
 
 #define NSUBS (sizeof(settings_subs) / sizeof(settings_subs[0]))

@@ -142,6 +142,10 @@ int settings_finish(struct parse *p) {
             return SETTINGS_EX_USAGE;
         }
     }
+    if (s->ssl_enabled && s->port == 0) {
+        fprintf(err, "ERROR: You cannot enable SSL without a TCP port.\n");
+        return SETTINGS_EX_USAGE;
+    }
     /* One UDP thread per listener when several are listed. */
     s->num_threads_per_udp = s->inter && strchr(s->inter, ',') ? 1 : s->num_threads;
     return 0;

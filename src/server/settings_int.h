@@ -43,6 +43,7 @@ enum fmt {
     F_HASH,         /* enum settings_hash */
     F_NAPI,         /* int, "(null)" when 0 */
     F_STR_NO,       /* const char *: itself, or no when NULL */
+    F_TLSVER,       /* int 0..3: tlsv1.0 .. tlsv1.3 */
     F_LIT,          /* no field: the row's fixed text (a feature cellard lacks) */
 };
 

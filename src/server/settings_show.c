@@ -7,6 +7,8 @@
 
 #include "server/settings_int.h"
 
+#include "net/tls.h"
+
 static const char *proto_name(enum settings_protocol p) {
     switch (p) {
     case SETTINGS_PROTO_ASCII: return "ascii";
@@ -58,6 +60,7 @@ const char *settings_field_format(const struct settings *s, enum fmt fmt, size_t
             return "(null)";
         snprintf(buf, n, "%d", *(const int *)p);
         break;
+    case F_TLSVER: return net_tls_version_name(*(const int *)p);
     case F_STR_NO: return *(const char *const *)p ? *(const char *const *)p : "no";
     case F_NONE: case F_LIT: buf[0] = '\0'; break;
     }
@@ -72,9 +75,9 @@ struct stat_row {
 };
 
 /*
- * Debian's 1.6.18 is built with extstore and TLS and lists their settings
- * even when they are off; cellard has neither, so it prints what that
- * build prints with both off, for tools that parse the whole set.
+ * Debian's 1.6.18 is built with extstore and lists its settings even when
+ * it is off; cellard has none, so it prints what that build prints with
+ * it off, for tools that parse the whole set.
  */
 #define LIT(name, i) {name, F_LIT, i}
 static const char *const lit_text[] = {
@@ -89,17 +92,6 @@ static const char *const lit_text[] = {
     "0.80",          /* ext_max_frag */
     "0.010",         /* slab_automove_freeratio */
     "no",            /* ext_drop_unread */
-    "no",            /* ssl_enabled */
-    "(null)",        /* ssl_chain_cert */
-    "(null)",        /* ssl_key */
-    "0",             /* ssl_verify_mode */
-    "1",             /* ssl_keyformat */
-    "NULL",          /* ssl_ciphers */
-    "NULL",          /* ssl_ca_cert */
-    "16384",         /* ssl_wbuf_size */
-    "no",            /* ssl_session_cache */
-    "no",            /* ssl_kernel_tls */
-    "tlsv1.2",       /* ssl_min_version */
 };
 
 static const struct stat_row stat_table[] = {
@@ -166,17 +158,17 @@ static const struct stat_row stat_table[] = {
     LIT("ext_max_frag", 8),
     LIT("slab_automove_freeratio", 9),
     LIT("ext_drop_unread", 10),
-    LIT("ssl_enabled", 11),
-    LIT("ssl_chain_cert", 12),
-    LIT("ssl_key", 13),
-    LIT("ssl_verify_mode", 14),
-    LIT("ssl_keyformat", 15),
-    LIT("ssl_ciphers", 16),
-    LIT("ssl_ca_cert", 17),
-    LIT("ssl_wbuf_size", 18),
-    LIT("ssl_session_cache", 19),
-    LIT("ssl_kernel_tls", 20),
-    LIT("ssl_min_version", 21),
+    {"ssl_enabled", F_YESNO, FIELD(ssl_enabled)},
+    {"ssl_chain_cert", F_STR_PNULL, FIELD(ssl_chain_cert)},
+    {"ssl_key", F_STR_PNULL, FIELD(ssl_key)},
+    {"ssl_verify_mode", F_INT, FIELD(ssl_verify_mode)},
+    {"ssl_keyformat", F_INT, FIELD(ssl_keyformat)},
+    {"ssl_ciphers", F_STR, FIELD(ssl_ciphers)},
+    {"ssl_ca_cert", F_STR, FIELD(ssl_ca_cert)},
+    {"ssl_wbuf_size", F_UINT, FIELD(ssl_wbuf_size)},
+    {"ssl_session_cache", F_YESNO, FIELD(ssl_session_cache)},
+    {"ssl_kernel_tls", F_YESNO, FIELD(ssl_kernel_tls)},
+    {"ssl_min_version", F_TLSVER, FIELD(ssl_min_version)},
     {"num_napi_ids", F_NAPI, FIELD(num_napi_ids)},
     {"memory_file", F_STR_PNULL, FIELD(memory_file)},
     {"evict_policy", F_STR, FIELD(evict_policy)},          /* cellar's three extras */

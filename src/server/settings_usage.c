@@ -48,8 +48,7 @@ void settings_usage(FILE *out) {
                                settings_field_format(&d, so->dfmt, so->off, buf, sizeof(buf)),
                                todo_note(so->flags));
         }
-        fprintf(out, "   - ext_* (extstore) options are accepted and ignored;\n"
-                     "     ssl_* options are refused (no TLS).\n");
+        fprintf(out, "   - ext_* (extstore) options are accepted and ignored.\n");
     }
 }
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/tls.h"
 #include "protocol/mc_stat.h"
 #include "server/conn.h"
 #include "server/ctx.h"
@@ -223,6 +224,12 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("log_watcher_skipped", g->wc.watcher_skipped)                                     \
     U("log_watcher_sent", g->wc.watcher_sent)                                           \
     U("log_watchers", g->wc.watchers)                                                   \
+    /* TLS: memcached lists these only with -Z, the first only with a session cache */  \
+    W(s->net.tls && s->cfg->ssl_session_cache, "ssl_new_sessions",                      \
+      net_tls_new_sessions(s->net.tls))                                                 \
+    W(s->net.tls, "ssl_handshake_errors", net_tls_handshake_errors(s->net.tls))         \
+    W(s->net.tls, "time_since_server_cert_refresh",                                     \
+      (uint64_t)(time(NULL) - net_tls_refreshed(s->net.tls)))                           \
     U("unexpected_napi_ids", 0)                                                         \
     U("round_robin_fallback", 0)                                                        \
     U("bytes", g->es.bytes)                                                             \

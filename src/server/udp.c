@@ -85,6 +85,8 @@ int udp_open_worker(struct server *s, struct worker *w) {
     char *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
         char *host = tok;
+        if (strncmp(host, "notls:", 6) == 0)
+            host += 6;              /* TLS or not is the TCP listener's (-Z) */
         if (host[0] == '[') {
             host++;
             char *end = strchr(host, ']');

@@ -480,7 +480,7 @@ static void worker_open_udp(struct worker *w) {
     static struct net_handler udp_handler = {udp_on_readable};
     for (int i = 0; i < w->nudp; i++) {
         struct net_conn *nc = net_conn_open(&w->net, w->udp_fds[i], w->udp_fds[i], NULL, 0,
-                                            &udp_handler);
+                                            &udp_handler, false);
         if (nc == NULL)
             continue;
         struct conn *c = (struct conn *)nc;
