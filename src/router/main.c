@@ -69,6 +69,12 @@ static void usage(FILE *f) {
             "  -l, --listen=A  addresses to listen on, comma separated (default 127.0.0.1)\n"
             "  --listen-sock-fd=FD     accept on FD, a listening TCP socket given to the\n"
             "                          router (mcrouter's), instead of -p/-l/-s\n"
+            "  --ssl-port=N[,N...]     also listen with TLS on these ports (mcrouter's);\n"
+            "                          with --server-pem-cert-path=FILE (its chain),\n"
+            "                          --server-pem-key-path=FILE, and optionally\n"
+            "                          --server-pem-ca-path=FILE (the clients' CAs:\n"
+            "                          a certificate a client gives is checked) and\n"
+            "                          --ssl-require-peer-certs (a client must give one)\n"
             "  -s, --unix-socket=PATH  listen on a unix socket instead\n"
             "  -a, --unix-mask=MASK    its permissions (octal, default 0700)\n"
             "  -c, --conn-limit=N      client connections at most (default 1024)\n"
@@ -182,6 +188,11 @@ int main(int argc, char **argv) {
         {"port", required_argument, NULL, 'p'},
         {"listen", required_argument, NULL, 'l'},
         {"listen-sock-fd", required_argument, NULL, 'F' | OPTIONS_LONG_ONLY},
+        {"ssl-port", required_argument, NULL, 'q' | OPTIONS_LONG_ONLY},
+        {"server-pem-cert-path", required_argument, NULL, 'k' | OPTIONS_LONG_ONLY},
+        {"server-pem-key-path", required_argument, NULL, 'j' | OPTIONS_LONG_ONLY},
+        {"server-pem-ca-path", required_argument, NULL, 'y' | OPTIONS_LONG_ONLY},
+        {"ssl-require-peer-certs", no_argument, NULL, 'z' | OPTIONS_LONG_ONLY},
         {"unix-socket", required_argument, NULL, 's'},
         {"unix-mask", required_argument, NULL, 'a'},
         {"conn-limit", required_argument, NULL, 'c'},
@@ -208,7 +219,8 @@ int main(int argc, char **argv) {
     options_getopt_add(&g, 'o', NULL, required_argument, required_argument); /* -o io=MODE */
     const char *config = NULL, *metrics = NULL, *inter = "127.0.0.1", *socketpath = NULL,
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
-               *config_params = NULL, *runtime_vars = NULL;
+               *config_params = NULL, *runtime_vars = NULL, *ssl_ports = NULL;
+    struct net_tls_config tls = {.keyformat = 1, .min_version = 2};  /* PEM, TLS 1.2 */
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
     bool only_gets = false, asynclog_off = false, mcrouter_errors = false;
     long big_value = 0, big_batch = 0;
@@ -269,6 +281,14 @@ int main(int argc, char **argv) {
         case 'l': inter = optarg; break;
         case 'F': listen_fd = (int)v; bad = bad || v < 0; break;
         case 's': socketpath = optarg; break;
+        case 'q':
+            ssl_ports = optarg;
+            bad = strspn(optarg, "0123456789,") != strlen(optarg) || *optarg == '\0';
+            break;
+        case 'k': tls.chain_cert = optarg; break;
+        case 'j': tls.key = optarg; break;
+        case 'y': tls.ca_cert = optarg; break;
+        case 'z': tls.verify_mode = 2; break;
         case 'a': mask = (int)v; bad = bad || v < 0 || v > 0777; break;
         case 'c': maxconns = (int)v; bad = bad || v <= 0; break;
         case 'b': backlog = (int)v; bad = bad || v <= 0; break;
@@ -447,6 +467,23 @@ int main(int argc, char **argv) {
             : socketpath != NULL ? net_listen_unix(&rt.listeners, socketpath, mask, backlog)
             : port != 0          ? net_listen_tcp(&rt.listeners, inter, port, backlog)
                                  : 0;
+    if (lrc >= 0 && ssl_ports != NULL) {
+        /* --ssl-port: TLS listeners beside the others, on the same addresses */
+        if (tls.verify_mode == 0 && tls.ca_cert != NULL)
+            tls.verify_mode = 1;
+        if ((rt.net.tls = net_tls_create(&tls, err, sizeof(err))) == NULL) {
+            fprintf(stderr, "cellar-router: --ssl-port: %s\n", err);
+            return 64;
+        }
+        rt.listeners.tls = true;
+        char list[256];
+        snprintf(list, sizeof(list), "%s", ssl_ports);
+        char *save = NULL;
+        for (char *t = strtok_r(list, ",", &save); t != NULL && lrc >= 0;
+             t = strtok_r(NULL, ",", &save))
+            lrc = net_listen_tcp(&rt.listeners, inter, atoi(t), backlog);
+        rt.listeners.tls = false;
+    }
     if (lrc < 0) {
         if (listen_fd >= 0)
             fprintf(stderr, "cellar-router: --listen-sock-fd %d is not a listening TCP socket\n",
@@ -522,6 +559,7 @@ int main(int argc, char **argv) {
     close(sfd);
     free(rt.workers);
     free(rt.net.workers);
+    net_tls_destroy(&rt.net.tls);
     cellar_config_release(&rt.cfg);
     cellar_spool_close(&rt.spool);
     pthread_mutex_destroy(&rt.cfg_lock);

@@ -36,6 +36,7 @@
 #include "core/clock.h"
 #include "core/httpd.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "net/worker.h"
 
 #define ROUTER_VERSION "0.1.0"

@@ -302,6 +302,29 @@ int main(int argc, char **argv) {
         else if (saved.hashpower > ec.hashpower_init)
             ec.hashpower_init = saved.hashpower;
     }
+    /* before the engine: a bad certificate or password file stops cellard with nothing made */
+    struct net_tls *tls = NULL;
+    struct auth *auth = NULL;
+    /* -Z: the TLS context, its certificates read now (memcached stops on a bad one) */
+    if (cfg.ssl_enabled) {
+        const struct net_tls_config tc = {
+            .chain_cert = cfg.ssl_chain_cert, .key = cfg.ssl_key, .keyformat = cfg.ssl_keyformat,
+            .verify_mode = cfg.ssl_verify_mode, .ciphers = cfg.ssl_ciphers,
+            .ca_cert = cfg.ssl_ca_cert, .wbuf_size = cfg.ssl_wbuf_size,
+            .session_cache = cfg.ssl_session_cache, .kernel_tls = cfg.ssl_kernel_tls,
+            .min_version = cfg.ssl_min_version,
+        };
+        if ((tls = net_tls_create(&tc, err, sizeof(err))) == NULL) {
+            fprintf(stderr, "%s\n", err);
+            return 64;  /* EX_USAGE, as memcached */
+        }
+    }
+    /* -Y: the user:password file, read again at SIGHUP */
+    if (cfg.auth_file != NULL && (auth = auth_open(cfg.auth_file, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "%s\n", err);
+        net_tls_destroy(&tls);
+        return 1;
+    }
     struct engine *engine = engine_create(&ec, err, sizeof(err));
     if (engine == NULL) {
         fprintf(stderr, "%s\n", err);
@@ -328,6 +351,9 @@ int main(int argc, char **argv) {
     srv.cfg = &cfg;
     srv.engine = engine;
     srv.nworkers = cfg.num_threads;
+    srv.net.tls = tls;
+    srv.listeners.tls = tls != NULL;
+    srv.auth = auth;
     srv.started = engine_clock(engine);
     atomic_store(&srv.verbose, cfg.verbose);
     atomic_store(&srv.crawler_on, cfg.lru_crawler);
@@ -338,26 +364,6 @@ int main(int argc, char **argv) {
     pthread_mutex_init(&srv.tune_lock, NULL);
     if (detail_init(&srv) != 0) {
         fprintf(stderr, "out of memory\n");
-        return 1;
-    }
-    /* -Z: the TLS context, its certificates read now (memcached stops on a bad one) */
-    if (cfg.ssl_enabled) {
-        const struct net_tls_config tc = {
-            .chain_cert = cfg.ssl_chain_cert, .key = cfg.ssl_key, .keyformat = cfg.ssl_keyformat,
-            .verify_mode = cfg.ssl_verify_mode, .ciphers = cfg.ssl_ciphers,
-            .ca_cert = cfg.ssl_ca_cert, .wbuf_size = cfg.ssl_wbuf_size,
-            .session_cache = cfg.ssl_session_cache, .kernel_tls = cfg.ssl_kernel_tls,
-            .min_version = cfg.ssl_min_version,
-        };
-        if ((srv.net.tls = net_tls_create(&tc, err, sizeof(err))) == NULL) {
-            fprintf(stderr, "%s\n", err);
-            return 64;  /* EX_USAGE, as memcached */
-        }
-        srv.listeners.tls = true;
-    }
-    /* -Y: the user:password file, read again at SIGHUP */
-    if (cfg.auth_file != NULL && (srv.auth = auth_open(cfg.auth_file, err, sizeof(err))) == NULL) {
-        fprintf(stderr, "%s\n", err);
         return 1;
     }
 

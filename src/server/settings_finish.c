@@ -142,6 +142,12 @@ int settings_finish(struct parse *p) {
             return SETTINGS_EX_USAGE;
         }
     }
+    /* memcached finds this when it listens (EX_OSERR); found here, nothing is made yet */
+    if (!s->ssl_enabled && s->inter != NULL && strstr(s->inter, "notls:") != NULL) {
+        fprintf(err, "'notls' option is valid only when SSL is enabled\n"
+                     "failed to listen on one of interface(s) %s\n", s->inter);
+        return 71;
+    }
     if (s->ssl_enabled && s->port == 0) {
         fprintf(err, "ERROR: You cannot enable SSL without a TCP port.\n");
         return SETTINGS_EX_USAGE;

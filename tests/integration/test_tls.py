@@ -193,11 +193,17 @@ def test_notls_listener_and_settings_refused(certs):
     tls_port, plain_port = util.free_port(), util.free_port()
     args = certs.server_args("-l", "notls:127.0.0.1:%d,127.0.0.1:%d" % (plain_port, tls_port))
     with Server(CELLARD, args):     # (its own -l and -p: TLS too)
+        accepts(tls_port)
+        accepts(plain_port)
         with connect(tls_port, certs.context()) as s:
             assert call(s, b"set n 0 0 1\r\nv\r\n", b"\r\n") == b"STORED\r\n"
         with util.Conn(plain_port) as c:
             c.expect(b"get n\r\n", b"VALUE n 0 1\r\nv\r\nEND\r\n")
             c.expect(b"refresh_certs noreply\r\nmn\r\n", b"MN\r\n")
+        # the watch thread writes to the socket itself: not over TLS
+        with connect(tls_port, certs.context()) as s:
+            assert call(s, b"watch\r\n", b"\r\n") == \
+                b"CLIENT_ERROR watch is not available over TLS\r\n"
     # what memcached refuses, cellard refuses with the same exit code
     for extra in (["-o", "ssl_verify_mode=7"], ["-o", "ssl_min_version=x"],
                   ["-o", "ssl_chain_cert=/nonexistent"], ["-l", "notls:127.0.0.1:1"]):
@@ -210,3 +216,47 @@ def test_notls_listener_and_settings_refused(certs):
                                timeout=10)
             rcs.append(p.returncode)
         assert rcs[0] == rcs[1] != 0, (extra, rcs)
+
+
+def accepts(port):
+    """Waits for port to accept (the router opens its TLS listeners after -p)."""
+    def ok():
+        try:
+            socket.create_connection((util.HOST, port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    util.wait_for(ok, 10, what="port %d to accept" % port)
+
+
+def test_router_tls_to_its_clients(certs):
+    """cellar-router's --ssl-port (mcrouter's flags): TLS clients on that port,
+    plain ones on -p, the same cellard behind; --ssl-require-peer-certs wants
+    a certificate from the client's side, signed by --server-pem-ca-path's CA."""
+    from router_util import Router, backend
+    import json
+    with backend("be") as be:
+        cfg = json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, be.port)]}},
+                          "route": "PoolRoute|a"})
+        ssl_port = util.free_port()
+        args = ["--ssl-port", str(ssl_port), "--server-pem-cert-path", certs.server,
+                "--server-pem-key-path", certs.server_key]
+        with Router(cfg, args=args) as r:
+            accepts(ssl_port)
+            c = Client((util.HOST, ssl_port), tls_context=certs.context(), timeout=10)
+            try:
+                c.set("rk", b"r" * 50000)
+                assert c.get("rk") == b"r" * 50000
+            finally:
+                c.close()
+            with util.Conn(r.port) as plain:      # -p stays plain
+                plain.send(b"get rk\r\n")
+                assert plain.read_to(b"END\r\n").startswith(b"VALUE rk 0 50000\r\n")
+        args += ["--server-pem-ca-path", certs.ca, "--ssl-require-peer-certs"]
+        with Router(cfg, args=args):
+            accepts(ssl_port)
+            with connect(ssl_port, certs.context(client_cert=True)) as s:
+                assert call(s, b"get rk\r\n", b"END\r\n").startswith(b"VALUE rk 0 50000\r\n")
+            with pytest.raises((ssl.SSLError, ConnectionError)):
+                with connect(ssl_port, certs.context()) as s:
+                    call(s, b"get rk\r\n", b"END\r\n")
