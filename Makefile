@@ -263,7 +263,7 @@ deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_squeal   := $(SQUEAL_A)
 # System libraries a layer's archive needs (the client's JSON configuration and
 # its io_uring connections; the network core's io_uring back end and TLS).
-libs_client   := -ljansson -luring
+libs_client   := -ljansson -luring -lssl -lcrypto
 libs_net      := -luring -lssl -lcrypto
 libs_server   := $(libs_net)
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)

@@ -211,6 +211,27 @@ CELLAR_API int cellar_config_load_routing(struct cellar_config **out, const char
                                           const struct cellar_routing *routing, char *err,
                                           size_t errlen);
 
+/*
+ * TLS toward the servers of the pools that say "use_ssl": true (mcrouter's
+ * pool key).  By default a server's certificate must come from one of the
+ * system's CAs and name the server as the configuration does (host name
+ * or IP address); no client certificate is given.
+ */
+struct cellar_tls {
+    const char *ca_file;        /* PEM file of the CAs a server's certificate may come
+                                   from; NULL: the system's */
+    const char *cert_file;      /* PEM certificate chain to present; NULL: none */
+    const char *key_file;       /* its private key; NULL: in cert_file */
+    int no_verify;              /* 1: any certificate, any name (tests only) */
+};
+
+/*
+ * Sets cfg's TLS settings, before handles are made over it.  CELLAR_OK,
+ * or CELLAR_ECONFIG with why in err (a file that cannot be read).
+ */
+CELLAR_API int cellar_config_tls(struct cellar_config *cfg, const struct cellar_tls *tls,
+                                 char *err, size_t errlen);
+
 /* Drops the caller's reference (handles keep their own); NULL is fine. */
 CELLAR_API void cellar_config_release(struct cellar_config **cfg);
 

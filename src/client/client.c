@@ -75,8 +75,8 @@ int cellar_create(struct cellar **out, struct cellar_config *cfg) {
     }
     h->window = cfg->window_init;
     h->reply_bytes = REPLY_BYTES_FIRST;
-    if (cfg->io_uring)
-        cl_ring_create(h);          /* else epoll, as the option promises */
+    if (cfg->io_uring && cfg->tls == NULL)
+        cl_ring_create(h);          /* else epoll, as the option promises (TLS: tls.c) */
     *out = h;
     return CELLAR_OK;
 }

@@ -202,6 +202,7 @@ void cl_config_free(struct cellar_config *cfg) {
         ring_destroy(&cfg->pools[i].ring);
     }
     route_set_destroy(&cfg->routes);
+    cl_tls_free(&cfg->tls);
     free(cfg->servers);
     free(cfg->pools);
     free(cfg);
@@ -289,10 +290,13 @@ int cl_config_add_pool(struct cellar_config *cfg, const char *name,
         cl_config_say(err, errlen, "pool \"%s\" defined twice", name);
         return -1;
     }
-    struct cl_server *sv = realloc(cfg->servers, (cfg->nservers + n) * sizeof(*sv));
-    if (sv == NULL)
-        goto nomem;
-    cfg->servers = sv;
+    /* Not for a pool without servers: realloc(p, 0) may free p and answer NULL. */
+    if (n > 0) {
+        struct cl_server *sv = realloc(cfg->servers, (cfg->nservers + n) * sizeof(*sv));
+        if (sv == NULL)
+            goto nomem;
+        cfg->servers = sv;
+    }
     struct cl_pool *pools = realloc(cfg->pools, (cfg->npools + 1) * sizeof(*pools));
     if (pools == NULL)
         goto nomem;
@@ -400,6 +404,19 @@ void cellar_config_release(struct cellar_config **cfgp) {
     *cfgp = NULL;
     if (atomic_fetch_sub_explicit(&cfg->refs, 1, memory_order_acq_rel) == 1)
         cl_config_free(cfg);
+}
+
+int cellar_config_tls(struct cellar_config *cfg, const struct cellar_tls *tls, char *err,
+                      size_t errlen) {
+    char why[400];
+    struct cl_tls *t = cl_tls_create(tls, why, sizeof(why));
+    if (t == NULL) {
+        cl_config_say(err, errlen, "TLS: %s", why);
+        return CELLAR_ECONFIG;
+    }
+    cl_tls_free(&cfg->tls);
+    cfg->tls = t;
+    return CELLAR_OK;
 }
 
 unsigned cellar_config_servers(const struct cellar_config *cfg) {

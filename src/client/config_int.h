@@ -47,7 +47,13 @@ struct cl_pool {
                                    prefix_len), placed by the key without it */
     uint32_t spool_ops;         /* bit (1 << op): failed ones go to the server's spool
                                    (a handle with one): MSG_DELETE unless "spool" says */
+    bool tls;                   /* mcrouter's "use_ssl": its connections speak TLS */
 };
+
+/* The client context of a configuration's TLS pools (tls.c); opt NULL: the defaults. */
+struct cl_tls;
+struct cl_tls *cl_tls_create(const struct cellar_tls *opt, char *err, size_t cap);
+void cl_tls_free(struct cl_tls **t);
 
 struct cellar_config {
     atomic_uint refs;
@@ -63,6 +69,7 @@ struct cellar_config {
     int window_init, window_min, window_max;
     int window_bytes;           /* 0: no bound on the replies' bytes in flight */
     bool io_uring;              /* handles drive their sockets through io_uring */
+    struct cl_tls *tls;         /* TLS pools' client context (tls.c); NULL: none */
     bool mcrouter;              /* mcrouter's JSON: a server may name port 0 (it fails to
                                    connect; else "bad port", as libmemcached's lists),
                                    and a key hashes only up to "|#|" (cl_hash_key) */

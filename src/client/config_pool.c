@@ -24,7 +24,7 @@
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
     "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality port_override " \
-    "failure_domains"
+    "failure_domains use_ssl"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
@@ -356,6 +356,15 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         rb_path_key(b, "keep_routing_prefix");
         rc = rb_fail(b, "expected true or false");
     }
+    json_t *use_ssl = json_object_get(obj, "use_ssl");
+    if (rc == 0 && use_ssl && !json_is_boolean(use_ssl)) {
+        rb_path_key(b, "use_ssl");
+        rc = rb_fail(b, "expected true or false");
+    }
+    if (rc == 0 && json_is_true(use_ssl) && po.udp) {
+        rb_path_key(b, "use_ssl");
+        rc = rb_fail(b, "TLS and UDP gets together: a datagram has no TLS");
+    }
     json_t *locality = json_object_get(obj, "pool_locality");   /* mcrouter's stats only */
     if (rc == 0 && locality && !json_is_string(locality)) {
         rb_path_key(b, "pool_locality");
@@ -376,6 +385,7 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         else {
             b->cfg->pools[i].spool_ops = spool_ops;
             b->cfg->pools[i].keep_prefix = json_is_true(keep);
+            b->cfg->pools[i].tls = json_is_true(use_ssl);
             for (size_t k = 0; domains && k < n; k++)
                 b->cfg->servers[b->cfg->pools[i].first + k].failure_domain = domains[k];
             if (routes) {

@@ -48,6 +48,16 @@ static int parse_in(struct cellar_config **out, const char *text,
     if (rc == 0 && cfg->root != NULL && big > 0)    /* the whole tree, as mcrouter's */
         cfg->root = route_big_value(cfg->routes, cfg->root, (size_t)big,
                                     (unsigned)routing->big_value_batch_size, false);
+    bool tls = false;
+    for (unsigned i = 0; rc == 0 && i < cfg->npools; i++)
+        tls |= cfg->pools[i].tls;
+    if (rc == 0 && cfg->root != NULL && tls) {     /* the system's CAs, until told others */
+        char why[400];
+        if ((cfg->tls = cl_tls_create(NULL, why, sizeof(why))) == NULL) {
+            cl_config_say(err, errlen, "TLS: %s", why);
+            rc = -1;
+        }
+    }
     if (rc < 0 || cfg->root == NULL) {
         if (errlen && err[0] == '\0')
             cl_config_say(err, errlen, "out of memory");

@@ -112,6 +112,7 @@ static void watch(struct cl_conn *c, int events) {
 }
 
 static void close_socket(struct cl_conn *c) {
+    cl_tls_end(c);
     if (c->fd >= 0) {
         if (c->events)
             evloop_del(c->h->loop, c->fd);
@@ -207,6 +208,17 @@ static void probe_done(struct cl_req *q, int status, const struct msg_reply *r) 
 static bool rbuf_room(struct cl_conn *c);
 
 static void connected(struct cl_conn *c, uint64_t now) {
+    if (c->pool->tls) {             /* the handshake first, within the connect timeout */
+        int want = 0, r = cl_tls_handshake(c, &want);
+        if (r == 0) {
+            watch(c, want);
+            return;
+        }
+        if (r < 0) {
+            mark_down(c, CELLAR_ECONNECT, now);
+            return;
+        }
+    }
     c->state = CL_CONN_UP;
     publish(c);
     if (c->h->ring) {               /* the ring's from now on: one receive always out */
@@ -412,7 +424,8 @@ static void flush(struct cl_conn *c, uint64_t now) {
     }
     c->batch = NULL;                /* the line is on its way: nothing may join it now */
     while (c->woff < c->wlen) {
-        ssize_t n = send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        ssize_t n = c->tls ? cl_tls_send(c, c->wbuf + c->woff, c->wlen - c->woff)
+                           : send(c->fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
         if (n > 0) {
             c->woff += (size_t)n;
             c->h->st.writes++;
@@ -549,7 +562,8 @@ static void conn_read(struct cl_conn *c, uint64_t now) {
             return;
         }
         size_t room = c->rcap - c->rlen;
-        ssize_t n = recv(c->fd, c->rbuf + c->rlen, room, 0);
+        ssize_t n = c->tls ? cl_tls_recv(c, c->rbuf + c->rlen, room)
+                           : recv(c->fd, c->rbuf + c->rlen, room, 0);
         if (n == 0) {
             conn_failed(c, CELLAR_ECLOSED, 0, now);
             return;
@@ -564,8 +578,8 @@ static void conn_read(struct cl_conn *c, uint64_t now) {
         c->rlen += (size_t)n;
         if (!parse_replies(c, now))
             return;
-        if ((size_t)n < room)
-            return;
+        if ((size_t)n < room && c->tls == NULL)
+            return;                 /* (TLS: a record at a time, until it would block) */
     }
 }
 

@@ -94,6 +94,7 @@ struct cl_conn {
     const struct cl_server *srv;
     const struct cl_pool *pool;
     int fd;
+    void *tls;                  /* a TLS pool's session on fd (OpenSSL's SSL, tls.c) */
     enum cl_conn_state state;
     struct cl_queue waiting;    /* submitted, not yet written (held by the window) */
     struct cl_queue sent;       /* written, waiting for their replies, oldest first */
@@ -186,5 +187,17 @@ void cl_tcp_reset(struct cl_conn *c, int status);
 void cl_tcp_deinit(struct cl_conn *c);
 /* The socket is ready (EV_* events). */
 void cl_conn_io(struct cl_conn *c, int events, uint64_t now);
+
+/*
+ * TLS on a connection of a pool with "use_ssl" (tls.c).  The handshake
+ * after the TCP connect: 1 done, 0 not yet (*events: what to wait for), -1
+ * failed (said in the handle's last error).  Then recv() and send() as
+ * the socket calls say it (-1 with errno EAGAIN: wait); the end frees the
+ * session (the socket is the caller's).
+ */
+int cl_tls_handshake(struct cl_conn *c, int *events);
+ssize_t cl_tls_recv(struct cl_conn *c, char *buf, size_t n);
+ssize_t cl_tls_send(struct cl_conn *c, const char *buf, size_t n);
+void cl_tls_end(struct cl_conn *c);
 
 #endif

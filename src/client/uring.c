@@ -43,6 +43,8 @@ struct cl_ring {
 };
 
 int cl_async_ring(struct cellar *h) {
+    if (h->cfg->tls != NULL)
+        return 0;                   /* TLS pools: epoll (tls.c) */
     return h->ring != NULL ? 0 : cl_ring_create(h);
 }
 

@@ -75,6 +75,10 @@ static void usage(FILE *f) {
             "                          --server-pem-ca-path=FILE (the clients' CAs:\n"
             "                          a certificate a client gives is checked) and\n"
             "                          --ssl-require-peer-certs (a client must give one)\n"
+            "  --pem-ca-path=FILE      TLS toward the pools with \"use_ssl\": the CAs a\n"
+            "                          backend's certificate may come from (default: the\n"
+            "                          system's; its name is checked too)\n"
+            "  --pem-cert-path=FILE, --pem-key-path=FILE  a client certificate to present\n"
             "  -s, --unix-socket=PATH  listen on a unix socket instead\n"
             "  -a, --unix-mask=MASK    its permissions (octal, default 0700)\n"
             "  -c, --conn-limit=N      client connections at most (default 1024)\n"
@@ -133,6 +137,12 @@ int router_config_load(struct router *rt, const char *path, char *err, size_t er
     struct cellar_config *cfg = NULL;
     if (cellar_config_load_routing(&cfg, path, &opt, &routing, err, errlen) != CELLAR_OK)
         return -1;
+    const struct cellar_tls *bt = &rt->backend_tls;
+    if ((bt->ca_file || bt->cert_file || bt->key_file) &&
+        cellar_config_tls(cfg, bt, err, errlen) != CELLAR_OK) {
+        cellar_config_release(&cfg);
+        return -1;
+    }
     pthread_mutex_lock(&rt->cfg_lock);
     struct cellar_config *old = rt->cfg;
     rt->cfg = cfg;
@@ -193,6 +203,10 @@ int main(int argc, char **argv) {
         {"server-pem-key-path", required_argument, NULL, 'j' | OPTIONS_LONG_ONLY},
         {"server-pem-ca-path", required_argument, NULL, 'y' | OPTIONS_LONG_ONLY},
         {"ssl-require-peer-certs", no_argument, NULL, 'z' | OPTIONS_LONG_ONLY},
+        {"pem-ca-path", required_argument, NULL, 'g' | OPTIONS_LONG_ONLY},
+        {"pem-cert-path", required_argument, NULL, 'i' | OPTIONS_LONG_ONLY},
+        {"pem-key-path", required_argument, NULL, 'm' | OPTIONS_LONG_ONLY},
+        {"ssl-verify-peers", no_argument, NULL, 'n' | OPTIONS_LONG_ONLY},
         {"unix-socket", required_argument, NULL, 's'},
         {"unix-mask", required_argument, NULL, 'a'},
         {"conn-limit", required_argument, NULL, 'c'},
@@ -221,6 +235,7 @@ int main(int argc, char **argv) {
                *pidfile = NULL, *async_dir = NULL, *io = "auto", *route_prefix = "/././",
                *config_params = NULL, *runtime_vars = NULL, *ssl_ports = NULL;
     struct net_tls_config tls = {.keyformat = 1, .min_version = 2};  /* PEM, TLS 1.2 */
+    struct cellar_tls backend_tls = {0};
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
     bool only_gets = false, asynclog_off = false, mcrouter_errors = false;
     long big_value = 0, big_batch = 0;
@@ -289,6 +304,10 @@ int main(int argc, char **argv) {
         case 'j': tls.key = optarg; break;
         case 'y': tls.ca_cert = optarg; break;
         case 'z': tls.verify_mode = 2; break;
+        case 'g': backend_tls.ca_file = optarg; break;
+        case 'i': backend_tls.cert_file = optarg; break;
+        case 'm': backend_tls.key_file = optarg; break;
+        case 'n': break;    /* mcrouter's: verifying is what cellar-router always does */
         case 'a': mask = (int)v; bad = bad || v < 0 || v > 0777; break;
         case 'c': maxconns = (int)v; bad = bad || v <= 0; break;
         case 'b': backlog = (int)v; bad = bad || v <= 0; break;
@@ -371,6 +390,7 @@ int main(int argc, char **argv) {
     rt.route_prefix = route_prefix;
     rt.config_params = config_params;
     rt.runtime_vars_path = runtime_vars;
+    rt.backend_tls = backend_tls;
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
     rt.enable_shutdown = enable_shutdown;

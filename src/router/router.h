@@ -129,6 +129,8 @@ struct router {
     const char *route_prefix;       /* -R: the default routing prefix */
     const char *config_params;      /* --config-params: the config's %NAME%s */
     const char *runtime_vars_path;  /* --runtime-vars-file: shadows' runtime variables */
+    struct cellar_tls backend_tls;  /* --pem-ca-path, --pem-cert-path, --pem-key-path: TLS
+                                       toward the pools with "use_ssl" */
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */
     bool enable_shutdown;           /* -A: a client's shutdown stops the router */
     bool mcrouter_errors;           /* --mcrouter-errors: mcrouter's words for bad lines,

@@ -150,10 +150,17 @@ class ConfigError(Exception):
     pass
 
 
+class TLS(ctypes.Structure):
+    """struct cellar_tls."""
+    _fields_ = [("ca_file", ctypes.c_char_p), ("cert_file", ctypes.c_char_p),
+                ("key_file", ctypes.c_char_p), ("no_verify", ctypes.c_int)]
+
+
 class Client:
     """One handle over a server list.  Options are struct cellar_options' fields."""
 
-    def __init__(self, servers, **options):
+    def __init__(self, servers, tls=None, **options):
+        """tls: struct cellar_tls's fields as a dict, set on the configuration."""
         L = lib()
         self._opt = Options(**{k: (_b(v) if isinstance(v, str) else v)
                                for k, v in options.items()})
@@ -162,6 +169,13 @@ class Client:
         text = servers if isinstance(servers, (str, bytes)) else server_list(servers)
         rc = L.cellar_config_parse(ctypes.byref(cfg), _b(text), ctypes.byref(self._opt),
                                    err, len(err))
+        if rc == OK and tls is not None:
+            L.cellar_config_tls.argtypes = [ctypes.c_void_p, ctypes.POINTER(TLS),
+                                            ctypes.c_char_p, ctypes.c_size_t]
+            self._tls = TLS(**{k: (_b(v) if isinstance(v, str) else v) for k, v in tls.items()})
+            rc = L.cellar_config_tls(cfg, ctypes.byref(self._tls), err, len(err))
+            if rc != OK:
+                L.cellar_config_release(ctypes.byref(cfg))
         if rc != OK:
             raise ConfigError("%d: %s" % (rc, err.value.decode()))
         self.nservers = L.cellar_config_servers(cfg)

@@ -260,3 +260,57 @@ def test_router_tls_to_its_clients(certs):
             with pytest.raises((ssl.SSLError, ConnectionError)):
                 with connect(ssl_port, certs.context()) as s:
                     call(s, b"get rk\r\n", b"END\r\n")
+
+
+def test_libcellar_router_cellard_all_over_tls(certs):
+    """libcellar -> cellar-router -> cellard, each hop over TLS with the
+    server's certificate checked against the test CA (and a client
+    certificate the router requires); a server whose certificate does not
+    name it, or comes from another CA, is refused."""
+    import json
+    from cellar_ffi import Client as Lib, ConfigError
+    from router_util import Router
+    with Server(CELLARD, certs.server_args()) as be:
+        cfg = json.dumps({"pools": {"a": {"servers": ["127.0.0.1:%d" % be.port],
+                                          "use_ssl": True}},
+                          "route": "PoolRoute|a"})
+        ssl_port = util.free_port()
+        args = ["--ssl-port", str(ssl_port), "--server-pem-cert-path", certs.server,
+                "--server-pem-key-path", certs.server_key, "--server-pem-ca-path", certs.ca,
+                "--ssl-require-peer-certs", "--pem-ca-path", certs.ca]
+        with Router(cfg, args=args):
+            accepts(ssl_port)
+            front = json.dumps({"pools": {"r": {"servers": ["127.0.0.1:%d" % ssl_port],
+                                                "use_ssl": True}},
+                                "route": "PoolRoute|r"})
+            tls = {"ca_file": certs.ca, "cert_file": certs.client, "key_file": certs.client_key}
+            with Lib(front, tls=tls) as c:
+                assert c.set(b"e2e", b"v" * 40000) == 0
+                assert c.get(b"e2e")[1] == b"v" * 40000
+            # the value went through to cellard (read there over TLS too)
+            with connect(be.port, certs.context()) as s:
+                assert call(s, b"get e2e\r\n", b"END\r\n").startswith(b"VALUE e2e 0 40000")
+            # without a client certificate the router refuses the handshake: the get fails
+            with Lib(front, tls={"ca_file": certs.ca}) as c:
+                assert c.get(b"e2e")[0] != 0
+            # a CA the router's certificate is not from: refused, nothing sent
+            with Lib(front, tls={"ca_file": certs.client, "cert_file": certs.client,
+                                 "key_file": certs.client_key}) as c:
+                assert c.get(b"e2e")[0] != 0
+        with pytest.raises(ConfigError):
+            Lib(front, tls={"ca_file": "/nonexistent"})
+
+
+def test_libcellar_checks_the_servers_name(certs):
+    """A certificate from the right CA that names another host: refused,
+    unless the check is turned off."""
+    import json
+    from cellar_ffi import Client as Lib
+    args = ["-Z", "-o", "ssl_chain_cert=%s,ssl_key=%s" % (certs.wrong, certs.wrong_key)]
+    with Server(CELLARD, args) as be:
+        cfg = json.dumps({"pools": {"a": {"servers": ["127.0.0.1:%d" % be.port],
+                                          "use_ssl": True}}, "route": "PoolRoute|a"})
+        with Lib(cfg, tls={"ca_file": certs.ca}) as c:
+            assert c.set(b"n", b"v") != 0
+        with Lib(cfg, tls={"ca_file": certs.ca, "no_verify": 1}) as c:
+            assert c.set(b"n", b"v") == 0 and c.get(b"n")[1] == b"v"

@@ -1,7 +1,8 @@
 """Certificates for the TLS tests, made with OpenSSL's own command-line tool
 in a temporary directory: a CA, a server certificate for 127.0.0.1 and
-localhost signed by it, a client certificate signed by it, and a second
-server certificate (another subject) for the refresh tests."""
+localhost signed by it, a client certificate signed by it, a second
+server certificate (another subject) for the refresh tests, and one that
+names another host."""
 
 import os
 import shutil
@@ -22,6 +23,8 @@ class Certs:
         self.server2, self.server2_key = self._signed("server2", "/CN=127.0.0.1/OU=second",
                                                       "subjectAltName=IP:127.0.0.1,DNS:localhost")
         self.client, self.client_key = self._signed("client", "/CN=cellar test client", None)
+        self.wrong, self.wrong_key = self._signed("wrong", "/CN=other.example",
+                                                  "subjectAltName=DNS:other.example")
 
     def path(self, name):
         return os.path.join(self.dir, name)
