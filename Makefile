@@ -70,7 +70,7 @@ $(B)/cellar-squeal: $(B)/obj/squeal/main.o $(SQUEAL_A) $(CLIENT_A) $(STORAGE_A) 
 
 # Tools sit on protocol + core (and the client library, once there is one).
 $(B)/cellar-bench: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/bench/*.c)) $(PROTOCOL_A) $(CORE_A)
-	$(CC) $(LDFLAGS) -o $@ $^ -luring $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ -luring -lssl -lcrypto $(LDLIBS)
 
 # cellar-ring: a pool's key placement (client layer + core).
 $(B)/cellar-ring: $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/tools/ring/*.c)) $(CLIENT_A) $(CORE_A)

@@ -49,6 +49,7 @@ struct bench_config {
     uint64_t seed;
     bool spin;                  /* poll without sleeping (a dedicated core) */
     bool uring;                 /* drive the sockets through io_uring (--io uring) */
+    bool tls;                   /* --tls: the connections speak TLS (epoll only) */
     bool json;
     int progress;               /* -1: when stdout is a terminal */
 };
@@ -67,6 +68,7 @@ struct bench_shared {
     uint64_t warm_end_ns;       /* run phase: discard what completes before this */
     const char *value;          /* wl.vmax bytes of value data */
     struct addrinfo *addr;
+    void *tls;                  /* --tls: the client context (tls.c); NULL: plain */
     bool progress;
 };
 
@@ -113,6 +115,15 @@ struct bench_thread {
 };
 
 uint64_t bench_now_ns(void);
+
+/* --tls (tls.c): the client context, a connection's handshake on its blocking socket
+   (NULL with err), and reads and writes as read() and write() say them. */
+void *bench_tls_ctx(void);
+void bench_tls_ctx_free(void *ctx);
+void *bench_tls_connect(void *ctx, int fd, char *err, size_t cap);
+void bench_tls_close(void *ssl);
+ssize_t bench_tls_read(void *ssl, char *buf, size_t n);
+ssize_t bench_tls_write(void *ssl, const char *buf, size_t n);
 
 /* Allocates the thread's buffers and connects its connections; -1 with t->err. */
 int bench_thread_setup(struct bench_thread *t, const struct bench_config *cfg,

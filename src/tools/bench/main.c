@@ -65,6 +65,9 @@ static void usage(FILE *f) {
         "      --seed N             random seed (1)\n"
         "      --io uring|epoll     how load threads drive their sockets (epoll): io_uring\n"
         "                           takes one system call a loop turn for all of them\n"
+        "      --tls                speak TLS (the server's certificate is not checked;\n"
+        "                           the handshake is done before the run; not with\n"
+        "                           --io uring)\n"
         "      --spin               poll the sockets without ever sleeping (for a core of\n"
         "                           its own: saves the wake-ups, the CPU use reads 100%%)\n"
         "Output\n"
@@ -103,7 +106,7 @@ static int parse_double(const char *s, double *out) {
 enum {
     OPT_STALL = 256, OPT_KEY_SIZE, OPT_KEY_PREFIX, OPT_DIST, OPT_ALPHA, OPT_MISS, OPT_PRELOAD,
     OPT_PRELOAD_ONLY, OPT_PRELOAD_DEPTH, OPT_POOL, OPT_SEED, OPT_SPIN, OPT_JSON, OPT_PROGRESS, OPT_NO_PROGRESS,
-    OPT_RATE, OPT_IO,
+    OPT_RATE, OPT_IO, OPT_TLS,
 };
 
 static const struct option long_opts[] = {
@@ -119,6 +122,7 @@ static const struct option long_opts[] = {
     {"stall", required_argument, 0, OPT_STALL},
     {"rate", required_argument, 0, OPT_RATE},
     {"io", required_argument, 0, OPT_IO},
+    {"tls", no_argument, 0, OPT_TLS},
     {"ratio", required_argument, 0, 'r'},
     {"multiget", required_argument, 0, 'm'},
     {"keys", required_argument, 0, 'k'},
@@ -196,6 +200,9 @@ static int parse_args(int argc, char **argv, struct bench_config *cfg) {
             break;
         case OPT_STALL:
             if (parse_double(optarg, &cfg->stall) < 0 || cfg->stall <= 0) BAD("bad --stall");
+            break;
+        case OPT_TLS:
+            cfg->tls = true;
             break;
         case OPT_IO:
             if (strcmp(optarg, "uring") != 0 && strcmp(optarg, "epoll") != 0)
@@ -511,9 +518,18 @@ int main(int argc, char **argv) {
 
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct bench_shared sh = {.progress = cfg.progress > 0};
+    if (cfg.tls && cfg.uring) {
+        fprintf(stderr, "cellar-bench: --tls takes --io epoll\n");
+        return 2;
+    }
     int gai = getaddrinfo(cfg.host, cfg.port, &hints, &sh.addr);
     if (gai != 0) {
         fprintf(stderr, "cellar-bench: %s:%s: %s\n", cfg.host, cfg.port, gai_strerror(gai));
+        return 1;
+    }
+    if (cfg.tls && (sh.tls = bench_tls_ctx()) == NULL) {
+        fprintf(stderr, "cellar-bench: out of memory\n");
+        freeaddrinfo(sh.addr);
         return 1;
     }
     char *value = malloc(cfg.wl.vmax ? cfg.wl.vmax : 1);
@@ -565,5 +581,6 @@ int main(int argc, char **argv) {
     free(run.h);
     free(value);
     freeaddrinfo(sh.addr);
+    bench_tls_ctx_free(sh.tls);
     return rc;
 }

@@ -54,6 +54,7 @@ static int pool_build(struct bench_thread *t);
 
 struct bconn {
     int fd;
+    void *tls;                      /* --tls: its session (tls.c) */
     bool dead, want_write;
     bool ur_recv, ur_send, ur_queued;   /* --io uring: receive armed, send in the kernel, queued */
     char *rbuf;
@@ -86,6 +87,8 @@ static void conn_kill(struct bench_thread *t, struct bconn *c, const char *why) 
     if (t->ur != NULL)
         ur_cancel(t, c);
     evloop_del(t->loop, c->fd);
+    bench_tls_close(c->tls);
+    c->tls = NULL;
     close(c->fd);
     c->fd = -1;
     c->dead = true;
@@ -108,6 +111,14 @@ static int conn_open(struct bench_thread *t, struct bconn *c) {
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (t->sh->tls != NULL) {
+        char why[200];
+        if ((c->tls = bench_tls_connect(t->sh->tls, fd, why, sizeof(why))) == NULL) {
+            fail(t, "%s", why);
+            close(fd);
+            return -1;
+        }
+    }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     c->fd = fd;
     if (evloop_add(t->loop, fd, EV_READ, c) < 0) {
@@ -169,6 +180,7 @@ void bench_thread_teardown(struct bench_thread *t) {
     if (t->conns) {
         for (unsigned i = 0; i < t->cfg->conns; i++) {
             struct bconn *c = &t->conns[i];
+            bench_tls_close(c->tls);
             if (c->fd >= 0)
                 close(c->fd);
             free(c->rbuf);
@@ -367,7 +379,8 @@ static bool issue_one(struct bench_thread *t, struct bconn *c, uint64_t now) {
 /* Writes what wbuf holds; waits for EPOLLOUT only when the socket is full. */
 static void conn_flush(struct bench_thread *t, struct bconn *c) {
     while (c->woff < c->wlen) {
-        ssize_t n = write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
+        ssize_t n = c->tls ? bench_tls_write(c->tls, c->wbuf + c->woff, c->wlen - c->woff)
+                           : write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
         if (n > 0) {
             c->woff += (size_t)n;
             continue;
@@ -496,7 +509,20 @@ static unsigned conn_parse(struct bench_thread *t, struct bconn *c, uint64_t now
 static unsigned conn_read(struct bench_thread *t, struct bconn *c, uint64_t now) {
     if (!rbuf_room(t, c, 4096))
         return 0;
-    ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+    ssize_t n;
+    if (c->tls != NULL) {           /* every record in hand: the socket will not say so again */
+        size_t got = 0;
+        while ((n = bench_tls_read(c->tls, c->rbuf + c->rlen, c->rcap - c->rlen)) > 0) {
+            c->rlen += (size_t)n;
+            got += (size_t)n;
+            if (!rbuf_room(t, c, 4096))
+                return 0;
+        }
+        if (got > 0)
+            return conn_parse(t, c, now);
+    } else {
+        n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+    }
     if (n <= 0) {
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
             return 0;
