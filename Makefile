@@ -53,7 +53,7 @@ $(B)/obj/%.o: src/%.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(B)/cellard: $(B)/obj/server/main.o $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(libs_net) $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(libs_server) $(LDLIBS)
 
 # cellar-router: the network core below, libcellar's routes behind.
 ROUTER_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(wildcard src/router/*.c))
@@ -172,7 +172,7 @@ install: programs lib
 # tree (its tracked and unignored files) in $(B)/deb/cellar, so the .debs, .changes
 # and .buildinfo land in $(B)/deb; then lintian, which fails it on an error.  Installs
 # the tools it needs when missing; never part of make test.
-DEB_PKGS := debhelper dpkg-dev fakeroot lintian libjansson-dev liburing-dev libssl-dev libpq-dev
+DEB_PKGS := debhelper dpkg-dev fakeroot lintian libjansson-dev liburing-dev libssl-dev libpq-dev libsasl2-dev
 DEBDIR   := $(B)/deb
 .PHONY: deb
 deb:
@@ -262,10 +262,11 @@ deps_net      := $(NET_A) $(PROTOCOL_A) $(CORE_A)
 deps_server   := $(SERVER_A) $(NET_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
 deps_squeal   := $(SQUEAL_A)
 # System libraries a layer's archive needs (the client's JSON configuration and
-# its io_uring connections; the network core's io_uring back end and TLS).
+# its io_uring connections; the network core's io_uring back end and TLS; the
+# server's SASL authentication, -S).
 libs_client   := -ljansson -luring -lssl -lcrypto
 libs_net      := -luring -lssl -lcrypto
-libs_server   := $(libs_net)
+libs_server   := $(libs_net) -lsasl2
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRC))
 unit-bins: $(UNIT_BINS)
@@ -286,10 +287,11 @@ run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
 
 # Packages the build (libjansson-dev: libcellar's JSON configuration; libssl-dev: TLS; liburing-dev: the
-# network core's io_uring back end) and the tests need, from Debian.
+# network core's io_uring back end; libsasl2-dev: cellard -S) and the tests need, from Debian
+# (sasl2-bin's saslpasswd2 and libsasl2-modules' PLAIN and CRAM-MD5: test_sasl.py).
 TEST_PKGS := memcached python3-pymemcache python3-pylibmc libmemcached-tools iproute2 libjansson-dev liburing-dev libssl-dev openssl \
              python3-pytest python3-pytest-timeout python3-pytest-xdist postgresql-15 libpq-dev \
-             groff-base systemd python3-prometheus-client
+             groff-base systemd python3-prometheus-client libsasl2-dev sasl2-bin libsasl2-modules
 deps:
 	@missing=$$(for p in $(TEST_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

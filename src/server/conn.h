@@ -31,6 +31,7 @@
 #include "storage/engine.h"
 
 struct mc_ctx;
+struct sasl_session;
 
 /* A string literal as (pointer, length), for out_copy() and friends. */
 #define S(lit) lit, sizeof(lit) - 1
@@ -59,8 +60,9 @@ struct conn {
     bool proto_known;               /* the first byte has been seen */
     bool is_udp;                    /* a worker's UDP socket, not a stream */
     bool binary;                    /* speaks the binary protocol */
-    bool authed;                    /* -Y: passed its authentication (auth.c) */
+    bool authed;                    /* -Y or -S: passed its authentication (auth.c, sasl.c) */
     uint32_t auth_need;             /* -Y: the token's bytes awaited, with its \r\n (0: a line) */
+    struct sasl_session *sasl;      /* -S: its SASL exchange (sasl.c); NULL before the first */
     uint16_t udp_reqid;             /* UDP: request id of the datagram in hand */
     size_t pf_end;                  /* rbuf[..pf_end) scanned for keys to prefetch */
 

@@ -39,6 +39,7 @@
 #include "core/httpd.h"
 #include "net/tls.h"
 #include "server/auth.h"
+#include "server/sasl.h"
 #include "server/detail.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -302,9 +303,10 @@ int main(int argc, char **argv) {
         else if (saved.hashpower > ec.hashpower_init)
             ec.hashpower_init = saved.hashpower;
     }
-    /* before the engine: a bad certificate or password file stops cellard with nothing made */
+    /* before the engine: a bad certificate, SASL setup or password file stops cellard with
+       nothing made */
     struct net_tls *tls = NULL;
-    struct auth *auth = NULL;
+    struct authfile *auth = NULL;
     /* -Z: the TLS context, its certificates read now (memcached stops on a bad one) */
     if (cfg.ssl_enabled) {
         const struct net_tls_config tc = {
@@ -319,10 +321,20 @@ int main(int argc, char **argv) {
             return 64;  /* EX_USAGE, as memcached */
         }
     }
-    /* -Y: the user:password file, read again at SIGHUP */
-    if (cfg.auth_file != NULL && (auth = auth_open(cfg.auth_file, err, sizeof(err))) == NULL) {
+    /* -S: Cyrus SASL, its configuration read (memcached stops when it finds none) */
+    struct server srv;
+    memset(&srv, 0, sizeof(srv));
+    atomic_store(&srv.verbose, cfg.verbose);
+    if (cfg.sasl && (srv.sasl = sasl_open(&srv.verbose, err, sizeof(err))) == NULL) {
         fprintf(stderr, "%s\n", err);
         net_tls_destroy(&tls);
+        return 1;
+    }
+    /* -Y: the user:password file, read again at SIGHUP */
+    if (cfg.auth_file != NULL && (auth = authfile_open(cfg.auth_file, err, sizeof(err))) == NULL) {
+        fprintf(stderr, "%s\n", err);
+        net_tls_destroy(&tls);
+        sasl_close(&srv.sasl);
         return 1;
     }
     struct engine *engine = engine_create(&ec, err, sizeof(err));
@@ -346,8 +358,6 @@ int main(int argc, char **argv) {
                     dropped);
     }
 
-    struct server srv;
-    memset(&srv, 0, sizeof(srv));
     srv.cfg = &cfg;
     srv.engine = engine;
     srv.nworkers = cfg.num_threads;
@@ -465,7 +475,7 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "Signal handled: %s.\n", strsignal((int)si.ssi_signo));
                     /* memcached's SIGHUP: the authentication file read again */
                     if (si.ssi_signo == SIGHUP) {
-                        if (srv.auth != NULL && !auth_reload(srv.auth, err, sizeof(err)))
+                        if (srv.auth != NULL && !authfile_reload(srv.auth, err, sizeof(err)))
                             fprintf(stderr, "%s; keeping the one read before\n", err);
                         continue;
                     }
@@ -503,7 +513,8 @@ stop:
     watch_free(&srv);
     engine_destroy(&srv.engine);
     detail_free(&srv);
-    auth_free(&srv.auth);
+    authfile_free(&srv.auth);
+    sasl_close(&srv.sasl);
     net_tls_destroy(&srv.net.tls);
     pthread_mutex_destroy(&srv.stats_lock);
     pthread_mutex_destroy(&srv.tune_lock);

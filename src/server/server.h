@@ -29,7 +29,8 @@
 
 struct worker;
 struct detail;
-struct auth;
+struct authfile;
+struct sasl;
 struct watch_hub;
 
 struct server {
@@ -53,7 +54,8 @@ struct server {
     atomic_bool accepting;
     _Atomic uint64_t reset_time;
     pthread_mutex_t stats_lock;     /* stats reset vs. readers */
-    struct auth *auth;              /* -Y: the user:password table (auth.c); NULL: none */
+    struct authfile *auth;          /* -Y: the user:password table; NULL: none */
+    struct sasl *sasl;              /* -S: Cyrus SASL's setup (sasl.c); NULL: none */
 };
 
 /*

@@ -238,13 +238,6 @@ static int opt_item_size(struct parse *p, const char *a) {
     return 0;
 }
 
-/* A memcached built without SASL answers -S so; so do we. */
-static int opt_sasl(struct parse *p, const char *a) {
-    (void)a;
-    fprintf(p->err, "This server is not built with SASL support.\n");
-    return SETTINGS_EX_USAGE;
-}
-
 /* ASCII authentication: the file is read once the options are (main.c, auth.c). */
 static int opt_auth_file(struct parse *p, const char *a) {
     return settings_str_set(p, &p->s->auth_file, a);
@@ -346,8 +339,8 @@ const struct opt settings_opts[] = {
     {'I', "max-item-size", required_argument, "<num>",
      "adjusts max item size\n"
      "(default: %s, min: 1k, max: 1024m)", F_ISIZE, FIELD(item_size_max), opt_item_size, 0},
-    {'S', "enable-sasl", no_argument, NULL,
-     "turn on Sasl authentication (not supported: refused)", F_NONE, 0, opt_sasl, 0},
+    {'S', "enable-sasl", no_argument, NULL, "turn on Sasl authentication", F_NONE, FIELD(sasl),
+     NULL, OPT_TRUE},
     {'F', "disable-flush-all", no_argument, NULL,
      "disable flush_all command", F_NONE, FIELD(flush_enabled), NULL, OPT_FALSE},
     {'X', "disable-dumping", no_argument, NULL,

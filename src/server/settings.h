@@ -15,9 +15,6 @@
  * Deliberate differences from memcached, each for a reason:
  *   - cellard listens on 127.0.0.1 unless -l says otherwise (memcached: all
  *     interfaces), so a fresh server is not open to the network.
- *   - -S (SASL) is refused the way a memcached built without it refuses
- *     it: accepting it and running without the security the operator
- *     asked for would be worse than not starting.
  *   - Options cellard accepts but does not act on yet print one warning
  *     line each; `-h` marks them.
  *   - Numbers are read like memcached reads them (atoi: leading digits,
@@ -173,7 +170,7 @@ struct settings {
     /* Commands and access (-A -F -S -Y). */
     bool shutdown_command;      /* -A */
     bool flush_enabled;         /* false with -F */
-    bool sasl;                  /* -S; refused, kept for `stats settings` */
+    bool sasl;                  /* -S: binary-protocol SASL authentication (sasl.c) */
     const char *auth_file;      /* -Y: the user:password file (auth.c); NULL: none */
 
     /* TLS (-Z, -o ssl_*: net/tls.h's settings, in memcached's units). */

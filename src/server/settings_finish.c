@@ -114,6 +114,21 @@ int settings_finish(struct parse *p) {
     if (s->storage_seg && (s->evict_policy == settings_default_policy ||
                            s->evict_policy == settings_flat_policy))
         s->evict_policy = settings_seg_policy;
+    /* SASL authentication speaks binary alone (-S alone makes it so), and not over UDP,
+       which has no connection to be authenticated (memcached's words and order: before
+       -Y's checks, so -S -Y without -B ends up ASCII, as memcached does) */
+    if (s->sasl) {
+        if (!p->protocol_specified) {
+            s->binding_protocol = SETTINGS_PROTO_BINARY;
+        } else if (s->binding_protocol != SETTINGS_PROTO_BINARY) {
+            fprintf(err, "ERROR: You cannot allow the ASCII protocol while using SASL.\n");
+            return SETTINGS_EX_USAGE;
+        }
+        if (s->udpport != 0) {
+            fprintf(err, "ERROR: Cannot enable UDP while using binary SASL authentication.\n");
+            return SETTINGS_EX_USAGE;
+        }
+    }
     /* With only -U given (and not -U 0), TCP listens on the same port, as in memcached. */
     if (p->udp_specified && s->udpport != 0 && !p->tcp_specified)
         s->port = s->udpport;

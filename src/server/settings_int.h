@@ -59,7 +59,7 @@ struct parse {
     FILE *err;
     bool tcp_specified;         /* -p given: -U alone also sets the TCP port */
     bool udp_specified;
-    bool protocol_specified;    /* -B given: -Y refuses anything but ascii */
+    bool protocol_specified;    /* -B given: -S refuses anything but binary, -Y but ascii */
     bool chunk_changed;         /* slab_chunk_max given: -I > 1m keeps it */
     char *slab_sizes;           /* -o slab_sizes, checked once -n is known */
     int todo[MAX_OPTS + MAX_SUBS]; /* options given that we do not act on */

@@ -28,6 +28,7 @@
 #include "server/ctx.h"
 #include "server/dispatch.h"
 #include "server/dump.h"
+#include "server/sasl.h"
 #include "server/server.h"
 #include "server/udp.h"
 #include "server/watch.h"
@@ -44,6 +45,7 @@ static void conn_release(struct net_conn *nc) {
         engine_item_unref(c->ctx->engine, c->nitem);
     watch_detach(c);
     dump_free(c);
+    sasl_conn_end(c);
     conn_pf_forget(c);
     free(c->mpend);
     if (c->is_udp) {
@@ -118,6 +120,8 @@ static bool conn_process_bin(struct conn *c) {
         conn_set_state(c, CONN_CLOSING);    /* read_buf_mem_limit spent: memcached closes */
         return true;
     }
+    if (c->ctx->cfg->sasl && sasl_bin(c, &req, r))
+        return true;                        /* -S: SASL's requests, or refused before them */
     if (r == MC_PARSE_ERROR)
         dispatch_bin_error(c, &req);
     else
@@ -242,7 +246,9 @@ static enum rare_next conn_process_rare(struct conn *c, int st, int *budget) {
     if (st == CONN_NREAD) {
         if (!conn_nread_rbuf(c))
             return RARE_STOP;
-        if (c->binary)
+        if (c->binary && sasl_reading(c))
+            sasl_nread_done(c);
+        else if (c->binary)
             dispatch_bin_nread_done(c);
         else if (c->nmeta)
             dispatch_meta_nread_done(c);
@@ -261,7 +267,7 @@ static enum rare_next conn_process_rare(struct conn *c, int st, int *budget) {
         return RARE_STOP;
     }
     if (!c->proto_known) {
-        struct auth *a = c->ctx->srv->auth;
+        struct authfile *a = c->ctx->srv->auth;
         if (a != NULL && !c->authed && !c->is_udp) {
             /* -Y: nothing but the authentication until it passed (auth.c) */
             if (!auth_step(c, a)) {
