@@ -199,6 +199,7 @@ void cl_config_free(struct cellar_config *cfg) {
     }
     for (unsigned i = 0; i < cfg->npools; i++) {
         free(cfg->pools[i].name);
+        free(cfg->pools[i].auth);
         ring_destroy(&cfg->pools[i].ring);
     }
     route_set_destroy(&cfg->routes);

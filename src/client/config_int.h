@@ -48,6 +48,8 @@ struct cl_pool {
     uint32_t spool_ops;         /* bit (1 << op): failed ones go to the server's spool
                                    (a handle with one): MSG_DELETE unless "spool" says */
     bool tls;                   /* mcrouter's "use_ssl": its connections speak TLS */
+    char *auth;                 /* our "auth": "user password", the token a server with
+                                   memcached's -Y wants first; NULL: none */
 };
 
 /* The client context of a configuration's TLS pools (tls.c); opt NULL: the defaults. */

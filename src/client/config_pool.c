@@ -24,7 +24,7 @@
 #define POOL_KEYS                                                                    \
     "servers weights protocol server_timeout hash connect_timeout tko_timeouts "     \
     "probe_min_ms probe_max_ms udp spool keep_routing_prefix pool_locality port_override " \
-    "failure_domains use_ssl"
+    "failure_domains use_ssl auth"
 
 /* The per-pool settings that override opt's: protocol, hash and the ms. */
 static int pool_options(struct rb *b, json_t *obj, struct cellar_options *po) {
@@ -365,6 +365,22 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         rb_path_key(b, "use_ssl");
         rc = rb_fail(b, "TLS and UDP gets together: a datagram has no TLS");
     }
+    json_t *auth = json_object_get(obj, "auth");
+    char *token = NULL;
+    if (rc == 0 && auth) {
+        rb_path_key(b, "auth");
+        json_t *u = json_object_get(auth, "user"), *pw = json_object_get(auth, "password");
+        const char *proto = po.protocol ? po.protocol : "ascii";
+        if (!json_is_object(auth) || json_object_size(auth) != 2 || !json_is_string(u) ||
+            !json_is_string(pw))
+            rc = rb_fail(b, "expected {\"user\": STRING, \"password\": STRING}");
+        else if (strcmp(proto, "ascii") != 0 && strcmp(proto, "text") != 0)
+            rc = rb_fail(b, "memcached's authentication is a text set: protocol ascii or text");
+        else if (strpbrk(json_string_value(u), " \r\n") || strpbrk(json_string_value(pw), " \r\n"))
+            rc = rb_fail(b, "a user or password holds a space or a line break");
+        else if (asprintf(&token, "%s %s", json_string_value(u), json_string_value(pw)) < 0)
+            rc = rb_nomem(b), token = NULL;
+    }
     json_t *locality = json_object_get(obj, "pool_locality");   /* mcrouter's stats only */
     if (rc == 0 && locality && !json_is_string(locality)) {
         rb_path_key(b, "pool_locality");
@@ -386,6 +402,8 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
             b->cfg->pools[i].spool_ops = spool_ops;
             b->cfg->pools[i].keep_prefix = json_is_true(keep);
             b->cfg->pools[i].tls = json_is_true(use_ssl);
+            b->cfg->pools[i].auth = token;
+            token = NULL;
             for (size_t k = 0; domains && k < n; k++)
                 b->cfg->servers[b->cfg->pools[i].first + k].failure_domain = domains[k];
             if (routes) {
@@ -398,6 +416,7 @@ int cl_json_add_pool(struct rb *b, const char *name, json_t *obj, bool inline_po
         json_decref(routes[k]);
     free(routes);
     free(domains);
+    free(token);
     for (size_t i = 0; i < n; i++)
         free(entries[i]);
     free(entries);

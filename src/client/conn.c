@@ -207,6 +207,16 @@ static void probe_done(struct cl_req *q, int status, const struct msg_reply *r) 
 
 static bool rbuf_room(struct cl_conn *c);
 
+/* The token's answer: STORED lets the connection in; else the server says so to each request. */
+static void auth_done(struct cl_req *q, int status, const struct msg_reply *r) {
+    struct cl_conn *c = q->arg;
+    (void)r;
+    c->auth_queued = false;
+    if (status != CELLAR_OK && status != CELLAR_ECLOSED && status != CELLAR_ETIMEDOUT)
+        snprintf(c->h->last_error.text, sizeof(c->h->last_error.text),
+                 "%s: authentication refused", c->srv->name);
+}
+
 static void connected(struct cl_conn *c, uint64_t now) {
     if (c->pool->tls) {             /* the handshake first, within the connect timeout */
         int want = 0, r = cl_tls_handshake(c, &want);
@@ -221,6 +231,13 @@ static void connected(struct cl_conn *c, uint64_t now) {
     }
     c->state = CL_CONN_UP;
     publish(c);
+    if (c->pool->auth != NULL && !c->auth_queued) {     /* memcached's -Y: the token first */
+        c->auth = (struct cl_req){.m = {.op = MSG_SET, .key = {"auth", 4},
+                                        .value = {c->pool->auth, strlen(c->pool->auth)}},
+                                  .done = auth_done, .arg = c};
+        c->auth_queued = true;
+        cl_queue_push_front(&c->waiting, &c->auth);
+    }
     if (c->h->ring) {               /* the ring's from now on: one receive always out */
         evloop_del(c->h->loop, c->fd);
         c->events = 0;

@@ -49,6 +49,15 @@ static inline void cl_queue_push(struct cl_queue *qu, struct cl_req *q) {
     cl_gauge_add(qu->gauge, 1);
 }
 
+static inline void cl_queue_push_front(struct cl_queue *qu, struct cl_req *q) {
+    q->next = qu->head;
+    qu->head = q;
+    if (qu->tail == NULL)
+        qu->tail = q;
+    qu->n++;
+    cl_gauge_add(qu->gauge, 1);
+}
+
 static inline struct cl_req *cl_queue_pop(struct cl_queue *qu) {
     struct cl_req *q = qu->head;
     if (q) {
@@ -117,6 +126,8 @@ struct cl_conn {
     uint64_t probe_at_ns;       /* down: when the next probe starts */
     int probe_backoff_ms;
     struct cl_req probe;        /* the probe's version request */
+    struct cl_req auth;         /* a pool's "auth": the token, first on each connection */
+    bool auth_queued;           /* ... waiting or sent, not yet answered */
     uint32_t next_opaque;
     int events;                 /* what the loop watches the socket for (EV_*) */
     bool in_pump;               /* on the handle's pump list */

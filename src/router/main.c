@@ -75,6 +75,8 @@ static void usage(FILE *f) {
             "                          --server-pem-ca-path=FILE (the clients' CAs:\n"
             "                          a certificate a client gives is checked) and\n"
             "                          --ssl-require-peer-certs (a client must give one)\n"
+            "  --auth-file=FILE        clients authenticate first, as cellard's -Y (memcached's\n"
+            "                          user:password file and token), read again at SIGHUP\n"
             "  --pem-ca-path=FILE      TLS toward the pools with \"use_ssl\": the CAs a\n"
             "                          backend's certificate may come from (default: the\n"
             "                          system's; its name is checked too)\n"
@@ -203,6 +205,7 @@ int main(int argc, char **argv) {
         {"server-pem-key-path", required_argument, NULL, 'j' | OPTIONS_LONG_ONLY},
         {"server-pem-ca-path", required_argument, NULL, 'y' | OPTIONS_LONG_ONLY},
         {"ssl-require-peer-certs", no_argument, NULL, 'z' | OPTIONS_LONG_ONLY},
+        {"auth-file", required_argument, NULL, 'u' | OPTIONS_LONG_ONLY},
         {"pem-ca-path", required_argument, NULL, 'g' | OPTIONS_LONG_ONLY},
         {"pem-cert-path", required_argument, NULL, 'i' | OPTIONS_LONG_ONLY},
         {"pem-key-path", required_argument, NULL, 'm' | OPTIONS_LONG_ONLY},
@@ -236,6 +239,7 @@ int main(int argc, char **argv) {
                *config_params = NULL, *runtime_vars = NULL, *ssl_ports = NULL;
     struct net_tls_config tls = {.keyformat = 1, .min_version = 2};  /* PEM, TLS 1.2 */
     struct cellar_tls backend_tls = {0};
+    const char *auth_file = NULL;
     bool invalid_to_default = false, enable_flush = false, enable_shutdown = false;
     bool only_gets = false, asynclog_off = false, mcrouter_errors = false;
     long big_value = 0, big_batch = 0;
@@ -304,6 +308,7 @@ int main(int argc, char **argv) {
         case 'j': tls.key = optarg; break;
         case 'y': tls.ca_cert = optarg; break;
         case 'z': tls.verify_mode = 2; break;
+        case 'u': auth_file = optarg; break;
         case 'g': backend_tls.ca_file = optarg; break;
         case 'i': backend_tls.cert_file = optarg; break;
         case 'm': backend_tls.key_file = optarg; break;
@@ -391,6 +396,13 @@ int main(int argc, char **argv) {
     rt.config_params = config_params;
     rt.runtime_vars_path = runtime_vars;
     rt.backend_tls = backend_tls;
+    if (auth_file != NULL) {
+        char why[512];
+        if ((rt.auth = authfile_open(auth_file, why, sizeof(why))) == NULL) {
+            fprintf(stderr, "cellar-router: --auth-file: %s\n", why);
+            return 64;
+        }
+    }
     rt.send_invalid_route_to_default = invalid_to_default;
     rt.enable_flush = enable_flush;
     rt.enable_shutdown = enable_shutdown;
@@ -544,8 +556,13 @@ int main(int argc, char **argv) {
             if (ev[i].ptr == &sfd) {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-                    if (si.ssi_signo == SIGHUP)
+                    if (si.ssi_signo == SIGHUP) {
                         reload(&rt, "SIGHUP");
+                        char why[512];
+                        if (rt.auth != NULL && !authfile_reload(rt.auth, why, sizeof(why)))
+                            fprintf(stderr, "cellar-router: --auth-file: %s; keeping the one "
+                                            "read before\n", why);
+                    }
                     else
                         atomic_store(&rt.net.stop, true);
                 }
@@ -580,6 +597,7 @@ int main(int argc, char **argv) {
     free(rt.workers);
     free(rt.net.workers);
     net_tls_destroy(&rt.net.tls);
+    authfile_free(&rt.auth);
     cellar_config_release(&rt.cfg);
     cellar_spool_close(&rt.spool);
     pthread_mutex_destroy(&rt.cfg_lock);

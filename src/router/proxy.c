@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "protocol/mc_auth.h"
 #include "protocol/mc_bin.h"
 #include "protocol/mc_meta.h"
 #include "protocol/mc_mcr.h"
@@ -92,6 +93,8 @@ struct rconn {
     struct net_conn net;
     struct rworker *w;
     bool proto_known, binary;
+    bool authed;                    /* --auth-file: passed its authentication */
+    uint32_t auth_need;             /* --auth-file: the token's bytes awaited (mc_auth.h) */
     bool in_process;                /* conn_process() is on the stack: answer, do not flush */
     bool resume;                    /* a barrier fell: take the requests read meanwhile */
     bool closing;                   /* close once everything before is answered */
@@ -1090,6 +1093,38 @@ static enum take take_bin(struct rconn *c) {
  * net's process(): takes every whole request from rbuf while the queue
  * has room, then writes what is answered.
  */
+/*
+ * --auth-file: memcached's ASCII authentication before anything else, as
+ * cellard's -Y (protocol/mc_auth.h): every line answered in order.
+ */
+static enum take take_auth(struct rconn *c) {
+    struct mc_auth st = {c->auth_need};
+    struct mc_span answer, user, pass;
+    size_t used = 0;
+    enum mc_auth_step r = mc_auth_parse(&st, c->net.rbuf + c->net.rstart,
+                                        c->net.rend - c->net.rstart, &used, &answer, &user,
+                                        &pass);
+    c->auth_need = st.need;
+    c->net.rstart += used;
+    switch (r) {
+    case MC_AUTH_MORE:
+        return NEED_MORE;
+    case MC_AUTH_CLOSE:
+        c->closing = true;          /* junk: hung up once what came before is answered */
+        return STOP;
+    case MC_AUTH_ANSWER:
+        return answer_local(c, RP_TEXT, answer.p, answer.len) ? TAKEN : STOP;
+    case MC_AUTH_TOKEN:
+        break;
+    }
+    c->authed = authfile_check(c->w->rt->auth, user.p, user.len, pass.p, pass.len);
+    RSTAT_ADD(c->w->st.auth_cmds, 1);
+    if (!c->authed)
+        RSTAT_ADD(c->w->st.auth_errors, 1);
+    const char *a = c->authed ? MC_AUTH_OK : MC_AUTH_FAILED;
+    return answer_local(c, RP_TEXT, a, strlen(a)) ? TAKEN : STOP;
+}
+
 static bool conn_process(struct net_conn *nc) {
     struct rconn *c = (struct rconn *)nc;
     if (c->net.paused && !may_take(c))
@@ -1106,15 +1141,15 @@ again:
             net_conn_pause(&c->net, true);
             break;
         }
-        if (!c->proto_known) {
-            c->binary = (unsigned char)c->net.rbuf[c->net.rstart] == MC_BIN_REQ_MAGIC;
-            c->proto_known = true;
-        }
         enum take t;
-        if (c->binary) {
-            t = take_bin(c);
+        if (c->w->rt->auth != NULL && !c->authed) {
+            t = take_auth(c);       /* lines, whatever the first byte */
         } else {
-            t = take_text(c);
+            if (!c->proto_known) {
+                c->binary = (unsigned char)c->net.rbuf[c->net.rstart] == MC_BIN_REQ_MAGIC;
+                c->proto_known = true;
+            }
+            t = c->binary ? take_bin(c) : take_text(c);
         }
         if (t != TAKEN)
             break;

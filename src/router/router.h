@@ -35,6 +35,7 @@
 #include "client/route_api.h"
 #include "core/clock.h"
 #include "core/httpd.h"
+#include "core/authfile.h"
 #include "net/listener.h"
 #include "net/tls.h"
 #include "net/worker.h"
@@ -66,6 +67,8 @@
     X(client_errors, "client_errors", NULL, "Keys of those answered CLIENT_ERROR", 0)       \
     X(remote_errors, "remote_errors", NULL, "Keys of those answered SERVER_ERROR (a server, an ErrorRoute)", 0) \
     X(local_errors, "local_errors", NULL, "Requests the router refused itself (bad syntax)", 0) \
+    X(auth_cmds, "auth_cmds", NULL, "Authentication tokens checked (--auth-file)", 0)       \
+    X(auth_errors, "auth_errors", NULL, "Authentication tokens refused (--auth-file)", 0)    \
     X(clients_throttled, "clients_throttled", NULL,                                         \
       "Times a client was not read from: its answers unread, or over --client-max-bytes", 0) \
     X(clients_closed_slow, "clients_closed_slow", NULL,                                     \
@@ -129,6 +132,7 @@ struct router {
     const char *route_prefix;       /* -R: the default routing prefix */
     const char *config_params;      /* --config-params: the config's %NAME%s */
     const char *runtime_vars_path;  /* --runtime-vars-file: shadows' runtime variables */
+    struct authfile *auth;          /* --auth-file: clients authenticate first; NULL: none */
     struct cellar_tls backend_tls;  /* --pem-ca-path, --pem-cert-path, --pem-key-path: TLS
                                        toward the pools with "use_ssl" */
     bool enable_flush;              /* --enable-flush-cmd: flush_all is sent on, not refused */

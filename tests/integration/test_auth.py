@@ -146,3 +146,66 @@ def test_options_refused_as_memcached_refuses_them(authfile):
             assert rcs[0][0] == rcs[1][0] != 0, (extra, rcs)
     finally:
         os.unlink(bad)
+
+
+def test_router_clients_authenticate_first(authfile):
+    """cellar-router --auth-file: an unauthenticated client gets nothing but
+    memcached's refusals, and nothing it sends reaches a backend; once in,
+    it is served.  SIGHUP reads the file again."""
+    import json
+    from router_util import Router, backend
+    with backend("be") as be:
+        cfg = json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, be.port)]}},
+                          "route": "PoolRoute|a"})
+        with Router(cfg, args=["--auth-file", authfile]) as r:
+            got, closed = exchange(r.port, b"set k 0 0 1\r\nv\r\nget k\r\nflush_all\r\n"
+                                           b"stats\r\nversion\r\nmg k v\r\n")
+            # a set is taken for a token ("v": not two words); the rest refused
+            assert got == b"CLIENT_ERROR bad authentication token format\r\n" + \
+                b"CLIENT_ERROR unauthenticated\r\n" * 5, got
+            got, _ = exchange(r.port, b"\x80\x01\x00\x01" + b"\x00" * 20 + b"\r\n")
+            assert got == b"CLIENT_ERROR unauthenticated\r\n", got      # binary: a line too
+            with util.Conn(be.port) as c:
+                c.expect(b"get k\r\n", b"END\r\n")                     # nothing went through
+            got, _ = exchange(r.port, b"set x 0 0 7\r\nfoo bad\r\n")
+            assert got == b"CLIENT_ERROR authentication failure\r\n"
+            with util.Conn(r.port) as c:
+                c.expect(b"set x 0 0 7\r\nfoo bar\r\n", b"STORED\r\n")
+                c.expect(b"set k 0 0 1\r\nv\r\n", b"STORED\r\n")
+                c.expect(b"get k\r\n", b"VALUE k 0 1\r\nv\r\nEND\r\n")
+            st = stats(r.port)          # (authenticates too: the third token)
+            assert (st["auth_cmds"], st["auth_errors"]) == ("3", "1"), st
+            with open(authfile, "w") as f:
+                f.write("other:secret\n")
+            os.kill(r.pid, signal.SIGHUP)
+            wait_for(lambda: exchange(r.port, b"set x 0 0 12\r\nother secret\r\n")[0] ==
+                     b"STORED\r\n", 10, what="the file read again")
+
+
+def test_router_presents_a_token_to_its_backends(authfile):
+    """A pool's "auth": libcellar sends the token first on each connection
+    to a cellard started with -Y; a wrong one leaves every request refused
+    by the server."""
+    import json
+    from router_util import Router
+    with Server(CELLARD, ["-Y", authfile]) as be:
+        def cfg(password):
+            return json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, be.port)],
+                                               "auth": {"user": "foo", "password": password}}},
+                               "route": "PoolRoute|a"})
+        with Router(cfg("bar"), threads=2) as r:
+            with util.Conn(r.port) as c:
+                for i in range(20):
+                    c.expect(b"set r%d 0 0 2\r\nhi\r\n" % i, b"STORED\r\n")
+                c.expect(b"get r7\r\n", b"VALUE r7 0 2\r\nhi\r\nEND\r\n")
+        assert int(stats(be.port)["auth_cmds"]) >= 2      # a connection per worker, and ours
+        with Router(cfg("wrong"), threads=1) as r:
+            with util.Conn(r.port) as c:
+                c.send(b"get r7\r\n")
+                assert c.read_to(b"\r\n") == b"CLIENT_ERROR unauthenticated\r\n"
+        # what a pool cannot say is refused when the configuration is read
+        bad = json.loads(cfg("bar"))
+        bad["pools"]["a"]["protocol"] = "meta"
+        p = subprocess.run([os.environ["CELLAR_ROUTER"], "--config", "/dev/stdin", "-p", "0"],
+                           input=json.dumps(bad), capture_output=True, text=True, timeout=10)
+        assert p.returncode != 0 and "protocol ascii or text" in p.stderr, p.stderr
