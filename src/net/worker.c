@@ -262,11 +262,14 @@ void net_conn_pause(struct net_conn *c, bool pause) {
     }
 }
 
-bool net_conn_flush(struct net_conn *c) {
-    if (c->ring)
-        return net_uring_flush(c);
+/*
+ * A flush on a plain connection (tls false, the function inlined as it
+ * was before TLS) or on a TLS one (tls true: flush_tls(), out of line),
+ * so that the plain path pays one predictable branch for TLS.
+ */
+static inline __attribute__((always_inline)) bool flush_as(struct net_conn *c, bool tls) {
     size_t n = 0;
-    int r = c->tls ? net_tls_flush(c, &n) : out_flush(&c->out, c->fd, &n);
+    int r = tls ? net_tls_flush(c, &n) : out_flush(&c->out, c->fd, &n);
     NET_STAT_ADD(c->w->st->bytes_written, n);
     if (r < 0) {
         net_conn_close(c);
@@ -282,6 +285,18 @@ bool net_conn_flush(struct net_conn *c) {
     }
     conn_want(c, false);
     return true;
+}
+
+__attribute__((noinline)) static bool flush_tls(struct net_conn *c) {
+    return flush_as(c, true);
+}
+
+bool net_conn_flush(struct net_conn *c) {
+    if (c->ring)
+        return net_uring_flush(c);
+    if (__builtin_expect(c->tls != NULL, 0))
+        return flush_tls(c);
+    return flush_as(c, false);
 }
 
 bool net_conn_flush_wait(struct net_conn *c) {
@@ -301,18 +316,23 @@ void net_conn_yield(struct net_conn *c) {
     }
 }
 
-static void conn_on_readable(struct net_conn *c) {
+/*
+ * Reads once into rbuf (or straight to where it belongs) and runs what
+ * came: on a plain connection (tls false, inlined into conn_event() as it
+ * was before TLS) or a TLS one (tls_on_readable(), out of line).
+ */
+static inline __attribute__((always_inline)) void on_readable(struct net_conn *c, bool tls) {
     const struct net_conn_ops *ops = c->w->srv->ops;
     ssize_t r = NET_READ_RBUF;
-    if (c->read_direct && c->rstart == c->rend && c->tls == NULL)
+    if (!tls && c->read_direct && c->rstart == c->rend)
         r = ops->read_direct(c);
     if (r == NET_READ_RBUF) {
         if (!rbuf_make_room(c)) {
             net_conn_close(c);
             return;
         }
-        r = c->tls ? net_tls_read(c, c->rbuf + c->rend, c->rsize - c->rend)
-                   : sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
+        r = tls ? net_tls_read(c, c->rbuf + c->rend, c->rsize - c->rend)
+                : sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
         if (r > 0)
             c->rend += (size_t)r;
     }
@@ -324,7 +344,7 @@ static void conn_on_readable(struct net_conn *c) {
     if (r < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             net_conn_close(c);
-        else if (c->tls_rwant_write)
+        else if (tls && c->tls_rwant_write)
             conn_want(c, true);     /* the handshake writes first: read again once it can */
         return;
     }
@@ -332,11 +352,22 @@ static void conn_on_readable(struct net_conn *c) {
     if (!ops->process(c))
         return;
     net_rbuf_release(c);
-    if (c->tls_more && !c->yielded) {   /* a record's rest is in hand, not in the socket */
+    if (tls && c->tls_more && !c->yielded) {   /* a record's rest is in hand, not in the socket */
         c->yielded = true;
         c->ready_next = c->w->ready;
         c->w->ready = c;
     }
+}
+
+__attribute__((noinline)) static void tls_on_readable(struct net_conn *c) {
+    on_readable(c, true);
+}
+
+static void conn_on_readable(struct net_conn *c) {
+    if (__builtin_expect(c->tls != NULL, 0))
+        tls_on_readable(c);
+    else
+        on_readable(c, false);
 }
 
 /* A stream connection's event: output drained, or input to read. */
@@ -348,10 +379,10 @@ static void conn_event(struct net_handler *h, int events) {
             net_conn_close(c);
         return;
     }
-    if (c->tls_rwant_write) {           /* the handshake could write: read on */
+    if (__builtin_expect(c->tls_rwant_write, 0)) {  /* the handshake could write: read on */
         c->tls_rwant_write = false;
         conn_want(c, false);
-        conn_on_readable(c);
+        tls_on_readable(c);
         return;
     }
     if (c->want_write) {
@@ -434,7 +465,7 @@ void net_worker_after_round(struct net_worker *w) {
         struct net_conn *next = r->ready_next;
         r->yielded = false;
         if (r->tls_more && !r->want_write && !r->paused) {
-            conn_on_readable(r);    /* reads the record's rest, then runs what came */
+            tls_on_readable(r);     /* reads the record's rest, then runs what came */
             r = next;
             continue;
         }
