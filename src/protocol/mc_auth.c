@@ -3,8 +3,9 @@
  */
 #include "protocol/mc_auth.h"
 
-#include <stdbool.h>
 #include <string.h>
+
+#include "core/authfile.h"
 
 #define AUTH_LINE_MAX 2048          /* memcached closes a line this long with no newline */
 #define AUTH_TOKEN_MAX 16384        /* memcached's MAX_AUTH_REQ_LEN */
@@ -83,4 +84,18 @@ enum mc_auth_step mc_auth_parse(struct mc_auth *st, const char *buf, size_t len,
     *user = w[0];
     *pass = w[1];
     return MC_AUTH_TOKEN;
+}
+
+enum mc_auth_step mc_auth_step(struct mc_auth *st, const char *buf, size_t len, size_t *used,
+                               struct authfile *table, struct mc_span *answer, bool *checked,
+                               bool *passed) {
+    struct mc_span user, pass;
+    enum mc_auth_step r = mc_auth_parse(st, buf, len, used, answer, &user, &pass);
+    *checked = *passed = false;
+    if (r != MC_AUTH_TOKEN)
+        return r;
+    *checked = true;
+    *passed = authfile_check(table, user.p, user.len, pass.p, pass.len);
+    *answer = *passed ? SPAN(MC_AUTH_OK) : SPAN(MC_AUTH_FAILED);
+    return MC_AUTH_ANSWER;
 }

@@ -19,6 +19,7 @@
 #ifndef CELLAR_PROTOCOL_MC_AUTH_H
 #define CELLAR_PROTOCOL_MC_AUTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,5 +47,17 @@ enum mc_auth_step {
 enum mc_auth_step mc_auth_parse(struct mc_auth *st, const char *buf, size_t len, size_t *used,
                                 struct mc_span *answer, struct mc_span *user,
                                 struct mc_span *pass);
+
+struct authfile;
+
+/*
+ * mc_auth_parse() with the token checked against table (core/authfile.h):
+ * every answer, the token's too (MC_AUTH_OK or _FAILED), comes back as
+ * MC_AUTH_ANSWER; *checked says a token was checked, *passed that it was
+ * a pair of the table.
+ */
+enum mc_auth_step mc_auth_step(struct mc_auth *st, const char *buf, size_t len, size_t *used,
+                               struct authfile *table, struct mc_span *answer, bool *checked,
+                               bool *passed);
 
 #endif

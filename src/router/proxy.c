@@ -1099,30 +1099,24 @@ static enum take take_bin(struct rconn *c) {
  */
 static enum take take_auth(struct rconn *c) {
     struct mc_auth st = {c->auth_need};
-    struct mc_span answer, user, pass;
+    struct mc_span answer;
     size_t used = 0;
-    enum mc_auth_step r = mc_auth_parse(&st, c->net.rbuf + c->net.rstart,
-                                        c->net.rend - c->net.rstart, &used, &answer, &user,
-                                        &pass);
+    bool checked, passed;
+    enum mc_auth_step r = mc_auth_step(&st, c->net.rbuf + c->net.rstart,
+                                       c->net.rend - c->net.rstart, &used, c->w->rt->auth,
+                                       &answer, &checked, &passed);
     c->auth_need = st.need;
     c->net.rstart += used;
-    switch (r) {
-    case MC_AUTH_MORE:
+    if (r == MC_AUTH_MORE)
         return NEED_MORE;
-    case MC_AUTH_CLOSE:
+    if (r == MC_AUTH_CLOSE) {
         c->closing = true;          /* junk: hung up once what came before is answered */
         return STOP;
-    case MC_AUTH_ANSWER:
-        return answer_local(c, RP_TEXT, answer.p, answer.len) ? TAKEN : STOP;
-    case MC_AUTH_TOKEN:
-        break;
     }
-    c->authed = authfile_check(c->w->rt->auth, user.p, user.len, pass.p, pass.len);
-    RSTAT_ADD(c->w->st.auth_cmds, 1);
-    if (!c->authed)
-        RSTAT_ADD(c->w->st.auth_errors, 1);
-    const char *a = c->authed ? MC_AUTH_OK : MC_AUTH_FAILED;
-    return answer_local(c, RP_TEXT, a, strlen(a)) ? TAKEN : STOP;
+    RSTAT_ADD(c->w->st.auth_cmds, checked);
+    RSTAT_ADD(c->w->st.auth_errors, checked && !passed);
+    c->authed = passed;
+    return answer_local(c, RP_TEXT, answer.p, answer.len) ? TAKEN : STOP;
 }
 
 static bool conn_process(struct net_conn *nc) {
