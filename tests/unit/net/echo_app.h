@@ -277,7 +277,7 @@ static inline int app_connect_with(struct app *a, int sndbuf, const void *data, 
     struct sockaddr_storage peer = {.ss_family = AF_UNIX};
     atomic_fetch_add(&a->srv.curr_conns, 1);    /* as net_accept_all() does */
     atomic_fetch_add(&a->srv.total_conns, 1);
-    net_worker_hand_fd(&a->w, fd[1], -1, &peer, sizeof(sa_family_t));
+    net_worker_hand_fd(&a->w, fd[1], -1, &peer, sizeof(sa_family_t), false);
     return fd[0];
 }
 
