@@ -429,7 +429,10 @@ static int build_list(struct rb *b, json_t *v, struct route_list *l) {
                 rb_path_set(b, mark);
         }
     } else if (is_pool_object(v)) {
-        rc = build_pool_servers(b, json_string_value(json_object_get(v, "name")), l);
+        /* the scan checked the name of an inline pool in a route, not in a pool's servers */
+        json_t *name = json_object_get(v, "name");
+        rc = json_is_string(name) ? build_pool_servers(b, json_string_value(name), l)
+                                  : rb_fail(b, "an inline pool needs a \"name\"");
     } else if (json_is_object(v) && many_type(v) != NULL) {
         rc = build_many(b, many_type(v), v, l);
     } else if (json_is_object(v)) {

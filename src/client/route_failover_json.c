@@ -404,13 +404,17 @@ const struct route_type route_type_salted_failover = {
     .build = build_salted,
 };
 
-/* {"type": "MissFailoverRoute", "children": route, "return_best_on_error": BOOL} */
+/*
+ * {"type": "MissFailoverRoute", "children": route, "return_best_on_error": BOOL}.  Over no
+ * children it is a NullRoute (as mcrouter builds it), which has no such option to set.
+ */
 static int build_miss_failover(struct rb *b, const struct route_type *t, json_t *obj,
                                struct route **out) {
     bool best;
     if (rb_get_bool(b, obj, "return_best_on_error", &best) < 0 || rb_build_over(b, t, obj, out) < 0)
         return -1;
-    ((struct failover *)*out)->best_on_error = best;
+    if (strcmp((*out)->ops->name, t->type) == 0)
+        ((struct failover *)*out)->best_on_error = best;
     return 0;
 }
 
