@@ -276,12 +276,47 @@ $(B)/tests/%: tests/unit/%.c $$(deps_$$(firstword $$(subst /, ,$$*)))
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(deps_$(firstword $(subst /, ,$*))) $(LDFLAGS) \
 	  $(libs_$(firstword $(subst /, ,$*))) $(LDLIBS)
 
-# Fuzz drivers build as plain programs that replay a bounded random stream.
+# Fuzz drivers build as plain programs that replay a bounded random stream (make fuzz
+# builds them as libFuzzer targets: FUZZ_LINK).  A driver links the protocol layer, or
+# the archives (and system libraries) named for it here.
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
-$(B)/fuzz/%: tests/fuzz/%.c $(PROTOCOL_A) $(CORE_A)
+fuzz_deps_fuzz_config    := $(CLIENT_A) $(STORAGE_A) $(PROTOCOL_A) $(CORE_A)
+fuzz_libs_fuzz_config    := $(libs_client)
+fuzz_deps_fuzz_squeal    := $(SQUEAL_A)
+fuzz_deps_fuzz_sim_trace := $(B)/obj/tools/sim/trace.o $(B)/obj/tools/sim/idmap.o $(CORE_A)
+fuzz_deps = $(or $(fuzz_deps_$(1)),$(PROTOCOL_A) $(CORE_A))
+$(B)/fuzz/%: tests/fuzz/%.c $$(call fuzz_deps,$$*)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -o $@ $< $(PROTOCOL_A) $(CORE_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(call fuzz_deps,$*) $(LDFLAGS) $(fuzz_libs_$*) $(LDLIBS)
+# Inputs each replays in make unit: FUZZ_ITERS, fewer where one input costs more (a
+# configuration is resolved and built, a trace written to a file and loaded four ways).
+FUZZ_ITERS                ?= 200000
+fuzz_iters_fuzz_config    := 100000
+fuzz_iters_fuzz_sim_trace := 10000
+
+# make fuzz: every driver (or those FUZZ_NAMES lists) built as a libFuzzer target with clang,
+# ASan and UBSan into build-fuzz/, then run FUZZ_SECONDS each, FUZZ_JOBS at once, on
+# build-fuzz/corpus/<driver> (seeded from the driver's corpus, kept between runs) with its
+# words as the dictionary; crashes go to build-fuzz/crashes/<driver>/ and a table ends it
+# (executions, edges covered: libFuzzer's cov, crashes), failing if any input failed.
+# tests/fuzz/libfuzzer.sh runs each.  Needs clang (libFuzzer comes with it); not part of
+# make test.
+FUZZ_B       ?= build-fuzz
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS    ?= $(shell nproc)
+FUZZ_NAMES   ?= $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+.PHONY: fuzz
+fuzz:
+	$(MAKE) B=$(FUZZ_B) CC=$(FUZZ_CC) OPT="-O1" SAN="$(FUZZ_SAN)" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link -Wno-error" FUZZ_LINK="-DLIBFUZZER -fsanitize=fuzzer" \
+	  $(addprefix $(FUZZ_B)/fuzz/,$(FUZZ_NAMES))
+	@rm -rf $(FUZZ_B)/results
+	@printf '%s\n' $(FUZZ_NAMES) | xargs -P $(FUZZ_JOBS) -I{} \
+	  tests/fuzz/libfuzzer.sh run $(FUZZ_B)/fuzz/{} $(FUZZ_SECONDS) $(FUZZ_B)
+	@tests/fuzz/libfuzzer.sh table $(FUZZ_B) $(FUZZ_NAMES)
 
 run: $(B)/cellard
 	./$(B)/cellard -l 127.0.0.1 -p 11211 $(if $(filter 0,$(shell id -u)),-u root)
@@ -305,7 +340,7 @@ deps:
 
 unit: $(UNIT_BINS) $(FUZZ_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
-	@set -e; for f in $(FUZZ_BINS); do echo "== $$f"; $$f 200000; done
+	@set -e; $(foreach f,$(FUZZ_BINS),echo "== $(f)"; $(f) $(or $(fuzz_iters_$(notdir $(f))),$(FUZZ_ITERS));)
 
 # Under sanitizers the tests' Python loads an instrumented libcellar.so, so
 # the ASan runtime is preloaded into Python alone (leak checks off there:

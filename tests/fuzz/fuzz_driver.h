@@ -15,7 +15,12 @@
  *   fuzz_x N SEED   another deterministic stream
  *
  * or, built with -DLIBFUZZER, the libFuzzer target LLVMFuzzerTestOneInput
- * running the same check_one on each input.
+ * running the same check_one on each input.  Either build also takes
+ *
+ *   fuzz_x -write_corpus=DIR   the corpus, one file an entry (DIR made if missing)
+ *   fuzz_x -write_dict=FILE    the words, as a libFuzzer dictionary (-dict=FILE)
+ *
+ * and exits: `make fuzz` seeds libFuzzer's corpus and dictionary so.
  *
  *   corpus entry --copy--> buffer --mutate x 1..max--> check_one
  *   (one input in 50: random bytes instead)
@@ -31,11 +36,13 @@
 #ifndef CELLAR_FUZZ_DRIVER_H
 #define CELLAR_FUZZ_DRIVER_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef FUZZ_CAP
 #define FUZZ_CAP 8192
@@ -268,9 +275,73 @@ static inline size_t fuzz_next_input(char *b) {
     return len;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The corpus and the words as files, for libFuzzer                         */
+/* ---------------------------------------------------------------------- */
+
+/* Each corpus entry into dir/seed-NNN; 0, or -1 with the reason said. */
+static inline int fuzz_write_corpus(const struct fuzz_config *c, const char *dir) {
+    char path[4096];
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        perror(dir);
+        return -1;
+    }
+    for (size_t i = 0; i < c->ncorpus; i++) {
+        snprintf(path, sizeof(path), "%s/seed-%03zu", dir, i);
+        FILE *f = fopen(path, "wb");
+        if (f == NULL || fwrite(c->corpus[i].s, 1, c->corpus[i].len, f) != c->corpus[i].len ||
+            fclose(f) != 0) {
+            perror(path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The words as a libFuzzer dictionary: one "..." a line, bytes escaped as \xNN. */
+static inline int fuzz_write_dict(const struct fuzz_config *c, const char *file) {
+    FILE *f = fopen(file, "w");
+    if (f == NULL) {
+        perror(file);
+        return -1;
+    }
+    for (size_t i = 0; i < c->nwords; i++) {
+        const char *w = c->words[i];
+        size_t n = w[0] ? strlen(w) : 1;        /* "" stands for one NUL */
+        fputc('"', f);
+        for (size_t j = 0; j < n; j++) {
+            unsigned char ch = (unsigned char)w[j];
+            if (ch >= 32 && ch < 127 && ch != '"' && ch != '\\')
+                fputc(ch, f);
+            else
+                fprintf(f, "\\x%02x", ch);
+        }
+        fputs("\"\n", f);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* -write_corpus=DIR or -write_dict=FILE among args: done (exit code), else -1. */
+static inline int fuzz_write_asked(const struct fuzz_config *c, int argc, char **argv) {
+    bool asked = false, failed = false;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "-write_corpus=", 14) == 0) {
+            asked = true;
+            failed |= fuzz_write_corpus(c, argv[i] + 14) != 0;
+        } else if (strncmp(argv[i], "-write_dict=", 12) == 0) {
+            asked = true;
+            failed |= fuzz_write_dict(c, argv[i] + 12) != 0;
+        }
+    }
+    return !asked ? -1 : failed ? 1 : 0;
+}
+
 /* The corpus as it is, then N inputs from the seed; the driver reports. */
 static inline int fuzz_main(int argc, char **argv, const struct fuzz_config *c) {
     static char b[FUZZ_CAP];
+    int written = fuzz_write_asked(c, argc, argv);
+    if (written >= 0)
+        return written;
     long iters = argc > 1 ? atol(argv[1]) : 200000;
 
     fuzz_cfg = c;
@@ -290,9 +361,46 @@ static inline int fuzz_main(int argc, char **argv, const struct fuzz_config *c) 
 /*
  * For libFuzzer the rng restarts from the input's size, so a check that
  * draws from it (the meta driver's formatter views) is repeatable.
+ * libFuzzer calls LLVMFuzzerInitialize before it reads its own flags, so
+ * -write_corpus and -write_dict are done there, before it could refuse them.
+ * Its mutations are, one time in two, its own (LLVMFuzzerMutate: bytes,
+ * the dictionary, what comparisons in the code were seen to want) and
+ * otherwise the driver's, which know the grammar (the line mutator's
+ * words and runs, a JSON value swapped for another, a binary header's
+ * fields); either way from libFuzzer's seed.
  */
 #ifdef LIBFUZZER
+size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
+
+static inline size_t fuzz_custom_mutate(const struct fuzz_config *c, uint8_t *data, size_t size,
+                                        size_t max_size, unsigned int seed) {
+    static char b[FUZZ_CAP];
+    fuzz_cfg = c;
+    fuzz_rng = 0x9e3779b97f4a7c15ULL * ((uint64_t)seed + 1);
+    if (fuzz_rnd() % 2 == 0)
+        return LLVMFuzzerMutate(data, size, max_size);
+    size_t len = size < FUZZ_CAP ? size : FUZZ_CAP;
+    memcpy(b, data, len);
+    len = (c->mutate ? c->mutate : fuzz_mutate_line)(b, len);
+    len = len < max_size ? len : max_size;
+    memcpy(data, b, len);
+    return len;
+}
+
 #define FUZZ_DRIVER(cfgp)                                                         \
+    int LLVMFuzzerInitialize(int *argc, char ***argv);                            \
+    int LLVMFuzzerInitialize(int *argc, char ***argv) {                           \
+        int written = fuzz_write_asked((cfgp), *argc, *argv);                     \
+        if (written >= 0)                                                         \
+            exit(written);                                                        \
+        return 0;                                                                 \
+    }                                                                             \
+    size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,   \
+                                   unsigned int seed);                            \
+    size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size,   \
+                                   unsigned int seed) {                           \
+        return fuzz_custom_mutate((cfgp), data, size, max_size, seed);            \
+    }                                                                             \
     int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);           \
     int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {          \
         fuzz_cfg = (cfgp);                                                        \
