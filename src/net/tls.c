@@ -184,6 +184,7 @@ int net_tls_conn_start(struct net_conn *c) {
         return -1;
     }
     SSL_set_accept_state(ssl);
+    SSL_set_read_ahead(ssl, 1);     /* a record's header and body in one read() */
     c->tls = ssl;
     return 0;
 }
@@ -236,10 +237,10 @@ ssize_t net_tls_read(struct net_conn *c, char *buf, size_t n) {
             return failed(c, r, true);
         }
         got += (size_t)r;
-        if (SSL_pending(ssl) == 0)
-            return (ssize_t)got;    /* the record is all read: the socket says the rest */
+        if (!SSL_has_pending(ssl))
+            return (ssize_t)got;    /* nothing read ahead: the socket says the rest */
     }
-    c->tls_more = SSL_pending(ssl) > 0;
+    c->tls_more = SSL_has_pending(ssl);
     return (ssize_t)got;
 }
 
@@ -271,6 +272,16 @@ int net_tls_flush(struct net_conn *c, size_t *written) {
     }
     out_reset(o);
     return 1;
+}
+
+ssize_t net_tls_send(void *tls, const void *buf, size_t n) {
+    int r = SSL_write(tls, buf, n > INT32_MAX ? INT32_MAX : (int)n);
+    if (r > 0)
+        return r;
+    int e = SSL_get_error(tls, r);
+    ERR_clear_error();
+    errno = e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ ? EAGAIN : EPIPE;
+    return -1;
 }
 
 void net_tls_worker_free(struct net_worker *w) {

@@ -72,13 +72,21 @@ void net_tls_conn_end(struct net_conn *c, bool notify);
 /*
  * Reads what c's peer sent into buf[0..n): bytes read, 0 at the end of
  * the stream, -1 with errno (EAGAIN: nothing yet; c->tls_rwant_write set
- * when the handshake waits to write).  Reads every record already in
- * hand that fits; c->tls_more is set when one is left for later.
+ * when the handshake waits to write).  OpenSSL reads ahead (a record's
+ * header and body, and what follows, in one read()): every record already
+ * in hand that fits is taken, and c->tls_more set when one is left.
  */
 ssize_t net_tls_read(struct net_conn *c, char *buf, size_t n);
 /* Writes c's output as out_flush() does: 1 all written, 0 the socket is full, -1 error;
    *written gets the bytes of output written. */
 int net_tls_flush(struct net_conn *c, size_t *written);
+/*
+ * Writes buf[0..n) on a connection's session from a thread that alone uses
+ * it now (cellard's watch thread, the connection's reading paused): bytes
+ * written, or -1 with errno (EAGAIN: the socket is full; retry with the
+ * same bytes first).
+ */
+ssize_t net_tls_send(void *tls, const void *buf, size_t n);
 /* Frees what the worker's connections shared (its write buffer). */
 void net_tls_worker_free(struct net_worker *w);
 

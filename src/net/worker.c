@@ -331,8 +331,8 @@ static inline __attribute__((always_inline)) void on_readable(struct net_conn *c
             net_conn_close(c);
             return;
         }
-        r = tls ? net_tls_read(c, c->rbuf + c->rend, c->rsize - c->rend)
-                : sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
+        r = tls && !c->tls_raw ? net_tls_read(c, c->rbuf + c->rend, c->rsize - c->rend)
+                               : sys_read(c->fd, c->rbuf + c->rend, c->rsize - c->rend);
         if (r > 0)
             c->rend += (size_t)r;
     }

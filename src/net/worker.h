@@ -89,6 +89,8 @@ struct net_conn {
                                        what it must write first */
     bool tls_more;                  /* a record read but not all taken: read again without
                                        waiting for the socket */
+    bool tls_raw;                   /* another thread writes the session now (a watcher):
+                                       what comes is read raw and dropped, for the end */
     /* io_uring back end (net/uring.c): what the kernel has of this connection */
     bool ring;                      /* driven by the worker's ring, not epoll */
     uint8_t ring_flags;             /* NET_RING_* */

@@ -481,11 +481,6 @@ static void do_admin(struct conn *c, struct mc_req *req) {
             reply(c, req->noreply, S("CLIENT_ERROR watch commands not allowed\r\n"));
             break;
         }
-        if (c->net.tls != NULL) {
-            /* the watch thread writes to the socket itself, and it does not speak TLS */
-            reply(c, req->noreply, S("CLIENT_ERROR watch is not available over TLS\r\n"));
-            break;
-        }
         watch_command(c, req);
         break;
     default:

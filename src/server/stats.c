@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/un.h>
@@ -485,6 +486,50 @@ static const char *state_name(int st, bool asking) {
     }
 }
 
+static int by_fd(const void *a, const void *b) {
+    int x = (*(struct net_conn *const *)a)->fd, y = (*(struct net_conn *const *)b)->fd;
+    return (x > y) - (x < y);
+}
+
+/* One connection's lines. */
+static void conn_lines(struct server *s, struct conn *c, struct conn *k, uint32_t now,
+                       struct stat_sink *o) {
+    char n[64], name[160];
+    if (k->is_udp) {
+        /* memcached: a UDP socket waiting for a datagram shows its own address */
+        struct sockaddr_storage self;
+        socklen_t len = sizeof(self);
+        if (getsockname(k->net.fd, (struct sockaddr *)&self, &len) != 0)
+            len = 0, self.ss_family = AF_UNSPEC;
+        addr_name(&self, len, "udp", name, sizeof(name));
+        snprintf(n, sizeof(n), "%d:UDP", k->net.fd);
+        o->emit(o, n, "UDP");
+    } else {
+        addr_name(&k->net.peer, k->net.peerlen, "tcp", name, sizeof(name));
+    }
+    snprintf(n, sizeof(n), "%d:addr", k->net.fd);
+    o->emit(o, n, name);
+    for (int j = 0; j < s->listeners.n; j++) {
+        if (s->listeners.l[j].fd == k->net.listen_fd) {
+            snprintf(n, sizeof(n), "%d:listen_addr", k->net.fd);
+            o->emit(o, n, s->listeners.l[j].name);
+        }
+    }
+    snprintf(n, sizeof(n), "%d:state", k->net.fd);
+    o->emit(o, n, k->is_udp ? "conn_read"
+                            : state_name(atomic_load_explicit(&k->net.state,
+                                                              memory_order_relaxed),
+                                         k == c));
+    snprintf(n, sizeof(n), "%d:secs_since_last_cmd", k->net.fd);
+    sink_printf(o, n, "%u", now - atomic_load_explicit(&k->net.last_active,
+                                                       memory_order_relaxed));
+}
+
+/*
+ * `stats conns`: the listeners, then every connection in the order of its
+ * descriptor, as memcached walks its table (the asker is usually last).
+ * Every worker's list is held for the walk, taken in worker order.
+ */
 static void stats_conns(struct conn *c, struct stat_sink *o) {
     struct server *s = c->ctx->srv;
     char n[64];
@@ -497,43 +542,24 @@ static void stats_conns(struct conn *c, struct stat_sink *o) {
         snprintf(n, sizeof(n), "%d:secs_since_last_cmd", s->listeners.l[i].fd);
         sink_printf(o, n, "%u", now - s->started);
     }
+    size_t total = 0, k = 0;
     for (int i = 0; i < s->nworkers; i++) {
-        struct worker *w = &s->workers[i];
-        pthread_mutex_lock(&w->net.conns_lock);
-        for (struct net_conn *nk = w->net.conns; nk != NULL; nk = nk->next) {
-            struct conn *k = (struct conn *)nk;
-            char name[160];
-            if (k->is_udp) {
-                /* memcached: a UDP socket waiting for a datagram shows its own address */
-                struct sockaddr_storage self;
-                socklen_t len = sizeof(self);
-                if (getsockname(k->net.fd, (struct sockaddr *)&self, &len) != 0)
-                    len = 0, self.ss_family = AF_UNSPEC;
-                addr_name(&self, len, "udp", name, sizeof(name));
-                snprintf(n, sizeof(n), "%d:UDP", k->net.fd);
-                o->emit(o, n, "UDP");
-            } else {
-                addr_name(&k->net.peer, k->net.peerlen, "tcp", name, sizeof(name));
-            }
-            snprintf(n, sizeof(n), "%d:addr", k->net.fd);
-            o->emit(o, n, name);
-            for (int j = 0; j < s->listeners.n; j++) {
-                if (s->listeners.l[j].fd == k->net.listen_fd) {
-                    snprintf(n, sizeof(n), "%d:listen_addr", k->net.fd);
-                    o->emit(o, n, s->listeners.l[j].name);
-                }
-            }
-            snprintf(n, sizeof(n), "%d:state", k->net.fd);
-            o->emit(o, n, k->is_udp ? "conn_read"
-                                    : state_name(atomic_load_explicit(&k->net.state,
-                                                                      memory_order_relaxed),
-                                                 k == c));
-            snprintf(n, sizeof(n), "%d:secs_since_last_cmd", k->net.fd);
-            sink_printf(o, n, "%u", now - atomic_load_explicit(&k->net.last_active,
-                                                               memory_order_relaxed));
-        }
-        pthread_mutex_unlock(&w->net.conns_lock);
+        pthread_mutex_lock(&s->workers[i].net.conns_lock);
+        for (struct net_conn *nk = s->workers[i].net.conns; nk != NULL; nk = nk->next)
+            total++;
     }
+    struct net_conn **all = malloc((total ? total : 1) * sizeof(*all));
+    for (int i = 0; i < s->nworkers && all != NULL; i++)
+        for (struct net_conn *nk = s->workers[i].net.conns; nk != NULL; nk = nk->next)
+            all[k++] = nk;
+    if (all != NULL) {
+        qsort(all, k, sizeof(*all), by_fd);
+        for (size_t i = 0; i < k; i++)
+            conn_lines(s, c, (struct conn *)all[i], now, o);
+    }
+    for (int i = s->nworkers - 1; i >= 0; i--)
+        pthread_mutex_unlock(&s->workers[i].net.conns_lock);
+    free(all);
 }
 
 

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "protocol/mc_uri.h"
+#include "net/tls.h"
 #include "server/conn.h"
 #include "server/ctx.h"
 #include "server/server.h"
@@ -61,6 +62,7 @@ struct ring {
 struct watcher {
     struct conn *c;
     int fd;
+    void *tls;                  /* its TLS session (the worker reads no more): NULL, plain */
     unsigned kinds;
     uint64_t min_gid;
     char *buf;
@@ -271,7 +273,8 @@ static void kinds_update(struct watch_hub *h) {
 static void watcher_send(struct watcher *w) {
     size_t off = 0;
     while (off < w->len) {
-        ssize_t r = send(w->fd, w->buf + off, w->len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+        ssize_t r = w->tls ? net_tls_send(w->tls, w->buf + off, w->len - off)
+                           : send(w->fd, w->buf + off, w->len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (r <= 0) {
             if (r < 0 && errno == EINTR)
                 continue;
@@ -470,6 +473,7 @@ bool watch_attach(struct conn *c) {
         return false;
     w->c = c;
     w->fd = c->net.fd;
+    w->tls = c->net.tls;
     w->kinds = c->watch_kinds;
     w->cap = c->ctx->cfg->watcher_logbuf_size > BUF_MIN ? c->ctx->cfg->watcher_logbuf_size
                                                             : BUF_MIN;

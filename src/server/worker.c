@@ -144,6 +144,9 @@ __attribute__((cold)) static bool conn_watch(struct conn *c) {
         if (c->net.want_write)
             return true;
     }
+    /* a TLS session is the watch thread's to write from now on: the worker reads the
+       socket raw (dropped, as a watcher's input is) only to see its end */
+    c->net.tls_raw = c->net.tls != NULL;
     if (!watch_attach(c)) {
         conn_close(c);
         return false;

@@ -200,10 +200,15 @@ def test_notls_listener_and_settings_refused(certs):
         with util.Conn(plain_port) as c:
             c.expect(b"get n\r\n", b"VALUE n 0 1\r\nv\r\nEND\r\n")
             c.expect(b"refresh_certs noreply\r\nmn\r\n", b"MN\r\n")
-        # the watch thread writes to the socket itself: not over TLS
-        with connect(tls_port, certs.context()) as s:
-            assert call(s, b"watch\r\n", b"\r\n") == \
-                b"CLIENT_ERROR watch is not available over TLS\r\n"
+        # a watcher over TLS: the watch thread writes its lines through the session
+        with connect(tls_port, certs.context()) as w, connect(tls_port, certs.context()) as s:
+            assert call(w, b"watch fetchers\r\n", b"\r\n") == b"OK\r\n"
+            for i in range(200):        # more than a TLS record of lines
+                assert call(s, b"get n\r\n", b"END\r\n").startswith(b"VALUE n")
+            got = b""
+            while got.count(b"type=item_get") < 200:
+                got += w.recv(65536)
+            assert got.startswith(b"ts=") and b"key=n " in got, got[:200]
     # what memcached refuses, cellard refuses with the same exit code
     for extra in (["-o", "ssl_verify_mode=7"], ["-o", "ssl_min_version=x"],
                   ["-o", "ssl_chain_cert=/nonexistent"], ["-l", "notls:127.0.0.1:1"]):
