@@ -595,6 +595,8 @@ static void conn_read(struct cl_conn *c, uint64_t now) {
         c->rlen += (size_t)n;
         if (!parse_replies(c, now))
             return;
+        if (c->fd < 0 || c->state != CL_CONN_UP)
+            return;                 /* an answer's callback closed or reopened it */
         if ((size_t)n < room && c->tls == NULL)
             return;                 /* (TLS: a record at a time, until it would block) */
     }

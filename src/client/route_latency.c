@@ -118,6 +118,10 @@ static void delayed_done(struct cl_req *q, int status, const struct msg_reply *r
 
 static void li_dispatch(const struct route *r, struct cellar *h, struct cl_req *q) {
     const struct latency *l = li(r);
+    if (h->closing) {               /* cellar_destroy() fired the timers already */
+        q->done(q, CELLAR_ECLOSED, NULL);
+        return;
+    }
     struct delayed *d = calloc(1, sizeof(*d));
     if (d == NULL) {
         q->done(q, CELLAR_ENOMEM, NULL);

@@ -13,9 +13,11 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -25,8 +27,41 @@
 
 struct cl_tls {
     SSL_CTX *ctx;
+    BIO_METHOD *bio;                /* a socket's, writing with MSG_NOSIGNAL */
     bool verify;                    /* the server's certificate and name checked */
 };
+
+/*
+ * The socket BIO a session reads and writes through: OpenSSL's own writes
+ * with write(), whose SIGPIPE (a server that reset the connection) would
+ * stop a program that did not ignore it; a library must not.  The fd is
+ * the BIO's data; a call that would block asks for a retry.
+ */
+static int bio_write(BIO *b, const char *buf, int n) {
+    ssize_t r = send((int)(intptr_t)BIO_get_data(b), buf, (size_t)n, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        BIO_set_retry_write(b);
+    return (int)r;
+}
+
+static int bio_read(BIO *b, char *buf, int n) {
+    ssize_t r = recv((int)(intptr_t)BIO_get_data(b), buf, (size_t)n, 0);
+    BIO_clear_retry_flags(b);
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        BIO_set_retry_read(b);
+    return (int)r;
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+    (void)b, (void)num, (void)ptr;
+    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+static int bio_create(BIO *b) {
+    BIO_set_init(b, 1);
+    return 1;
+}
 
 static void ssl_reason(char *buf, size_t cap) {
     unsigned long e = ERR_get_error();
@@ -46,6 +81,14 @@ struct cl_tls *cl_tls_create(const struct cellar_tls *o, char *err, size_t cap) 
     }
     char why[256];
     t->verify = o == NULL || !o->no_verify;
+    t->bio = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "cellar socket");
+    if (t->bio == NULL || !BIO_meth_set_write(t->bio, bio_write) ||
+        !BIO_meth_set_read(t->bio, bio_read) || !BIO_meth_set_ctrl(t->bio, bio_ctrl) ||
+        !BIO_meth_set_create(t->bio, bio_create)) {
+        cl_tls_free(&t);
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                  SSL_MODE_RELEASE_BUFFERS);
@@ -84,6 +127,7 @@ void cl_tls_free(struct cl_tls **tp) {
     if (t == NULL)
         return;
     SSL_CTX_free(t->ctx);
+    BIO_meth_free(t->bio);
     free(t);
     *tp = NULL;
 }
@@ -91,6 +135,7 @@ void cl_tls_free(struct cl_tls **tp) {
 void cl_tls_end(struct cl_conn *c) {
     if (c->tls == NULL)
         return;
+    ERR_clear_error();
     if (SSL_is_init_finished(c->tls))
         SSL_shutdown(c->tls);       /* one try: the socket closes next */
     SSL_free(c->tls);
@@ -101,10 +146,13 @@ void cl_tls_end(struct cl_conn *c) {
 /* A session for c's new socket, checking the server's name when t says so. */
 static bool start(struct cl_conn *c, const struct cl_tls *t) {
     SSL *ssl = SSL_new(t->ctx);
-    if (ssl == NULL || !SSL_set_fd(ssl, c->fd)) {
+    BIO *bio = ssl ? BIO_new(t->bio) : NULL;
+    if (bio == NULL) {
         SSL_free(ssl);
         return false;
     }
+    BIO_set_data(bio, (void *)(intptr_t)c->fd);
+    SSL_set_bio(ssl, bio, bio);
     const char *host = c->srv->host;
     struct in6_addr a6;
     struct in_addr a4;
@@ -131,6 +179,7 @@ int cl_tls_handshake(struct cl_conn *c, int *events) {
                  c->srv->name);
         return -1;
     }
+    ERR_clear_error();              /* SSL_get_error() reads the thread's queue first */
     int r = SSL_do_handshake(c->tls);
     if (r == 1)
         return 1;
@@ -166,11 +215,13 @@ static ssize_t failed(struct cl_conn *c, int r) {
 }
 
 ssize_t cl_tls_recv(struct cl_conn *c, char *buf, size_t n) {
+    ERR_clear_error();
     int r = SSL_read(c->tls, buf, n > INT32_MAX ? INT32_MAX : (int)n);
     return r > 0 ? r : failed(c, r);
 }
 
 ssize_t cl_tls_send(struct cl_conn *c, const char *buf, size_t n) {
+    ERR_clear_error();
     int r = SSL_write(c->tls, buf, n > INT32_MAX ? INT32_MAX : (int)n);
     return r > 0 ? r : failed(c, r);
 }

@@ -1,9 +1,9 @@
 /*
  * tls.c -- TLS for the network core (tls.h), with OpenSSL.
  *
- * One SSL_CTX per server.  Reading the certificates again replaces them
- * in that context under its lock, which SSL_new() takes too: an SSL made
- * before keeps the certificate it was made with.  Renegotiation is off
+ * One SSL_CTX per server.  Reading the certificates again makes a new
+ * context and swaps it in under the lock SSL_new() takes: an SSL made
+ * before keeps its context, and its certificate, until it ends.  Renegotiation is off
  * (as memcached has it); a write that OpenSSL cannot finish is retried
  * with the same bytes first, as it requires, since the output is consumed
  * only by what SSL_write() took.
@@ -42,37 +42,36 @@ static void ssl_error(char *buf, size_t cap) {
     ERR_clear_error();
 }
 
-/* The certificate chain, key and CA into t's context (its lock held). */
-static bool load_certs(struct net_tls *t, char *err, size_t cap) {
+/* The certificate chain, key and CA of t's settings into ctx. */
+static bool load_certs(struct net_tls *t, SSL_CTX *ctx, char *err, size_t cap) {
     const struct net_tls_config *c = &t->cfg;
     char why[256];
-    if (c->chain_cert == NULL || !SSL_CTX_use_certificate_chain_file(t->ctx, c->chain_cert)) {
+    if (c->chain_cert == NULL || !SSL_CTX_use_certificate_chain_file(ctx, c->chain_cert)) {
         ssl_error(why, sizeof(why));
         snprintf(err, cap, "Error loading the certificate chain: %s : %s",
                  c->chain_cert ? c->chain_cert : "(null)", why);
         return false;
     }
-    if (!SSL_CTX_use_PrivateKey_file(t->ctx, c->key ? c->key : c->chain_cert, c->keyformat)) {
+    if (!SSL_CTX_use_PrivateKey_file(ctx, c->key ? c->key : c->chain_cert, c->keyformat)) {
         ssl_error(why, sizeof(why));
         snprintf(err, cap, "Error loading the key: %s : %s", c->key ? c->key : "(null)", why);
         return false;
     }
-    if (!SSL_CTX_check_private_key(t->ctx)) {
+    if (!SSL_CTX_check_private_key(ctx)) {
         ssl_error(why, sizeof(why));
         snprintf(err, cap, "Error validating the certificate: %s", why);
         return false;
     }
     if (c->ca_cert != NULL) {
         STACK_OF(X509_NAME) *names = NULL;
-        if (!SSL_CTX_load_verify_locations(t->ctx, c->ca_cert, NULL) ||
+        if (!SSL_CTX_load_verify_locations(ctx, c->ca_cert, NULL) ||
             (names = SSL_load_client_CA_file(c->ca_cert)) == NULL) {
             ssl_error(why, sizeof(why));
             snprintf(err, cap, "Error loading the CA certificate: %s : %s", c->ca_cert, why);
             return false;
         }
-        SSL_CTX_set_client_CA_list(t->ctx, names);
+        SSL_CTX_set_client_CA_list(ctx, names);
     }
-    atomic_store(&t->refreshed, (int64_t)time(NULL));
     return true;
 }
 
@@ -94,15 +93,58 @@ const char *net_tls_version_name(int v) {
     return v >= 0 && v < 4 ? names[v] : "unknown";
 }
 
+/* A context with t's settings and certificates, or NULL with why in err. */
+static SSL_CTX *ctx_make(struct net_tls *t, char *err, size_t cap) {
+    const struct net_tls_config *cfg = &t->cfg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) {
+        snprintf(err, cap, "Out of memory making the TLS context");
+        return NULL;
+    }
+    SSL_CTX_set_app_data(ctx, t);
+    SSL_CTX_set_min_proto_version(ctx, versions[cfg->min_version]);
+    bool ok = load_certs(t, ctx, err, cap);
+    if (ok) {
+        SSL_CTX_set_verify(ctx, verify_modes[cfg->verify_mode], NULL);
+        if (cfg->ciphers != NULL && !SSL_CTX_set_cipher_list(ctx, cfg->ciphers)) {
+            snprintf(err, cap, "Error setting the provided cipher(s): %s", cfg->ciphers);
+            ok = false;
+        }
+    }
+    if (!ok) {
+        ERR_clear_error();
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (cfg->session_cache) {
+        SSL_CTX_sess_set_new_cb(ctx, new_session);
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
+        SSL_CTX_set_session_id_context(ctx, (const unsigned char *)SESSION_ID_CONTEXT,
+                                       sizeof(SESSION_ID_CONTEXT) - 1);
+    } else {
+        SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    }
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+                              SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    return ctx;
+}
+
 struct net_tls *net_tls_create(const struct net_tls_config *cfg, char *err, size_t cap) {
     if (cfg->min_version < 0 || cfg->min_version > 3 || cfg->verify_mode < 0 ||
         cfg->verify_mode > 3) {
         snprintf(err, cap, "Invalid TLS setting");
         return NULL;
     }
+    /* kernel TLS sends a write OpenSSL had to hold from the caller's buffer, which
+       here is the worker's, shared by its connections: not offered */
+    if (cfg->kernel_tls) {
+        snprintf(err, cap, "ssl_kernel_tls: the kernel's TLS offload is not supported by "
+                           "cellar");
+        return NULL;
+    }
     struct net_tls *t = calloc(1, sizeof(*t));
-    if (t == NULL || (t->ctx = SSL_CTX_new(TLS_server_method())) == NULL) {
-        free(t);
+    if (t == NULL) {
         snprintf(err, cap, "Out of memory making the TLS context");
         return NULL;
     }
@@ -110,33 +152,11 @@ struct net_tls *net_tls_create(const struct net_tls_config *cfg, char *err, size
     if (t->cfg.wbuf_size == 0)
         t->cfg.wbuf_size = 16384;
     pthread_mutex_init(&t->lock, NULL);
-    SSL_CTX_set_app_data(t->ctx, t);
-    SSL_CTX_set_min_proto_version(t->ctx, versions[cfg->min_version]);
-    bool ok = load_certs(t, err, cap);
-    if (ok) {
-        SSL_CTX_set_verify(t->ctx, verify_modes[cfg->verify_mode], NULL);
-        if (cfg->ciphers != NULL && !SSL_CTX_set_cipher_list(t->ctx, cfg->ciphers)) {
-            snprintf(err, cap, "Error setting the provided cipher(s): %s", cfg->ciphers);
-            ok = false;
-        }
-    }
-    if (!ok) {
+    if ((t->ctx = ctx_make(t, err, cap)) == NULL) {
         net_tls_destroy(&t);
         return NULL;
     }
-    if (cfg->session_cache) {
-        SSL_CTX_sess_set_new_cb(t->ctx, new_session);
-        SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_SERVER);
-        SSL_CTX_set_session_id_context(t->ctx, (const unsigned char *)SESSION_ID_CONTEXT,
-                                       sizeof(SESSION_ID_CONTEXT) - 1);
-    } else {
-        SSL_CTX_set_session_cache_mode(t->ctx, SSL_SESS_CACHE_OFF);
-    }
-    if (cfg->kernel_tls)
-        SSL_CTX_set_options(t->ctx, SSL_OP_ENABLE_KTLS);
-    SSL_CTX_set_options(t->ctx, SSL_OP_NO_RENEGOTIATION);
-    SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-                                 SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    atomic_store(&t->refreshed, (int64_t)time(NULL));
     return t;
 }
 
@@ -151,10 +171,18 @@ void net_tls_destroy(struct net_tls **tp) {
 }
 
 bool net_tls_refresh(struct net_tls *t, char *err, size_t cap) {
+    /* a context of its own, so that one that fails leaves the old one whole; the
+       sessions made from the old keep it until they end */
+    SSL_CTX *ctx = ctx_make(t, err, cap);
+    if (ctx == NULL)
+        return false;
     pthread_mutex_lock(&t->lock);
-    bool ok = load_certs(t, err, cap);
+    SSL_CTX *old = t->ctx;
+    t->ctx = ctx;
     pthread_mutex_unlock(&t->lock);
-    return ok;
+    SSL_CTX_free(old);
+    atomic_store(&t->refreshed, (int64_t)time(NULL));
+    return true;
 }
 
 uint64_t net_tls_handshake_errors(const struct net_tls *t) {
@@ -193,6 +221,7 @@ void net_tls_conn_end(struct net_conn *c, bool notify) {
     SSL *ssl = c->tls;
     if (ssl == NULL)
         return;
+    ERR_clear_error();
     if (notify && SSL_is_init_finished(ssl))
         SSL_shutdown(ssl);          /* one try: the socket closes next */
     SSL_free(ssl);
@@ -230,10 +259,13 @@ ssize_t net_tls_read(struct net_conn *c, char *buf, size_t n) {
     size_t got = 0;
     c->tls_more = false;
     while (got < n) {
+        ERR_clear_error();          /* SSL_get_error() reads the thread's queue first */
         int r = SSL_read(ssl, buf + got, n - got > INT32_MAX ? INT32_MAX : (int)(n - got));
         if (r <= 0) {
-            if (got > 0)
+            if (got > 0) {
+                ERR_clear_error();
                 break;              /* what was read first; the failure comes again */
+            }
             return failed(c, r, true);
         }
         got += (size_t)r;
@@ -259,6 +291,7 @@ int net_tls_flush(struct net_conn *c, size_t *written) {
             memcpy(w->tls_wbuf + n, o->iov[i].iov_base, k);
             n += k;
         }
+        ERR_clear_error();
         int r = SSL_write(c->tls, w->tls_wbuf, (int)n);
         if (r <= 0) {
             if (failed(c, r, false) < 0 && errno == EAGAIN)
@@ -275,6 +308,7 @@ int net_tls_flush(struct net_conn *c, size_t *written) {
 }
 
 ssize_t net_tls_send(void *tls, const void *buf, size_t n) {
+    ERR_clear_error();
     int r = SSL_write(tls, buf, n > INT32_MAX ? INT32_MAX : (int)n);
     if (r > 0)
         return r;

@@ -248,10 +248,25 @@ static void conn_want(struct net_conn *c, bool write) {
     conn_interest(c);
 }
 
+/*
+ * A TLS connection whose session holds a record not yet taken (tls_more)
+ * goes on the ready list once it may read again: the socket will not say
+ * so.  (Where it could not read, after_round passed it over.)
+ */
+static void tls_kick(struct net_conn *c) {
+    if (c->tls_more && !c->yielded && !c->paused && !c->want_write) {
+        c->yielded = true;
+        c->ready_next = c->w->ready;
+        c->w->ready = c;
+    }
+}
+
 void net_conn_pause(struct net_conn *c, bool pause) {
     if (c->paused == pause)
         return;
     c->paused = pause;
+    if (!pause)
+        tls_kick(c);
     if (c->ring) {
         if (pause)
             net_uring_stop_input(c);
@@ -342,10 +357,14 @@ static inline __attribute__((always_inline)) void on_readable(struct net_conn *c
         return;
     }
     if (r < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
             net_conn_close(c);
-        else if (tls && c->tls_rwant_write)
+            return;
+        }
+        if (tls && c->tls_rwant_write)
             conn_want(c, true);     /* the handshake writes first: read again once it can */
+        if (tls)
+            net_rbuf_release(c);    /* a record's part is OpenSSL's to keep, not rbuf's */
         return;
     }
     NET_STAT_ADD(c->w->st->bytes_read, (uint64_t)r);
@@ -391,8 +410,10 @@ static void conn_event(struct net_handler *h, int events) {
         if (c->want_write)
             return;
         /* Drained: go on with what was parsed while we waited. */
-        if (c->w->srv->ops->process(c))
+        if (c->w->srv->ops->process(c)) {
             net_rbuf_release(c);
+            tls_kick(c);
+        }
         return;
     }
     conn_on_readable(c);

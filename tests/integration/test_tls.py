@@ -319,3 +319,37 @@ def test_libcellar_checks_the_servers_name(certs):
             assert c.set(b"n", b"v") != 0
         with Lib(cfg, tls={"ca_file": certs.ca, "no_verify": 1}) as c:
             assert c.set(b"n", b"v") == 0 and c.get(b"n")[1] == b"v"
+
+
+def test_a_burst_of_requests_over_tls_is_all_answered(certs):
+    """More requests in one send than a read buffer holds, whose answers fill
+    the socket (cellard) or the router's queue (cellar-router): what OpenSSL
+    read ahead and kept is taken once the connection may read again."""
+    import json
+    from router_util import Router, backend
+    burst = b"get v\r\n" * 4000                       # 28 KB: two TLS records and more
+    want = 4000
+    with Server(CELLARD, certs.server_args("-t", "1")) as ours:
+        with connect(ours.port, certs.context()) as s:
+            call(s, b"set v 0 0 1000\r\n" + b"x" * 1000 + b"\r\n", b"STORED\r\n")
+            s.sendall(burst)                          # 4 MB of answers: the socket fills
+            got = b""
+            while got.count(b"END\r\n") < want:
+                chunk = s.recv(1 << 20)
+                assert chunk, "closed after %d answers" % got.count(b"END\r\n")
+                got += chunk
+    with backend("be") as be:
+        cfg = json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, be.port)]}},
+                          "route": "PoolRoute|a"})
+        ssl_port = util.free_port()
+        with Router(cfg, threads=1, args=["--ssl-port", str(ssl_port), "--server-pem-cert-path",
+                                          certs.server, "--server-pem-key-path",
+                                          certs.server_key]):
+            accepts(ssl_port)
+            with connect(ssl_port, certs.context()) as s:
+                s.sendall(burst)                      # past the router's 256 requests in hand
+                got = b""
+                while got.count(b"END\r\n") < want:
+                    chunk = s.recv(1 << 20)
+                    assert chunk, "closed after %d answers" % got.count(b"END\r\n")
+                    got += chunk
