@@ -147,6 +147,12 @@ def test_client_certificates_and_refresh(certs):
             assert reply.startswith(b"Error loading the certificate chain: "), reply
             with connect(ours.port, ctx) as new:
                 assert b"OU=second" in subject(new)
+            # the first certificate with the second's key: refused, the second kept whole
+            shutil.copy(certs.server, cert)
+            reply = call(old, b"refresh_certs\r\n", b"\r\n")
+            assert reply.startswith(b"Error "), reply
+            with connect(ours.port, ctx) as new:
+                assert b"OU=second" in subject(new)
             assert args == ours.argv
         finally:
             old.close()
