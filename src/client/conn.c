@@ -133,14 +133,26 @@ static void close_socket(struct cl_conn *c) {
  * status, the waiting ones with wait_status (0: they stay, for the next
  * connection).  The handle's count of requests in flight drops with them.
  */
+/* Takes qu's requests into a queue of the caller's (the gauge goes with them). */
+static struct cl_queue take_queue(struct cl_queue *qu) {
+    struct cl_queue out = *qu;
+    qu->head = qu->tail = NULL;
+    qu->n = 0;
+    return out;
+}
+
 static void drop(struct cl_conn *c, int status, int wait_status) {
     close_socket(c);
     c->h->outstanding -= c->windowed;
     c->windowed = 0;
     c->stalled = false;
-    fail_queue(c, &c->sent, status);
-    if (wait_status)
-        fail_queue(c, &c->waiting, wait_status);
+    /* taken before any is told: an answer's callback may submit again and so
+       reconnect at once, whose requests (a pool's auth token first) are the new
+       connection's, not these */
+    struct cl_queue sent = take_queue(&c->sent);
+    struct cl_queue waiting = wait_status ? take_queue(&c->waiting) : (struct cl_queue){0};
+    fail_queue(c, &sent, status);
+    fail_queue(c, &waiting, wait_status);
 }
 
 static void schedule_probe(struct cl_conn *c, uint64_t now) {
