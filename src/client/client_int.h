@@ -92,6 +92,13 @@ static inline uint32_t cl_random32(void) {
 
 /* Answers q as NullRoute does: get -> miss, storage -> not stored, else not found. */
 void cl_answer_null(struct cl_req *q);
+/*
+ * A copy of rep into *out whose value and message point into one malloc'd
+ * block, *buf (the caller's to free): for a route that answers with a
+ * reply after the connection's buffer has moved on.  False when out of
+ * memory (*buf NULL, *out untouched).
+ */
+bool cl_reply_copy(const struct msg_reply *rep, struct msg_reply *out, char **buf);
 /* Answers q with status (< 0) and the reply "SERVER_ERROR why" ("CLIENT_ERROR why"
  * for CELLAR_ECLIENT): a route's own error, which cellar_last_error() tells too,
  * with no server. */

@@ -75,20 +75,10 @@ static void keep(struct fan *f, int status, const struct msg_reply *rep) {
         f->worst_r = (struct msg_reply){.res = MSG_RES_NONE, .ttl = -1};
         return;
     }
-    f->worst_r = *rep;
-    size_t nv = rep->value.len, nm = rep->msg.len;
-    f->worst_buf = malloc(nv + nm + 1);
-    if (f->worst_buf == NULL) {
+    if (!cl_reply_copy(rep, &f->worst_r, &f->worst_buf)) {
         f->worst = CELLAR_ENOMEM;   /* answered without a reply, not as the reply's kind */
         f->worst_r = (struct msg_reply){.res = MSG_RES_NONE, .ttl = -1};
-        return;
     }
-    if (nv)
-        memcpy(f->worst_buf, rep->value.p, nv);
-    if (nm)
-        memcpy(f->worst_buf + nv, rep->msg.p, nm);
-    f->worst_r.value = (struct mc_span){f->worst_buf, nv};
-    f->worst_r.msg = (struct mc_span){f->worst_buf + nv, nm};
 }
 
 static void keep_worst(struct fan *f, int status, const struct msg_reply *rep) {

@@ -73,25 +73,6 @@ static void delayed_fire(struct cl_timer *t, bool cancelled) {
         route_dispatch(d->r->children[0], d->h, &d->q);
 }
 
-/* Keeps a copy of rep for later: false when out of memory. */
-static bool hold(struct delayed *d, const struct msg_reply *rep) {
-    d->rep = *rep;
-    d->has_rep = true;
-    size_t n = rep->value.len + rep->msg.len;
-    if (n == 0)
-        return true;
-    d->held = malloc(n);
-    if (d->held == NULL)
-        return false;
-    if (rep->value.len)
-        memcpy(d->held, rep->value.p, rep->value.len);
-    if (rep->msg.len)
-        memcpy(d->held + rep->value.len, rep->msg.p, rep->msg.len);
-    d->rep.value.p = rep->value.len ? d->held : NULL;
-    d->rep.msg.p = rep->msg.len ? d->held + rep->value.len : NULL;
-    return true;
-}
-
 static void delayed_done(struct cl_req *q, int status, const struct msg_reply *rep) {
     struct delayed *d = (struct delayed *)q;
     const struct latency *l = li(d->r);
@@ -106,7 +87,7 @@ static void delayed_done(struct cl_req *q, int status, const struct msg_reply *r
         delayed_end(d, status, rep);
         return;
     }
-    if (rep != NULL && !hold(d, rep)) {
+    if (rep != NULL && !(d->has_rep = cl_reply_copy(rep, &d->rep, &d->held))) {
         delayed_end(d, CELLAR_ENOMEM, NULL);
         return;
     }

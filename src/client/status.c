@@ -5,6 +5,8 @@
  * are done, and a selector's with no route for a request).
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cellar.h"
 #include "client/client_int.h"
@@ -77,4 +79,19 @@ void cl_answer_null(struct cl_req *q) {
     else
         r.res = MSG_RES_NOT_FOUND;
     q->done(q, cl_status_of(&r), &r);
+}
+
+bool cl_reply_copy(const struct msg_reply *rep, struct msg_reply *out, char **buf) {
+    size_t nv = rep->value.len, nm = rep->msg.len;
+    *buf = malloc(nv + nm + 1);
+    if (*buf == NULL)
+        return false;
+    if (nv)
+        memcpy(*buf, rep->value.p, nv);
+    if (nm)
+        memcpy(*buf + nv, rep->msg.p, nm);
+    *out = *rep;
+    out->value = (struct mc_span){*buf, nv};
+    out->msg = (struct mc_span){*buf + nv, nm};
+    return true;
 }

@@ -5,7 +5,6 @@ token), the counters, a reload at SIGHUP, and the options refused."""
 
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 
@@ -22,28 +21,6 @@ def authfile():
         f.write("foo:bar\nbaaaz:quux\r\nempty:\n")
     yield path
     os.unlink(path)
-
-
-def exchange(port, data):
-    """All the server answers to data, until it stops answering for a moment
-    or closes; and whether it closed."""
-    s = socket.create_connection((util.HOST, port), timeout=10)
-    try:
-        s.sendall(data)
-        s.settimeout(0.5)
-        got, closed = b"", False
-        while True:
-            try:
-                chunk = s.recv(65536)
-            except socket.timeout:
-                break
-            if not chunk:
-                closed = True
-                break
-            got += chunk
-        return got, closed
-    finally:
-        s.close()
 
 
 def stats(port, group=""):
@@ -80,8 +57,8 @@ def test_same_answers_as_memcached(authfile):
     with Server(MEMCACHED, ["-Y", authfile], name="oracle") as mc, \
             Server(CELLARD, ["-Y", authfile]) as ours:
         for data in STREAMS:
-            want = exchange(mc.port, data)
-            got = exchange(ours.port, data)
+            want = util.exchange(mc.port, data)
+            got = util.exchange(ours.port, data)
             assert got == want, (data[:60], want, got)
         # the counters: a token checked is a command, a wrong one an error too
         st_ours, st_mc = stats(ours.port), stats(mc.port)
@@ -95,7 +72,7 @@ def test_pipelined_refusals_each_answered(authfile):
     """memcached 1.6.18 answers only the last of several refusals sent in one
     go (each overwrites the one before); cellard answers each line."""
     with Server(CELLARD, ["-Y", authfile]) as ours:
-        got, closed = exchange(ours.port, b"get a\r\nset x 0 0 6\r\nempty \r\n"
+        got, closed = util.exchange(ours.port, b"get a\r\nset x 0 0 6\r\nempty \r\n"
                                           b"set x 0 0 7\r\nfoo barXY\r\nversion\r\n"
                                           b"set x 0 0 7\r\nfoo bar\r\nversion\r\n")
         assert got == (b"CLIENT_ERROR unauthenticated\r\n"
@@ -110,22 +87,22 @@ def test_pipelined_refusals_each_answered(authfile):
 def test_token_too_long_and_reload(authfile):
     with Server(CELLARD, ["-Y", authfile]) as ours:
         # memcached's newer answer: a token over 16384 bytes is refused, its bytes then lines
-        got, closed = exchange(ours.port, b"set x 0 0 20000\r\nget k\r\n")
+        got, closed = util.exchange(ours.port, b"set x 0 0 20000\r\nget k\r\n")
         assert got == b"CLIENT_ERROR auth token too long\r\nCLIENT_ERROR unauthenticated\r\n"
         assert not closed
         with open(authfile, "w") as f:
             f.write("new:pass\n")
         os.kill(ours.pid, signal.SIGHUP)
-        wait_for(lambda: exchange(ours.port, b"set x 0 0 8\r\nnew pass\r\n")[0]
+        wait_for(lambda: util.exchange(ours.port, b"set x 0 0 8\r\nnew pass\r\n")[0]
                  == b"STORED\r\n", 10, what="the file read again")
-        assert exchange(ours.port, b"set x 0 0 7\r\nfoo bar\r\n")[0] == \
+        assert util.exchange(ours.port, b"set x 0 0 7\r\nfoo bar\r\n")[0] == \
             b"CLIENT_ERROR authentication failure\r\n"
         # a file gone bad at a reload: the table read before stays, the server with it
         with open(authfile, "w") as f:
             f.write("no colon here\n")
         os.kill(ours.pid, signal.SIGHUP)
         wait_for(lambda: "malformed" in ours.stderr_text(), 10, what="the refusal said")
-        assert exchange(ours.port, b"set x 0 0 8\r\nnew pass\r\n")[0] == b"STORED\r\n"
+        assert util.exchange(ours.port, b"set x 0 0 8\r\nnew pass\r\n")[0] == b"STORED\r\n"
 
 
 def test_options_refused_as_memcached_refuses_them(authfile):
@@ -158,16 +135,16 @@ def test_router_clients_authenticate_first(authfile):
         cfg = json.dumps({"pools": {"a": {"servers": ["%s:%d" % (util.HOST, be.port)]}},
                           "route": "PoolRoute|a"})
         with Router(cfg, args=["--auth-file", authfile]) as r:
-            got, closed = exchange(r.port, b"set k 0 0 1\r\nv\r\nget k\r\nflush_all\r\n"
+            got, closed = util.exchange(r.port, b"set k 0 0 1\r\nv\r\nget k\r\nflush_all\r\n"
                                            b"stats\r\nversion\r\nmg k v\r\n")
             # a set is taken for a token ("v": not two words); the rest refused
             assert got == b"CLIENT_ERROR bad authentication token format\r\n" + \
                 b"CLIENT_ERROR unauthenticated\r\n" * 5, got
-            got, _ = exchange(r.port, b"\x80\x01\x00\x01" + b"\x00" * 20 + b"\r\n")
+            got, _ = util.exchange(r.port, b"\x80\x01\x00\x01" + b"\x00" * 20 + b"\r\n")
             assert got == b"CLIENT_ERROR unauthenticated\r\n", got      # binary: a line too
             with util.Conn(be.port) as c:
                 c.expect(b"get k\r\n", b"END\r\n")                     # nothing went through
-            got, _ = exchange(r.port, b"set x 0 0 7\r\nfoo bad\r\n")
+            got, _ = util.exchange(r.port, b"set x 0 0 7\r\nfoo bad\r\n")
             assert got == b"CLIENT_ERROR authentication failure\r\n"
             with util.Conn(r.port) as c:
                 c.expect(b"set x 0 0 7\r\nfoo bar\r\n", b"STORED\r\n")
@@ -178,7 +155,7 @@ def test_router_clients_authenticate_first(authfile):
             with open(authfile, "w") as f:
                 f.write("other:secret\n")
             os.kill(r.pid, signal.SIGHUP)
-            wait_for(lambda: exchange(r.port, b"set x 0 0 12\r\nother secret\r\n")[0] ==
+            wait_for(lambda: util.exchange(r.port, b"set x 0 0 12\r\nother secret\r\n")[0] ==
                      b"STORED\r\n", 10, what="the file read again")
 
 

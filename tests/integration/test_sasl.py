@@ -12,7 +12,6 @@ import hashlib
 import hmac
 import os
 import re
-import socket
 import subprocess
 import tempfile
 
@@ -46,31 +45,6 @@ def sasl_conf(monkeypatch):
 
 def plain(user, password):
     return b"\0" + user.encode() + b"\0" + password.encode()
-
-
-def exchange(port, data):
-    """All the server answers to data, until it stops answering for a moment
-    or closes; and whether it closed."""
-    s = socket.create_connection((util.HOST, port), timeout=10)
-    try:
-        s.sendall(data)
-        s.settimeout(0.5)
-        got, closed = b"", False
-        while True:
-            try:
-                chunk = s.recv(1 << 20)
-            except socket.timeout:
-                break
-            except ConnectionResetError:
-                closed = True
-                break
-            if not chunk:
-                closed = True
-                break
-            got += chunk
-        return got, closed
-    finally:
-        s.close()
 
 
 def pylibmc_try(port, password):
@@ -146,8 +120,8 @@ STREAMS = [
 def test_same_bytes_as_memcached(sasl_conf):
     with Server(MEMCACHED, ["-S"], name="oracle") as mc, Server(CELLARD, ["-S"]) as ours:
         for data in STREAMS:
-            want = exchange(mc.port, data)
-            got = exchange(ours.port, data)
+            want = util.exchange(mc.port, data)
+            got = util.exchange(ours.port, data)
             assert got == want, (data[:60], want, got)
         # the same counters after the same exchanges, counted as memcached counts them
         stats = []

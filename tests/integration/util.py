@@ -68,6 +68,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+def exchange(port, data):
+    """All the server answers to data, until it stops answering for a moment
+    or closes; and whether it closed."""
+    s = socket.create_connection((HOST, port), timeout=10)
+    try:
+        s.sendall(data)
+        s.settimeout(0.5)
+        got, closed = b"", False
+        while True:
+            try:
+                chunk = s.recv(1 << 20)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+        return got, closed
+    finally:
+        s.close()
+
+
 def wait_for(pred, timeout, interval=0.01, what="condition"):
     """Poll pred() until it returns a true value; return that value.
     Raises AssertionError naming `what` when the deadline passes."""
