@@ -198,8 +198,8 @@ def raise_nofile(n):
 
 def test_thousand_connections():
     count = 1000
-    raise_nofile(count + 200)
-    with Server(args=["-c", 2048]) as srv:
+    raise_nofile(2 * count + 200)
+    with Server(args=["-c", 4096]) as srv:
         socks = []
         # What a worker keeps however many connections it has (its pools of
         # read buffers and reply scratch; under io_uring its ring and the
@@ -218,34 +218,45 @@ def test_thousand_connections():
             c.send(b"".join(b"set conn%d 0 0 %d noreply\r\n%d\r\n" % (i, len(b"%d" % i), i)
                             for i in range(count)) + b"get conn0\r\n")
             assert c.read_to(b"END\r\n") == b"VALUE conn0 0 1\r\n0\r\nEND\r\n"
-        start_rss = srv.rss_kb()
-        try:
-            for i in range(count):
-                socks.append(Conn(srv.port, timeout=20))
-            # All open at once: every connection sends before any reads.
-            for i, c in enumerate(socks):
+
+        def open_and_serve():
+            """count more connections, all open at once, every one sending
+            before any reads; returns how much the RSS grew meanwhile."""
+            before = srv.rss_kb()
+            new = [Conn(srv.port, timeout=20) for _ in range(count)]
+            socks.extend(new)
+            for i, c in enumerate(new):
                 c.send(b"set conn%d 0 0 %d\r\n%d\r\nget conn%d\r\n" % (i, len(b"%d" % i), i, i))
-            for i, c in enumerate(socks):
+            for i, c in enumerate(new):
                 want = b"STORED\r\nVALUE conn%d 0 %d\r\n%d\r\nEND\r\n" % (i, len(b"%d" % i), i)
                 got = c.read_to(b"END\r\n", timeout=20)
                 assert got == want, "connection %d: %r" % (i, got)
+            return srv.rss_kb() - before
+
+        try:
             # Between requests a connection holds no read or reply buffer
-            # (memcached 1.6 lends both from its worker too; after the warm-up
-            # it grows ~0.24 KB a connection here, reusing the structures of
-            # closed ones, cellard ~0.33 KB, and 5.4 KB when reply scratch
-            # was kept).
-            grown = srv.rss_kb() - start_rss
-            print("%d connections: RSS grew %d KB" % (count, grown))
+            # (memcached 1.6 lends both from its worker too).  Measured
+            # twice, 1000 connections each time: the first reuses the
+            # structures of the closed warm-up connections, the second
+            # makes all of its own (memcached grows ~0.25 and ~0.6 KB a
+            # connection here, cellard ~0.4 and ~0.8 KB; 5.4 KB when reply
+            # scratch was kept).  The smaller growth is taken: what each
+            # connection holds shows in both, while the allocator's arenas
+            # now and then grow by a megabyte or so in one of them (about
+            # once in 45 runs, for memcached too: blocks in flight, not the
+            # connections).
+            grown = [open_and_serve(), open_and_serve()]
+            print("%d connections twice: RSS grew %s KB" % (count, grown))
             limit = (3 if sanitized(srv.binary) else 1) * count     # ASan: redzones
-            assert grown <= limit, "RSS grew %d KB for %d idle connections" % (grown, count)
+            assert min(grown) <= limit, "RSS grew %s KB for %d idle connections" % (grown, count)
             st = socks[0].stats()
-            assert int(st["curr_connections"]) >= count, st["curr_connections"]
+            assert int(st["curr_connections"]) >= 2 * count, st["curr_connections"]
             assert int(st["curr_items"]) == count + 1     # and "warm"
-            # And each connection still works for a second round.
+            # And each connection still works for another round.
             for i, c in enumerate(socks):
-                c.send(b"incr conn%d 1\r\n" % i)
+                c.send(b"incr conn%d 1\r\n" % (i % count))
             for i, c in enumerate(socks):
-                assert c.readline(timeout=20) == b"%d\r\n" % (i + 1), i
+                assert c.readline(timeout=20) == b"%d\r\n" % (i % count + 1 + i // count), i
         finally:
             for c in socks:
                 c.close()
