@@ -9,7 +9,8 @@
  * for bit: MurmurHash3's 32-bit variant (pymemcache's rendezvous hashing)
  * Jenkins' one-at-a-time (libmemcached's default key hash), and
  * MurmurHash2's 64-bit variant (mcrouter's furc/ch3 hash); and mcrouter's
- * others: SpookyHash V2 and CRC-32.
+ * others: SpookyHash V2 and CRC-32.  hash_crc32c() checksums the flash
+ * tier's records (SSE4.2's crc32 instruction where the CPU has it).
  */
 #ifndef CELLAR_CORE_HASH_H
 #define CELLAR_CORE_HASH_H
@@ -37,5 +38,11 @@ uint32_t hash_spooky32(const void *p, size_t n, uint32_t seed);
 
 /* CRC-32 of p[0..n) (IEEE, reflected; zlib's crc32 from 0). */
 uint32_t hash_crc32(const void *p, size_t n);
+
+/* CRC-32C (Castagnoli, reflected; as iSCSI, ext4 and SSE4.2's crc32) of
+   p[0..n), continuing from crc (0 to start): calls chain, so
+   hash_crc32c(hash_crc32c(0, a, n), b, m) is the CRC of a then b.
+   hash_crc32c(0, "123456789", 9) is 0xe3069283. */
+uint32_t hash_crc32c(uint32_t crc, const void *p, size_t n);
 
 #endif

@@ -40,6 +40,9 @@ void engine_config_defaults(struct engine_config *cfg) {
         .automove_ratio = 0.8,
         .automove_window = 30,
         .temp_ttl = -1,
+        .ext = {.store = {.page_size = 64 * MiB, .wbuf_size = 4 * MiB},
+                .item_size = 512, .item_age = UINT32_MAX, .recache_rate = 2000,
+                .max_frag = 0.8, .max_sleep_us = 1000000, .threads = 1, .io_depth = 1},
     };
 }
 
@@ -104,7 +107,7 @@ struct engine *engine_create(const struct engine_config *cfg, char *err, size_t 
     atomic_init(&e->temp_lim, 0);
     atomic_init(&e->wheels, false);
 
-    if (store_create(e, err, errlen))
+    if (store_create(e, err, errlen) && ext_create(e, err, errlen))
         return e;
     engine_destroy(&e);
     return NULL;
@@ -118,6 +121,7 @@ void engine_destroy(struct engine **ep) {
     struct engine *e = *ep;
     if (e == NULL)
         return;
+    ext_destroy(e);
     store_destroy(e);
     for (unsigned i = 1; i <= e->nclasses; i++) {
         if (e->cls[i].q != NULL)
@@ -220,6 +224,11 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
         item_flag_set(it, ITEM_FETCHED);
         store_sync_locked(e, it, hv);
         store_hit_locked(e, it);
+        if (__builtin_expect(item_has(it, ITEM_FLASH), 0)) {
+            it = store_keep_locked(e, it);      /* the value is read without the stripe */
+            mtx_unlock(m);
+            return ext_read(e, it, hv, why);
+        }
         const char *v = cp != NULL ? item_value_flat(it) : NULL;
         if (v != NULL && it->nbytes <= cp->max) {
             struct engine_hit h = {
@@ -405,6 +414,8 @@ static enum engine_store_result store_core(struct engine *e, struct item *it,
                 r = ENGINE_EXISTS;
                 break;
             }
+            if (item_has(old, ITEM_FLASH))      /* value on flash: NOT_STORED, as memcached */
+                break;
             stored = made = concat_locked(e, old, it, op == ENGINE_APPEND, hv, o->new_cas);
             if (stored == NULL)
                 r = ENGINE_STORE_NO_MEMORY;

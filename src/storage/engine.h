@@ -42,6 +42,7 @@
 #include <sys/uio.h>
 
 #include "storage/evict.h"
+#include "storage/flash.h"
 #include "storage/item.h"
 
 #define ENGINE_KEY_MAX 250              /* longest key, bytes */
@@ -49,6 +50,36 @@
 #define ENGINE_REALTIME_MAXDELTA 2592000 /* 30 days: larger exptime is absolute */
 
 struct engine;
+
+/*
+ * Values on flash (memcached's extstore; flash.h holds the page store).
+ * With store.nfiles > 0 the slab back end moves values of at least
+ * item_size bytes from its classes' cold ends to flash, leaving in memory
+ * a small header item (the key, flags, TTL, CAS and where the value lies),
+ * when they have been idle item_age seconds or when a class runs short of
+ * free chunks and no page is spare; reading one reads the value back into
+ * a fresh item (engine_get() and its kin do, in the calling thread), and
+ * one read in recache_rate puts that item back in memory.  The segment
+ * back end takes no flash tier (engine_create() refuses it).
+ */
+struct engine_ext_config {
+    struct flash_config store;          /* ext_path (files), ext_page_size, ext_wbuf_size */
+    uint32_t item_size;                 /* ext_item_size: smaller values stay (512) */
+    uint32_t item_age;                  /* ext_item_age: idle seconds before a value may
+                                           go anyway (UINT32_MAX: only when short) */
+    uint32_t low_ttl;                   /* ext_low_ttl: shorter TTLs in their own pages (0) */
+    uint32_t recache_rate;              /* ext_recache_rate: one read in so many brings
+                                           the value back to memory (2000; 0: never) */
+    uint32_t compact_under;             /* ext_compact_under: compact while fewer pages
+                                           are free (0 at start: a quarter of them) */
+    uint32_t drop_under;                /* ext_drop_under: with drop_unread, drop rather
+                                           than rescue while fewer are free (0: a quarter) */
+    double max_frag;                    /* ext_max_frag: compact pages less full (0.8) */
+    bool drop_unread;                   /* ext_drop_unread: compaction keeps only what
+                                           was read since written */
+    uint32_t max_sleep_us;              /* ext_max_sleep: the writer's longest rest (1 s) */
+    unsigned threads, io_depth;         /* ext_threads, ext_io_depth (1, 1) */
+};
 
 struct engine_config {
     size_t mem_limit;          /* -m, bytes of slab pages (default 64 MiB) */
@@ -83,6 +114,7 @@ struct engine_config {
     int32_t temp_ttl;          /* items with a TTL of at most this many seconds are
                                   transient (engine_lru_temp()); -1 (default): none */
     bool lru_flat;             /* memcached's flat LRU (engine_lru_flat()); default false */
+    struct engine_ext_config ext;   /* the flash tier; store.nfiles 0 (default): none */
 };
 
 /* Fills in memcached's defaults. */
@@ -163,6 +195,8 @@ enum engine_miss {
     ENGINE_MISS_NONE = 0,       /* not in the table */
     ENGINE_MISS_EXPIRED,        /* was there but its exptime passed */
     ENGINE_MISS_FLUSHED,        /* was there but flush_all made it invisible */
+    ENGINE_MISS_NOMEM,          /* there, its value on flash, and no memory could be
+                                   had to read it into (memcached's get_oom_extstore) */
 };
 
 /*
@@ -656,8 +690,29 @@ struct engine_stats {
     uint64_t slab_reassign_busy_items, slab_reassign_busy_deletes, slabs_moved;
     bool slab_reassign_running;
     uint64_t slab_global_page_pool;
+    /* the flash tier's (memcached's names; all 0 without one) */
+    bool ext_on;
+    uint64_t get_extstore, get_oom_extstore, recache_from_extstore;
+    uint64_t miss_from_extstore, badcrc_from_extstore;
+    uint64_t extstore_compact_lost, extstore_compact_rescues, extstore_compact_skipped;
+    struct flash_stats flash;
 };
 void engine_stats(struct engine *e, struct engine_stats *out);
+
+/*
+ * The flash tier's background work (engine_ext_config): one bounded slice
+ * of moving values to flash, compacting and reclaiming pages.  Meant for
+ * one thread (cellard's flash writer), which rests between slices that
+ * did nothing (returns 0), up to max_sleep_us.  Does nothing without a
+ * flash tier.
+ */
+unsigned engine_ext_step(struct engine *e, unsigned budget);
+/* The flash tier's settings now, and new ones taken at run time (memcached's
+   `extstore` command: every field but store, threads and io_depth). */
+void engine_ext_get(struct engine *e, struct engine_ext_config *out);
+void engine_ext_tune(struct engine *e, const struct engine_ext_config *c);
+/* The page store, for `stats extstore` (flash_page_infos()); NULL without one. */
+struct flash *engine_flash(struct engine *e);
 
 /*
  * `stats reset`: zeroes what memcached's resets of the engine's counters

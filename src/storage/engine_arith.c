@@ -36,7 +36,8 @@ static enum engine_marith_result add_delta_locked(struct engine *e, struct item 
                                                   struct engine_marith_out *res,
                                                   struct item **linked, struct item **made) {
     uint64_t v;
-    if (it->nbytes == 0 || item_ntotal(it) > e->cfg.slab_chunk_max)    /* chained in slab */
+    if (it->nbytes == 0 || item_ntotal(it) > e->cfg.slab_chunk_max ||  /* chained in slab */
+        item_has(it, ITEM_FLASH))       /* value on flash: memcached refuses it so too */
         return ENGINE_MARITH_NON_NUMERIC;
     if (o->compare && o->cas != 0 && it->cas != o->cas)
         return ENGINE_MARITH_EXISTS;

@@ -177,6 +177,8 @@ struct engine {
     uint32_t expand_next;               /* engine second growth may be retried */
 
     struct move mv;                     /* the slab page mover (slab back end) */
+    struct ext *ext;                    /* the flash tier (item_ext.c); NULL: none */
+    struct flash *flash;                /* its page store, for item_free(); NULL: none */
 };
 
 /* Why an item leaves the table; decides which counter it lands in. */
@@ -187,17 +189,17 @@ enum unlink_why {
     UNLINK_EVICT,       /* live item evicted for memory */
 };
 
-static inline bool item_has(const struct item *it, uint8_t flag) {
+static inline bool item_has(const struct item *it, uint16_t flag) {
     return (atomic_load_explicit(&it->iflags, memory_order_relaxed) & flag) != 0;
 }
 /* Writers hold the item stripe, so a plain load and store cannot lose bits. */
-static inline void item_flag_set(struct item *it, uint8_t flag) {
-    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
+static inline void item_flag_set(struct item *it, uint16_t flag) {
+    uint16_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
     if (!(f & flag))
         atomic_store_explicit(&it->iflags, f | flag, memory_order_relaxed);
 }
-static inline void item_flag_clear(struct item *it, uint8_t flag) {
-    uint8_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
+static inline void item_flag_clear(struct item *it, uint16_t flag) {
+    uint16_t f = atomic_load_explicit(&it->iflags, memory_order_relaxed);
     atomic_store_explicit(&it->iflags, f & ~flag, memory_order_relaxed);
 }
 
@@ -300,6 +302,24 @@ __attribute__((cold)) void sizes_count(struct engine *e, const struct item *it, 
 static inline void sizes_note(struct engine *e, const struct item *it, int d) {
     if (atomic_load_explicit(&e->sizes_on, memory_order_acquire))
         sizes_count(e, it, d);
+}
+
+/*
+ * item_ext.c: the flash tier of the slab back end (engine_ext_config).
+ * ext_read() turns a header item (ITEM_FLASH; a reference held, no locks)
+ * into an item holding its value, or NULL (see there).  A header's value
+ * is where its record lies (item_flash_loc()); item_free() lets the record
+ * go as the header's memory is freed.
+ */
+struct ext;
+bool ext_create(struct engine *e, char *err, size_t errlen);
+void ext_destroy(struct engine *e);
+struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, enum engine_miss *why);
+void ext_stats(struct engine *e, struct engine_stats *out);
+static inline struct flash_loc item_flash_loc(const struct item *hdr) {
+    struct flash_loc loc;
+    memcpy(&loc, hdr->data + hdr->nkey, sizeof(loc));
+    return loc;
 }
 
 /* expire.c */

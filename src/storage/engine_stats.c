@@ -154,6 +154,7 @@ void engine_stats(struct engine *e, struct engine_stats *out) {
     out->crawler_starts = atomic_load_explicit(&e->crawl_starts, memory_order_relaxed);
     out->crawler_running = atomic_load_explicit(&e->crawl_req, memory_order_relaxed) != 0;
     store_stats(e, out);
+    ext_stats(e, out);
 }
 
 void engine_stats_reset(struct engine *e) {

@@ -170,6 +170,10 @@ static void unlink_q_locked(struct engine *e, struct eclass *c, struct item *it,
 
 /* Out of line, so that store_unref()'s common path stays a decrement and a test. */
 __attribute__((noinline)) void item_free(struct engine *e, struct item *it) {
+    if (item_has(it, ITEM_FLASH)) {     /* a header: its record on flash goes with it */
+        struct flash_loc loc = item_flash_loc(it);
+        flash_release(e->flash, &loc);
+    }
     if (item_has(it, ITEM_CHAINED)) {
         struct item_chunk *ch = chain_get(it).first;
         while (ch != NULL) {

@@ -34,6 +34,8 @@ enum item_flag {
     ITEM_HOLD = 64,         /* delete hold-off tombstone: invisible, refuses add */
     ITEM_KEY_BINARY = 128,  /* the client sent the key encoded (meta b); the engine
                                only keeps the bit on the item it was given to */
+    ITEM_FLASH = 256,       /* a header item: the value lies on flash, and the item's
+                               own value is where (struct flash_loc; item_ext.c) */
 };
 
 struct item {
@@ -52,7 +54,7 @@ struct item {
     uint32_t nbytes;                /* value length */
     uint32_t flags;                 /* client flags */
     _Atomic uint16_t refcount;
-    _Atomic uint8_t iflags;         /* enum item_flag; atomic: holders read it unlocked */
+    _Atomic uint16_t iflags;        /* enum item_flag; atomic: holders read it unlocked */
     uint8_t clsid;                  /* slab class id */
     uint8_t nkey;
     _Atomic uint8_t pbits;          /* eviction policy's own bits (evict.h) */

@@ -136,6 +136,7 @@ static bool head_rescue(struct engine *e, struct item *it, uint64_t hv) {
     item_flag_clear(n, ITEM_LINKED);
     item_flag_clear(n, ITEM_TEMP);      /* item_replace_locked() decides the wheel anew */
     item_flag_clear(it, ITEM_CHAINED);
+    item_flag_clear(it, ITEM_FLASH);    /* the copy keeps the record on flash */
     item_replace_locked(e, it, n, hv, item_cas(it));
     item_deref(e, n);                   /* the table's is the one left */
     atomic_fetch_add_explicit(&e->mv.rescues, 1, memory_order_relaxed);

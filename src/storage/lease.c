@@ -147,6 +147,8 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     mtx_unlock(m);
     if (meta != NULL)
         *meta = mt;
+    if (__builtin_expect(item_has(it, ITEM_FLASH), 0))
+        it = ext_read(e, it, hv, why);      /* the value, read without the stripe */
     return it;
 }
 

@@ -131,6 +131,8 @@ static void w_put(struct writer *w, const void *p, size_t n) {
 static void save_one(const struct engine_dump_item *d, void *arg) {
     struct writer *w = arg;
     const struct item *it = d->it;
+    if (item_has(it, ITEM_FLASH))       /* values on flash do not outlive the process */
+        return;
     struct rec r = {
         .cas = d->cas,
         .exptime = d->exptime,

@@ -41,7 +41,7 @@
  * store_lru_temp() leaves it as it is.  A requested crawl
  * (store_crawl_request_locked()) has no classes to walk there either.
  *
- * Three features to come plug in here, each as one more operation (or
+ * Two features to come plug in here, each as one more operation (or
  * step) that both back ends implement, so that the shared code stays as it
  * is:
  *   - Moving an item between segments.  The slab back end's page mover
@@ -53,11 +53,13 @@
  *     heap at store_create(), and a store_save(e) at shutdown and a
  *     store_restore(e) at start would write and check the metadata (class
  *     and segment tables, the clock) that lets the items be found again.
- *   - Values on flash (extstore).  An item whose value lies elsewhere is
- *     what seg's out-of-line values already are (item_chain.ext pinned by
- *     a hold, seg_ext.c): a flash back end would hand out such items, and
- *     a read of one would go through an asynchronous store_read operation
- *     that completes the value before the reply is written.
+ *
+ * Values on flash (memcached's extstore) are the slab back end's alone
+ * (item_ext.c on flash.c): a value moved there leaves a header item
+ * (ITEM_FLASH) in memory, and the shared lookups hand such an item to
+ * ext_read(), which reads the value back into a fresh item.  Segments
+ * take no flash tier: a segment is already the unit a flash tier would
+ * write, and reading a segment view back would need its own path.
  */
 #ifndef CELLAR_STORAGE_STORE_H
 #define CELLAR_STORAGE_STORE_H
