@@ -540,17 +540,34 @@ unsigned flash_reclaim(struct flash *f) {
     return n;
 }
 
-/* The oldest closed page whose live bytes are under max_frag of a page, when free pages run short. */
-int flash_compact_pick(struct flash *f, unsigned under, double max_frag) {
-    int pick = -1;
+/*
+ * memcached's storage_compact_check(): nothing while more than `under`
+ * pages are free; else the oldest closed page (the low-TTL bucket's
+ * aside: its records die soon anyway) whose live bytes are under
+ * max_frag of a page, that share scaled down by the share of pages free,
+ * so that a nearly empty tier compacts only nearly empty pages; failing
+ * that, with drop_unread and at most drop_under pages free, the oldest
+ * such page at all, *drop set: the caller keeps only what was read.
+ */
+int flash_compact_pick(struct flash *f, unsigned under, double max_frag, bool drop_unread,
+                       unsigned drop_under, bool *drop) {
+    int pick = -1, oldest = -1;
+    *drop = false;
     pthread_mutex_lock(&f->mu);
-    if (f->nfree < under) {
-        double limit = max_frag * f->page_size;
+    if (f->nfree <= under && f->nfree < f->npages) {
+        double limit = (1.0 - (double)f->nfree / f->npages) * max_frag * f->page_size;
         for (unsigned i = 0; i < f->npages; i++) {
             const struct flash_page *p = &f->pages[i];
-            if (page_closed(p) && (double)p->bytes_used < limit &&
-                (pick < 0 || p->version < f->pages[pick].version))
+            if (!page_closed(p) || p->bucket == FLASH_B_LOWTTL)
+                continue;
+            if (oldest < 0 || p->version < f->pages[oldest].version)
+                oldest = (int)i;
+            if ((double)p->bytes_used < limit && (pick < 0 || p->version < f->pages[pick].version))
                 pick = (int)i;
+        }
+        if (pick < 0 && drop_unread && f->nfree <= drop_under && oldest >= 0) {
+            pick = oldest;
+            *drop = true;
         }
     }
     pthread_mutex_unlock(&f->mu);

@@ -174,10 +174,11 @@ bool flash_live(struct flash *f, const struct flash_loc *loc);
 /*
  * Compaction and reclaim (writer only).  flash_reclaim() frees every
  * closed page with no live object left (memcached's page_reclaims).
- * flash_compact_pick() names a closed page worth compacting when fewer
- * than `under` pages are free: the oldest whose live bytes are below
- * max_frag of a page (which records to keep is the caller's business);
- * -1: none.  flash_compact_scan() calls fn for each record of that page in
+ * flash_compact_pick() names a closed page worth compacting, by
+ * memcached's rule (see flash.c): with at most `under` pages free, the
+ * oldest whose live bytes are below a share of a page, or with
+ * drop_unread and at most drop_under free, the oldest (*drop set); -1:
+ * none.  Which records to keep is the caller's business.  flash_compact_scan() calls fn for each record of that page in
  * order, with its key and location, reading the page into buf (page_size
  * bytes, the caller's); fn may rewrite what it wants kept (flash_write()
  * to FLASH_B_COMPACT) and release the old location.  A record whose value
@@ -186,7 +187,8 @@ bool flash_live(struct flash *f, const struct flash_loc *loc);
  * its locations read as gone from then on (nothing when it is not closed).
  */
 unsigned flash_reclaim(struct flash *f);
-int flash_compact_pick(struct flash *f, unsigned under, double max_frag);
+int flash_compact_pick(struct flash *f, unsigned under, double max_frag, bool drop_unread,
+                       unsigned drop_under, bool *drop);
 typedef void (*flash_scan_fn)(void *arg, const char *key, unsigned nkey,
                               const struct flash_loc *loc, const char *value);
 bool flash_compact_scan(struct flash *f, unsigned page, char *buf, flash_scan_fn fn, void *arg);

@@ -322,6 +322,99 @@ static bool move_one(struct engine *e, unsigned id, uint32_t now, uint32_t age,
     return true;
 }
 
+/* ---- compaction ---- */
+
+struct compact {
+    struct engine *e;
+    bool drop;                          /* keep only what was read lately */
+    unsigned rescues, lost, skipped;
+};
+
+/* Whether two locations name the same record. */
+static bool loc_same(const struct flash_loc *a, const struct flash_loc *b) {
+    return a->page == b->page && a->version == b->version && a->offset == b->offset;
+}
+
+/*
+ * One record of the page being compacted (flash_compact_scan()): if the
+ * key's header still points at it, the value is written anew to the
+ * compaction bucket and a header for the new place put in the old one's
+ * (a new item, since readers read a header's location without the
+ * stripe), so that the old record is let go as the old header is freed;
+ * in drop mode, a header in the policy's cold segment (unread lately, as
+ * memcached's COLD LRU test) is unlinked instead.  Records whose headers
+ * are gone or elsewhere were let go already.
+ */
+static void compact_one(void *arg, const char *key, unsigned nkey, const struct flash_loc *loc,
+                        const char *value) {
+    struct compact *c = arg;
+    struct engine *e = c->e;
+    uint64_t hv = ht_hash(key, nkey);
+    struct mtx *m = lock_of(e->locks, hv);
+    mtx_lock(m);
+    struct item *hdr = store_find_locked(e, key, nkey, hv, NULL, NULL);
+    struct flash_loc at;
+    if (hdr == NULL || !item_has(hdr, ITEM_FLASH) || (at = item_flash_loc(hdr), !loc_same(&at, loc))) {
+        mtx_unlock(m);
+        return;
+    }
+    if (c->drop && engine_item_lru(e, hdr) == EVICT_COLD) {
+        store_unlink_locked(e, hdr, hv, UNLINK_DELETE);
+        c->skipped++;
+        mtx_unlock(m);
+        return;
+    }
+    struct iovec iov = {(void *)value, loc->len};
+    struct flash_loc nloc;
+    enum engine_alloc_err err;
+    struct item *nh = NULL;
+    if (flash_write(e->flash, FLASH_B_COMPACT, key, nkey, &iov, 1, loc->len, &nloc)) {
+        nh = store_alloc(e, key, nkey, hdr->flags, hdr->exptime, sizeof(nloc), &err);
+        if (nh == NULL)
+            flash_release(e->flash, &nloc);
+    }
+    if (nh == NULL) {
+        c->lost++;                      /* the header stays where it was, as memcached's */
+        mtx_unlock(m);
+        return;
+    }
+    memcpy(nh->data + nh->nkey, &nloc, sizeof(nloc));
+    uint16_t keep = ITEM_FLASH | ITEM_FETCHED | ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY;
+    atomic_store_explicit(&nh->iflags,
+                          (uint16_t)(atomic_load_explicit(&nh->iflags, memory_order_relaxed) |
+                                     (atomic_load_explicit(&hdr->iflags, memory_order_relaxed) &
+                                      keep)),
+                          memory_order_relaxed);
+    store_replace_locked(e, hdr, nh, hv, item_cas(hdr));
+    c->rescues++;
+    mtx_unlock(m);
+    store_unref(e, nh);
+}
+
+/* One page compacted, when memcached's rule picks one; 1 if one was. */
+static unsigned compact_step(struct engine *e, const struct engine_ext_config *cfg) {
+    struct ext *x = e->ext;
+    bool drop;
+    int page = flash_compact_pick(x->fl, cfg->compact_under, cfg->max_frag, cfg->drop_unread,
+                                  cfg->drop_under, &drop);
+    if (page < 0)
+        return 0;
+    char *buf = malloc(cfg->store.page_size);   /* a page's worth, while it lasts */
+    if (buf == NULL)
+        return 0;
+    struct compact c = {.e = e, .drop = drop};
+    bool ok = flash_compact_scan(x->fl, (unsigned)page, buf, compact_one, &c);
+    free(buf);
+    atomic_fetch_add_explicit(&x->compact_rescues, c.rescues, memory_order_relaxed);
+    atomic_fetch_add_explicit(&x->compact_lost, c.lost, memory_order_relaxed);
+    atomic_fetch_add_explicit(&x->compact_skipped, c.skipped, memory_order_relaxed);
+    /* what is left on the page is held by readers now, or unreadable: it goes
+       when they let go (reclaim), or at once if nothing could be read */
+    if (!ok)
+        flash_page_free(x->fl, (unsigned)page);
+    return 1;
+}
+
 unsigned engine_ext_step(struct engine *e, unsigned budget) {
     struct ext *x = e->ext;
     if (x == NULL)
@@ -339,6 +432,8 @@ unsigned engine_ext_step(struct engine *e, unsigned budget) {
         while (done < budget && move_one(e, id, now, age, &c))
             done++;
     }
+    done += flash_reclaim(x->fl);
+    done += compact_step(e, &c);
     done += flash_reclaim(x->fl);
     mtx_unlock(&x->lock);
     return done;

@@ -38,6 +38,7 @@ static struct engine *mk(size_t mem, uint32_t recache_rate) {
     cfg.ext.store.wbuf_size = MiB / 4;
     cfg.ext.item_age = 2;
     cfg.ext.recache_rate = recache_rate;
+    cfg.reap = true;                    /* the maintainer's juggle (drain() steps it) */
     char err[256] = "";
     struct engine *e = engine_create(&cfg, err, sizeof(err));
     if (e == NULL) {
@@ -89,9 +90,13 @@ static bool reads_back(struct engine *e, const char *key, const char *val, size_
     return ok && at == n;
 }
 
+/* The flash writer and the maintenance step, as cellard's threads run them, till quiet. */
 static void drain(struct engine *e) {
-    for (int i = 0; i < 1000 && engine_ext_step(e, 100) > 0; i++)
-        ;
+    for (int i = 0; i < 1000; i++) {
+        engine_step(e, 1000);
+        if (engine_ext_step(e, 100) == 0)
+            break;
+    }
 }
 
 static struct engine_stats stats(struct engine *e) {
@@ -266,6 +271,69 @@ TEST(short_memory_pushes_values_out_instead_of_evicting) {
         back += reads_back(e, key, v, sizeof(v));
     }
     ASSERT(back > 2500);                                     /* flash kept most of what memory could not */
+    engine_destroy(&e);
+}
+
+TEST(compaction_frees_pages_and_keeps_what_lives) {
+    struct engine *e = mk(64 * MiB, 0);
+    char v[100000], key[32];
+    for (unsigned i = 0; i < 140; i++) {                     /* ~14 of 16 pages */
+        snprintf(key, sizeof(key), "c%u", i);
+        fill(v, sizeof(v), i);
+        put(e, ENGINE_SET, key, v, sizeof(v), 0);
+    }
+    engine_clock_set(e, T0 + 3);
+    drain(e);
+    struct engine_stats before = stats(e);
+    ASSERT_U64(before.flash.objects_written, 140);
+    ASSERT_U64(before.extstore_compact_rescues, 0);         /* a quarter free: 4 pages, 2 left */
+    for (unsigned i = 0; i < 140; i++) {
+        if (i % 3 == 0)
+            continue;
+        snprintf(key, sizeof(key), "c%u", i);
+        engine_delete(e, key, strlen(key), 0);
+    }
+    struct engine_ext_config c;
+    engine_ext_get(e, &c);
+    ASSERT_U64(c.compact_under, 4);                          /* memcached's default: a quarter */
+    c.compact_under = 16;
+    c.max_frag = 0.9;
+    engine_ext_tune(e, &c);
+    drain(e);
+    struct engine_stats after = stats(e);
+    ASSERT(after.extstore_compact_rescues > 0);
+    ASSERT_U64(after.extstore_compact_lost, 0);
+    ASSERT(after.flash.pages_free > before.flash.pages_free + 4);
+    for (unsigned i = 0; i < 140; i += 3) {
+        snprintf(key, sizeof(key), "c%u", i);
+        fill(v, sizeof(v), i);
+        ASSERT(reads_back(e, key, v, sizeof(v)));
+    }
+    ASSERT_U64(stats(e).miss_from_extstore, 0);
+    engine_destroy(&e);
+}
+
+TEST(drop_unread_compaction_lets_cold_values_go) {
+    struct engine *e = mk(64 * MiB, 0);
+    char v[100000], key[32];
+    for (unsigned i = 0; i < 150; i++) {
+        snprintf(key, sizeof(key), "u%u", i);
+        fill(v, sizeof(v), i);
+        put(e, ENGINE_SET, key, v, sizeof(v), 0);
+    }
+    engine_clock_set(e, T0 + 3);
+    drain(e);
+    struct engine_ext_config c;
+    engine_ext_get(e, &c);
+    c.drop_unread = true;
+    c.max_frag = 0;                                          /* no page by fragmentation */
+    c.compact_under = 4;
+    c.drop_under = 3;
+    engine_ext_tune(e, &c);
+    drain(e);
+    struct engine_stats st = stats(e);
+    ASSERT(st.extstore_compact_skipped > 0);
+    ASSERT(st.flash.pages_free > 0);
     engine_destroy(&e);
 }
 

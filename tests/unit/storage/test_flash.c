@@ -332,12 +332,19 @@ TEST(compact_pick_scan_free) {
     struct flash_loc loc[PER_PAGE + 1];
     for (unsigned i = 0; i < PER_PAGE + 1; i++)
         ASSERT(put_n(f, FLASH_B_DEFAULT, i, &loc[i]));
-    ASSERT_EQ(flash_compact_pick(f, 10, 0.9), -1);    /* page 0 is full of live records */
+    bool drop = true;
+    ASSERT_EQ(flash_compact_pick(f, 10, 0.9, false, 0, &drop), -1);  /* full of live records */
+    ASSERT(!drop);
     for (unsigned i = 1; i < PER_PAGE; i += 2)
         flash_release(f, &loc[i]);
-    ASSERT_EQ(flash_compact_pick(f, 10, 0.9), 0);
-    ASSERT_EQ(flash_compact_pick(f, 2, 0.9), -1);     /* two pages free: not under 2 */
-    ASSERT_EQ(flash_compact_pick(f, 10, 0.1), -1);    /* half live: not under a tenth */
+    /* half live; 2 of 4 pages free halve the share: 0.9 -> 0.45 of a page */
+    ASSERT_EQ(flash_compact_pick(f, 10, 0.9, false, 0, &drop), -1);
+    ASSERT_EQ(flash_compact_pick(f, 10, 1.0, false, 0, &drop), 0);   /* 0.5: just over half */
+    ASSERT(!drop);
+    ASSERT_EQ(flash_compact_pick(f, 1, 1.0, false, 0, &drop), -1);   /* 2 free: more than 1 */
+    ASSERT_EQ(flash_compact_pick(f, 10, 0.9, true, 2, &drop), 0);    /* the oldest, to drop */
+    ASSERT(drop);
+    ASSERT_EQ(flash_compact_pick(f, 10, 0.9, true, 1, &drop), -1);   /* 2 free: more than 1 */
 
     static char buf[PAGE];
     struct scan_ctx c = {.f = f, .orig = loc};
