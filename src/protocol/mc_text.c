@@ -143,6 +143,7 @@ static enum mc_cmd lookup_cmd(struct mc_span w) {
         break;
     case 8:
         if (SPAN_IS(w, "shutdown")) return MC_CMD_SHUTDOWN;
+        if (SPAN_IS(w, "extstore")) return MC_CMD_EXTSTORE;
         break;
     case 9:
         if (SPAN_IS(w, "flush_all")) return MC_CMD_FLUSH_ALL;
@@ -344,9 +345,9 @@ static enum mc_parse parse_key_num(struct mc_req *req, int n) {
 /*
  * The commands that are neither storage nor retrieval.  Those whose answer
  * depends on server settings (stats, shutdown, slabs, lru, lru_crawler,
- * watch) are checked here only as far as memcached checks them before
- * looking at any setting; the rest of their words are in tok[] for the
- * caller.
+ * watch, extstore) are checked here only as far as memcached checks them
+ * before looking at any setting; the rest of their words are in tok[] for
+ * the caller.
  */
 static enum mc_parse parse_admin(struct mc_req *req, int n) {
     switch (req->cmd) {
@@ -383,6 +384,7 @@ static enum mc_parse parse_admin(struct mc_req *req, int n) {
         return MC_PARSE_OK;
 
     case MC_CMD_LRU:
+    case MC_CMD_EXTSTORE:
         if (n < 2)
             return fail(req, MC_ERR_ERROR);
         req->noreply = last_is_noreply(req, n);

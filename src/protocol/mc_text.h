@@ -57,6 +57,7 @@ enum mc_cmd {
     MC_CMD_LRU,                 /* tok[1..] */
     MC_CMD_LRU_CRAWLER,         /* tok[1..] */
     MC_CMD_WATCH,               /* tok[1..] */
+    MC_CMD_EXTSTORE,            /* tok[1..]: memcached's extstore knobs */
     MC_CMD_MISBEHAVE,           /* reserved */
     MC_CMD_META,                /* mg ms md ma mn me: hand the same line to the meta codec */
     /* mcrouter's own commands (mc_mcr.h: the router's; never mc_text_parse()'s) */

@@ -25,6 +25,7 @@
 #include "server/detail.h"
 #include "server/dispatch.h"
 #include "server/dump.h"
+#include "server/extstore.h"
 #include "server/server.h"
 #include "server/stats.h"
 #include "server/tune.h"
@@ -439,7 +440,7 @@ static void do_lru_crawler(struct conn *c, struct mc_req *req) {
 
 /*
  * Administrative commands that tune memcached's background machinery
- * (slabs and lru: tune.c).  cache_memlimit checks its argument as memcached
+ * (slabs and lru: tune.c; extstore: extstore.c).  cache_memlimit checks its argument as memcached
  * does and changes nothing (the README says so).
  */
 static void do_admin(struct conn *c, struct mc_req *req) {
@@ -460,6 +461,9 @@ static void do_admin(struct conn *c, struct mc_req *req) {
         break;
     case MC_CMD_LRU_CRAWLER:
         do_lru_crawler(c, req);
+        break;
+    case MC_CMD_EXTSTORE:
+        extstore_command(c, req);
         break;
     case MC_CMD_REFRESH_CERTS: {
         /* the certificates read again for connections to come; an error is not hushed */

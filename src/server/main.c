@@ -7,7 +7,8 @@
  *   open listeners, start workers   engine_step() (hash growth, expiry
  *   loop: accept -> hand fd to a    crawl), sleep longer when idle
  *         worker, round robin
- *         signalfd: TERM/INT -> stop
+ *         signalfd: TERM/INT -> stop  flash writer (-o ext_path, extstore.c):
+ *                                   engine_ext_step(), resting when idle
  *   --metrics: core/httpd.c's thread answers GET /metrics (metrics.c)
  *
  * The only mutable globals of the program live here (none at the moment:
@@ -41,6 +42,7 @@
 #include "server/auth.h"
 #include "server/sasl.h"
 #include "server/detail.h"
+#include "server/extstore.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/stats.h"
@@ -275,6 +277,7 @@ int main(int argc, char **argv) {
     ec.automove_window = cfg.slab_automove_window;
     ec.temp_ttl = cfg.temp_lru ? cfg.temporary_ttl : -1;
     ec.lru_flat = !cfg.lru_segmented;
+    extstore_config(&cfg, &ec.ext);
     char err[1024] = "";
     /* -e: what the last graceful stop saved, read before the table is sized (persist.h) */
     struct persist_meta saved;
@@ -437,16 +440,23 @@ int main(int argc, char **argv) {
     atomic_store(&srv.net.total_conns, srv.fixed_conns);
     pthread_t maint;
     pthread_create(&maint, NULL, maint_main, &srv);
+    rc = 0;
+    bool save = false;
+    struct evloop *loop = NULL;
+    struct httpd *metrics = NULL;
+    /* -o ext_path: the thread that moves values to flash (extstore.c) */
+    if (extstore_start(&srv) != 0) {
+        fprintf(stderr, "failed to start the flash writer thread\n");
+        atomic_store(&srv.net.stop, true);
+        rc = 1;
+        goto stop;
+    }
     /*
      * --metrics: its own thread (core/httpd.c) answers GET /metrics with
      * metrics.c's rendering of `stats`, now that everything it reads exists.
      * FIXME: it binds after -d and -u, so with -d a refusal goes where the
      * daemon's stderr goes, and a port below 1024 needs root kept.
      */
-    rc = 0;
-    bool save = false;
-    struct evloop *loop = NULL;
-    struct httpd *metrics = NULL;
     if (cfg.metrics != NULL) {
         char err[300];
         metrics = httpd_create(cfg.metrics, "/metrics", metrics_render, &srv, err, sizeof(err));
@@ -496,6 +506,7 @@ stop:
     watch_stop(&srv);
     worker_stop_all(&srv);
     pthread_join(maint, NULL);
+    extstore_stop(&srv);
     if (save) {
         uint64_t items, t0 = clock_mono_ms();
         /* a part a worker thread: the workers are stopped, their cores are free */

@@ -5,6 +5,7 @@
  *   listen fds --accept--> fd --queue+wake--> worker: conn for life
  *   (net/listener.h)                           read -> parse -> dispatch
  *   maintenance thread: clock, engine_step()      -> one writev per batch
+ *   flash writer (-o ext_path): engine_ext_step()
  *                                              (net/worker.h: the loop, the
  *                                              buffers; worker.c: the rest)
  *
@@ -32,6 +33,7 @@ struct detail;
 struct authfile;
 struct sasl;
 struct watch_hub;
+struct extstore_writer;
 
 struct server {
     struct net_server net;          /* workers' shared counts (curr_conns...), stop */
@@ -56,6 +58,7 @@ struct server {
     pthread_mutex_t stats_lock;     /* stats reset vs. readers */
     struct authfile *auth;          /* -Y: the user:password table; NULL: none */
     struct sasl *sasl;              /* -S: Cyrus SASL's setup (sasl.c); NULL: none */
+    struct extstore_writer *extw;   /* the flash writer thread (extstore.c); NULL: none */
 };
 
 /*

@@ -22,6 +22,13 @@
  *     where memcached silently wraps, and a few values that make memcached
  *     hang or misbehave (-R <= 0, -n <= 0, -m < 0, ports outside -1..65535)
  *     are refused.
+ *   - -o ext_path: a file too small for one page (what a size without a
+ *     unit makes: memcached starts and never stores there), a page size
+ *     of 0 (memcached divides by zero) and more than
+ *     SETTINGS_EXT_MAX_FILES files are refused (exit 1); ext_compact_under
+ *     and ext_drop_under left at 0 become a quarter of all the files'
+ *     pages each (memcached: of the last file's, and drop_under only along
+ *     with compact_under); -o storage=seg with ext_path is refused.
  *   - -V prints "cellard 1.6.18": the second word is the memcached release
  *     whose behaviour we follow, which is what scripts that split
  *     `memcached -V` read, while the first word does not pretend to be
@@ -40,7 +47,11 @@
  *   - slab_automove, slab_automove_ratio: `slabs automove` (server/tune.c);
  *   - hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor:
  *     `lru tune`; lru_segmented: `lru mode`; temp_lru, temporary_ttl:
- *     `lru temp_ttl` (all server/tune.c).
+ *     `lru temp_ttl` (all server/tune.c);
+ *   - ext_item_size, ext_item_age, ext_low_ttl, ext_recache_rate,
+ *     ext_compact_under, ext_drop_under, ext_max_sleep, ext_max_frag,
+ *     ext_drop_unread: `extstore` (server/extstore.c), which also hands
+ *     them to the engine's flash tier inside the lock.
  * The other values memcached lets clients change are never written here:
  * verbose (`verbosity`), detail_enabled (`stats detail on|off`),
  * lru_crawler, lru_crawler_sleep and lru_crawler_tocrawl (`lru_crawler`)
@@ -75,6 +86,8 @@
 #define SETTINGS_FLAT_POLICY "lru"           /* with -o no_lru_maintainer or no_modern */
 #define SETTINGS_SLAB_PAGE_SIZE (1024 * 1024)
 #define SETTINGS_MAX_SLAB_SIZES 63      /* -o slab_sizes entries, as memcached */
+#define SETTINGS_EXT_MAX_FILES 16       /* -o ext_path files (storage/flash.h's FLASH_MAX_FILES) */
+#define SETTINGS_EXT_MAX_PAGES 65534    /* pages of all of them together, as memcached */
 
 enum settings_protocol {
     SETTINGS_PROTO_AUTO = 0,            /* -B auto: first byte decides */
@@ -157,6 +170,27 @@ struct settings {
     bool track_sizes;           /* -o track_sizes (no) */
     bool inline_ascii_response; /* (no) */
 
+    /* The flash tier (-o ext_*: memcached's extstore).  Off without ext_path. */
+    const char *ext_path[SETTINGS_EXT_MAX_FILES]; /* the files, in the order given */
+    uint64_t ext_size[SETTINGS_EXT_MAX_FILES];    /* bytes of each (FILE:SIZE) */
+    unsigned ext_nfiles;        /* 0: no flash tier */
+    unsigned ext_pages;         /* derived: pages of all files together */
+    unsigned ext_page_size;     /* bytes, given in megabytes (64 MB) */
+    unsigned ext_wbuf_size;     /* bytes, given in megabytes (4 MB) */
+    unsigned ext_threads;       /* (1) */
+    unsigned ext_io_depth;      /* (1) */
+    unsigned ext_item_size;     /* smaller values stay in memory (512); run time: tune_lock */
+    unsigned ext_item_age;      /* seconds idle before a value goes (UINT_MAX: only when
+                                   memory is short); run time: tune_lock */
+    unsigned ext_low_ttl;       /* (0); run time: tune_lock */
+    unsigned ext_recache_rate;  /* (2000); run time: tune_lock */
+    unsigned ext_compact_under; /* pages; 0: a quarter of them once known; run time: tune_lock */
+    unsigned ext_drop_under;    /* pages; 0: a quarter of them once known; run time: tune_lock */
+    unsigned ext_max_sleep;     /* microseconds (1000000); run time: tune_lock */
+    double ext_max_frag;        /* (0.80); run time: tune_lock */
+    bool ext_drop_unread;       /* (no); run time: tune_lock */
+    double slab_automove_freeratio; /* (0.010; recorded, not acted on) */
+
     /* Logging and introspection (-v -D -X -W). */
     int verbose;                /* -v count */
     unsigned watcher_logbuf_size; /* bytes (256 KiB) */
@@ -222,9 +256,9 @@ void settings_usage(FILE *out);
 
 /*
  * Calls emit once per `stats settings` line, in memcached 1.6.18's order
- * and formatting (as a build without extstore and TLS prints them), then
- * once more for cellar's evict_policy.  name and value are valid only
- * during the call.
+ * and formatting (as Debian's build, with extstore and TLS, prints them),
+ * then once each for cellar's evict_policy, delete_hold and io.  name and
+ * value are valid only during the call.
  */
 void settings_each_stat(const struct settings *s,
                         void (*emit)(void *ctx, const char *name, const char *value),

@@ -128,6 +128,16 @@ void settings_init(struct settings *s) {
     s->dump_enabled = true;
     s->watch_enabled = true;
     s->flush_enabled = true;
+    s->ext_page_size = 64 * MB;         /* memcached's extstore defaults */
+    s->ext_wbuf_size = 4 * MB;
+    s->ext_threads = 1;
+    s->ext_io_depth = 1;
+    s->ext_item_size = 512;
+    s->ext_item_age = UINT_MAX;
+    s->ext_recache_rate = 2000;
+    s->ext_max_sleep = 1000000;
+    s->ext_max_frag = 0.8;
+    s->slab_automove_freeratio = 0.01;
 }
 
 void settings_deinit(struct settings *s) {
@@ -138,6 +148,11 @@ void settings_deinit(struct settings *s) {
         settings_str_free(*owned[i]);
         *owned[i] = NULL;
     }
+    for (unsigned i = 0; i < s->ext_nfiles; i++) {
+        settings_str_free(s->ext_path[i]);
+        s->ext_path[i] = NULL;
+    }
+    s->ext_nfiles = 0;
 }
 
 /* Runs one option's row: its set(), or the bool it stores. */

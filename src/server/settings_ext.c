@@ -6,12 +6,14 @@
  * and returns 0, or an exit code after printing memcached's words.  Some
  * only keep what they read for settings_finish.c, which checks it against
  * the other options once all are known (slab_sizes against -n and
- * slab_chunk_max).
+ * slab_chunk_max; ext_path's files against the page and buffer sizes, -I
+ * and -U).
  */
 #include "server/settings_int.h"
 
 #include "core/options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -366,19 +368,183 @@ static int sub_evict_policy(struct parse *p, const char *v) {
     return settings_str_set(p, &p->s->evict_policy, v);
 }
 
+/* ------------------------------------------------------------------ */
+/* The flash tier: memcached's extstore (its storage.c reads these).   */
+
 /*
- * Debian's memcached is built with extstore, so configs written for it may
- * carry ext_* suboptions.  We accept them (with the not-implemented
- * warning) and keep nothing: the cache simply stays in memory.
+ * memcached's safe_strtoul() into an unsigned field: "could not parse
+ * argument to <name>" for anything but a whole unsigned number.  A value
+ * over 32 bits, which memcached wraps, is refused as out of range; so is
+ * one whose unit (megabytes: unit MB) would take it past 32 bits.
  */
-static int sub_ext_value(struct parse *p, const char *v) {
-    (void)p;
-    (void)v;
+static int ext_u32(struct parse *p, const char *v, const char *name, unsigned unit,
+                   unsigned *out) {
+    uint64_t n;
+    if (!options_strtou64(v, &n)) {
+        fprintf(p->err, "could not parse argument to %s\n", name);
+        return 1;
+    }
+    if (n > UINT32_MAX / unit) {
+        char what[64];
+        snprintf(what, sizeof(what), "-o %s", name);
+        return settings_out_of_range(p, what, v);
+    }
+    *out = (unsigned)n * unit;
     return 0;
 }
 
+/* memcached's safe_strtod(): a whole double, or trailing blanks. */
+static int ext_double(struct parse *p, const char *v, const char *name, double *out) {
+    char *end;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (errno == ERANGE || end == v || (*end != '\0' && !isspace((unsigned char)*end))) {
+        fprintf(p->err, "could not parse argument to %s\n", name);
+        return 1;
+    }
+    *out = d;
+    return 0;
+}
+
+/* The page size cuts the files into pages as each ext_path is read, so it comes first. */
+static int sub_ext_page_size(struct parse *p, const char *v) {
+    if (p->s->ext_nfiles > 0) {
+        fprintf(p->err, "Must specify ext_page_size before any ext_path arguments\n");
+        return 1;
+    }
+    return need(p, v, "Missing ext_page_size argument") ||
+           ext_u32(p, v, "ext_page_size", MB, &p->s->ext_page_size);
+}
+
+static int sub_ext_wbuf_size(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_wbuf_size", MB, &p->s->ext_wbuf_size);
+}
+
+static int sub_ext_threads(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_threads", 1, &p->s->ext_threads);
+}
+
+static int sub_ext_io_depth(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_io_depth", 1, &p->s->ext_io_depth);
+}
+
+static int sub_ext_item_size(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_item_size", 1, &p->s->ext_item_size);
+}
+
+static int sub_ext_item_age(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_item_age", 1, &p->s->ext_item_age);
+}
+
+static int sub_ext_low_ttl(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_low_ttl", 1, &p->s->ext_low_ttl);
+}
+
+static int sub_ext_recache_rate(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_recache_rate", 1, &p->s->ext_recache_rate);
+}
+
+static int sub_ext_compact_under(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_compact_under", 1, &p->s->ext_compact_under);
+}
+
+static int sub_ext_drop_under(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_drop_under", 1, &p->s->ext_drop_under);
+}
+
+static int sub_ext_max_sleep(struct parse *p, const char *v) {
+    return ext_u32(p, v, "ext_max_sleep", 1, &p->s->ext_max_sleep);
+}
+
+static int sub_ext_max_frag(struct parse *p, const char *v) {
+    return ext_double(p, v, "ext_max_frag", &p->s->ext_max_frag);
+}
+
+static int sub_slab_automove_freeratio(struct parse *p, const char *v) {
+    return ext_double(p, v, "slab_automove_freeratio", &p->s->slab_automove_freeratio);
+}
+
+/*
+ * FILE:SIZE[:BUCKET], cut as memcached cuts it (strtok_r on ':', so empty
+ * fields vanish): SIZE is a number and a unit, m, g, t or p (either case);
+ * memcached reads any other last character as a unit worth nothing, which
+ * makes a file of no pages.  BUCKET may only be "default" in 1.6.18.  The
+ * reason comes first, then memcached's "failed to parse" line.  Returns
+ * false after printing the reason.
+ */
+static bool ext_path_cut(struct parse *p, char *arg, char **path, uint64_t *size) {
+    char *save = NULL;
+    *path = strtok_r(arg, ":", &save);
+    if (*path == NULL)
+        return false;
+    char *sz = strtok_r(NULL, ":", &save);
+    if (sz == NULL) {
+        fprintf(p->err, "must supply size to ext_path, ie: ext_path=/f/e:64m "
+                        "(M|G|T|P supported)\n");
+        return false;
+    }
+    size_t n = strlen(sz);
+    uint64_t unit = 0;
+    switch (tolower((unsigned char)sz[n - 1])) {
+    case 'm': unit = (uint64_t)1 << 20; break;
+    case 'g': unit = (uint64_t)1 << 30; break;
+    case 't': unit = (uint64_t)1 << 40; break;
+    case 'p': unit = (uint64_t)1 << 50; break;
+    }
+    sz[n - 1] = '\0';
+    int base;
+    if (settings_int_read(p, "-o ext_path size", sz, &base))
+        return false;
+    *size = unit * (uint64_t)(int64_t)base;     /* memcached's arithmetic: -1g wraps */
+    char *bucket = strtok_r(NULL, ",", &save);
+    if (bucket == NULL || strcmp(bucket, "default") == 0)
+        return true;
+    if (strcmp(bucket, "compact") == 0 || strcmp(bucket, "lowttl") == 0 ||
+        strcmp(bucket, "chunked") == 0)
+        fprintf(p->err, "ext_path only presently supports the default bucket\n");
+    else
+        fprintf(p->err, "Unknown extstore bucket: %s\n", bucket);
+    return false;
+}
+
+/*
+ * One file of the flash tier; several make several (memcached's JBOD).
+ * Beyond memcached, which starts on them and then fails or divides by
+ * zero: more than SETTINGS_EXT_MAX_FILES files, a page size of 0 and a
+ * file too small for one page (a size without a unit among them, which
+ * memcached runs with, storing nothing there) are refused here.
+ */
 static int sub_ext_path(struct parse *p, const char *v) {
-    return need(p, v, "missing argument to ext_path, ie: ext_path=/d/file:5G");
+    struct settings *s = p->s;
+    if (need(p, v, "missing argument to ext_path, ie: ext_path=/d/file:5G"))
+        return 1;
+    char *copy = strdup(v), *path;
+    uint64_t size;
+    if (copy == NULL) {
+        fprintf(p->err, "Failed to allocate memory\n");
+        return 1;
+    }
+    if (!ext_path_cut(p, copy, &path, &size)) {
+        fprintf(p->err, "failed to parse ext_path argument\n");
+        free(copy);
+        return 1;
+    }
+    int rc = 1;
+    if (s->ext_nfiles == SETTINGS_EXT_MAX_FILES) {
+        fprintf(p->err, "cellard: at most %d ext_path files\n", SETTINGS_EXT_MAX_FILES);
+    } else if (s->ext_page_size == 0) {
+        fprintf(p->err, "cellard: ext_page_size must be at least 1 (megabyte)\n");
+    } else if (size / s->ext_page_size == 0) {
+        fprintf(p->err, "cellard: ext_path=%s holds no page of %u megabytes (give its size "
+                        "a unit: m, g, t or p)\n", v, s->ext_page_size / MB);
+    } else if ((s->ext_path[s->ext_nfiles] = strdup(path)) == NULL) {
+        fprintf(p->err, "Failed to allocate memory\n");
+    } else {
+        s->ext_size[s->ext_nfiles++] = size;
+        rc = 0;
+    }
+    free(copy);
+    return rc;
 }
 
 /* -o memory_file=FILE: -e FILE by another name. */
@@ -561,21 +727,6 @@ const struct subopt settings_subs[] = {
     {"delete_hold", "(cellar) \"delete <key> <seconds>\" deletes and refuses add\n"
      "of the key for <seconds> (cold cluster warm-up)",
      F_NONE, FIELD(delete_hold), NULL, OPT_TRUE},
-    {"ext_path", NULL, F_NONE, 0, sub_ext_path, OPT_TODO | OPT_HIDDEN},
-    {"ext_page_size", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_wbuf_size", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_threads", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_io_depth", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_item_size", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_item_age", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_low_ttl", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_recache_rate", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_compact_under", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_drop_under", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_max_frag", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_max_sleep", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"slab_automove_freeratio", NULL, F_NONE, 0, sub_ext_value, OPT_TODO | OPT_EXT},
-    {"ext_drop_unread", NULL, F_NONE, 0, sub_ext_value, OPT_TODO},
     {"ssl_chain_cert", "certificate chain file in PEM format", F_NONE, 0, sub_ssl_chain_cert, 0},
     {"ssl_key", "private key, if not part of the ssl_chain_cert", F_NONE, 0, sub_ssl_key, 0},
     {"ssl_keyformat", "private key format (1: PEM, 2: DER) (default: %s)", F_INT,
@@ -594,6 +745,37 @@ const struct subopt settings_subs[] = {
     {"ssl_min_version", "minimum protocol version accepted (default: %s):\n"
      "0: TLS 1.0, 1: TLS 1.1, 2: TLS 1.2, 3: TLS 1.3", F_INT, FIELD(ssl_min_version),
      sub_ssl_min_version, 0},
+    {"ext_path", "file to write to for external storage.\n"
+     "ie: ext_path=/mnt/d1/extstore:1G (several: one file each)", F_NONE, 0, sub_ext_path, 0},
+    {"ext_page_size", "size in megabytes of storage pages. (default: %s)", F_UINT_MB,
+     FIELD(ext_page_size), sub_ext_page_size, 0},
+    {"ext_wbuf_size", "size in megabytes of page write buffers. (default: %s)", F_UINT_MB,
+     FIELD(ext_wbuf_size), sub_ext_wbuf_size, OPT_EXT},
+    {"ext_threads", "number of IO threads to run. (default: %s)", F_UINT, FIELD(ext_threads),
+     sub_ext_threads, OPT_TODO | OPT_EXT},
+    {"ext_io_depth", "reads each IO thread keeps in flight. (default: %s)", F_UINT,
+     FIELD(ext_io_depth), sub_ext_io_depth, OPT_TODO | OPT_EXT},
+    {"ext_item_size", "store items larger than this (bytes, default %s)", F_UINT,
+     FIELD(ext_item_size), sub_ext_item_size, OPT_EXT},
+    {"ext_item_age", "store items idle at least this long (seconds, default: no age limit)",
+     F_NONE, 0, sub_ext_item_age, OPT_EXT},
+    {"ext_low_ttl", "consider TTLs lower than this specially (default: %s)", F_UINT,
+     FIELD(ext_low_ttl), sub_ext_low_ttl, OPT_EXT},
+    {"ext_drop_unread", "don't re-write unread values during compaction (default: %s)",
+     F_ENABLED, FIELD(ext_drop_unread), NULL, OPT_TRUE},
+    {"ext_recache_rate", "recache an item every N accesses (default: %s)", F_UINT,
+     FIELD(ext_recache_rate), sub_ext_recache_rate, OPT_EXT},
+    {"ext_compact_under", "compact when fewer than this many free pages\n"
+     "(default: 1/4th of the assigned storage)", F_NONE, 0, sub_ext_compact_under, OPT_EXT},
+    {"ext_drop_under", "drop COLD items when fewer than this many free pages\n"
+     "(default: 1/4th of the assigned storage)", F_NONE, 0, sub_ext_drop_under, OPT_EXT},
+    {"ext_max_frag", "max page fragmentation to tolerate (default: %s)", F_F2,
+     FIELD(ext_max_frag), sub_ext_max_frag, OPT_EXT},
+    {"ext_max_sleep", "max sleep time of background threads in us (default: %s)", F_UINT,
+     FIELD(ext_max_sleep), sub_ext_max_sleep, OPT_EXT},
+    {"slab_automove_freeratio", "ratio of memory to hold free as buffer.\n"
+     "(default: %s)", F_F3, FIELD(slab_automove_freeratio), sub_slab_automove_freeratio,
+     OPT_TODO | OPT_EXT},
 };
 
 #define NSUBS (sizeof(settings_subs) / sizeof(settings_subs[0]))

@@ -51,6 +51,45 @@ static int slab_sizes_parse(struct parse *p) {
 }
 
 /*
+ * The flash tier's files taken together, as memcached's extstore_init()
+ * judges them when it starts (after every check above: exit 1, its words),
+ * the open files' own faults aside (the engine finds those: flash.h); then
+ * memcached's defaults of ext_compact_under and ext_drop_under, a quarter
+ * of the pages each.  (memcached 1.6.18 takes the quarter of the last
+ * ext_path's pages only, and sets ext_drop_under so only when
+ * ext_compact_under is left at 0; its -h says "1/4th of the assigned
+ * storage", which is what cellard takes, each on its own.)
+ */
+static int ext_finish(struct parse *p) {
+    struct settings *s = p->s;
+    const char *why = NULL;
+    uint64_t pages = 0;
+    if (s->storage_seg) {
+        fprintf(p->err, "cellard: -o storage=seg takes no flash tier (ext_path): the segment "
+                        "store keeps its values in memory; use storage=slab\n");
+        return 1;
+    }
+    for (unsigned i = 0; i < s->ext_nfiles; i++)
+        pages += s->ext_size[i] / s->ext_page_size;
+    if (s->ext_page_size % s->ext_wbuf_size != 0)
+        why = "page_size must be divisible by wbuf_size";
+    else if (s->ext_page_size % (2 * MB) != 0 || s->ext_wbuf_size % (2 * MB) != 0)
+        why = "page_size and wbuf_size must be divisible by 1024*1024*2";
+    else if (pages > SETTINGS_EXT_MAX_PAGES)
+        why = "page_count must total to < 65536. Increase page_size or lower path sizes";
+    if (why != NULL) {
+        fprintf(p->err, "Failed to initialize external storage: %s\n", why);
+        return 1;
+    }
+    s->ext_pages = (unsigned)pages;
+    if (s->ext_compact_under == 0)
+        s->ext_compact_under = s->ext_pages / 4;
+    if (s->ext_drop_under == 0)
+        s->ext_drop_under = s->ext_pages / 4;
+    return 0;
+}
+
+/*
  * What memcached checks once every option is read, in its order (when
  * several are wrong, the same one is reported), all with exit code 64.
  */
@@ -91,6 +130,16 @@ int settings_finish(struct parse *p) {
     if (s->slab_page_size % s->slab_chunk_size_max != 0) {
         fprintf(err, "slab_chunk_max (bytes: %d) must divide evenly into %d (slab_page_size)\n",
                 s->slab_chunk_size_max, s->slab_page_size);
+        return SETTINGS_EX_USAGE;
+    }
+    /* memcached's storage_check_config(), with a flash tier only */
+    if (s->ext_nfiles > 0 && (unsigned)s->item_size_max > s->ext_wbuf_size) {
+        fprintf(err, "-I (item_size_max: %d) cannot be larger than ext_wbuf_size: %d\n",
+                s->item_size_max, (int)s->ext_wbuf_size);
+        return SETTINGS_EX_USAGE;
+    }
+    if (s->ext_nfiles > 0 && s->udpport != 0) {
+        fprintf(err, "Cannot use UDP with extstore enabled (-U 0 to disable)\n");
         return SETTINGS_EX_USAGE;
     }
     if (p->slab_sizes != NULL) {
@@ -169,5 +218,5 @@ int settings_finish(struct parse *p) {
     }
     /* One UDP thread per listener when several are listed. */
     s->num_threads_per_udp = s->inter && strchr(s->inter, ',') ? 1 : s->num_threads;
-    return 0;
+    return s->ext_nfiles > 0 ? ext_finish(p) : 0;
 }

@@ -30,9 +30,11 @@ enum fmt {
     F_SIZE,         /* size_t, %zu */
     F_SIZE_MB,      /* size_t bytes, shown in megabytes */
     F_UINT_KB,      /* unsigned bytes, shown in kilobytes */
+    F_UINT_MB,      /* unsigned bytes, shown in megabytes */
     F_ISIZE,        /* int bytes, shown as -I takes it: 1m, 512k, 1000 */
     F_OCT,          /* int, %o */
     F_F2,           /* double, %.2f */
+    F_F3,           /* double, %.3f */
     F_YESNO,        /* bool: yes / no */
     F_ONOFF,        /* bool: on / off */
     F_ENABLED,      /* bool: enabled / disabled */
@@ -44,7 +46,6 @@ enum fmt {
     F_NAPI,         /* int, "(null)" when 0 */
     F_STR_NO,       /* const char *: itself, or no when NULL */
     F_TLSVER,       /* int 0..3: tlsv1.0 .. tlsv1.3 */
-    F_LIT,          /* no field: the row's fixed text (a feature cellard lacks) */
 };
 
 #define FIELD(f) offsetof(struct settings, f)
@@ -151,7 +152,9 @@ int settings_opt_extended(struct parse *p, const char *a);
 /*
  * memcached's checks once every option is read, in its order, and the
  * values several options decide together (settings_finish.c).  0, or
- * SETTINGS_EX_USAGE after printing memcached's words.
+ * SETTINGS_EX_USAGE after printing memcached's words; or 1 when the flash
+ * tier's files, taken together, cannot make one (memcached finds that
+ * when it opens them, after every other check, and exits 1).
  */
 int settings_finish(struct parse *p);
 

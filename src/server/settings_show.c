@@ -36,6 +36,7 @@ const char *settings_field_format(const struct settings *s, enum fmt fmt, size_t
     case F_SIZE: snprintf(buf, n, "%zu", *(const size_t *)p); break;
     case F_SIZE_MB: snprintf(buf, n, "%zu", *(const size_t *)p / MB); break;
     case F_UINT_KB: snprintf(buf, n, "%u", *(const unsigned *)p / KB); break;
+    case F_UINT_MB: snprintf(buf, n, "%u", *(const unsigned *)p / MB); break;
     case F_ISIZE:
         i = *(const int *)p;
         if (i > 0 && i % MB == 0)
@@ -47,6 +48,7 @@ const char *settings_field_format(const struct settings *s, enum fmt fmt, size_t
         break;
     case F_OCT: snprintf(buf, n, "%o", (unsigned)*(const int *)p); break;
     case F_F2: snprintf(buf, n, "%.2f", *(const double *)p); break;
+    case F_F3: snprintf(buf, n, "%.3f", *(const double *)p); break;
     case F_YESNO: return *(const bool *)p ? "yes" : "no";
     case F_ONOFF: return *(const bool *)p ? "on" : "off";
     case F_ENABLED: return *(const bool *)p ? "enabled" : "disabled";
@@ -62,7 +64,7 @@ const char *settings_field_format(const struct settings *s, enum fmt fmt, size_t
         break;
     case F_TLSVER: return net_tls_version_name(*(const int *)p);
     case F_STR_NO: return *(const char *const *)p ? *(const char *const *)p : "no";
-    case F_NONE: case F_LIT: buf[0] = '\0'; break;
+    case F_NONE: buf[0] = '\0'; break;
     }
     return buf;
 }
@@ -71,29 +73,15 @@ const char *settings_field_format(const struct settings *s, enum fmt fmt, size_t
 struct stat_row {
     const char *name;
     enum fmt fmt;
-    size_t off;                 /* F_LIT: the index of its text in lit_text[] */
+    size_t off;
 };
 
 /*
- * Debian's 1.6.18 is built with extstore and lists its settings even when
- * it is off; cellard has none, so it prints what that build prints with
- * it off, for tools that parse the whole set.
+ * Debian's 1.6.18 is built with extstore and TLS and lists their settings
+ * even when they are off; so does cellard.  ext_compact_under and
+ * ext_drop_under left at 0 show 0 without a flash tier, and a quarter of
+ * its pages with one (settings_finish.c).
  */
-#define LIT(name, i) {name, F_LIT, i}
-static const char *const lit_text[] = {
-    "512",           /* ext_item_size */
-    "4294967295",    /* ext_item_age */
-    "0",             /* ext_low_ttl */
-    "2000",          /* ext_recache_rate */
-    "4194304",       /* ext_wbuf_size */
-    "0",             /* ext_compact_under */
-    "0",             /* ext_drop_under */
-    "1000000",       /* ext_max_sleep */
-    "0.80",          /* ext_max_frag */
-    "0.010",         /* slab_automove_freeratio */
-    "no",            /* ext_drop_unread */
-};
-
 static const struct stat_row stat_table[] = {
     {"maxbytes", F_SIZE, FIELD(maxbytes)},
     {"maxconns", F_INT, FIELD(maxconns)},
@@ -147,17 +135,17 @@ static const struct stat_row stat_table[] = {
     {"read_buf_mem_limit", F_UINT, FIELD(read_buf_mem_limit)},
     {"track_sizes", F_YESNO, FIELD(track_sizes)},
     {"inline_ascii_response", F_YESNO, FIELD(inline_ascii_response)},
-    LIT("ext_item_size", 0),
-    LIT("ext_item_age", 1),
-    LIT("ext_low_ttl", 2),
-    LIT("ext_recache_rate", 3),
-    LIT("ext_wbuf_size", 4),
-    LIT("ext_compact_under", 5),
-    LIT("ext_drop_under", 6),
-    LIT("ext_max_sleep", 7),
-    LIT("ext_max_frag", 8),
-    LIT("slab_automove_freeratio", 9),
-    LIT("ext_drop_unread", 10),
+    {"ext_item_size", F_UINT, FIELD(ext_item_size)},
+    {"ext_item_age", F_UINT, FIELD(ext_item_age)},
+    {"ext_low_ttl", F_UINT, FIELD(ext_low_ttl)},
+    {"ext_recache_rate", F_UINT, FIELD(ext_recache_rate)},
+    {"ext_wbuf_size", F_UINT, FIELD(ext_wbuf_size)},
+    {"ext_compact_under", F_UINT, FIELD(ext_compact_under)},
+    {"ext_drop_under", F_UINT, FIELD(ext_drop_under)},
+    {"ext_max_sleep", F_UINT, FIELD(ext_max_sleep)},
+    {"ext_max_frag", F_F2, FIELD(ext_max_frag)},
+    {"slab_automove_freeratio", F_F3, FIELD(slab_automove_freeratio)},
+    {"ext_drop_unread", F_YESNO, FIELD(ext_drop_unread)},
     {"ssl_enabled", F_YESNO, FIELD(ssl_enabled)},
     {"ssl_chain_cert", F_STR_PNULL, FIELD(ssl_chain_cert)},
     {"ssl_key", F_STR_PNULL, FIELD(ssl_key)},
@@ -182,7 +170,6 @@ void settings_each_stat(const struct settings *s,
     char buf[64];
     for (size_t i = 0; i < sizeof(stat_table) / sizeof(stat_table[0]); i++) {
         const struct stat_row *r = &stat_table[i];
-        emit(ctx, r->name, r->fmt == F_LIT ? lit_text[r->off]
-                                           : settings_field_format(s, r->fmt, r->off, buf, sizeof(buf)));
+        emit(ctx, r->name, settings_field_format(s, r->fmt, r->off, buf, sizeof(buf)));
     }
 }

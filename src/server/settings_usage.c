@@ -6,6 +6,7 @@
  * core/options.c's -h helpers.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "core/options.h"
 #include "server/settings_int.h"
@@ -42,13 +43,15 @@ void settings_usage(FILE *out) {
             const struct subopt *so = &settings_subs[j];
             if (so->help == NULL || (so->flags & OPT_HIDDEN))
                 continue;
+            if (strcmp(so->name, "ext_path") == 0)     /* memcached's heading */
+                fprintf(out, "\n   - External storage (ext_*) related options "
+                             "(see: https://memcached.org/extstore)\n");
             snprintf(label, sizeof(label), "   - %s:", so->name);
             options_label_print(out, HELP_COL, label);
             options_help_print(out, HELP_COL, so->help,
                                settings_field_format(&d, so->dfmt, so->off, buf, sizeof(buf)),
                                todo_note(so->flags));
         }
-        fprintf(out, "   - ext_* (extstore) options are accepted and ignored.\n");
     }
 }
 

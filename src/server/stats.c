@@ -24,6 +24,7 @@
 #include "server/ctx.h"
 #include "server/detail.h"
 #include "server/dump.h"
+#include "server/extstore.h"
 #include "server/server.h"
 #include "server/stats.h"
 #include "server/watch.h"
@@ -175,6 +176,13 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("get_misses", g->t.get_misses)                                                    \
     U("get_expired", g->es.get_expired)                                                 \
     U("get_flushed", g->es.get_flushed)                                                 \
+    /* these six and the extstore_ block: memcached's, with a flash tier only */        \
+    W(g->es.ext_on, "get_extstore", g->es.get_extstore)                                 \
+    W(g->es.ext_on, "get_aborted_extstore", g->t.get_aborted_extstore)                  \
+    W(g->es.ext_on, "get_oom_extstore", g->es.get_oom_extstore)                         \
+    W(g->es.ext_on, "recache_from_extstore", g->es.recache_from_extstore)               \
+    W(g->es.ext_on, "miss_from_extstore", g->es.miss_from_extstore)                     \
+    W(g->es.ext_on, "badcrc_from_extstore", g->es.badcrc_from_extstore)                 \
     U("delete_misses", g->t.delete_misses)                                              \
     U("delete_hits", g->hits.delete_hits)                                               \
     U("incr_misses", g->t.incr_misses)                                                  \
@@ -225,6 +233,26 @@ static void sink_printf(struct stat_sink *k, const char *name, const char *fmt, 
     U("log_watcher_skipped", g->wc.watcher_skipped)                                     \
     U("log_watcher_sent", g->wc.watcher_sent)                                           \
     U("log_watchers", g->wc.watchers)                                                   \
+    W(g->es.ext_on, "extstore_compact_lost", g->es.extstore_compact_lost)               \
+    W(g->es.ext_on, "extstore_compact_rescues", g->es.extstore_compact_rescues)         \
+    W(g->es.ext_on, "extstore_compact_skipped", g->es.extstore_compact_skipped)         \
+    W(g->es.ext_on, "extstore_page_allocs", g->es.flash.page_allocs)                    \
+    W(g->es.ext_on, "extstore_page_evictions", g->es.flash.page_evictions)              \
+    W(g->es.ext_on, "extstore_page_reclaims", g->es.flash.page_reclaims)                \
+    W(g->es.ext_on, "extstore_pages_free", g->es.flash.pages_free)                      \
+    W(g->es.ext_on, "extstore_pages_used", g->es.flash.pages_used)                      \
+    W(g->es.ext_on, "extstore_objects_evicted", g->es.flash.objects_evicted)            \
+    W(g->es.ext_on, "extstore_objects_read", g->es.flash.objects_read)                  \
+    W(g->es.ext_on, "extstore_objects_written", g->es.flash.objects_written)            \
+    W(g->es.ext_on, "extstore_objects_used", g->es.flash.objects_used)                  \
+    W(g->es.ext_on, "extstore_bytes_evicted", g->es.flash.bytes_evicted)                \
+    W(g->es.ext_on, "extstore_bytes_written", g->es.flash.bytes_written)                \
+    W(g->es.ext_on, "extstore_bytes_read", g->es.flash.bytes_read)                      \
+    W(g->es.ext_on, "extstore_bytes_used", g->es.flash.bytes_used)                      \
+    W(g->es.ext_on, "extstore_bytes_fragmented", g->es.flash.bytes_fragmented)          \
+    W(g->es.ext_on, "extstore_limit_maxbytes", g->es.flash.limit_maxbytes)              \
+    /* reads waiting for an IO thread: none, the engine reads in the worker */          \
+    W(g->es.ext_on, "extstore_io_queue", 0)                                             \
     /* TLS: memcached lists these only with -Z, the first only with a session cache */  \
     W(s->net.tls && s->cfg->ssl_session_cache, "ssl_new_sessions",                      \
       net_tls_new_sessions(s->net.tls))                                                 \
@@ -623,7 +651,7 @@ enum stats_group stats_run(struct conn *c, struct stat_sink *k, const char *sub,
     } else if (IS("conns") && !k->binary) {
         stats_conns(c, k);
     } else if (IS("extstore")) {
-        /* memcached built with extstore, run without it: no lines */
+        extstore_stats_pages(s, k);
     } else if (IS("sizes")) {
         if (!engine_sizes(s->engine, size_line, k))
             k->emit(k, "sizes_status", "disabled");

@@ -646,12 +646,11 @@ TEST(memory_file_as_extended_option) {
 TEST(not_implemented_warned_once_after_success) {
     /* (-e is implemented: no line for it) */
     struct run *r = P("-L", "-L", "-o", "lru_crawler_sleep=30,lru_crawler_sleep=31", "-e", "/f",
-                      "-o", "ext_path=/x:1G,ext_drop_unread", "-L");  /* -L again: no second line */
+                      "-o", "ext_path=/x:1G,ext_threads=2", "-L");  /* -L again: no second line */
     ASSERT_EQ(r->rc, 0);
     ASSERT_STR(r->err, "cellard: option -L accepted but not implemented yet\n"
                        "cellard: option -o lru_crawler_sleep accepted but not implemented yet\n"
-                       "cellard: option -o ext_path accepted but not implemented yet\n"
-                       "cellard: option -o ext_drop_unread accepted but not implemented yet\n");
+                       "cellard: option -o ext_threads accepted but not implemented yet\n");
     done(r);
     r = P("-L", "-I", "512");
     ASSERT_EQ(r->rc, 64);
