@@ -128,13 +128,21 @@ __attribute__((noinline)) static void do_get(struct conn *c, struct mc_req *req)
     while (conn_next_key(c, &rest, &key, &hv)) {
         struct item *it;
         bool copied = false;
+        enum engine_miss why;
         if (touch) {
-            it = engine_get_touch(e, key.p, key.len, req->exptime, NULL);
+            it = engine_get_touch(e, key.p, key.len, req->exptime, &why);
         } else {
             vc.line = out_reserve(&c->net.out, MC_VALUE_LINE_MAX + OUT_COPY_MAX + 2);
             it = vc.line != NULL ? engine_get_copy(e, key.p, key.len, hv, OUT_COPY_MAX,
-                                                   value_copy, &vc, &copied)
-                                 : engine_get_hashed(e, key.p, key.len, hv, NULL);
+                                                   value_copy, &vc, &copied, &why)
+                                 : engine_get_hashed(e, key.p, key.len, hv, &why);
+        }
+        if (__builtin_expect(it == NULL && !copied && why == ENGINE_MISS_NOMEM, 0)) {
+            /* a value on flash with no memory to read it into: memcached's
+               answer, in place of the rest (it also drops the VALUEs before) */
+            out_copy(&c->net.out, S("SERVER_ERROR out of memory writing get response\r\n"));
+            c->mc_flush = true;
+            return;
         }
         if (copied) {
             if (detail)

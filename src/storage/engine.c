@@ -221,13 +221,14 @@ static struct item *lookup(struct engine *e, const char *key, size_t nkey, uint6
     if (it != NULL) {
         if (touch)
             it->exptime = expire_realtime(e, exptime);
+        bool again = item_has(it, ITEM_FETCHED);
         item_flag_set(it, ITEM_FETCHED);
         store_sync_locked(e, it, hv);
         store_hit_locked(e, it);
         if (__builtin_expect(item_has(it, ITEM_FLASH), 0)) {
             it = store_keep_locked(e, it);      /* the value is read without the stripe */
             mtx_unlock(m);
-            return ext_read(e, it, hv, why);
+            return ext_read(e, it, hv, again, why);
         }
         const char *v = cp != NULL ? item_value_flat(it) : NULL;
         if (v != NULL && it->nbytes <= cp->max) {
@@ -283,13 +284,16 @@ struct item *engine_get_hashed(struct engine *e, const char *key, size_t nkey, u
 }
 
 struct item *engine_get_copy(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                             uint32_t max, engine_copy_fn fn, void *arg, bool *copied) {
+                             uint32_t max, engine_copy_fn fn, void *arg, bool *copied,
+                             enum engine_miss *why) {
     if (absent_for_sure(e, hv)) {
         *copied = false;
+        if (why != NULL)
+            *why = ENGINE_MISS_NONE;
         return NULL;
     }
     struct engine_copy cp = {.fn = fn, .arg = arg, .max = max, .done = false};
-    struct item *it = lookup(e, key, nkey, hv, false, 0, true, NULL, &cp);
+    struct item *it = lookup(e, key, nkey, hv, false, 0, true, why, &cp);
     *copied = cp.done;
     return it;
 }

@@ -246,10 +246,12 @@ typedef void (*engine_copy_fn)(void *arg, const struct engine_hit *h);
  * value lies in one piece of at most max bytes is shown to fn under the
  * key's lock, no reference taken, and *copied is set (fn keeps no pointer
  * and calls nothing of the engine).  Any other hit is returned with a
- * reference, as engine_get_hashed() returns it.  NULL: a miss, or copied.
+ * reference, as engine_get_hashed() returns it.  NULL: a miss (*why, if
+ * non-NULL, as for engine_get()), or copied.
  */
 struct item *engine_get_copy(struct engine *e, const char *key, size_t nkey, uint64_t hv,
-                             uint32_t max, engine_copy_fn fn, void *arg, bool *copied);
+                             uint32_t max, engine_copy_fn fn, void *arg, bool *copied,
+                             enum engine_miss *why);
 
 /*
  * Like engine_get(), and on a hit also sets the item's exptime from the

@@ -314,7 +314,8 @@ static inline void sizes_note(struct engine *e, const struct item *it, int d) {
 struct ext;
 bool ext_create(struct engine *e, char *err, size_t errlen);
 void ext_destroy(struct engine *e);
-struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, enum engine_miss *why);
+struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, bool again,
+                      enum engine_miss *why);
 void ext_stats(struct engine *e, struct engine_stats *out);
 static inline struct flash_loc item_flash_loc(const struct item *hdr) {
     struct flash_loc loc;

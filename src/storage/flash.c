@@ -495,7 +495,7 @@ enum flash_read_result flash_read(struct flash *f, const struct flash_loc *loc, 
         r = FLASH_BADCRC;
     } else {
         f->st.objects_read++;
-        f->st.bytes_read += loc->len;
+        f->st.bytes_read += rec_charge(loc->len);   /* as bytes_written: value and head */
     }
     pthread_mutex_unlock(&f->mu);
     return r;

@@ -103,7 +103,8 @@ struct flash_stats {
     uint64_t objects_used, bytes_used, bytes_fragmented;
     /* bytes_written and bytes_used charge each record its value bytes plus
        its 9-byte head (not the key: a location does not carry nkey);
-       bytes_read counts value bytes; bytes_fragmented is what closed pages
+       bytes_read counts the same charge of each record read (memcached
+       counts the whole object read); bytes_fragmented is what closed pages
        hold beyond their live records' charge (open pages not counted). */
     uint64_t io_errors;                 /* reads or writes the file refused or cut short */
     uint64_t limit_maxbytes;            /* every page's bytes */

@@ -83,6 +83,7 @@ bool ext_create(struct engine *e, char *err, size_t errlen) {
         x->cfg.drop_under = quarter;
     e->ext = x;
     e->flash = x->fl;
+    slab_prefill(e->slab);              /* as memcached does with extstore */
     return true;
 }
 
@@ -159,13 +160,16 @@ static void drop_header(struct engine *e, struct item *hdr, uint64_t hv) {
  * fresh item with hdr's key, flags, TTL, CAS and state, which the caller
  * gets with one reference; hdr's reference is dropped.  NULL when the
  * value cannot be had: no memory for it (*why ENGINE_MISS_NOMEM), or the
- * record gone, torn or unreadable (a miss; the header is unlinked).  One
- * read in recache_rate links the item in hdr's place.
+ * record gone, torn or unreadable (a miss; the header is unlinked).  A
+ * header read before (again: it was marked fetched before this read; a
+ * new header is not, as memcached's) is hit at least twice, and one such
+ * read in recache_rate links the item in hdr's place (memcached's rule,
+ * less its "within the last minute", which a second hit mostly is).
  */
-struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, enum engine_miss *why) {
+struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, bool again,
+                      enum engine_miss *why) {
     struct ext *x = e->ext;
     struct flash_loc loc = item_flash_loc(hdr);
-    atomic_fetch_add_explicit(&x->gets, 1, memory_order_relaxed);
     enum engine_alloc_err err;
     struct item *it = store_alloc(e, item_key(hdr), hdr->nkey, hdr->flags, hdr->exptime,
                                   loc.len, &err);
@@ -176,6 +180,7 @@ struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, enum engi
             *why = ENGINE_MISS_NOMEM;
         return NULL;
     }
+    atomic_fetch_add_explicit(&x->gets, 1, memory_order_relaxed);      /* as memcached: read asked */
     struct iovec stack[EXT_IOV_STACK], *iov;
     int n = value_iov(e, it, stack, &iov);
     enum flash_read_result r = n < 0 ? FLASH_IOERR : flash_read(x->fl, &loc, iov, n);
@@ -198,7 +203,7 @@ struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, enum engi
                                       keep)),
                           memory_order_relaxed);
     uint32_t rate = settings_now(x).recache_rate;
-    if (rate != 0 &&
+    if (rate != 0 && again &&
         atomic_fetch_add_explicit(&x->recache_count, 1, memory_order_relaxed) % rate == 0) {
         struct mtx *m = lock_of(e->locks, hv);
         mtx_lock(m);
@@ -305,7 +310,7 @@ static bool move_one(struct engine *e, unsigned id, uint32_t now, uint32_t age,
     struct mtx *m = lock_of(e->locks, hv);
     mtx_lock(m);
     if (item_has(it, ITEM_LINKED) && item_cas(it) == cas) {
-        uint16_t keep = ITEM_FETCHED | ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY;
+        uint16_t keep = ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY;
         atomic_store_explicit(&hdr->iflags,
                               (uint16_t)(atomic_load_explicit(&hdr->iflags,
                                                               memory_order_relaxed) |

@@ -137,6 +137,7 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     if (won && !o->no_claim)
         item_flag_set(it, ITEM_TOKEN_SENT);
     mt.won = won;
+    bool again = item_has(it, ITEM_FETCHED);
     if (!o->no_bump)
         item_flag_set(it, ITEM_FETCHED);
     store_sync_locked(e, it, hv);
@@ -148,7 +149,7 @@ struct item *engine_mget(struct engine *e, const char *key, size_t nkey,
     if (meta != NULL)
         *meta = mt;
     if (__builtin_expect(item_has(it, ITEM_FLASH), 0))
-        it = ext_read(e, it, hv, why);      /* the value, read without the stripe */
+        it = ext_read(e, it, hv, again, why);   /* the value, read without the stripe */
     return it;
 }
 

@@ -186,6 +186,31 @@ static bool list_grow(char ***list, uint64_t n, uint64_t *cap) {
     return true;
 }
 
+/*
+ * memcached's slabs_prefill_global(), which it runs with extstore: every
+ * page the limit allows is taken now, into the global pool, so that the
+ * pool (and `slabs reassign 0 N`) holds what no class uses yet, and a
+ * class is short only when the pool is empty.  The pages are malloc'd, not
+ * touched: they cost address space, not memory, until a class writes them.
+ * Called at create time, before other threads use s.
+ */
+void slab_prefill(struct slab *s) {
+    uint64_t page = s->cfg.page_size;
+    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    if (limit == 0)
+        return;
+    mtx_lock(&s->pool_lock);
+    while (atomic_load_explicit(&s->malloced, memory_order_relaxed) + page <= limit &&
+           list_grow(&s->pool, s->npool, &s->pool_cap)) {
+        char *p = malloc(page);
+        if (p == NULL)
+            break;
+        atomic_fetch_add_explicit(&s->malloced, page, memory_order_relaxed);
+        s->pool[s->npool++] = p;
+    }
+    mtx_unlock(&s->pool_lock);
+}
+
 /* A page from the global pool (already counted in malloced), or NULL. */
 static char *pool_take(struct slab *s) {
     char *page = NULL;

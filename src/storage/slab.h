@@ -90,6 +90,9 @@ uint64_t slab_total_malloced(const struct slab *s);
 void slab_set_limit(struct slab *s, uint64_t bytes);
 uint64_t slab_limit(const struct slab *s);
 
+/* Takes every page the limit allows into the global pool now (memcached's
+   slabs_prefill_global(), with extstore); before other threads use s. */
+void slab_prefill(struct slab *s);
 /* Pages in the global pool; pages of class id (0: the pool). */
 uint64_t slab_pool_pages(struct slab *s);
 uint64_t slab_class_pages(struct slab *s, unsigned id);

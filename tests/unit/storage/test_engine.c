@@ -279,10 +279,10 @@ TEST(get_copy_shows_small_hits_and_returns_others) {
     uint64_t cas = 0;
     bool copied = true;
     shown.calls = 0;
-    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied, NULL) == NULL);
     ASSERT(!copied && shown.calls == 0);
     ASSERT_EQ(store(e, ENGINE_SET, "k", "hello", 77, 0, 0, &cas), ENGINE_STORED);
-    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied, NULL) == NULL);
     ASSERT(copied);
     ASSERT_EQ(shown.calls, 1);
     ASSERT_EQ(shown.h.nkey, 1);
@@ -297,23 +297,23 @@ TEST(get_copy_shows_small_hits_and_returns_others) {
     engine_item_unref(e, it);
     /* larger than max: the item itself, with a reference */
     ASSERT_EQ(store_n(e, ENGINE_SET, "big", "0123456789", 600, 3, 0, 0, &cas), ENGINE_STORED);
-    it = engine_get_copy(e, "big", 3, engine_key_hash("big", 3), 512, show, NULL, &copied);
+    it = engine_get_copy(e, "big", 3, engine_key_hash("big", 3), 512, show, NULL, &copied, NULL);
     ASSERT(it != NULL && !copied);
     ASSERT_EQ(shown.calls, 1);
     ASSERT_EQ(item_nbytes(it), 600);
     ASSERT_U64(item_cas(it), cas);
     ASSERT(item_fetched(it));
     engine_item_unref(e, it);
-    ASSERT(engine_get_copy(e, "big", 3, engine_key_hash("big", 3), 600, show, NULL, &copied) == NULL);
+    ASSERT(engine_get_copy(e, "big", 3, engine_key_hash("big", 3), 600, show, NULL, &copied, NULL) == NULL);
     ASSERT(copied && shown.calls == 2 && shown.h.nbytes == 600);
     ASSERT_MEM(shown.value, "0123456789012", 13);
     /* an expired item and a deleted one: misses */
     ASSERT_EQ(store(e, ENGINE_SET, "t", "soon", 0, 10, 0, NULL), ENGINE_STORED);
     engine_clock_set(e, T0 + 11);
-    ASSERT(engine_get_copy(e, "t", 1, engine_key_hash("t", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(engine_get_copy(e, "t", 1, engine_key_hash("t", 1), 512, show, NULL, &copied, NULL) == NULL);
     ASSERT(!copied && shown.calls == 2);
     ASSERT_EQ(engine_delete(e, "k", 1, 0), ENGINE_DELETED);
-    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied) == NULL);
+    ASSERT(engine_get_copy(e, "k", 1, engine_key_hash("k", 1), 512, show, NULL, &copied, NULL) == NULL);
     ASSERT(!copied && shown.calls == 2);
     struct engine_stats s = stats(e);
     ASSERT_EQ(s.curr_items, 1);
@@ -338,7 +338,7 @@ TEST(read_ahead_then_store_then_get) {
     set(e, "r", "after");
     bool copied = false;
     shown.calls = 0;
-    ASSERT(engine_get_copy(e, "r", 1, r, 512, show, NULL, &copied) == NULL);
+    ASSERT(engine_get_copy(e, "r", 1, r, 512, show, NULL, &copied, NULL) == NULL);
     ASSERT(copied && shown.calls == 1);
     engine_destroy(&e);
 }

@@ -123,7 +123,7 @@ static void churn(int *th_failed, size_t mem, bool evicting, const char *policy)
             if (n & 1) {
                 shown.calls = 0;
                 it = engine_get_copy(e, key, strlen(key), engine_key_hash(key, strlen(key)), 1000,
-                                     show, NULL, &copied);
+                                     show, NULL, &copied, NULL);
                 if (copied != (shown.calls == 1) || (copied && shown.h.nbytes > 1000))
                     TH_FAIL("%s: copied %d, shown %d (op %d)", key, copied, shown.calls, n);
             } else {

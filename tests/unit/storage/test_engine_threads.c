@@ -70,7 +70,7 @@ static bool holds(struct engine *e, const char *key, const char *val) {
         struct expect x = {val, false};
         bool copied;
         struct item *it = engine_get_copy(e, key, strlen(key), engine_key_hash(key, strlen(key)),
-                                          64, compare, &x, &copied);
+                                          64, compare, &x, &copied, NULL);
         engine_item_unref(e, it);   /* (values are short: a hit is always copied) */
         return it == NULL && copied && x.ok;
     }
@@ -115,7 +115,7 @@ static void *work(void *arg) {
         struct expect x = {val, false};
         bool copied;
         it = engine_get_copy(e, key, strlen(key), engine_key_hash(key, strlen(key)), 64, compare,
-                             &x, &copied);
+                             &x, &copied, NULL);
         engine_item_unref(e, it);
         if (i < INCRS) {
             uint64_t v;

@@ -136,7 +136,7 @@ TEST(round_trip_from_buffer_then_file) {
     ASSERT_U64(st.objects_written, 4);
     ASSERT_U64(st.bytes_written, 4 * 109);
     ASSERT_U64(st.objects_read, 7);
-    ASSERT_U64(st.bytes_read, 700);
+    ASSERT_U64(st.bytes_read, 7 * 109);
     ASSERT_U64(st.objects_used, 4);
     ASSERT_U64(st.bytes_used, 4 * 109);
     ASSERT_U64(st.page_allocs, 1);
