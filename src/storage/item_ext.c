@@ -37,11 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/evict_list.h"
 #include "storage/store.h"
 
 #define EXT_MIN_PAGES_FREE 3            /* chunks a class keeps free, in pages (memcached's) */
 #define EXT_TRIES 5                     /* candidates looked at per item moved */
 #define EXT_IOV_STACK 64
+#define EXT_CALM 2                      /* seconds without evictions before a class gives pages */
 
 struct ext {
     struct flash *fl;
@@ -51,6 +53,9 @@ struct ext {
     _Atomic uint32_t recache_count;
     _Atomic uint64_t gets, oom, recaches, misses, badcrc;
     _Atomic uint64_t compact_lost, compact_rescues, compact_skipped;
+    uint64_t pressure[ENGINE_MAX_CLASSES];  /* each class's evictions and failed
+                                               allocations at the writer's last look */
+    uint32_t calm_since[ENGINE_MAX_CLASSES];    /* engine second they last changed */
 };
 
 /* ---- create, destroy, settings ---- */
@@ -76,6 +81,8 @@ bool ext_create(struct engine *e, char *err, size_t errlen) {
     mtx_init(&x->lock, true);
     mtx_init(&x->tune_lock, true);
     x->cfg = *c;
+    for (unsigned i = 0; i < ENGINE_MAX_CLASSES; i++)
+        x->calm_since[i] = expire_now(e);       /* nobody is calm before it is seen */
     unsigned quarter = flash_pages(x->fl) / 4;
     if (x->cfg.compact_under == 0)
         x->cfg.compact_under = quarter;
@@ -327,6 +334,46 @@ static bool move_one(struct engine *e, unsigned id, uint32_t now, uint32_t age,
     return true;
 }
 
+/*
+ * memcached's extstore automover, in its simplest form.  A value leaving
+ * for flash frees a chunk of its class but no page, while its header needs
+ * a chunk of a small class: left alone, the value classes keep the memory
+ * and the headers evict each other.  So while the global pool is empty, a
+ * value class whose free chunks come to more than two pages, and which
+ * has neither evicted nor failed an allocation for EXT_CALM seconds (a
+ * class under a burst of stores needs its chunks: while the mover empties
+ * a page, that page's chunks serve nobody, and a burst would find none
+ * free and nothing to evict outside it), gives one
+ * page back to the pool (the page mover, run by engine_step(), moves what
+ * is left on its oldest page into the free chunks), and the next class
+ * that needs a page takes it from there.  One page at a time, as the
+ * mover goes.
+ */
+static void pages_back(struct engine *e, unsigned first, uint32_t now) {
+    struct ext *x = e->ext;
+    bool pool_empty = slab_pool_pages(e->slab) == 0;
+    bool asked = false;
+    for (unsigned id = first; id <= e->nclasses; id++) {
+        struct eclass *ec = &e->cls[id];
+        mtx_lock(&ec->lock);
+        uint64_t p = ec->evicted + ec->outofmemory;
+        mtx_unlock(&ec->lock);
+        if (p != x->pressure[id]) {
+            x->pressure[id] = p;
+            x->calm_since[id] = now;
+        }
+        bool calm = now - x->calm_since[id] >= EXT_CALM;
+        if (!pool_empty || asked || !calm)
+            continue;
+        struct slab_class_stats st;
+        slab_class_stats(e->slab, id, &st);
+        uint64_t per_page = st.total_pages > 0 ? st.total_chunks / st.total_pages : 0;
+        if (per_page > 0 && st.total_pages >= 2 &&
+            st.free_chunks + st.free_chunks_end > 2 * per_page)
+            asked = store_reassign(e, (int32_t)id, 0) == ENGINE_REASSIGN_OK;
+    }
+}
+
 /* ---- compaction ---- */
 
 struct compact {
@@ -363,7 +410,7 @@ static void compact_one(void *arg, const char *key, unsigned nkey, const struct 
         mtx_unlock(m);
         return;
     }
-    if (c->drop && engine_item_lru(e, hdr) == EVICT_COLD) {
+    if (c->drop && !item_has(hdr, ITEM_TEMP) && lru_of_bits(e, evict_bits(hdr)) == EVICT_COLD) {
         store_unlink_locked(e, hdr, hv, UNLINK_DELETE);
         c->skipped++;
         mtx_unlock(m);
@@ -438,6 +485,7 @@ unsigned engine_ext_step(struct engine *e, unsigned budget) {
             done++;
     }
     done += flash_reclaim(x->fl);
+    pages_back(e, first, now);
     done += compact_step(e, &c);
     done += flash_reclaim(x->fl);
     mtx_unlock(&x->lock);
