@@ -157,14 +157,18 @@ uint32_t slab_chunk_size(const struct slab *s, unsigned id) { return s->cls[id].
  * Reserves a page's worth of the limit with a compare-and-swap, so classes
  * need no shared lock to grow.  A class without pages may go past the limit
  * (memcached does the same), which bounds the overshoot by one page per
- * class.
+ * class.  So may a class whose page is moving out (c's lock held), by one
+ * page in all: while the mover empties that page its chunks serve nobody,
+ * and a burst of stores would find no chunk free and nothing to evict
+ * outside it; the page leaving then goes back to the system
+ * (slab_move_finish()), which brings the total under the limit again.
  */
 static bool page_reserve(struct slab *s, const struct slab_class *c) {
     uint64_t page = s->cfg.page_size;
     uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
     uint64_t cur = atomic_load_explicit(&s->malloced, memory_order_relaxed);
     for (;;) {
-        if (limit && cur + page > limit && c->npages > 0)
+        if (limit && cur + page > limit && c->npages > 0 && (c->mv_lo == NULL || cur >= limit))
             return false;
         if (atomic_compare_exchange_weak_explicit(&s->malloced, &cur, cur + page,
                                                   memory_order_relaxed,
@@ -478,6 +482,9 @@ void slab_move_finish(struct slab *s, unsigned dst) {
     s->mv_src = 0;
     if (page == NULL)
         return;
+    uint64_t limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+    if (dst != 0 && limit != 0 && atomic_load_explicit(&s->malloced, memory_order_relaxed) > limit)
+        dst = 0;        /* src grew past the limit while it moved: the page pays for that */
     if (dst != 0) {
         struct slab_class *d = &s->cls[dst];
         mtx_lock(&d->lock);
