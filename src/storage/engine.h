@@ -57,7 +57,8 @@ struct engine;
  * item_size bytes from its classes' cold ends to flash, leaving in memory
  * a small header item (the key, flags, TTL, CAS and where the value lies),
  * when they have been idle item_age seconds or when a class runs short of
- * free chunks and no page is spare; reading one reads the value back into
+ * free chunks and the page pool is down to an eighth of memory (kept for
+ * headers); reading one reads the value back into
  * a fresh item (engine_get() and its kin do, in the calling thread), and
  * one read in recache_rate puts that item back in memory.  The segment
  * back end takes no flash tier (engine_create() refuses it).

@@ -24,8 +24,11 @@
  * slabs_clsid(ext_item_size)), unreferenced, live, at the class's cold end
  * as the eviction policy orders it (victim(), what the class would give up
  * next), idle item_age seconds -- or any age while the class is short of
- * free chunks and no page can be had, so that what memory would evict goes
- * to flash instead (memcached's storage_write_thread rule).
+ * free chunks and the page pool is down to an eighth of memory, so that
+ * what memory would evict goes to flash instead (memcached's
+ * storage_write_thread rule, which waits for an empty pool: the eighth
+ * kept is for headers, which otherwise find memory full of values and
+ * evict each other).
  *
  * A header's record on flash is released when the header's memory is
  * freed (item_free() calls flash_release()): after a delete, a replace, an
@@ -41,6 +44,7 @@
 #include "storage/store.h"
 
 #define EXT_MIN_PAGES_FREE 3            /* chunks a class keeps free, in pages (memcached's) */
+#define EXT_RESERVE 8                   /* pool pages kept for headers: an eighth of memory */
 #define EXT_TRIES 5                     /* candidates looked at per item moved */
 #define EXT_IOV_STACK 64
 #define EXT_CALM 2                      /* seconds without evictions before a class gives pages */
@@ -235,8 +239,9 @@ static bool class_short(struct engine *e, unsigned id) {
     if (st.free_chunks + st.free_chunks_end >= per_page * EXT_MIN_PAGES_FREE)
         return false;
     uint64_t limit = slab_limit(e->slab);
-    return slab_pool_pages(e->slab) == 0 &&
-           (limit == 0 || slab_total_malloced(e->slab) + e->cfg.page_size > limit);
+    if (limit == 0)
+        return false;
+    return slab_pool_pages(e->slab) <= limit / e->cfg.page_size / EXT_RESERVE;
 }
 
 /*
