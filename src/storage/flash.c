@@ -350,8 +350,7 @@ static bool rec_frame(char *dst, const char *key, unsigned nkey, const struct io
  * bucket has none.  The record is framed past `used` with no lock held
  * and published by growing `used` under the mutex.
  */
-bool flash_write(struct flash *f, enum flash_bucket b, const char *key, unsigned nkey,
-                 const struct iovec *iov, int iovcnt, uint32_t len, struct flash_loc *loc) {
+bool flash_reserve(struct flash *f, enum flash_bucket b, unsigned nkey, uint32_t len) {
     uint64_t rec = rec_size(nkey, len);
     if ((unsigned)b >= FLASH_NBUCKETS || nkey > UINT8_MAX || rec > f->wbuf_size)
         return false;
@@ -364,6 +363,15 @@ bool flash_write(struct flash *f, enum flash_bucket b, const char *key, unsigned
         return false;
     if (w->page < 0 && !page_open(f, w, b))
         return false;
+    return true;
+}
+
+bool flash_write(struct flash *f, enum flash_bucket b, const char *key, unsigned nkey,
+                 const struct iovec *iov, int iovcnt, uint32_t len, struct flash_loc *loc) {
+    if (!flash_reserve(f, b, nkey, len))
+        return false;
+    struct flash_wbuf *w = &f->wbufs[b];
+    uint64_t rec = rec_size(nkey, len);
     uint32_t crc, at = w->used;
     if (!rec_frame(w->buf + at, key, nkey, iov, iovcnt, len, &crc))
         return false;

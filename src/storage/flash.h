@@ -147,6 +147,15 @@ unsigned flash_pages(const struct flash *f);
 bool flash_write(struct flash *f, enum flash_bucket b, const char *key, unsigned nkey,
                  const struct iovec *iov, int iovcnt, uint32_t len, struct flash_loc *loc);
 
+/*
+ * Makes room in bucket b's buffer for a record of nkey and len bytes
+ * (writing the buffer out, opening a page, as flash_write() would), so that
+ * the next flash_write() of that size to b only copies: a caller that must
+ * write while holding a lock others wait on does its I/O first, here.
+ * false as flash_write().  Writer only.
+ */
+bool flash_reserve(struct flash *f, enum flash_bucket b, unsigned nkey, uint32_t len);
+
 /* Writes out every bucket's buffer that holds records (the pages stay open).  Writer only. */
 bool flash_flush(struct flash *f);
 

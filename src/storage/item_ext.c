@@ -408,6 +408,8 @@ static void compact_one(void *arg, const char *key, unsigned nkey, const struct 
     struct engine *e = c->e;
     uint64_t hv = ht_hash(key, nkey);
     struct mtx *m = lock_of(e->locks, hv);
+    /* any file write the rewrite needs, before the stripe: workers wait on it */
+    bool room = flash_reserve(e->flash, FLASH_B_COMPACT, nkey, loc->len);
     mtx_lock(m);
     struct item *hdr = store_find_locked(e, key, nkey, hv, NULL, NULL);
     struct flash_loc at;
@@ -425,7 +427,7 @@ static void compact_one(void *arg, const char *key, unsigned nkey, const struct 
     struct flash_loc nloc;
     enum engine_alloc_err err;
     struct item *nh = NULL;
-    if (flash_write(e->flash, FLASH_B_COMPACT, key, nkey, &iov, 1, loc->len, &nloc)) {
+    if (room && flash_write(e->flash, FLASH_B_COMPACT, key, nkey, &iov, 1, loc->len, &nloc)) {
         nh = store_alloc(e, key, nkey, hdr->flags, hdr->exptime, sizeof(nloc), &err);
         if (nh == NULL)
             flash_release(e->flash, &nloc);
