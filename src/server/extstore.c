@@ -34,6 +34,7 @@
 #include "server/extstore.h"
 #include "server/server.h"
 #include "server/stats.h"
+#include "server/tune.h"
 
 #define WRITE_SLEEP_MIN 500u            /* microseconds: the shortest rest (memcached's) */
 #define WRITE_BUDGET 256u               /* values moved per slice */
@@ -155,23 +156,6 @@ static bool tok_u32(const struct mc_req *req, int i, uint32_t *out) {
     return true;
 }
 
-/* memcached's safe_strtod(): the whole token is a double strtod() takes, in range. */
-static bool tok_f64(const struct mc_req *req, int i, double *out) {
-    char buf[64];
-    size_t n = req->tok[i].len;
-    if (n == 0 || n >= sizeof(buf))
-        return false;
-    memcpy(buf, req->tok[i].p, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
-    double d = strtod(buf, &end);
-    if (errno == ERANGE || end == buf || *end != '\0')
-        return false;
-    *out = d;
-    return true;
-}
-
 /* The knobs that take a 32-bit number: where each lives in the settings and in the engine's. */
 static const struct knob {
     const char *name;
@@ -213,7 +197,7 @@ static bool knob_set(struct server *s, const struct mc_req *req) {
             *(uint32_t *)((char *)&ec + knobs[i].eng) = v;
         }
     }
-    if (mc_req_word_is(req, 1, "max_frag") && (ok = tok_f64(req, 2, &d))) {
+    if (mc_req_word_is(req, 1, "max_frag") && (ok = tune_tok_f64(req, 2, &d))) {
         cfg->ext_max_frag = d;
         ec.max_frag = d;
     } else if (mc_req_word_is(req, 1, "drop_unread") && (ok = tok_u32(req, 2, &v))) {

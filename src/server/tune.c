@@ -29,7 +29,7 @@ static void answer(struct conn *c, const struct mc_req *req, const char *s, size
 }
 
 /* safe_strtod: the whole token (or up to whitespace) is a double strtod accepts. */
-static bool tok_f64(const struct mc_req *req, int i, double *out) {
+bool tune_tok_f64(const struct mc_req *req, int i, double *out) {
     char buf[64];
     size_t n = req->tok[i].len;
     if (n == 0 || n >= sizeof(buf))
@@ -90,7 +90,7 @@ void tune_slabs(struct conn *c, const struct mc_req *req) {
         uint64_t level;
         pthread_mutex_lock(&s->tune_lock);
         if (mc_req_word_is(req, 2, "ratio")) {
-            if (req->ntokens >= 4 && tok_f64(req, 3, &ratio)) {
+            if (req->ntokens >= 4 && tune_tok_f64(req, 3, &ratio)) {
                 s->cfg->slab_automove_ratio = ratio;
                 engine_automove_set(s->engine, s->cfg->slab_reassign ? s->cfg->slab_automove : 0, ratio,
                                     s->cfg->slab_automove_window);
@@ -119,8 +119,8 @@ void tune_lru(struct conn *c, const struct mc_req *req) {
         uint64_t hot, warm;
         double hot_factor, factor;
         if (!mc_num_u64(req->tok[2].p, req->tok[2].len, &hot) ||
-            !mc_num_u64(req->tok[3].p, req->tok[3].len, &warm) || !tok_f64(req, 4, &hot_factor) ||
-            !tok_f64(req, 5, &factor)) {
+            !mc_num_u64(req->tok[3].p, req->tok[3].len, &warm) || !tune_tok_f64(req, 4, &hot_factor) ||
+            !tune_tok_f64(req, 5, &factor)) {
             r = "ERROR\r\n";
         } else if (hot + warm > 80) {
             r = "ERROR hot and warm pcts must not exceed 80\r\n";

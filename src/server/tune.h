@@ -14,6 +14,8 @@
 struct conn;
 
 void tune_slabs(struct conn *c, const struct mc_req *req);
+/* Token i as memcached's safe_strtod() reads it: the whole token a double in range. */
+bool tune_tok_f64(const struct mc_req *req, int i, double *out);
 void tune_lru(struct conn *c, const struct mc_req *req);
 
 #endif

@@ -143,6 +143,13 @@ static struct engine_ext_config settings_now(struct ext *x) {
 
 struct flash *engine_flash(struct engine *e) { return e->ext != NULL ? e->ext->fl : NULL; }
 
+/* Gives dst the bits of mask that src has (dst private to the caller, or its stripe held). */
+static void flags_take(struct item *dst, const struct item *src, uint16_t mask) {
+    uint16_t f = atomic_load_explicit(&dst->iflags, memory_order_relaxed) |
+                 (atomic_load_explicit(&src->iflags, memory_order_relaxed) & mask);
+    atomic_store_explicit(&dst->iflags, f, memory_order_relaxed);
+}
+
 /* ---- reads ---- */
 
 /* The value's pieces in it, on the stack when few, else malloc'd (*heap). */
@@ -207,12 +214,7 @@ struct item *ext_read(struct engine *e, struct item *hdr, uint64_t hv, bool agai
         return NULL;
     }
     atomic_store_explicit(&it->cas, item_cas(hdr), memory_order_relaxed);
-    uint16_t keep = ITEM_FETCHED | ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY;
-    atomic_store_explicit(&it->iflags,
-                          (uint16_t)(atomic_load_explicit(&it->iflags, memory_order_relaxed) |
-                                     (atomic_load_explicit(&hdr->iflags, memory_order_relaxed) &
-                                      keep)),
-                          memory_order_relaxed);
+    flags_take(it, hdr, ITEM_FETCHED | ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY);
     uint32_t rate = settings_now(x).recache_rate;
     if (rate != 0 && again &&
         atomic_fetch_add_explicit(&x->recache_count, 1, memory_order_relaxed) % rate == 0) {
@@ -322,14 +324,7 @@ static bool move_one(struct engine *e, unsigned id, uint32_t now, uint32_t age,
     struct mtx *m = lock_of(e->locks, hv);
     mtx_lock(m);
     if (item_has(it, ITEM_LINKED) && item_cas(it) == cas) {
-        uint16_t keep = ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY;
-        atomic_store_explicit(&hdr->iflags,
-                              (uint16_t)(atomic_load_explicit(&hdr->iflags,
-                                                              memory_order_relaxed) |
-                                         (atomic_load_explicit(&it->iflags,
-                                                               memory_order_relaxed) &
-                                          keep)),
-                              memory_order_relaxed);
+        flags_take(hdr, it, ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY);  /* not read yet */
         hdr->exptime = it->exptime;     /* a touch may have come meanwhile */
         store_replace_locked(e, it, hdr, hv, cas);
     }
@@ -438,12 +433,7 @@ static void compact_one(void *arg, const char *key, unsigned nkey, const struct 
         return;
     }
     memcpy(nh->data + nh->nkey, &nloc, sizeof(nloc));
-    uint16_t keep = ITEM_FLASH | ITEM_FETCHED | ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY;
-    atomic_store_explicit(&nh->iflags,
-                          (uint16_t)(atomic_load_explicit(&nh->iflags, memory_order_relaxed) |
-                                     (atomic_load_explicit(&hdr->iflags, memory_order_relaxed) &
-                                      keep)),
-                          memory_order_relaxed);
+    flags_take(nh, hdr, ITEM_FLASH | ITEM_FETCHED | ITEM_TOKEN_SENT | ITEM_STALE | ITEM_KEY_BINARY);
     store_replace_locked(e, hdr, nh, hv, item_cas(hdr));
     c->rescues++;
     mtx_unlock(m);
