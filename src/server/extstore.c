@@ -89,6 +89,8 @@ static void *writer_main(void *arg) {
         struct engine_ext_config c;
         engine_ext_get(w->engine, &c);
         rest = next_rest(rest, done, c.max_sleep_us);
+        if (rest == 0 && done < WRITE_BUDGET)
+            rest = WRITE_SLEEP_MIN;         /* `extstore max_sleep 0`: no spinning */
         pthread_mutex_lock(&w->lock);
         if (done >= WRITE_BUDGET || rest == 0)
             continue;

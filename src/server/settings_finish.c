@@ -71,7 +71,7 @@ static int ext_finish(struct parse *p) {
     }
     for (unsigned i = 0; i < s->ext_nfiles; i++)
         pages += s->ext_size[i] / s->ext_page_size;
-    if (s->ext_page_size % s->ext_wbuf_size != 0)
+    if (s->ext_wbuf_size == 0 || s->ext_page_size % s->ext_wbuf_size != 0)
         why = "page_size must be divisible by wbuf_size";
     else if (s->ext_page_size % (2 * MB) != 0 || s->ext_wbuf_size % (2 * MB) != 0)
         why = "page_size and wbuf_size must be divisible by 1024*1024*2";

@@ -458,7 +458,9 @@ static unsigned compact_step(struct engine *e, const struct engine_ext_config *c
     atomic_fetch_add_explicit(&x->compact_lost, c.lost, memory_order_relaxed);
     atomic_fetch_add_explicit(&x->compact_skipped, c.skipped, memory_order_relaxed);
     /* what is left on the page is held by readers now, or unreadable: it goes
-       when they let go (reclaim), or at once if nothing could be read */
+       when they let go (reclaim), or at once if nothing could be read.
+       FIXME: a record that failed its CRC or could not be rewritten keeps
+       the page, which is then picked again at every step. */
     if (!ok)
         flash_page_free(x->fl, (unsigned)page);
     return 1;
